@@ -1,0 +1,46 @@
+# Finds what condbench builds against. LibTorch comes from the PyTorch wheel in .venv (made by
+# scripts/setup) unless the user points CMAKE_PREFIX_PATH or Torch_DIR at their own.
+
+find_package(Torch QUIET)
+if(NOT Torch_FOUND)
+  set(_venv_python ${CMAKE_SOURCE_DIR}/.venv/bin/python)
+  if(NOT EXISTS ${_venv_python})
+    message(FATAL_ERROR "LibTorch not found: run scripts/setup, or pass -DCMAKE_PREFIX_PATH=<libtorch>")
+  endif()
+  execute_process(COMMAND ${_venv_python} -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
+                  OUTPUT_VARIABLE _torch_prefix OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "LibTorch not found: ${_venv_python} cannot import torch; run scripts/setup")
+  endif()
+  list(APPEND CMAKE_PREFIX_PATH ${_torch_prefix})
+  find_package(Torch REQUIRED)
+endif()
+
+find_package(benchmark REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+if(CONDBENCH_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+
+# --- CUDA (optional) -------------------------------------------------------------------------------
+set(CONDBENCH_CUDA OFF)
+if(CONDBENCH_WITH_CUDA)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(CONDBENCH_CUDA ON)
+  endif()
+endif()
+if(NOT CONDBENCH_CUDA)
+  message(STATUS "condbench: no CUDA compiler found; building the CPU parts only")
+endif()
+
+# NVTX3 is header-only and ships with the CUDA toolkit; without it the ranges compile to nothing.
+find_path(CONDBENCH_NVTX_INCLUDE_DIR nvtx3/nvToolsExt.h
+          HINTS ${CUDAToolkit_INCLUDE_DIRS} $ENV{CUDA_HOME}/include /usr/local/cuda/include)
+if(CONDBENCH_NVTX_INCLUDE_DIR)
+  set(CONDBENCH_HAVE_NVTX ON)
+else()
+  set(CONDBENCH_HAVE_NVTX OFF)
+  message(STATUS "condbench: NVTX3 headers not found; NVTX ranges are compiled out")
+endif()

@@ -1,0 +1,19 @@
+#pragma once
+// FLOP accounting shared by every strategy. A Linear in->out costs 2*in*out FLOPs per row (one
+// multiply and one add per weight); bias, ReLU and the exit test are not counted. A row that
+// leaves at exit k needed blocks 1..k and heads exit1..exit{k}; the final exit also needs the
+// final head. That is the row's useful work: what it could not have done without.
+#include <cstdint>
+
+#include "condbench/config.h"
+
+namespace condbench {
+
+double block_flops(const ModelConfig& config, int block);  // per row
+double head_flops(const ModelConfig& config);              // one exit head or the final head, per row
+// Work a row must do to leave at exit_id (1..blocks+1).
+double useful_flops(const ModelConfig& config, int exit_id);
+// Every block and every head, once: what `masked` runs for each row.
+double full_model_flops(const ModelConfig& config);
+
+}  // namespace condbench

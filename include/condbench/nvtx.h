@@ -1,0 +1,54 @@
+#pragma once
+// NVTX ranges in the `condbench` domain (DESIGN §4), so Nsight Systems shows a range per benchmark
+// run, per inference and per block / exit test of host-driven strategies. The level is chosen at
+// run time (--nvtx=off|run|iter|stage); without the NVTX3 headers everything compiles to nothing.
+#include <string>
+
+namespace condbench::nvtx {
+
+enum class Level { off = 0, run = 1, iter = 2, stage = 3 };
+
+void set_level(Level level);
+Level level();
+Level parse_level(const std::string& text);  // throws condbench::Error
+
+// A message registered once with the domain; pushing it costs no string handling.
+class RegisteredString {
+ public:
+  explicit RegisteredString(const char* text);
+  const void* handle() const { return handle_; }
+
+ private:
+  const void* handle_ = nullptr;
+};
+
+// Well-known registered strings, one per stage kind: block i, exit test k, head.
+const RegisteredString& inference_string();
+const RegisteredString& block_string(int block);      // "block 0", "block 1", ...
+const RegisteredString& exit_test_string(int exit);   // "exit test 1", ...
+
+void push(const RegisteredString& message);
+void push(const std::string& message);  // unregistered: for once-per-run ranges
+void pop();
+
+// Opens a range when the run's NVTX level is at least `at`; closes it when leaving scope.
+class ScopedRange {
+ public:
+  ScopedRange(Level at, const RegisteredString& message) : open_(enabled(at)) {
+    if (open_) push(message);
+  }
+  ScopedRange(Level at, const std::string& message) : open_(enabled(at)) {
+    if (open_) push(message);
+  }
+  ~ScopedRange() {
+    if (open_) pop();
+  }
+  ScopedRange(const ScopedRange&) = delete;
+  ScopedRange& operator=(const ScopedRange&) = delete;
+
+ private:
+  static bool enabled(Level at);
+  bool open_;
+};
+
+}  // namespace condbench::nvtx
