@@ -3,6 +3,7 @@
 // run, per inference and per block / exit test of host-driven strategies. The level is chosen at
 // run time (--nvtx=off|run|iter|stage); without the NVTX3 headers everything compiles to nothing.
 #include <string>
+#include <vector>
 
 namespace condbench::nvtx {
 
@@ -26,6 +27,19 @@ class RegisteredString {
 const RegisteredString& inference_string();
 const RegisteredString& block_string(int block);      // "block 0", "block 1", ...
 const RegisteredString& exit_test_string(int exit);   // "exit test 1", ...
+
+// The stage strings a host-driven strategy needs, resolved once in prepare() so that the timed
+// path only reads a pointer.
+class StageRanges {
+ public:
+  StageRanges() = default;
+  explicit StageRanges(int blocks);
+  const RegisteredString& block(int i) const { return *blocks_[i]; }
+  const RegisteredString& exit_test(int exit) const { return *exit_tests_[exit - 1]; }
+
+ private:
+  std::vector<const RegisteredString*> blocks_, exit_tests_;
+};
 
 void push(const RegisteredString& message);
 void push(const std::string& message);  // unregistered: for once-per-run ranges

@@ -1,6 +1,7 @@
 #pragma once
 // A small counter-free generator (SplitMix64) so that "seed N" means the same weights and inputs
 // on every machine and library version; torch's generators make no such promise across releases.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

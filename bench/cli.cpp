@@ -1,0 +1,124 @@
+#include "cli.h"
+
+#include <ATen/Context.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include "condbench/error.h"
+
+namespace condbench::cli {
+
+std::map<std::string, std::string> take_flags(int& argc, char** argv, const std::vector<std::string>& known,
+                                              const std::vector<std::string>& switches) {
+  std::map<std::string, std::string> flags;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const bool is_known = std::find(known.begin(), known.end(), name) != known.end();
+    const bool is_switch = std::find(switches.begin(), switches.end(), name) != switches.end();
+    if (!is_known && !is_switch) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    if (flags.count(name)) fail(name + ": given twice");
+    if (is_switch) {
+      if (eq != std::string::npos) fail(name + ": takes no value");
+      flags[name] = "";
+    } else {
+      if (eq == std::string::npos || eq + 1 == arg.size()) fail(name + ": needs a value (" + name + "=...)");
+      flags[name] = arg.substr(eq + 1);
+    }
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  return flags;
+}
+
+std::vector<std::string> split_list(const std::string& flag, const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) fail(flag + ": empty item in '" + text + "'");
+    items.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !(std::isdigit(text[0]) || text[0] == '-'))
+    fail(flag + ": '" + text + "' is not an integer");
+  if (value < lo || value > hi)
+    fail(flag + ": " + text + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+  return value;
+}
+
+std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
+  std::vector<int64_t> values;
+  for (const std::string& item : split_list(flag, text)) values.push_back(parse_int(flag, item, lo, hi));
+  return values;
+}
+
+float parse_float(const std::string& flag, const std::string& text, float lo, float hi) {
+  errno = 0;
+  char* end = nullptr;
+  const float value = std::strtof(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value))
+    fail(flag + ": '" + text + "' is not a number");
+  if (value < lo || value > hi)
+    fail(flag + ": " + text + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return value;
+}
+
+bool cuda_built() {
+#if CONDBENCH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool cuda_available() { return cuda_built() && at::hasCUDA(); }
+
+std::vector<Device> default_devices() {
+  if (cuda_available()) return {Device::cpu, Device::cuda};
+  return {Device::cpu};
+}
+
+std::vector<Device> parse_devices(const std::string& flag, const std::string& text) {
+  if (text == "cpu") return {Device::cpu};
+  if (text == "cuda" || text == "all") {
+    if (!cuda_built()) fail(flag + "=" + text + ": this build of condbench has no CUDA support");
+    if (text == "cuda") return {Device::cuda};
+    return {Device::cpu, Device::cuda};
+  }
+  fail(flag + ": expected cpu, cuda or all, got '" + text + "'");
+}
+
+std::vector<std::string> parse_strategies(const std::string& flag, const std::string& text) {
+  std::vector<std::string> names = split_list(flag, text);
+  for (const std::string& name : names)
+    if (!StrategyRegistry::instance().knows(name)) {
+      std::set<std::string> known;
+      for (const StrategyInfo& info : StrategyRegistry::instance().entries()) known.insert(info.name);
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      fail(flag + ": unknown strategy '" + name + "' (known: " + list + ")");
+    }
+  return names;
+}
+
+}  // namespace condbench::cli

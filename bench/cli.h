@@ -1,0 +1,33 @@
+#pragma once
+// Command-line parsing shared by condbench and condbench-infer. Project flags take the form
+// --name=value (or --name for switches); a bad value throws condbench::Error with one line that
+// names the flag, which main() prints before exiting with code 2.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "condbench/nvtx.h"
+#include "condbench/strategy.h"
+
+namespace condbench::cli {
+
+// Takes the flags named in `known` out of argv (so Google Benchmark never sees them) and returns
+// them by name. A known flag without its value, or given twice, is an error.
+std::map<std::string, std::string> take_flags(int& argc, char** argv, const std::vector<std::string>& known,
+                                              const std::vector<std::string>& switches);
+
+std::vector<std::string> split_list(const std::string& flag, const std::string& text);
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi);
+std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text, int64_t lo, int64_t hi);
+float parse_float(const std::string& flag, const std::string& text, float lo, float hi);
+std::vector<Device> parse_devices(const std::string& flag, const std::string& text);
+// Every name must be a registered strategy on some device and engine.
+std::vector<std::string> parse_strategies(const std::string& flag, const std::string& text);
+
+// The devices a run uses when --device is not given: all where a GPU is present, else cpu.
+std::vector<Device> default_devices();
+bool cuda_built();      // the CUDA parts of condbench were compiled
+bool cuda_available();  // ... and a CUDA device is present
+
+}  // namespace condbench::cli

@@ -1,0 +1,57 @@
+#include "context.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+
+#include <fstream>
+
+#include "cli.h"
+#include "condbench/nvtx.h"
+#include "revision.h"
+
+#if __has_include(<torch/headeronly/version.h>)
+#include <torch/headeronly/version.h>
+#else
+#include <torch/version.h>
+#endif
+
+namespace condbench {
+
+namespace {
+std::string cuda_version_text(long version) {
+  if (version <= 0) return "none";
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+}  // namespace
+
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  return "unknown";
+}
+
+std::vector<std::pair<std::string, std::string>> run_context() {
+  const auto& hooks = at::detail::getCUDAHooks();
+  const bool has_gpu = cli::cuda_available();
+  std::vector<std::pair<std::string, std::string>> context = {
+      {"condbench_version", kVersion},
+      {"condbench_schema", kResultSchema},
+      {"git_revision", kGitRevision},
+      {"build_type", kBuildType},
+      {"torch_version", TORCH_VERSION},
+      {"cuda_build", cli::cuda_built() ? "yes" : "no"},
+      {"cuda_runtime_version", hooks.hasCUDART() ? cuda_version_text(hooks.versionCUDART()) : "none"},
+      {"cuda_driver_version", "none"},
+      {"device_name", has_gpu ? "cuda" : "none"},
+      {"cpu_model", cpu_model()},
+      {"threads", std::to_string(at::get_num_threads())},
+  };
+  return context;
+}
+
+}  // namespace condbench

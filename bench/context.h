@@ -1,0 +1,16 @@
+#pragma once
+// The machine and software a run was made on, as (key, value) pairs: condbench puts them in the
+// Google Benchmark JSON context (DESIGN §4) and condbench-infer in its output.
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace condbench {
+
+// Bumped when the meaning of names, counters or context keys changes; condbench-report checks it.
+constexpr const char* kResultSchema = "1";
+
+std::vector<std::pair<std::string, std::string>> run_context();
+std::string cpu_model();
+
+}  // namespace condbench

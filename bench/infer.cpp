@@ -1,0 +1,158 @@
+// condbench-infer: a user's check that the strategies are right for their own model (DESIGN §5).
+// Runs every selected strategy on the same weights, inputs and thresholds and prints each one's
+// exit ids and logits as JSON, with whether they all agree. Exit code 0: all agree; 1: they do
+// not; 2: bad input.
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+#include "cli.h"
+#include "condbench/agreement.h"
+#include "condbench/error.h"
+#include "condbench/torch_device.h"
+#include "condbench/workload.h"
+
+namespace condbench {
+namespace {
+
+// float as the JSON number type, so logits print in their shortest float form.
+using Json = nlohmann::basic_json<std::map, std::vector, std::string, bool, std::int64_t, std::uint64_t, float>;
+
+struct Options {
+  ModelSource source;
+  at::Tensor input;  // [rows, in_features], CPU float
+  std::vector<float> thresholds;
+  std::vector<Device> devices;
+  std::vector<std::string> strategies;
+};
+
+const char* const kUsage =
+    "usage: condbench-infer [--weights=FILE | --seed=N --in-features=N --hidden=N --num-classes=N --blocks=N]\n"
+    "                       [--input=FILE | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
+    "                       [--device=cpu|cuda|all] [--strategy=LIST]\n";
+
+Options parse_options(int argc, char** argv) {
+  const auto flags = cli::take_flags(argc, argv,
+                                     {"--weights", "--seed", "--in-features", "--hidden", "--num-classes", "--blocks",
+                                      "--input", "--batch", "--input-seed", "--thresholds", "--device", "--strategy"},
+                                     {});
+  if (argc > 1) fail(std::string("unknown argument '") + argv[1] + "'");
+  auto given = [&](const char* name) { return flags.count(name) > 0; };
+  Options options;
+  ModelConfig& config = options.source.config;
+  if (given("--weights")) {
+    for (const char* f : {"--seed", "--in-features", "--hidden", "--num-classes", "--blocks"})
+      if (given(f)) fail(std::string(f) + ": not with --weights (the file gives the model)");
+    options.source.weights_path = flags.at("--weights");
+  } else {
+    if (given("--seed")) options.source.seed = static_cast<uint64_t>(cli::parse_int("--seed", flags.at("--seed"), 0, INT64_MAX));
+    if (given("--in-features")) config.in_features = static_cast<int>(cli::parse_int("--in-features", flags.at("--in-features"), 1, 1 << 16));
+    if (given("--hidden")) config.hidden = static_cast<int>(cli::parse_int("--hidden", flags.at("--hidden"), 1, 1 << 16));
+    if (given("--num-classes")) config.num_classes = static_cast<int>(cli::parse_int("--num-classes", flags.at("--num-classes"), 1, 1 << 16));
+    if (given("--blocks")) config.blocks = static_cast<int>(cli::parse_int("--blocks", flags.at("--blocks"), 1, 256));
+  }
+  config = shared_model(options.source)->config();
+
+  if (given("--input")) {
+    if (given("--batch") || given("--input-seed")) fail("--input: not with --batch or --input-seed");
+    at::Tensor input = load_tensor_file(flags.at("--input"));
+    if (input.dim() == 1) input = input.unsqueeze(0);
+    if (!at::isFloatingType(input.scalar_type()) || input.dim() != 2 || input.size(1) != config.in_features)
+      fail("--input: expected a float tensor [rows, " + std::to_string(config.in_features) + "], got " +
+           std::string(input.scalar_type() == at::kFloat ? "" : "non-float ") + "shape " + std::to_string(input.dim()) +
+           "-d " + (input.dim() >= 1 ? std::to_string(input.size(-1)) + " wide" : ""));
+    if (input.size(0) < 1) fail("--input: the tensor has no rows");
+    options.input = input.to(at::kCPU, at::kFloat).contiguous();
+  } else {
+    const int64_t rows = given("--batch") ? cli::parse_int("--batch", flags.at("--batch"), 1, 1 << 20) : 8;
+    const uint64_t seed = given("--input-seed") ? static_cast<uint64_t>(cli::parse_int("--input-seed", flags.at("--input-seed"), 0, INT64_MAX)) : kPoolSeed;
+    std::vector<float> values = seeded_inputs(config, rows, seed);
+    options.input = at::from_blob(values.data(), {rows, config.in_features}, at::kFloat).clone();
+  }
+
+  if (!given("--thresholds"))
+    fail("--thresholds: required, one per exit head (" + std::to_string(config.blocks) + " values in [0, 1])");
+  for (const std::string& item : cli::split_list("--thresholds", flags.at("--thresholds")))
+    options.thresholds.push_back(cli::parse_float("--thresholds", item, 0.0f, 1.0f));
+  if (static_cast<int>(options.thresholds.size()) != config.blocks)
+    fail("--thresholds: expected " + std::to_string(config.blocks) + " values (one per exit head), got " +
+         std::to_string(options.thresholds.size()));
+
+  options.devices = given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
+  if (given("--strategy")) options.strategies = cli::parse_strategies("--strategy", flags.at("--strategy"));
+  return options;
+}
+
+int run(int argc, char** argv) {
+  const Options options = parse_options(argc, argv);
+  const EarlyExitModel model = shared_model(options.source);
+  const int64_t rows = options.input.size(0);
+
+  Json out;
+  out["rows"] = rows;
+  out["thresholds"] = options.thresholds;
+  out["strategies"] = Json::array();
+  at::Tensor first_ids, first_logits;
+  bool agree = true;
+  for (const StrategyInfo& info : StrategyRegistry::instance().entries()) {
+    if (std::find(options.devices.begin(), options.devices.end(), info.device) == options.devices.end()) continue;
+    if (!options.strategies.empty() &&
+        std::find(options.strategies.begin(), options.strategies.end(), info.name) == options.strategies.end())
+      continue;
+    if (info.device == Device::cuda && !cli::cuda_available()) fail("--device: no CUDA device on this machine");
+    std::unique_ptr<Strategy> strategy = info.make();
+    strategy->prepare(model, rows);
+    const ExitOutput result = strategy->run(options.input.to(torch_device(info.device)), options.thresholds);
+    strategy->finish();
+    const at::Tensor ids = result.exit_id.to(at::kCPU, at::kInt).contiguous();
+    const at::Tensor logits = result.logits.to(at::kCPU, at::kFloat).contiguous();
+
+    Json entry;
+    entry["device"] = to_string(info.device);
+    entry["engine"] = to_string(info.engine);
+    entry["strategy"] = info.name;
+    entry["exit_ids"] = std::vector<int32_t>(ids.data_ptr<int32_t>(), ids.data_ptr<int32_t>() + rows);
+    Json rows_json = Json::array();
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = logits.data_ptr<float>() + r * logits.size(1);
+      rows_json.push_back(std::vector<float>(row, row + logits.size(1)));
+    }
+    entry["logits"] = std::move(rows_json);
+    out["strategies"].push_back(std::move(entry));
+
+    if (!first_ids.defined()) {
+      first_ids = ids;
+      first_logits = logits;
+    } else if (!results_agree(ids, logits, first_ids, first_logits)) {
+      agree = false;
+    }
+  }
+  if (out["strategies"].empty()) fail("no strategy matches --device and --strategy");
+  out["agree"] = agree;
+  std::cout << out.dump() << "\n";
+  return agree ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace condbench
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::cout << condbench::kUsage;
+      return 0;
+    }
+  try {
+    return condbench::run(argc, argv);
+  } catch (const condbench::Error& e) {
+    std::cerr << "condbench-infer: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    std::cerr << "condbench-infer: " << what.substr(0, what.find('\n')) << "\n";
+    return 2;
+  }
+}

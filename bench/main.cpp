@@ -1,0 +1,89 @@
+// condbench: the benchmark runner (DESIGN §4). Project flags select what to run; Google
+// Benchmark's own flags (--benchmark_filter, --benchmark_out, ...) work as usual.
+#include <benchmark/benchmark.h>
+
+#include <ATen/Parallel.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+
+#include "context.h"
+#include "condbench/error.h"
+#include "registration.h"
+
+namespace {
+
+bool has_flag(int argc, char** argv, const char* name) {
+  const size_t n = std::strlen(name);
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], name, n) == 0 && (argv[i][n] == '=' || argv[i][n] == '\0')) return true;
+  return false;
+}
+
+// DESIGN §5: result files are written atomically. Google Benchmark writes --benchmark_out in
+// place, so point it at a temporary file beside the target and rename it when the run ends.
+class AtomicBenchmarkOut {
+ public:
+  AtomicBenchmarkOut(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i)
+      if (std::strncmp(argv[i], "--benchmark_out=", 16) == 0) {
+        target_ = argv[i] + 16;
+        if (target_.empty()) condbench::fail("--benchmark_out: needs a file name");
+        temp_ = target_ + ".tmp." + std::to_string(::getpid());
+        if (!std::ofstream(temp_)) condbench::fail("--benchmark_out: cannot write '" + target_ + "'");
+        arg_ = "--benchmark_out=" + temp_;
+        argv[i] = arg_.data();
+      }
+  }
+  ~AtomicBenchmarkOut() {
+    if (!temp_.empty()) std::remove(temp_.c_str());  // still here: the run did not finish
+  }
+  void commit() {
+    if (temp_.empty()) return;
+    if (std::rename(temp_.c_str(), target_.c_str()) != 0)
+      condbench::fail("--benchmark_out: cannot rename the result into '" + target_ + "'");
+    temp_.clear();
+  }
+
+ private:
+  std::string target_, temp_, arg_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    condbench::RunnerOptions options = condbench::parse_runner_options(argc, argv);
+    // Defaults a serious run wants, unless the user chose: 5 repetitions (medians, spread, and the
+    // samples condbench-report's U test needs) of at least 0.1 s each.
+    std::vector<std::string> extra;
+    if (!has_flag(argc, argv, "--benchmark_repetitions")) extra.push_back("--benchmark_repetitions=5");
+    if (!has_flag(argc, argv, "--benchmark_min_time")) extra.push_back("--benchmark_min_time=0.1");
+    std::vector<char*> args(argv, argv + argc);
+    for (std::string& e : extra) args.push_back(e.data());
+    args.push_back(nullptr);
+    int args_count = static_cast<int>(args.size()) - 1;
+
+    AtomicBenchmarkOut out(args_count, args.data());
+    benchmark::Initialize(&args_count, args.data());
+    if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
+
+    if (options.threads > 0) at::set_num_threads(options.threads);
+    condbench::nvtx::set_level(options.nvtx);
+    for (const auto& [key, value] : condbench::run_context()) benchmark::AddCustomContext(key, value);
+    benchmark::AddCustomContext("nvtx", options.nvtx == condbench::nvtx::Level::off ? "off" : "on");
+    benchmark::AddCustomContext("weights", options.weights.empty() ? "seeded" : options.weights);
+    condbench::register_cases(condbench::select_cases(options));
+
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    out.commit();
+    return 0;
+  } catch (const condbench::Error& e) {
+    std::cerr << "condbench: " << e.what() << "\n";
+    return 2;
+  }
+}

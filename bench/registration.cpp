@@ -1,0 +1,88 @@
+#include "registration.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+
+#include "cli.h"
+#include "condbench/error.h"
+
+namespace condbench {
+
+namespace {
+const std::vector<std::string> kValueFlags = {"--device", "--strategy", "--scenario", "--batch", "--hidden",
+                                              "--blocks", "--weights",  "--nvtx",     "--threads"};
+const std::vector<std::string> kSwitches = {"--full"};
+}  // namespace
+
+RunnerOptions parse_runner_options(int& argc, char** argv) {
+  const auto flags = cli::take_flags(argc, argv, kValueFlags, kSwitches);
+  auto given = [&](const char* name) { return flags.count(name) > 0; };
+  RunnerOptions options;
+  options.full = given("--full");
+  if (options.full) {
+    options.batches = {1, 8, 64, 512};
+    options.hidden = {64, 256, 1024, 4096};
+    options.blocks = {3, 12};
+  }
+  options.devices = given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
+  if (given("--strategy")) options.strategies = cli::parse_strategies("--strategy", flags.at("--strategy"));
+  if (given("--batch")) options.batches = cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 20);
+  if (given("--hidden")) options.hidden = cli::parse_int_list("--hidden", flags.at("--hidden"), 1, 1 << 16);
+  if (given("--blocks")) options.blocks = cli::parse_int_list("--blocks", flags.at("--blocks"), 1, 256);
+  if (given("--nvtx")) options.nvtx = nvtx::parse_level(flags.at("--nvtx"));
+  if (given("--threads")) options.threads = static_cast<int>(cli::parse_int("--threads", flags.at("--threads"), 1, 1024));
+  if (given("--weights")) {
+    if (given("--hidden") || given("--blocks"))
+      fail("--weights: the model's sizes come from the file; drop --hidden and --blocks");
+    options.weights = flags.at("--weights");
+    // Read now, so an unreadable or malformed file is a flag error, not a skipped benchmark.
+    const ModelConfig config = shared_model({ModelConfig{}, kDefaultWeightSeed, options.weights})->config();
+    options.hidden = {config.hidden};
+    options.blocks = {config.blocks};
+  }
+  if (given("--scenario")) {
+    options.scenarios = cli::split_list("--scenario", flags.at("--scenario"));
+    const int64_t deepest = *std::max_element(options.blocks.begin(), options.blocks.end());
+    for (const std::string& name : options.scenarios) parse_scenario(name, static_cast<int>(deepest));
+  }
+  return options;
+}
+
+std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
+  std::vector<BenchmarkCase> cases;
+  auto wanted = [&](const StrategyInfo& info) {
+    if (std::find(options.devices.begin(), options.devices.end(), info.device) == options.devices.end()) return false;
+    return options.strategies.empty() ||
+           std::find(options.strategies.begin(), options.strategies.end(), info.name) != options.strategies.end();
+  };
+  for (int64_t blocks : options.blocks)
+    for (int64_t hidden : options.hidden) {
+      ModelSource source;
+      source.weights_path = options.weights;
+      source.config.hidden = static_cast<int>(hidden);
+      source.config.blocks = static_cast<int>(blocks);
+      source.config = options.weights.empty() ? source.config : shared_model(source)->config();
+      source.config.validate();
+      const std::vector<std::string> scenarios =
+          options.scenarios.empty() ? scenario_names(static_cast<int>(blocks)) : options.scenarios;
+      for (int64_t batch : options.batches)
+        for (const std::string& scenario : scenarios) {
+          // exit:K beyond this depth's final exit does not exist here; other depths may have it
+          if (scenario.rfind("exit:", 0) == 0 && std::stoi(scenario.substr(5)) > blocks + 1) continue;
+          for (const StrategyInfo& info : StrategyRegistry::instance().entries())
+            if (wanted(info)) cases.push_back({&info, source, source.config, batch, scenario});
+        }
+    }
+  if (cases.empty()) fail("no benchmark matches the flags given (--device, --strategy, --scenario)");
+  return cases;
+}
+
+void register_cases(const std::vector<BenchmarkCase>& cases) {
+  for (const BenchmarkCase& c : cases)
+    benchmark::RegisterBenchmark(c.name().c_str(), [c](benchmark::State& state) { run_benchmark_case(state, c); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace condbench

@@ -1,0 +1,32 @@
+#pragma once
+// The project flags of condbench (DESIGN §4) and the benchmarks they register with Google Benchmark.
+#include <string>
+#include <vector>
+
+#include "benchmark_case.h"
+#include "condbench/nvtx.h"
+
+namespace condbench {
+
+struct RunnerOptions {
+  std::vector<Device> devices;
+  std::vector<std::string> strategies;  // empty: all
+  std::vector<std::string> scenarios;   // empty: all of each model depth
+  std::vector<int64_t> batches{1, 64};
+  std::vector<int64_t> hidden{64, 1024};
+  std::vector<int64_t> blocks{3};
+  std::string weights;
+  nvtx::Level nvtx = nvtx::Level::off;
+  bool full = false;
+  int threads = 0;  // 0: LibTorch's default
+};
+
+// Takes condbench's own flags out of argv (Google Benchmark parses the rest) and validates them.
+RunnerOptions parse_runner_options(int& argc, char** argv);
+
+// Every (device, engine, strategy) x model x batch x scenario the options select, in run order.
+std::vector<BenchmarkCase> select_cases(const RunnerOptions& options);
+
+void register_cases(const std::vector<BenchmarkCase>& cases);
+
+}  // namespace condbench

@@ -1,0 +1,63 @@
+#pragma once
+// What a benchmark runs on: the model, the input pool that iterations walk through, and the
+// thresholds of each scenario (forced, or calibrated on the pool). Built once per model and pool
+// and shared by every strategy, so all of them see exactly the same work.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "condbench/model.h"
+#include "condbench/scenario.h"
+
+namespace condbench {
+
+constexpr uint64_t kDefaultWeightSeed = 1;
+constexpr uint64_t kPoolSeed = 0x5eed;
+constexpr int64_t kMinPoolRows = 1024;  // DESIGN §3: at least 1024 rows
+
+// Where the weights come from: a state_dict file, else seeded weights for the config.
+struct ModelSource {
+  ModelConfig config;
+  uint64_t seed = kDefaultWeightSeed;
+  std::string weights_path;
+
+  std::string key() const;
+};
+
+class Workload {
+ public:
+  Workload(EarlyExitModel model, int64_t batch);
+
+  const EarlyExitModel& model() const { return model_; }
+  const ModelConfig& config() const { return model_->config(); }
+  int64_t batch() const { return batch_; }
+  const at::Tensor& pool() const { return pool_; }  // [rows, in_features], CPU
+  // The pool cut into whole batches, in the order iterations visit them (views, CPU).
+  const std::vector<at::Tensor>& batches() const { return batches_; }
+
+  // Thresholds for a scenario name; mix:* are calibrated on the pool once and cached.
+  std::vector<float> thresholds(const std::string& scenario) const;
+
+  static int64_t pool_rows_for(int64_t batch);
+
+ private:
+  EarlyExitModel model_;
+  int64_t batch_;
+  at::Tensor pool_;
+  std::vector<at::Tensor> batches_;
+  std::vector<float> confidences_;  // [rows][blocks], for calibration
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, std::vector<float>> calibrated_;
+};
+
+// The process-wide cache: one model per source and one workload per (source, batch), so that
+// Google Benchmark's repeated calls of a benchmark function do not rebuild or recalibrate.
+EarlyExitModel shared_model(const ModelSource& source);
+std::shared_ptr<const Workload> shared_workload(const ModelSource& source, int64_t batch);
+
+}  // namespace condbench

@@ -1,0 +1,153 @@
+#include "condbench/model.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/linear.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "condbench/error.h"
+
+namespace condbench {
+
+namespace {
+
+std::string shape_text(at::IntArrayRef shape) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
+at::Tensor from_flat(const std::vector<float>& values, const std::vector<int64_t>& shape) {
+  return at::from_blob(const_cast<float*>(values.data()), shape, at::kFloat).clone();
+}
+
+}  // namespace
+
+EarlyExitModelImpl::EarlyExitModelImpl(const ModelConfig& config, uint64_t seed) : config_(config) {
+  config_.validate();
+  build();
+  assign(seeded_parameters(config_, seed));
+}
+
+EarlyExitModelImpl::EarlyExitModelImpl(const ModelConfig& config, const StateDict& state_dict)
+    : config_(config) {
+  config_.validate();
+  build();
+  load(state_dict);
+}
+
+void EarlyExitModelImpl::build() {
+  using torch::nn::Linear;
+  using torch::nn::LinearOptions;
+  backbone_ = register_module("backbone", torch::nn::ModuleList());
+  for (int i = 0; i < config_.blocks; ++i) {
+    blocks_.emplace_back(LinearOptions(i == 0 ? config_.in_features : config_.hidden, config_.hidden));
+    backbone_->push_back(blocks_.back());  // registered as backbone.{i}
+  }
+  for (int k = 1; k <= config_.blocks; ++k)
+    exits_.push_back(register_module("exit" + std::to_string(k),
+                                     Linear(LinearOptions(config_.hidden, config_.num_classes))));
+  final_ = register_module("final", Linear(LinearOptions(config_.hidden, config_.num_classes)));
+}
+
+void EarlyExitModelImpl::assign(const FlatParameters& params) {
+  const at::NoGradGuard no_grad;
+  const auto specs = parameter_specs(config_);
+  auto named = named_parameters();
+  for (size_t p = 0; p < specs.size(); ++p) named[specs[p].name].copy_(from_flat(params[p], specs[p].shape));
+}
+
+void EarlyExitModelImpl::load(const StateDict& state_dict) {
+  std::map<std::string, at::Tensor> given;
+  for (const auto& [name, tensor] : state_dict) given[name] = tensor;
+  const auto specs = parameter_specs(config_);
+  std::set<std::string> expected;
+  // Check everything before changing anything, so a bad file leaves the model as it was.
+  for (const ParameterSpec& spec : specs) {
+    expected.insert(spec.name);
+    auto it = given.find(spec.name);
+    if (it == given.end()) fail("weights: missing key '" + spec.name + "'");
+    const at::Tensor& t = it->second;
+    if (!at::isFloatingType(t.scalar_type()))
+      fail("weights: '" + spec.name + "' is not a floating-point tensor");
+    if (t.sizes() != at::IntArrayRef(spec.shape))
+      fail("weights: '" + spec.name + "' has shape " + shape_text(t.sizes()) + ", expected " +
+           shape_text(spec.shape));
+  }
+  for (const auto& [name, tensor] : state_dict)
+    if (!expected.count(name)) fail("weights: unexpected key '" + name + "'");
+  const at::NoGradGuard no_grad;
+  auto named = named_parameters();
+  for (const ParameterSpec& spec : specs)
+    named[spec.name].copy_(given[spec.name].to(at::kCPU, at::kFloat));
+}
+
+StateDict EarlyExitModelImpl::state() const {
+  StateDict out;
+  const auto named = named_parameters();
+  for (const ParameterSpec& spec : parameter_specs(config_))
+    out.emplace_back(spec.name, named[spec.name].detach().to(at::kCPU).clone());
+  return out;
+}
+
+FlatParameters EarlyExitModelImpl::flat_parameters() const {
+  FlatParameters params;
+  for (const auto& [name, tensor] : state()) {
+    const at::Tensor t = tensor.contiguous();
+    params.emplace_back(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+  }
+  return params;
+}
+
+TorchLayers EarlyExitModelImpl::layers(const at::Device& device) const {
+  TorchLayers layers;
+  layers.config = config_;
+  auto put = [&](const torch::nn::Linear& linear, std::vector<at::Tensor>& w, std::vector<at::Tensor>& b) {
+    w.push_back(linear->weight.detach().to(device).contiguous());
+    b.push_back(linear->bias.detach().to(device).contiguous());
+  };
+  for (const auto& block : blocks_) put(block, layers.block_weight, layers.block_bias);
+  for (const auto& head : exits_) put(head, layers.head_weight, layers.head_bias);
+  put(final_, layers.head_weight, layers.head_bias);
+  return layers;
+}
+
+at::Tensor EarlyExitModelImpl::exit_confidences(const at::Tensor& x) const {
+  const at::NoGradGuard no_grad;
+  const TorchLayers l = layers(x.device());
+  std::vector<at::Tensor> confidences;
+  at::Tensor h = x;
+  for (int k = 0; k < config_.blocks; ++k) {
+    h = at::relu(at::linear(h, l.block_weight[k], l.block_bias[k]));
+    confidences.push_back(at::softmax(at::linear(h, l.head_weight[k], l.head_bias[k]), -1).amax(-1));
+  }
+  return at::stack(confidences, 1);
+}
+
+ModelConfig infer_config(const StateDict& state_dict) {
+  std::map<std::string, at::Tensor> given(state_dict.begin(), state_dict.end());
+  auto require = [&](const std::string& key, int64_t dims) -> const at::Tensor& {
+    auto it = given.find(key);
+    if (it == given.end()) fail("weights: missing key '" + key + "'");
+    if (it->second.dim() != dims)
+      fail("weights: '" + key + "' has " + std::to_string(it->second.dim()) + " dimensions, expected " +
+           std::to_string(dims));
+    return it->second;
+  };
+  ModelConfig config;
+  const at::Tensor& first = require("backbone.0.weight", 2);
+  config.hidden = static_cast<int>(first.size(0));
+  config.in_features = static_cast<int>(first.size(1));
+  config.num_classes = static_cast<int>(require("final.weight", 2).size(0));
+  config.blocks = 0;
+  while (given.count("backbone." + std::to_string(config.blocks) + ".weight")) ++config.blocks;
+  config.validate();
+  return config;
+}
+
+}  // namespace condbench

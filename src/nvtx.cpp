@@ -1,0 +1,118 @@
+#include "condbench/nvtx.h"
+
+#include <atomic>
+#include <deque>
+#include <mutex>
+
+#include "condbench/error.h"
+
+#if CONDBENCH_HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
+
+namespace condbench::nvtx {
+
+namespace {
+std::atomic<int> g_level{static_cast<int>(Level::off)};
+
+#if CONDBENCH_HAVE_NVTX
+nvtxDomainHandle_t domain() {
+  static const nvtxDomainHandle_t handle = nvtxDomainCreateA("condbench");
+  return handle;
+}
+#endif
+
+// Registered strings for stages, made on first use and kept for the process's life (NVTX holds
+// on to their handles). A deque never moves what it already holds.
+const RegisteredString& numbered(std::deque<RegisteredString>& cache, std::mutex& mutex,
+                                 const char* prefix, int n) {
+  std::lock_guard<std::mutex> lock(mutex);
+  while (static_cast<int>(cache.size()) <= n)
+    cache.emplace_back((prefix + std::to_string(cache.size())).c_str());
+  return cache[n];
+}
+}  // namespace
+
+void set_level(Level level) { g_level.store(static_cast<int>(level)); }
+Level level() { return static_cast<Level>(g_level.load()); }
+
+Level parse_level(const std::string& text) {
+  if (text == "off") return Level::off;
+  if (text == "run") return Level::run;
+  if (text == "iter") return Level::iter;
+  if (text == "stage") return Level::stage;
+  fail("--nvtx: expected off, run, iter or stage, got '" + text + "'");
+}
+
+bool ScopedRange::enabled(Level at) {
+#if CONDBENCH_HAVE_NVTX
+  return g_level.load(std::memory_order_relaxed) >= static_cast<int>(at);
+#else
+  (void)at;
+  return false;
+#endif
+}
+
+RegisteredString::RegisteredString(const char* text) {
+#if CONDBENCH_HAVE_NVTX
+  handle_ = nvtxDomainRegisterStringA(domain(), text);
+#else
+  (void)text;
+#endif
+}
+
+const RegisteredString& inference_string() {
+  static const RegisteredString s("inference");
+  return s;
+}
+
+const RegisteredString& block_string(int block) {
+  static std::deque<RegisteredString> cache;
+  static std::mutex mutex;
+  return numbered(cache, mutex, "block ", block);
+}
+
+const RegisteredString& exit_test_string(int exit) {
+  static std::deque<RegisteredString> cache;
+  static std::mutex mutex;
+  return numbered(cache, mutex, "exit test ", exit);
+}
+
+StageRanges::StageRanges(int blocks) {
+  for (int i = 0; i < blocks; ++i) blocks_.push_back(&block_string(i));
+  for (int k = 1; k <= blocks; ++k) exit_tests_.push_back(&exit_test_string(k));
+}
+
+void push(const RegisteredString& message) {
+#if CONDBENCH_HAVE_NVTX
+  nvtxEventAttributes_t attributes{};
+  attributes.version = NVTX_VERSION;
+  attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attributes.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  attributes.message.registered = static_cast<nvtxStringHandle_t>(const_cast<void*>(message.handle()));
+  nvtxDomainRangePushEx(domain(), &attributes);
+#else
+  (void)message;
+#endif
+}
+
+void push(const std::string& message) {
+#if CONDBENCH_HAVE_NVTX
+  nvtxEventAttributes_t attributes{};
+  attributes.version = NVTX_VERSION;
+  attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  attributes.message.ascii = message.c_str();
+  nvtxDomainRangePushEx(domain(), &attributes);
+#else
+  (void)message;
+#endif
+}
+
+void pop() {
+#if CONDBENCH_HAVE_NVTX
+  nvtxDomainRangePop(domain());
+#endif
+}
+
+}  // namespace condbench::nvtx

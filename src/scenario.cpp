@@ -1,0 +1,146 @@
+#include "condbench/scenario.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numeric>
+
+#include "condbench/error.h"
+#include "condbench/exit_math.h"
+
+namespace condbench {
+
+namespace {
+
+const char* const kMixShapes[] = {"early", "uniform", "late"};
+
+// DESIGN §3, for a 3-block model (4 exits).
+std::array<double, 4> base_shape(const std::string& shape) {
+  if (shape == "early") return {0.70, 0.20, 0.05, 0.05};
+  if (shape == "uniform") return {0.25, 0.25, 0.25, 0.25};
+  if (shape == "late") return {0.05, 0.05, 0.20, 0.70};
+  fail("unknown mix shape '" + shape + "' (expected early, uniform or late)");
+}
+
+// Shares -> row counts that sum to rows exactly (largest remainder).
+std::vector<int> target_counts(const std::vector<double>& shares, int rows) {
+  std::vector<int> counts(shares.size());
+  std::vector<std::pair<double, size_t>> remainders;
+  int assigned = 0;
+  for (size_t k = 0; k < shares.size(); ++k) {
+    const double exact = shares[k] * rows;
+    counts[k] = static_cast<int>(std::floor(exact));
+    assigned += counts[k];
+    remainders.push_back({exact - counts[k], k});
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; assigned < rows; ++i, ++assigned) ++counts[remainders[i].second];
+  return counts;
+}
+
+bool parse_int(const std::string& text, int& value) {
+  if (text.empty() || text.size() > 9) return false;
+  for (char c : text)
+    if (c < '0' || c > '9') return false;
+  value = std::stoi(text);
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> scenario_names(int blocks) {
+  std::vector<std::string> names;
+  for (int k = 1; k <= blocks + 1; ++k) names.push_back("exit:" + std::to_string(k));
+  for (const char* shape : kMixShapes) names.push_back(std::string("mix:") + shape);
+  return names;
+}
+
+ScenarioSpec parse_scenario(const std::string& name, int blocks) {
+  ScenarioSpec spec;
+  spec.name = name;
+  if (name.rfind("exit:", 0) == 0) {
+    int k = 0;
+    if (!parse_int(name.substr(5), k) || k < 1 || k > blocks + 1)
+      fail("scenario '" + name + "': exit must be 1.." + std::to_string(blocks + 1) + " for " +
+           std::to_string(blocks) + " blocks");
+    spec.kind = ScenarioKind::forced_exit;
+    spec.forced_exit = k;
+    return spec;
+  }
+  if (name.rfind("mix:", 0) == 0) {
+    const std::string shape = name.substr(4);
+    if (std::find(std::begin(kMixShapes), std::end(kMixShapes), shape) == std::end(kMixShapes))
+      fail("scenario '" + name + "': unknown mix (expected mix:early, mix:uniform or mix:late)");
+    spec.kind = ScenarioKind::mix;
+    spec.target_shares = mix_target_shares(shape, blocks + 1);
+    return spec;
+  }
+  fail("unknown scenario '" + name + "' (expected exit:K or mix:early|uniform|late)");
+}
+
+std::vector<double> mix_target_shares(const std::string& shape, int num_exits) {
+  const std::array<double, 4> base = base_shape(shape);
+  std::vector<double> shares(num_exits, 0.0);
+  for (int j = 0; j < num_exits; ++j) {
+    const double lo = static_cast<double>(j) / num_exits, hi = static_cast<double>(j + 1) / num_exits;
+    for (int p = 0; p < 4; ++p) {
+      const double overlap = std::min(hi, (p + 1) / 4.0) - std::max(lo, p / 4.0);
+      if (overlap > 0) shares[j] += base[p] * 4.0 * overlap;
+    }
+  }
+  return shares;
+}
+
+std::vector<float> forced_thresholds(int blocks, int exit_id) {
+  std::vector<float> thresholds(blocks, 1.0f);
+  if (exit_id <= blocks) thresholds[exit_id - 1] = 0.0f;
+  return thresholds;
+}
+
+std::vector<float> calibrate_thresholds(const std::vector<float>& confidences, int rows, int blocks,
+                                        const std::vector<double>& target_shares) {
+  if (static_cast<int>(target_shares.size()) != blocks + 1)
+    fail("calibration: need one target share per exit");
+  const std::vector<int> counts = target_counts(target_shares, rows);
+  std::vector<int> remaining(rows);
+  std::iota(remaining.begin(), remaining.end(), 0);
+  std::vector<float> thresholds(blocks);
+  std::vector<float> conf;
+  for (int k = 0; k < blocks; ++k) {
+    const int want = counts[k];
+    conf.clear();
+    for (int r : remaining) conf.push_back(confidences[static_cast<size_t>(r) * blocks + k]);
+    std::sort(conf.begin(), conf.end(), std::greater<float>());
+    const int n = static_cast<int>(conf.size());
+    if (want <= 0 || n == 0) {
+      thresholds[k] = 1.0f;  // max softmax never exceeds 1
+    } else if (want >= n) {
+      thresholds[k] = 0.0f;  // max softmax is always > 0
+    } else {
+      // Strictly between the want-th and (want+1)-th most confident rows: exactly `want` fire
+      // unless the two are equal, in which case neither does.
+      thresholds[k] = static_cast<float>(0.5 * (static_cast<double>(conf[want - 1]) + conf[want]));
+    }
+    std::vector<int> still;
+    for (int r : remaining)
+      if (!math::exit_fires(confidences[static_cast<size_t>(r) * blocks + k], thresholds[k]))
+        still.push_back(r);
+    remaining.swap(still);
+  }
+  return thresholds;
+}
+
+std::vector<int> exits_for(const std::vector<float>& confidences, int rows, int blocks,
+                           const std::vector<float>& thresholds) {
+  std::vector<int> exits(rows, blocks + 1);
+  for (int r = 0; r < rows; ++r)
+    for (int k = 0; k < blocks; ++k)
+      if (math::exit_fires(confidences[static_cast<size_t>(r) * blocks + k], thresholds[k])) {
+        exits[r] = k + 1;
+        break;
+      }
+  return exits;
+}
+
+}  // namespace condbench

@@ -1,0 +1,74 @@
+#include "condbench/workload.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "condbench/error.h"
+
+namespace condbench {
+
+std::string ModelSource::key() const {
+  if (!weights_path.empty()) return "file:" + weights_path;
+  return "seed:" + std::to_string(seed) + " " + config.describe();
+}
+
+int64_t Workload::pool_rows_for(int64_t batch) { return std::max(kMinPoolRows, batch); }
+
+Workload::Workload(EarlyExitModel model, int64_t batch) : model_(std::move(model)), batch_(batch) {
+  if (batch < 1) fail("batch must be at least 1, got " + std::to_string(batch));
+  const ModelConfig& cfg = config();
+  const int64_t rows = pool_rows_for(batch);
+  std::vector<float> inputs = seeded_inputs(cfg, rows, kPoolSeed);
+  pool_ = at::from_blob(inputs.data(), {rows, cfg.in_features}, at::kFloat).clone();
+  for (int64_t start = 0; start + batch <= rows; start += batch)
+    batches_.push_back(pool_.narrow(0, start, batch));  // row slices of a row-major tensor: contiguous
+  const at::Tensor conf = model_->exit_confidences(pool_).contiguous();
+  confidences_.assign(conf.data_ptr<float>(), conf.data_ptr<float>() + conf.numel());
+}
+
+std::vector<float> Workload::thresholds(const std::string& scenario) const {
+  const ScenarioSpec spec = parse_scenario(scenario, config().blocks);
+  if (spec.kind == ScenarioKind::forced_exit) return forced_thresholds(config().blocks, spec.forced_exit);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = calibrated_.find(scenario);
+  if (it == calibrated_.end())
+    it = calibrated_
+             .emplace(scenario, calibrate_thresholds(confidences_, static_cast<int>(pool_.size(0)),
+                                                     config().blocks, spec.target_shares))
+             .first;
+  return it->second;
+}
+
+EarlyExitModel shared_model(const ModelSource& source) {
+  static std::mutex mutex;
+  static std::map<std::string, EarlyExitModel> models;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = models.find(source.key());
+  if (it != models.end()) return it->second;
+  EarlyExitModel model = nullptr;
+  if (source.weights_path.empty()) {
+    model = EarlyExitModel(source.config, source.seed);
+  } else {
+    const StateDict state_dict = load_state_dict_file(source.weights_path);
+    model = EarlyExitModel(infer_config(state_dict), state_dict);
+  }
+  models.emplace(source.key(), model);
+  return model;
+}
+
+std::shared_ptr<const Workload> shared_workload(const ModelSource& source, int64_t batch) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, int64_t>, std::shared_ptr<const Workload>> workloads;
+  const auto key = std::make_pair(source.key(), batch);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = workloads.find(key);
+    if (it != workloads.end()) return it->second;
+  }
+  auto workload = std::make_shared<const Workload>(shared_model(source), batch);
+  std::lock_guard<std::mutex> lock(mutex);
+  return workloads.emplace(key, std::move(workload)).first->second;
+}
+
+}  // namespace condbench

@@ -1,0 +1,100 @@
+#include "reference.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "condbench/strategy.h"
+
+namespace condbench::testing {
+
+namespace {
+// y = W x + b for weight [out][in] (torch layout), in double.
+std::vector<double> linear(const std::vector<float>& w, const std::vector<float>& b, const std::vector<double>& x) {
+  const size_t out = b.size(), in = x.size();
+  std::vector<double> y(out);
+  for (size_t o = 0; o < out; ++o) {
+    double acc = b[o];
+    for (size_t i = 0; i < in; ++i) acc += static_cast<double>(w[o * in + i]) * x[i];
+    y[o] = acc;
+  }
+  return y;
+}
+
+double max_softmax(const std::vector<double>& logits) {
+  double m = logits[0];
+  for (double v : logits) m = std::max(m, v);
+  double sum = 0;
+  for (double v : logits) sum += std::exp(v - m);
+  return 1.0 / sum;
+}
+}  // namespace
+
+ReferenceResult reference_forward(const ModelConfig& config, const FlatParameters& params, const at::Tensor& x,
+                                  const std::vector<float>& thresholds) {
+  const at::Tensor input = x.to(at::kCPU, at::kFloat).contiguous();
+  const int64_t rows = input.size(0);
+  ReferenceResult result;
+  // params: blocks' (weight, bias) pairs, then exit heads', then final's.
+  auto weight = [&](int layer) -> const std::vector<float>& { return params[2 * layer]; };
+  auto bias = [&](int layer) -> const std::vector<float>& { return params[2 * layer + 1]; };
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> h(input.data_ptr<float>() + r * config.in_features,
+                          input.data_ptr<float>() + (r + 1) * config.in_features);
+    std::vector<double> confidence;
+    std::vector<std::vector<double>> head_logits;
+    for (int k = 0; k < config.blocks; ++k) {
+      h = linear(weight(k), bias(k), h);
+      for (double& v : h) v = std::max(v, 0.0);
+      head_logits.push_back(linear(weight(config.blocks + k), bias(config.blocks + k), h));
+      confidence.push_back(max_softmax(head_logits.back()));
+    }
+    head_logits.push_back(linear(weight(2 * config.blocks), bias(2 * config.blocks), h));
+    int exit = config.final_exit();
+    for (int k = 0; k < config.blocks; ++k)
+      if (confidence[k] > static_cast<double>(thresholds[k])) {
+        exit = k + 1;
+        break;
+      }
+    result.exit_id.push_back(exit);
+    result.logits.push_back(head_logits[exit - 1]);
+    result.confidence.push_back(confidence);
+  }
+  return result;
+}
+
+std::vector<const StrategyInfo*> strategies_on(Device device) {
+  std::vector<const StrategyInfo*> found;
+  for (const StrategyInfo& info : StrategyRegistry::instance().entries())
+    if (info.device == device) found.push_back(&info);
+  return found;
+}
+
+::testing::AssertionResult matches_reference(const ExitOutput& out, const ReferenceResult& ref, double rtol) {
+  const at::Tensor ids = out.exit_id.to(at::kCPU, at::kInt).contiguous();
+  const at::Tensor logits = out.logits.to(at::kCPU, at::kFloat).contiguous();
+  const int64_t rows = static_cast<int64_t>(ref.exit_id.size());
+  if (ids.numel() != rows || logits.size(0) != rows)
+    return ::testing::AssertionFailure() << "expected " << rows << " rows, got " << ids.numel();
+  const int64_t classes = logits.size(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (ids.data_ptr<int32_t>()[r] != ref.exit_id[r])
+      return ::testing::AssertionFailure() << "row " << r << ": exit " << ids.data_ptr<int32_t>()[r]
+                                           << ", reference exit " << ref.exit_id[r];
+    double scale = 0;
+    for (double v : ref.logits[r]) scale = std::max(scale, std::abs(v));
+    for (int64_t c = 0; c < classes; ++c) {
+      const double got = logits.data_ptr<float>()[r * classes + c], want = ref.logits[r][c];
+      if (std::abs(got - want) > rtol * std::max({std::abs(want), scale, 1e-30}))
+        return ::testing::AssertionFailure() << "row " << r << " logit " << c << ": " << got << ", reference "
+                                             << want << " (exit " << ref.exit_id[r] << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+at::Tensor seeded_input(const ModelConfig& config, int64_t rows, uint64_t seed) {
+  std::vector<float> values = seeded_inputs(config, rows, seed);
+  return at::from_blob(values.data(), {rows, config.in_features}, at::kFloat).clone();
+}
+
+}  // namespace condbench::testing

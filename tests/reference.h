@@ -1,0 +1,38 @@
+#pragma once
+// A plain early-exit forward written for the tests: double precision, straight from DESIGN §1 and
+// the torch-layout parameters, sharing no code with any strategy.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "condbench/config.h"
+#include "condbench/parameters.h"
+#include "condbench/strategy.h"
+
+namespace condbench::testing {
+
+struct ReferenceResult {
+  std::vector<int> exit_id;                  // [rows]
+  std::vector<std::vector<double>> logits;   // [rows][num_classes]
+  std::vector<std::vector<double>> confidence;  // [rows][blocks]: max softmax at each exit head
+};
+
+// Runs the full depth for every row (so every exit's confidence is known) and picks the first
+// exit whose confidence is strictly above its threshold.
+ReferenceResult reference_forward(const ModelConfig& config, const FlatParameters& params, const at::Tensor& x,
+                                  const std::vector<float>& thresholds);
+
+// Strategies registered for a device.
+std::vector<const StrategyInfo*> strategies_on(Device device);
+
+// Exit ids identical, logits within `rtol` of the reference, relative to the row's largest logit.
+// Returns a failure naming the first row that differs.
+::testing::AssertionResult matches_reference(const ExitOutput& out, const ReferenceResult& ref, double rtol);
+
+// Seeded float input [rows, in_features].
+at::Tensor seeded_input(const ModelConfig& config, int64_t rows, uint64_t seed);
+
+}  // namespace condbench::testing

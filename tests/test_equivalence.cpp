@@ -1,0 +1,165 @@
+// Every CPU strategy against the plain reference forward: random configs, batches and thresholds,
+// exact boundary cases, and row independence (issue 2).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "condbench/random.h"
+#include "condbench/strategy.h"
+#include "reference.h"
+
+namespace condbench::testing {
+namespace {
+
+constexpr double kLogitTolerance = 1e-5;
+// Random thresholds keep this far from every row's confidence: float strategies and the double
+// reference must not be asked to agree on a coin toss. Exact ties are tested on purpose below.
+constexpr double kTieMargin = 1e-4;
+
+bool near_any(const ReferenceResult& probe, int k, double t) {
+  for (const auto& conf : probe.confidence)
+    if (std::abs(conf[k] - t) < kTieMargin) return true;
+  return false;
+}
+
+// A threshold between two neighbouring confidences of exit k, so some rows fire and some do not.
+float splitting_threshold(const ReferenceResult& probe, int k, SplitMix64& rng) {
+  std::vector<double> conf;
+  for (const auto& c : probe.confidence) conf.push_back(c[k]);
+  std::sort(conf.begin(), conf.end());
+  for (int attempt = 0; attempt < 8 && conf.size() > 1; ++attempt) {
+    const size_t i = static_cast<size_t>(rng.next() % (conf.size() - 1));
+    if (conf[i + 1] - conf[i] > 2 * kTieMargin) return static_cast<float>(0.5 * (conf[i] + conf[i + 1]));
+  }
+  return 1.0f;
+}
+
+struct RandomCase {
+  ModelConfig config;
+  uint64_t seed;
+  int64_t batch;
+  std::vector<float> thresholds;
+};
+
+RandomCase draw_case(SplitMix64& rng, int index) {
+  static const int kHidden[] = {1, 2, 3, 7, 16, 33, 64, 100, 128};
+  RandomCase c;
+  c.config.in_features = 1 + static_cast<int>(rng.next() % 40);
+  c.config.hidden = kHidden[rng.next() % 9];
+  c.config.num_classes = 1 + static_cast<int>(rng.next() % 12);
+  c.config.blocks = 1 + static_cast<int>(rng.next() % 6);
+  c.seed = rng.next();
+  const uint64_t size_class = rng.next() % 20;
+  c.batch = size_class < 5 ? 1 : size_class < 12 ? 2 + static_cast<int64_t>(rng.next() % 15)
+                                                  : 17 + static_cast<int64_t>(rng.next() % 284);
+  (void)index;
+  return c;
+}
+
+// Four kinds of thresholds in turn: uniformly random, splitting the rows, forced (0 or 1), mixed.
+std::vector<float> draw_thresholds(const RandomCase& c, const ReferenceResult& probe, SplitMix64& rng, int kind) {
+  std::vector<float> t(c.config.blocks);
+  for (int k = 0; k < c.config.blocks; ++k) {
+    const int mode = kind == 3 ? static_cast<int>(rng.next() % 3) : kind;
+    if (mode == 0) {
+      do t[k] = rng.uniform(); while (near_any(probe, k, t[k]));
+    } else if (mode == 1) {
+      t[k] = splitting_threshold(probe, k, rng);
+    } else {
+      t[k] = rng.next() % 3 == 0 ? 0.0f : 1.0f;
+    }
+  }
+  return t;
+}
+
+TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceOnRandomCases) {
+  const auto strategies = strategies_on(Device::cpu);
+  ASSERT_GE(strategies.size(), 3u);
+  SplitMix64 rng(20261130);
+  int cases_with_mixed_exits = 0;
+  constexpr int kCases = 240;
+  for (int i = 0; i < kCases; ++i) {
+    RandomCase c = draw_case(rng, i);
+    const EarlyExitModel model(c.config, c.seed);
+    const FlatParameters params = model->flat_parameters();
+    const at::Tensor x = seeded_input(c.config, c.batch, c.seed + 1);
+    const ReferenceResult probe = reference_forward(c.config, params, x, std::vector<float>(c.config.blocks, 1.0f));
+    c.thresholds = draw_thresholds(c, probe, rng, i % 4);
+    const ReferenceResult ref = reference_forward(c.config, params, x, c.thresholds);
+    if (std::set<int>(ref.exit_id.begin(), ref.exit_id.end()).size() > 1) ++cases_with_mixed_exits;
+
+    for (const StrategyInfo* info : strategies) {
+      SCOPED_TRACE("case " + std::to_string(i) + " " + info->key() + " " + c.config.describe() +
+                   " batch=" + std::to_string(c.batch));
+      auto strategy = info->make();
+      strategy->prepare(model, c.batch);
+      const ExitOutput out = strategy->run(x, c.thresholds);
+      strategy->finish();
+      ASSERT_TRUE(matches_reference(out, ref, kLogitTolerance));
+    }
+  }
+  // The cases must exercise what matters: batches whose rows leave at different exits.
+  EXPECT_GE(cases_with_mixed_exits, kCases / 4);
+}
+
+// An exit head with zero weights gives equal logits, so its confidence is exactly 1/num_classes
+// in any arithmetic; a threshold equal to it must not fire (strict >), one just below must.
+TEST(Equivalence, ConfidenceEqualToItsThresholdDoesNotFire) {
+  for (int classes : {1, 4, 10}) {
+    ModelConfig config;
+    config.num_classes = classes;
+    config.blocks = 3;
+    EarlyExitModel model(config, 7);
+    StateDict state = model->state();
+    for (auto& [name, tensor] : state)
+      if (name.rfind("exit2.", 0) == 0) tensor.zero_();
+    model->load(state);
+    const FlatParameters params = model->flat_parameters();
+    const at::Tensor x = seeded_input(config, 5, 11);
+    const float equal = 1.0f / static_cast<float>(classes);
+    const float below = std::nextafter(equal, 0.0f);
+    for (const float t2 : {equal, below}) {
+      const std::vector<float> thresholds = {1.0f, t2, 1.0f};
+      const ReferenceResult ref = reference_forward(config, params, x, thresholds);
+      for (int id : ref.exit_id) ASSERT_EQ(id, t2 == equal ? 4 : 2) << "the reference itself";
+      for (const StrategyInfo* info : strategies_on(Device::cpu)) {
+        SCOPED_TRACE(info->key() + " classes=" + std::to_string(classes) + (t2 == equal ? " t=conf" : " t<conf"));
+        auto strategy = info->make();
+        strategy->prepare(model, 5);
+        EXPECT_TRUE(matches_reference(strategy->run(x, thresholds), ref, kLogitTolerance));
+      }
+    }
+  }
+}
+
+TEST(Equivalence, RowOfABatchGivesWhatTheRowGivesAlone) {
+  ModelConfig config;
+  const EarlyExitModel model(config, 3);
+  const int64_t batch = 37;
+  const at::Tensor x = seeded_input(config, batch, 5);
+  const ReferenceResult probe =
+      reference_forward(config, model->flat_parameters(), x, std::vector<float>(config.blocks, 1.0f));
+  SplitMix64 rng(9);
+  std::vector<float> thresholds;
+  for (int k = 0; k < config.blocks; ++k) thresholds.push_back(splitting_threshold(probe, k, rng));
+  for (const StrategyInfo* info : strategies_on(Device::cpu)) {
+    SCOPED_TRACE(info->key());
+    auto batched = info->make();
+    batched->prepare(model, batch);
+    const ExitOutput all = batched->run(x, thresholds);
+    const at::Tensor ids = all.exit_id.clone(), logits = all.logits.clone();
+    EXPECT_GT(std::set<int>(ids.data_ptr<int32_t>(), ids.data_ptr<int32_t>() + batch).size(), 1u);
+    auto single = info->make();
+    single->prepare(model, 1);
+    for (int64_t r = 0; r < batch; ++r) {
+      const ExitOutput one = single->run(x.narrow(0, r, 1).contiguous(), thresholds);
+      ASSERT_EQ(one.exit_id.item<int32_t>(), ids[r].item<int32_t>()) << "row " << r;
+      ASSERT_TRUE(at::allclose(one.logits[0], logits[r], kLogitTolerance, 1e-7)) << "row " << r;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace condbench::testing

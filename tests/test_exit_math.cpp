@@ -1,0 +1,67 @@
+// The shared math of exit_math.h (the code the CPU fused loop and the CUDA kernels run) against
+// LibTorch, including the boundary of the exit test (issue 3, host tests).
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "condbench/exit_math.h"
+#include "condbench/native_model.h"
+#include "condbench/agreement.h"
+#include "reference.h"
+
+namespace condbench::testing {
+namespace {
+
+TEST(ExitMath, LinearRowAndLinearOutputMatchTorchLinear) {
+  for (auto [in, out] : {std::pair{1, 1}, {32, 64}, {64, 10}, {100, 33}, {1024, 1024}}) {
+    const at::Tensor w = at::randn({out, in}), b = at::randn({out}), x = at::randn({in});
+    const at::Tensor want = at::linear(x, w, b);
+    NativeModel native = NativeModel::from_parameters(
+        ModelConfig{in, out, 1, 1},
+        {std::vector<float>(w.data_ptr<float>(), w.data_ptr<float>() + w.numel()),
+         std::vector<float>(b.data_ptr<float>(), b.data_ptr<float>() + b.numel()),
+         std::vector<float>(out), std::vector<float>(1), std::vector<float>(out), std::vector<float>(1)});
+    const NativeLinear& l = native.blocks[0];
+    std::vector<float> row(out);
+    math::linear_row(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, out, row.data(), false);
+    for (int o = 0; o < out; ++o) {
+      const float one = math::linear_output(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, out, o);
+      EXPECT_EQ(one, row[o]) << "both forms sum in the same order";
+      EXPECT_NEAR(row[o], want[o].item<float>(), 1e-5 * std::max(1.0f, std::abs(want[o].item<float>())) * std::sqrt(in));
+    }
+    math::linear_row(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, out, row.data(), true);
+    for (int o = 0; o < out; ++o) EXPECT_GE(row[o], 0.0f);
+  }
+}
+
+TEST(ExitMath, MaxSoftmaxMatchesTorch) {
+  for (int n : {1, 2, 10, 1000}) {
+    for (float scale : {0.01f, 1.0f, 30.0f}) {
+      const at::Tensor logits = at::randn({n}) * scale;
+      const float want = at::softmax(logits, 0).max().item<float>();
+      EXPECT_NEAR(math::max_softmax(logits.data_ptr<float>(), n), want, 2e-6 * want) << n << " " << scale;
+    }
+  }
+  const float equal[4] = {3.0f, 3.0f, 3.0f, 3.0f};
+  EXPECT_EQ(math::max_softmax(equal, 4), 0.25f);  // exact: the boundary tests rely on it
+}
+
+TEST(ExitMath, ExitFiresOnlyAboveItsThreshold) {
+  EXPECT_FALSE(math::exit_fires(0.5f, 0.5f));
+  EXPECT_TRUE(math::exit_fires(std::nextafter(0.5f, 1.0f), 0.5f));
+  EXPECT_FALSE(math::exit_fires(1.0f, 1.0f));  // t = 1 never fires
+  EXPECT_TRUE(math::exit_fires(1e-30f, 0.0f));  // t = 0 always fires for a softmax max
+  // torch's comparison, as the torch-engine strategies run it, agrees on the boundary
+  const at::Tensor conf = at::full({1}, 0.1f);
+  EXPECT_EQ((conf > 0.1f).item<bool>(), math::exit_fires(0.1f, 0.1f));
+}
+
+TEST(Agreement, IdsMustMatchAndLogitsBeClose) {
+  const at::Tensor ids = at::tensor({1, 2}, at::kInt), logits = at::tensor({1.0f, -2.0f, 0.5f, 0.0f}).view({2, 2});
+  EXPECT_TRUE(results_agree(ids, logits, ids, logits));
+  EXPECT_TRUE(results_agree(ids, logits * (1 + 5e-5), ids, logits));
+  EXPECT_FALSE(results_agree(ids, logits * (1 + 5e-4), ids, logits));
+  EXPECT_FALSE(results_agree(at::tensor({1, 3}, at::kInt), logits, ids, logits));
+}
+
+}  // namespace
+}  // namespace condbench::testing

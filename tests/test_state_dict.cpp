@@ -1,0 +1,120 @@
+// state_dict files: round trips, and the errors a user meets with a file that does not fit.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "condbench/error.h"
+#include "condbench/model.h"
+#include "condbench/random.h"
+
+namespace condbench::testing {
+namespace {
+
+class StateDictFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("condbench-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // The message condbench gives when loading `state` into a default model.
+  static std::string load_error(const StateDict& state) {
+    EarlyExitModel model(ModelConfig{}, 1);
+    try {
+      model->load(state);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(StateDictFile, ParameterNamesAreThoseOfThePyTorchModule) {
+  const EarlyExitModel model(ModelConfig{}, 1);
+  std::vector<std::string> names;
+  for (const auto& p : model->named_parameters()) names.push_back(p.key());
+  EXPECT_EQ(names, (std::vector<std::string>{"backbone.0.weight", "backbone.0.bias", "backbone.1.weight",
+                                             "backbone.1.bias", "backbone.2.weight", "backbone.2.bias",
+                                             "exit1.weight", "exit1.bias", "exit2.weight", "exit2.bias",
+                                             "exit3.weight", "exit3.bias", "final.weight", "final.bias"}));
+  EXPECT_EQ(model->named_parameters()["backbone.0.weight"].sizes(), (std::vector<int64_t>{64, 32}));
+}
+
+TEST_F(StateDictFile, SeedGivesTheSameWeightsEveryTime) {
+  const EarlyExitModel a(ModelConfig{}, 42), b(ModelConfig{}, 42), c(ModelConfig{}, 43);
+  EXPECT_EQ(a->flat_parameters(), b->flat_parameters());
+  EXPECT_NE(a->flat_parameters(), c->flat_parameters());
+  // SplitMix64's published first output for seed 0: the generator is the one every machine runs.
+  EXPECT_EQ(SplitMix64(0).next(), 0xE220A8397B1DCDAFull);
+}
+
+TEST_F(StateDictFile, SaveThenLoadRoundTripsBitExactly) {
+  ModelConfig config{7, 13, 5, 4};
+  const EarlyExitModel model(config, 3);
+  save_state_dict_file(model->state(), path("w.pt"));
+  const StateDict loaded = load_state_dict_file(path("w.pt"));
+  EXPECT_EQ(infer_config(loaded), config);
+  const EarlyExitModel again(infer_config(loaded), loaded);
+  EXPECT_EQ(again->flat_parameters(), model->flat_parameters());  // bit for bit
+  ASSERT_EQ(loaded.size(), model->state().size());
+  for (size_t i = 0; i < loaded.size(); ++i) EXPECT_EQ(loaded[i].first, model->state()[i].first);  // order kept
+}
+
+TEST_F(StateDictFile, MissingKeyIsNamed) {
+  StateDict state = EarlyExitModel(ModelConfig{}, 1)->state();
+  state.erase(state.begin() + 8);  // exit2.weight
+  EXPECT_NE(load_error(state).find("missing key 'exit2.weight'"), std::string::npos) << load_error(state);
+}
+
+TEST_F(StateDictFile, ExtraKeyIsNamed) {
+  StateDict state = EarlyExitModel(ModelConfig{}, 1)->state();
+  state.emplace_back("exit9.weight", at::zeros({10, 64}));
+  EXPECT_NE(load_error(state).find("unexpected key 'exit9.weight'"), std::string::npos) << load_error(state);
+}
+
+TEST_F(StateDictFile, WrongShapeIsNamed) {
+  StateDict state = EarlyExitModel(ModelConfig{}, 1)->state();
+  state[2].second = at::zeros({64, 63});  // backbone.1.weight
+  const std::string message = load_error(state);
+  EXPECT_NE(message.find("'backbone.1.weight' has shape [64, 63], expected [64, 64]"), std::string::npos) << message;
+}
+
+TEST_F(StateDictFile, FailedLoadLeavesTheModelAsItWas) {
+  EarlyExitModel model(ModelConfig{}, 1);
+  const FlatParameters before = model->flat_parameters();
+  StateDict state = EarlyExitModel(ModelConfig{}, 2)->state();
+  state.pop_back();
+  EXPECT_THROW(model->load(state), Error);
+  EXPECT_EQ(model->flat_parameters(), before);
+}
+
+TEST_F(StateDictFile, UnreadableOrForeignFilesGiveOneLineErrors) {
+  EXPECT_THROW(load_state_dict_file(path("absent.pt")), Error);
+  std::ofstream(path("text.pt")) << "not a pickle";
+  try {
+    load_state_dict_file(path("text.pt"));
+    FAIL() << "a text file loaded";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("text.pt"), std::string::npos);
+    EXPECT_EQ(message.find('\n'), std::string::npos) << "one line";
+  }
+}
+
+TEST_F(StateDictFile, ConfigIsReadFromTheShapes) {
+  const ModelConfig config{11, 17, 3, 5};
+  EXPECT_EQ(infer_config(EarlyExitModel(config, 1)->state()), config);
+  StateDict no_final = EarlyExitModel(config, 1)->state();
+  no_final.pop_back();
+  no_final.pop_back();
+  EXPECT_THROW(infer_config(no_final), Error);
+}
+
+}  // namespace
+}  // namespace condbench::testing
