@@ -8,14 +8,20 @@
 namespace condbench::testing {
 
 namespace {
-// y = W x + b for weight [out][in] (torch layout), in double.
-std::vector<double> linear(const std::vector<float>& w, const std::vector<float>& b, const std::vector<double>& x) {
+// y = W x + b for weight [out][in] (torch layout), in double; `magnitude` gets sum |w x| + |b|.
+std::vector<double> linear(const std::vector<float>& w, const std::vector<float>& b, const std::vector<double>& x,
+                           std::vector<double>* magnitude = nullptr) {
   const size_t out = b.size(), in = x.size();
   std::vector<double> y(out);
+  if (magnitude) magnitude->assign(out, 0.0);
   for (size_t o = 0; o < out; ++o) {
-    double acc = b[o];
-    for (size_t i = 0; i < in; ++i) acc += static_cast<double>(w[o * in + i]) * x[i];
+    double acc = b[o], size = std::abs(static_cast<double>(b[o]));
+    for (size_t i = 0; i < in; ++i) {
+      acc += static_cast<double>(w[o * in + i]) * x[i];
+      size += std::abs(static_cast<double>(w[o * in + i]) * x[i]);
+    }
     y[o] = acc;
+    if (magnitude) (*magnitude)[o] = size;
   }
   return y;
 }
@@ -41,14 +47,15 @@ ReferenceResult reference_forward(const ModelConfig& config, const FlatParameter
     std::vector<double> h(input.data_ptr<float>() + r * config.in_features,
                           input.data_ptr<float>() + (r + 1) * config.in_features);
     std::vector<double> confidence;
-    std::vector<std::vector<double>> head_logits;
+    std::vector<std::vector<double>> head_logits, head_magnitude(config.blocks + 1);
     for (int k = 0; k < config.blocks; ++k) {
       h = linear(weight(k), bias(k), h);
       for (double& v : h) v = std::max(v, 0.0);
-      head_logits.push_back(linear(weight(config.blocks + k), bias(config.blocks + k), h));
+      head_logits.push_back(linear(weight(config.blocks + k), bias(config.blocks + k), h, &head_magnitude[k]));
       confidence.push_back(max_softmax(head_logits.back()));
     }
-    head_logits.push_back(linear(weight(2 * config.blocks), bias(2 * config.blocks), h));
+    head_logits.push_back(
+        linear(weight(2 * config.blocks), bias(2 * config.blocks), h, &head_magnitude[config.blocks]));
     int exit = config.final_exit();
     for (int k = 0; k < config.blocks; ++k)
       if (confidence[k] > static_cast<double>(thresholds[k])) {
@@ -57,6 +64,7 @@ ReferenceResult reference_forward(const ModelConfig& config, const FlatParameter
       }
     result.exit_id.push_back(exit);
     result.logits.push_back(head_logits[exit - 1]);
+    result.magnitude.push_back(head_magnitude[exit - 1]);
     result.confidence.push_back(confidence);
   }
   return result;
@@ -80,11 +88,9 @@ std::vector<const StrategyInfo*> strategies_on(Device device) {
     if (ids.data_ptr<int32_t>()[r] != ref.exit_id[r])
       return ::testing::AssertionFailure() << "row " << r << ": exit " << ids.data_ptr<int32_t>()[r]
                                            << ", reference exit " << ref.exit_id[r];
-    double scale = 0;
-    for (double v : ref.logits[r]) scale = std::max(scale, std::abs(v));
     for (int64_t c = 0; c < classes; ++c) {
       const double got = logits.data_ptr<float>()[r * classes + c], want = ref.logits[r][c];
-      if (std::abs(got - want) > rtol * std::max({std::abs(want), scale, 1e-30}))
+      if (std::abs(got - want) > rtol * std::max({std::abs(want), ref.magnitude[r][c], 1e-30}))
         return ::testing::AssertionFailure() << "row " << r << " logit " << c << ": " << got << ", reference "
                                              << want << " (exit " << ref.exit_id[r] << ")";
     }

@@ -17,6 +17,10 @@ namespace condbench::testing {
 struct ReferenceResult {
   std::vector<int> exit_id;                  // [rows]
   std::vector<std::vector<double>> logits;   // [rows][num_classes]
+  // For each logit, sum_i |w_i h_i| + |b|: the size of what its dot product added up. Float error
+  // in a logit is relative to this (cancellation can make the logit itself tiny), so tolerances
+  // are taken relative to max(|logit|, magnitude).
+  std::vector<std::vector<double>> magnitude;
   std::vector<std::vector<double>> confidence;  // [rows][blocks]: max softmax at each exit head
 };
 
@@ -28,7 +32,7 @@ ReferenceResult reference_forward(const ModelConfig& config, const FlatParameter
 // Strategies registered for a device.
 std::vector<const StrategyInfo*> strategies_on(Device device);
 
-// Exit ids identical, logits within `rtol` of the reference, relative to the row's largest logit.
+// Exit ids identical, logits within `rtol` of the reference, relative to max(|logit|, magnitude).
 // Returns a failure naming the first row that differs.
 ::testing::AssertionResult matches_reference(const ExitOutput& out, const ReferenceResult& ref, double rtol);
 

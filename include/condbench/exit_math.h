@@ -4,8 +4,8 @@
 //
 // Native layout: a Linear's weight is stored transposed, wt[i * out + o] = weight[o][i], so that
 // both a CPU loop over o (unit stride, vectorisable without -ffast-math) and a CUDA thread per
-// output o (coalesced across a warp) read memory in order. Every output is summed over i in
-// ascending order in both forms, so they agree bit for bit where the compiler contracts alike.
+// output o (coalesced across a warp) read memory in order. Both forms sum each output over i in
+// ascending order; they may still differ in the last bits where a compiler fuses multiply-adds.
 #include <cmath>
 
 #if defined(__CUDACC__)

@@ -64,7 +64,7 @@ TORCH_MODULE(EarlyExitModel);
 // num_classes from the final head. Throws condbench::Error naming a key when it cannot.
 ModelConfig infer_config(const StateDict& state_dict);
 
-// torch.save(model.state_dict(), path) files, read with torch::pickle_load. Throws condbench::Error
+// torch.save(model.state_dict(), path) files (zip format), read with LibTorch's unpickler. Throws condbench::Error
 // ("weights FILE: ...") when the file is unreadable or holds anything but a dict of tensors.
 StateDict load_state_dict_file(const std::string& path);
 // Writes a file that Python's torch.load (and load_state_dict_file) reads; atomic (temp + rename).

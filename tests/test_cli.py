@@ -1,0 +1,227 @@
+"""The command-line tools as a user meets them: exit codes, one-line errors, JSON, and the
+state_dict files Python's torch.save writes. Usage: test_cli.py CONDBENCH CONDBENCH_INFER."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+CONDBENCH, INFER = sys.argv[1], sys.argv[2]
+del sys.argv[1:3]
+
+REQUIRED_CONTEXT = ["condbench_version", "condbench_schema", "git_revision", "build_type", "torch_version",
+                    "cuda_runtime_version", "cuda_driver_version", "device_name", "cpu_model", "threads"]
+REQUIRED_COUNTERS = ["host_syncs", "launches", "flops_executed", "flops_useful", "exit_mean"]
+
+try:
+    import torch
+except ImportError:  # the interop tests need the torch that scripts/setup installs
+    torch = None
+
+
+def run(*args):
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=240)
+
+
+class BadFlags(unittest.TestCase):
+    def assert_rejected(self, tool, flag_args, names):
+        result = run(tool, *flag_args)
+        self.assertEqual(result.returncode, 2, f"{flag_args}: {result.stderr}")
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, f"{flag_args}: expected one line, got {result.stderr!r}")
+        self.assertIn(names, lines[0])
+
+    def test_condbench_rejects_each_bad_value_naming_the_flag(self):
+        cases = [
+            (["--device=gpu"], "--device"),
+            (["--strategy=warp_drive"], "--strategy"),
+            (["--scenario=exit:9"], "exit:9"),
+            (["--scenario=mix:sideways"], "mix:sideways"),
+            (["--batch=0"], "--batch"),
+            (["--batch=abc"], "--batch"),
+            (["--batch=1,,2"], "--batch"),
+            (["--hidden=-5"], "--hidden"),
+            (["--blocks=999"], "--blocks"),
+            (["--nvtx=loud"], "--nvtx"),
+            (["--threads=0"], "--threads"),
+            (["--weights=/nonexistent/w.pt"], "/nonexistent/w.pt"),
+            (["--device"], "--device"),
+            (["--benchmark_out=/nonexistent/dir/out.json"], "--benchmark_out"),
+        ]
+        for flag_args, names in cases:
+            with self.subTest(flag_args=flag_args):
+                self.assert_rejected(CONDBENCH, flag_args, names)
+
+    def test_condbench_rejects_unknown_flags(self):
+        result = run(CONDBENCH, "--benchmark_nonsense=1")
+        self.assertEqual(result.returncode, 2)
+
+    def test_infer_rejects_each_bad_value_naming_the_flag(self):
+        cases = [
+            (["--thresholds=0.5,0.5"], "--thresholds"),
+            (["--thresholds=0.5,0.5,1.5"], "--thresholds"),
+            (["--thresholds=0.5,x,0.5"], "--thresholds"),
+            ([], "--thresholds"),
+            (["--thresholds=0.5,0.5,0.5", "--batch=0"], "--batch"),
+            (["--thresholds=0.5,0.5,0.5", "--weights=/nonexistent.pt"], "/nonexistent.pt"),
+            (["--thresholds=0.5,0.5,0.5", "--input=/nonexistent.pt"], "/nonexistent.pt"),
+            (["--thresholds=0.5,0.5,0.5", "--strategy=nope"], "--strategy"),
+            (["--thresholds=0.5,0.5,0.5", "--device=tpu"], "--device"),
+        ]
+        for flag_args, names in cases:
+            with self.subTest(flag_args=flag_args):
+                self.assert_rejected(INFER, flag_args, names)
+
+
+class BenchmarkOutput(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.out = os.path.join(cls.dir.name, "run.json")
+        result = run(CONDBENCH, "--device=cpu", "--hidden=16", "--batch=1,3", "--scenario=exit:1,exit:4,mix:uniform",
+                     "--benchmark_repetitions=3", "--benchmark_min_time=0.01", f"--benchmark_out={cls.out}",
+                     "--benchmark_out_format=json")
+        assert result.returncode == 0, result.stderr
+        with open(cls.out) as f:
+            cls.data = json.load(f)
+        cls.runs = [b for b in cls.data["benchmarks"] if b.get("run_type") == "iteration"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_no_temporary_file_is_left_beside_the_result(self):
+        self.assertEqual(os.listdir(self.dir.name), ["run.json"])
+
+    def test_context_has_the_required_keys(self):
+        for key in REQUIRED_CONTEXT:
+            self.assertIn(key, self.data["context"])
+        self.assertEqual(self.data["context"]["condbench_schema"], "1")
+
+    def test_every_strategy_scenario_and_batch_ran_with_its_counters(self):
+        names = {b["run_name"] for b in self.runs}
+        for strategy in ["cpu/torch/eager_host", "cpu/torch/masked", "cpu/native/fused"]:
+            for scenario in ["exit:1", "exit:4", "mix:uniform"]:
+                for batch in [1, 3]:
+                    self.assertIn(f"early_exit/{strategy}/{scenario}/batch:{batch}/hidden:16/blocks:3/real_time", names)
+        for b in self.runs:
+            for counter in REQUIRED_COUNTERS + ["exit_1", "exit_2", "exit_3", "exit_4"]:
+                self.assertIn(counter, b, b["name"])
+            self.assertLessEqual(b["flops_useful"], b["flops_executed"] * (1 + 1e-12), b["name"])
+            self.assertAlmostEqual(sum(b[f"exit_{k}"] for k in range(1, 5)), 1.0, places=9)
+
+    def test_forced_scenarios_report_where_rows_left(self):
+        for b in self.runs:
+            if "/exit:1/" in b["name"]:
+                self.assertEqual(b["exit_1"], 1.0)
+                self.assertEqual(b["exit_mean"], 1.0)
+            if "/exit:4/" in b["name"]:
+                self.assertEqual(b["exit_4"], 1.0)
+            if "/eager_host/exit:4/" in b["name"]:
+                self.assertEqual(b["host_syncs"], 3.0)
+            if "/masked/" in b["name"]:
+                self.assertEqual(b["host_syncs"], 0.0)
+
+    def test_repetitions_come_with_aggregates(self):
+        aggregates = {b["aggregate_name"] for b in self.data["benchmarks"] if b.get("run_type") == "aggregate"}
+        self.assertTrue({"mean", "median", "stddev"} <= aggregates, aggregates)
+        self.assertEqual(len(self.runs), 3 * 3 * 3 * 2)
+
+    def test_listing_needs_no_run(self):
+        result = run(CONDBENCH, "--device=cpu", "--benchmark_list_tests=true")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("early_exit/cpu/native/fused/mix:late/batch:64/hidden:1024/blocks:3/real_time", result.stdout)
+
+
+class Infer(unittest.TestCase):
+    def test_seeded_run_agrees_and_prints_every_cpu_strategy(self):
+        result = run(INFER, "--device=cpu", "--batch=5", "--thresholds=0.12,0.12,0.12")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        out = json.loads(result.stdout)
+        self.assertTrue(out["agree"])
+        self.assertEqual(out["rows"], 5)
+        self.assertEqual(sorted(s["strategy"] for s in out["strategies"]), ["eager_host", "fused", "masked"])
+        for s in out["strategies"]:
+            self.assertEqual(len(s["exit_ids"]), 5)
+            self.assertEqual([len(row) for row in s["logits"]], [10] * 5)
+
+    @unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
+    def test_weights_and_inputs_saved_by_python_give_pythons_answer(self):
+        with tempfile.TemporaryDirectory() as d:
+            torch.manual_seed(0)
+            model = PyEarlyExit(in_features=12, hidden=24, num_classes=5, blocks=4)
+            x = torch.randn(50, 12) * 3
+            weights, inputs = os.path.join(d, "w.pt"), os.path.join(d, "x.pt")
+            torch.save(model.state_dict(), weights)
+            torch.save(x, inputs)
+            with torch.no_grad():
+                conf = model.confidences(x)
+            # thresholds midway between two middle confidences, so rows leave at different exits
+            # and no row sits on its threshold
+            thresholds = [float(conf[:, k].sort().values[24:26].mean()) for k in range(4)]
+            want_ids, want_logits = model.early_exit(x, thresholds)
+            result = run(INFER, "--device=cpu", f"--weights={weights}", f"--input={inputs}",
+                         "--thresholds=" + ",".join(repr(t) for t in thresholds))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            out = json.loads(result.stdout)
+            self.assertGreater(len(set(want_ids)), 1)
+            for s in out["strategies"]:
+                self.assertEqual(s["exit_ids"], want_ids, s["strategy"])
+                got = torch.tensor(s["logits"])
+                scale = torch.maximum(want_logits.abs(), want_logits.abs().amax(-1, keepdim=True))
+                self.assertTrue(bool(((got - want_logits).abs() <= 1e-5 * scale + 1e-7).all()), s["strategy"])
+
+    @unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
+    def test_python_file_with_a_missing_key_is_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            state = PyEarlyExit(32, 64, 10, 3).state_dict()
+            del state["exit2.bias"]
+            path = os.path.join(d, "w.pt")
+            torch.save(state, path)
+            result = run(INFER, "--device=cpu", f"--weights={path}", "--thresholds=0.5,0.5,0.5")
+            self.assertEqual(result.returncode, 2)
+            self.assertIn("exit2.bias", result.stderr)
+
+
+if torch is not None:
+    class PyEarlyExit(torch.nn.Module):
+        """The PyTorch module of DESIGN §1, written independently of condbench."""
+
+        def __init__(self, in_features, hidden, num_classes, blocks):
+            super().__init__()
+            self.blocks = blocks
+            self.backbone = torch.nn.ModuleList(
+                [torch.nn.Linear(in_features if i == 0 else hidden, hidden) for i in range(blocks)])
+            for k in range(1, blocks + 1):
+                setattr(self, f"exit{k}", torch.nn.Linear(hidden, num_classes))
+            self.final = torch.nn.Linear(hidden, num_classes)
+
+        def heads(self, x):
+            h, out = x, []
+            for k in range(self.blocks):
+                h = torch.relu(self.backbone[k](h))
+                out.append(getattr(self, f"exit{k + 1}")(h))
+            out.append(self.final(h))
+            return out
+
+        def confidences(self, x):
+            return torch.stack([torch.softmax(l, -1).amax(-1) for l in self.heads(x)[:-1]], 1)
+
+        @torch.no_grad()
+        def early_exit(self, x, thresholds):
+            ids, logits = [], []
+            for row in x:
+                heads = self.heads(row.unsqueeze(0))
+                exit_id = self.blocks + 1
+                for k in range(self.blocks):
+                    if torch.softmax(heads[k], -1).max().item() > thresholds[k]:
+                        exit_id = k + 1
+                        break
+                ids.append(exit_id)
+                logits.append(heads[exit_id - 1][0])
+            return ids, torch.stack(logits)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
