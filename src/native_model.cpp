@@ -1,21 +1,26 @@
 #include "condbench/native_model.h"
 
+#include <algorithm>
+
 #include "condbench/error.h"
 
 namespace condbench {
 
 namespace {
-// weight [out][in] (torch layout) -> wt [in][out] (native layout, see exit_math.h)
+// weight [out][in] (torch layout) -> wt [in][pitch] (native layout, see exit_math.h)
 NativeLinear transpose_linear(const std::vector<float>& weight, const std::vector<float>& bias,
                               int in, int out) {
   NativeLinear linear;
   linear.in = in;
   linear.out = out;
-  linear.wt.resize(static_cast<size_t>(in) * out);
+  linear.pitch = (out + NativeLinear::kPitchMultiple - 1) / NativeLinear::kPitchMultiple *
+                 NativeLinear::kPitchMultiple;
+  linear.wt.assign(static_cast<size_t>(in) * linear.pitch, 0.0f);
   for (int o = 0; o < out; ++o)
     for (int i = 0; i < in; ++i)
-      linear.wt[static_cast<size_t>(i) * out + o] = weight[static_cast<size_t>(o) * in + i];
-  linear.bias = bias;
+      linear.wt[static_cast<size_t>(i) * linear.pitch + o] = weight[static_cast<size_t>(o) * in + i];
+  linear.bias.assign(linear.pitch, 0.0f);
+  std::copy(bias.begin(), bias.end(), linear.bias.begin());
   return linear;
 }
 }  // namespace

@@ -51,16 +51,17 @@ class FusedCpu final : public Strategy {
     float* next = ping_.data();
     for (int k = 0; k < config.blocks; ++k) {
       const NativeLinear& block = native_.blocks[k];
-      math::linear_row(block.wt.data(), block.bias.data(), h, block.in, block.out, next, true);
+      math::linear_row(block.wt.data(), block.bias.data(), h, block.in, block.out, block.pitch, next, true);
       h = next;
       next = next == ping_.data() ? pong_.data() : ping_.data();
       const NativeLinear& head = native_.heads[k];
-      math::linear_row(head.wt.data(), head.bias.data(), h, head.in, head.out, out, false);
+      math::linear_row(head.wt.data(), head.bias.data(), h, head.in, head.out, head.pitch, out, false);
       flops += stage_flops_[k];
       if (math::exit_fires(math::max_softmax(out, config.num_classes), thresholds[k])) return k + 1;
     }
     const NativeLinear& final_head = native_.heads[config.blocks];
-    math::linear_row(final_head.wt.data(), final_head.bias.data(), h, final_head.in, final_head.out, out, false);
+    math::linear_row(final_head.wt.data(), final_head.bias.data(), h, final_head.in, final_head.out,
+                     final_head.pitch, out, false);
     flops += head_flops(config);
     return config.final_exit();
   }

@@ -12,7 +12,7 @@ namespace condbench::testing {
 namespace {
 
 TEST(ExitMath, LinearRowAndLinearOutputMatchTorchLinear) {
-  for (auto [in, out] : {std::pair{1, 1}, {32, 64}, {64, 10}, {100, 33}, {1024, 1024}}) {
+  for (auto [in, out] : {std::pair{1, 1}, {32, 64}, {64, 10}, {100, 33}, {7, 45}, {1024, 1024}}) {
     const at::Tensor w = at::randn({out, in}), b = at::randn({out}), x = at::randn({in});
     const at::Tensor want = at::linear(x, w, b);
     NativeModel native = NativeModel::from_parameters(
@@ -22,13 +22,13 @@ TEST(ExitMath, LinearRowAndLinearOutputMatchTorchLinear) {
          std::vector<float>(out), std::vector<float>(1), std::vector<float>(out), std::vector<float>(1)});
     const NativeLinear& l = native.blocks[0];
     std::vector<float> row(out);
-    math::linear_row(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, out, row.data(), false);
+    math::linear_row(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, out, l.pitch, row.data(), false);
     for (int o = 0; o < out; ++o) {
-      const float one = math::linear_output(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, out, o);
+      const float one = math::linear_output(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, l.pitch, o);
       EXPECT_NEAR(one, row[o], 1e-6 * std::max(1.0f, std::abs(row[o])) * std::sqrt(in)) << "the two forms";
       EXPECT_NEAR(row[o], want[o].item<float>(), 1e-5 * std::max(1.0f, std::abs(want[o].item<float>())) * std::sqrt(in));
     }
-    math::linear_row(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, out, row.data(), true);
+    math::linear_row(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, out, l.pitch, row.data(), true);
     for (int o = 0; o < out; ++o) EXPECT_GE(row[o], 0.0f);
   }
 }

@@ -2,10 +2,10 @@
 // The arithmetic of one early-exit forward, written once for the CPU loops and the CUDA kernels
 // (issue 3: host tests check the same code the kernels run).
 //
-// Native layout: a Linear's weight is stored transposed, wt[i * out + o] = weight[o][i], so that
-// both a CPU loop over o (unit stride, vectorisable without -ffast-math) and a CUDA thread per
-// output o (coalesced across a warp) read memory in order. Both forms sum each output over i in
-// ascending order; they may still differ in the last bits where a compiler fuses multiply-adds.
+// Native layout: a Linear's weight is stored transposed, wt[i * pitch + o] = weight[o][i], with
+// the row pitch rounded up to a multiple of 8 outputs and the padding zero (NativeLinear). Both a
+// CPU loop over o (unit stride, vectorisable without -ffast-math) and a CUDA thread per output o
+// (coalesced across a warp) then read memory in order, and the CPU never needs a scalar tail.
 #include <cmath>
 
 #if defined(__CUDACC__)
@@ -16,27 +16,54 @@
 
 namespace condbench::math {
 
-// One output of a Linear: bias[o] + sum_i x[i] * weight[o][i].
+// One output of a Linear: bias[o] + sum_i x[i] * weight[o][i], summed in ascending i.
 CONDBENCH_HD inline float linear_output(const float* wt, const float* bias, const float* x,
-                                        int in, int out, int o) {
+                                        int in, int pitch, int o) {
   float acc = bias[o];
-  for (int i = 0; i < in; ++i) acc += x[i] * wt[i * out + o];
+  for (int i = 0; i < in; ++i) acc += x[i] * wt[i * pitch + o];
   return acc;
 }
 
-// A whole Linear for one row, optionally followed by ReLU: y = act(bias + x W^T). The loop over o
-// is innermost so the compiler vectorises it; the sum over i keeps the order of linear_output.
-CONDBENCH_HD inline void linear_row(const float* __restrict__ wt, const float* __restrict__ bias,
-                                    const float* __restrict__ x, int in, int out,
-                                    float* __restrict__ y, bool relu) {
-  for (int o = 0; o < out; ++o) y[o] = bias[o];
-  for (int i = 0; i < in; ++i) {
+namespace detail {
+// Outputs [o0, o0 + Width) of a Linear in a fixed-size local array that the compiler keeps in
+// vector registers for the whole sum over i: each weight is loaded once and nothing goes back to
+// memory until the end. Each accumulator is a chain of dependent multiply-adds, so a narrow tile
+// splits the sum over i into Split interleaved partial sums to keep enough chains in flight.
+template <int Width, int Split>
+CONDBENCH_HD inline void linear_tile(const float* __restrict__ wt, const float* __restrict__ bias,
+                                     const float* __restrict__ x, int in, int pitch, int o0,
+                                     int valid, float* __restrict__ y, bool relu) {
+  float acc[Split][Width];
+  for (int s = 0; s < Split; ++s)
+    for (int j = 0; j < Width; ++j) acc[s][j] = s == 0 ? bias[o0 + j] : 0.0f;
+  int i = 0;
+  for (; i + Split <= in; i += Split)
+    for (int s = 0; s < Split; ++s) {
+      const float xi = x[i + s];
+      const float* __restrict__ w = wt + (i + s) * pitch + o0;
+      for (int j = 0; j < Width; ++j) acc[s][j] += xi * w[j];
+    }
+  for (; i < in; ++i) {
     const float xi = x[i];
-    const float* __restrict__ w = wt + i * out;
-    for (int o = 0; o < out; ++o) y[o] += xi * w[o];
+    const float* __restrict__ w = wt + i * pitch + o0;
+    for (int j = 0; j < Width; ++j) acc[0][j] += xi * w[j];
   }
-  if (relu)
-    for (int o = 0; o < out; ++o) y[o] = y[o] > 0.0f ? y[o] : 0.0f;
+  for (int s = 1; s < Split; ++s)
+    for (int j = 0; j < Width; ++j) acc[0][j] += acc[s][j];
+  for (int j = 0; j < Width && j < valid; ++j) y[o0 + j] = relu && acc[0][j] < 0.0f ? 0.0f : acc[0][j];
+}
+}  // namespace detail
+
+// A whole Linear for one row, optionally followed by ReLU: y[0..out) = act(bias + x W^T), for a
+// pitch that is a multiple of 8 (padding outputs are computed but not stored). Wide layers go in
+// tiles of 32 outputs (eight 4-wide chains), narrow ones such as exit heads in tiles of 8 with the
+// sum over i split four ways.
+CONDBENCH_HD inline void linear_row(const float* __restrict__ wt, const float* __restrict__ bias,
+                                    const float* __restrict__ x, int in, int out, int pitch,
+                                    float* __restrict__ y, bool relu) {
+  int o = 0;
+  for (; o + 32 <= out; o += 32) detail::linear_tile<32, 1>(wt, bias, x, in, pitch, o, 32, y, relu);
+  for (; o < out; o += 8) detail::linear_tile<8, 4>(wt, bias, x, in, pitch, o, out - o, y, relu);
 }
 
 // max(softmax(logits)) without forming the softmax: exp(l_max - l_max) / sum_j exp(l_j - l_max).

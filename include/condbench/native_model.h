@@ -9,10 +9,13 @@
 namespace condbench {
 
 struct NativeLinear {
+  static constexpr int kPitchMultiple = 8;
+
   int in = 0;
   int out = 0;
-  std::vector<float> wt;    // [in][out]
-  std::vector<float> bias;  // [out]
+  int pitch = 0;            // out rounded up to kPitchMultiple
+  std::vector<float> wt;    // [in][pitch], zero past out
+  std::vector<float> bias;  // [pitch], zero past out
 };
 
 struct NativeModel {
