@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Prints the median latency table of a condbench result file: one row per model, batch and
+scenario, one column per strategy, plus each strategy's speedup over eager_host.
+
+usage: scripts/summary.py RESULT.json [--markdown]
+"""
+import json
+import sys
+from collections import defaultdict
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"summary: {path}: {e}")
+    if "benchmarks" not in data:
+        sys.exit(f"summary: {path}: not a Google Benchmark JSON file")
+    return data
+
+
+def medians(data):
+    """{(device, hidden, blocks, batch, scenario): {engine/strategy: median real time in us}}"""
+    table = defaultdict(dict)
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+    for b in data["benchmarks"]:
+        if not b["name"].startswith("early_exit/") or b.get("error_occurred"):
+            continue
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        parts = b["run_name"].split("/")
+        _, device, engine, strategy, scenario, batch, hidden, blocks = parts[:8]
+        key = (device, int(hidden.split(":")[1]), int(blocks.split(":")[1]), int(batch.split(":")[1]), scenario)
+        value = b["real_time"] * scale[b["time_unit"]]
+        # with repetitions the median aggregate wins over single runs
+        if b.get("run_type") == "aggregate" or f"{engine}/{strategy}" not in table[key]:
+            table[key][f"{engine}/{strategy}"] = value
+    return table
+
+
+def scenario_order(name):
+    kind, _, rest = name.partition(":")
+    return (0, int(rest), "") if kind == "exit" else (1, 0, ["early", "uniform", "late"].index(rest))
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    markdown = "--markdown" in sys.argv
+    table = medians(load(sys.argv[1]))
+    if not table:
+        sys.exit("summary: no early_exit results in the file")
+    strategies = sorted({s for row in table.values() for s in row})
+    header = ["device", "hidden", "blocks", "batch", "scenario"] + [f"{s} (us)" for s in strategies]
+    rows = []
+    for key in sorted(table, key=lambda k: (k[0], k[1], k[2], k[3], scenario_order(k[4]))):
+        row = table[key]
+        cells = [str(k) for k in key]
+        base = row.get("torch/eager_host")
+        for s in strategies:
+            if s not in row:
+                cells.append("-")
+            elif base and s != "torch/eager_host":
+                cells.append(f"{row[s]:.3g} ({base / row[s]:.2g}x)")
+            else:
+                cells.append(f"{row[s]:.3g}")
+        rows.append(cells)
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+    else:
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+        print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+        for r in rows:
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print("\nmedian wall time per inference; (Nx) = speedup over torch/eager_host")
+
+
+if __name__ == "__main__":
+    main()
