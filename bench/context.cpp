@@ -9,6 +9,10 @@
 #include "condbench/nvtx.h"
 #include "revision.h"
 
+#if CONDBENCH_CUDA
+#include "condbench/cuda/device_info.h"
+#endif
+
 #if __has_include(<torch/headeronly/version.h>)
 #include <torch/headeronly/version.h>
 #else
@@ -37,7 +41,15 @@ std::string cpu_model() {
 
 std::vector<std::pair<std::string, std::string>> run_context() {
   const auto& hooks = at::detail::getCUDAHooks();
-  const bool has_gpu = cli::cuda_available();
+#if CONDBENCH_CUDA
+  const cuda::DeviceInfo gpu = cuda::device_info();
+#else
+  struct {
+    std::string device_name = "none", driver_version = "none";
+    std::string runtime_version;
+  } gpu;
+  gpu.runtime_version = hooks.hasCUDART() ? cuda_version_text(hooks.versionCUDART()) : "none";
+#endif
   std::vector<std::pair<std::string, std::string>> context = {
       {"condbench_version", kVersion},
       {"condbench_schema", kResultSchema},
@@ -45,9 +57,10 @@ std::vector<std::pair<std::string, std::string>> run_context() {
       {"build_type", kBuildType},
       {"torch_version", TORCH_VERSION},
       {"cuda_build", cli::cuda_built() ? "yes" : "no"},
-      {"cuda_runtime_version", hooks.hasCUDART() ? cuda_version_text(hooks.versionCUDART()) : "none"},
-      {"cuda_driver_version", "none"},
-      {"device_name", has_gpu ? "cuda" : "none"},
+      {"cuda_runtime_version", gpu.runtime_version},
+      {"cuda_driver_version", gpu.driver_version},
+      {"device_name", gpu.device_name},
+      {"torch_cuda_runtime_version", hooks.hasCUDART() ? cuda_version_text(hooks.versionCUDART()) : "none"},
       {"cpu_model", cpu_model()},
       {"threads", std::to_string(at::get_num_threads())},
   };

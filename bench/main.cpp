@@ -4,6 +4,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "context.h"
+#include "device_timing.h"
 #include "condbench/error.h"
 #include "registration.h"
 
@@ -77,6 +79,8 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("nvtx", options.nvtx == condbench::nvtx::Level::off ? "off" : "on");
     benchmark::AddCustomContext("weights", options.weights.empty() ? "seeded" : options.weights);
     condbench::register_cases(condbench::select_cases(options));
+    if (std::find(options.devices.begin(), options.devices.end(), condbench::Device::cuda) != options.devices.end())
+      condbench::register_cuda_primitives();
 
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();

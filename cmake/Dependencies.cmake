@@ -1,6 +1,10 @@
 # Finds what condbench builds against. LibTorch comes from the PyTorch wheel in .venv (made by
 # scripts/setup) unless the user points CMAKE_PREFIX_PATH or Torch_DIR at their own.
 
+# LibTorch's CMake config appends its own CUDA flags (-gencode for every architecture it was
+# built for, some of which a newer nvcc rejects) to CMAKE_CUDA_FLAGS; condbench's kernels choose
+# their own architectures, so keep the flags as they were.
+set(CONDBENCH_SAVED_CUDA_FLAGS "${CMAKE_CUDA_FLAGS}")
 find_package(Torch QUIET)
 if(NOT Torch_FOUND)
   set(_venv_python ${CMAKE_SOURCE_DIR}/.venv/bin/python)
@@ -15,6 +19,7 @@ if(NOT Torch_FOUND)
   list(APPEND CMAKE_PREFIX_PATH ${_torch_prefix})
   find_package(Torch REQUIRED)
 endif()
+set(CMAKE_CUDA_FLAGS "${CONDBENCH_SAVED_CUDA_FLAGS}")
 
 # The PyTorch wheel brings its own CUDA libraries (nvidia/*/lib beside torch/). Link and run
 # against those, not the toolkit's copies: LibTorch was built with them, and a process must hold
@@ -45,9 +50,10 @@ if(CONDBENCH_WITH_CUDA)
 endif()
 if(CONDBENCH_CUDA)
   # sm_80 (A100) and sm_90 (H100/H200) machine code, plus compute_90 PTX for newer GPUs to JIT.
-  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
+  if(NOT CONDBENCH_CUDA_ARCHITECTURES)
+    set(CONDBENCH_CUDA_ARCHITECTURES 80-real 90)
   endif()
+  set(CMAKE_CUDA_ARCHITECTURES ${CONDBENCH_CUDA_ARCHITECTURES})
   set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   enable_language(CUDA)

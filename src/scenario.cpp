@@ -118,9 +118,15 @@ std::vector<float> calibrate_thresholds(const std::vector<float>& confidences, i
     } else if (want >= n) {
       thresholds[k] = 0.0f;  // max softmax is always > 0
     } else {
-      // Strictly between the want-th and (want+1)-th most confident rows: exactly `want` fire
-      // unless the two are equal, in which case neither does.
-      thresholds[k] = static_cast<float>(0.5 * (static_cast<double>(conf[want - 1]) + conf[want]));
+      // Strictly between two neighbouring confidences: exactly `cut` rows fire. The cut may move
+      // up to half a percent of the rows from the target rank to where the neighbours are
+      // farthest apart, so that no row sits within rounding of its threshold and every strategy,
+      // whatever its summation order, takes the same decision.
+      const int window = std::max(1, n / 200);
+      int cut = want;
+      for (int c = std::max(1, want - window); c <= std::min(n - 1, want + window); ++c)
+        if (conf[c - 1] - conf[c] > conf[cut - 1] - conf[cut]) cut = c;
+      thresholds[k] = static_cast<float>(0.5 * (static_cast<double>(conf[cut - 1]) + conf[cut]));
     }
     std::vector<int> still;
     for (int r : remaining)

@@ -75,14 +75,24 @@ TEST(Calibration, RealisedHistogramIsWithinThreePointsOfTheTarget) {
 }
 
 TEST(Calibration, ThresholdsSplitAHandMadeConfidenceMatrix) {
-  // 4 rows, 1 exit head: confidences 0.9, 0.8, 0.7, 0.6; half should leave at exit 1.
-  const std::vector<float> conf = {0.9f, 0.8f, 0.7f, 0.6f};
+  // 4 rows, 1 exit head; half should leave at exit 1, and the widest gap is there too.
+  const std::vector<float> conf = {0.9f, 0.8f, 0.5f, 0.45f};
   const std::vector<float> t = calibrate_thresholds(conf, 4, 1, {0.5, 0.5});
   ASSERT_EQ(t.size(), 1u);
-  EXPECT_FLOAT_EQ(t[0], 0.75f);
+  EXPECT_FLOAT_EQ(t[0], 0.65f);
   EXPECT_EQ(exits_for(conf, 4, 1, t), (std::vector<int>{1, 1, 2, 2}));
   EXPECT_EQ(calibrate_thresholds(conf, 4, 1, {0.0, 1.0})[0], 1.0f);  // nobody leaves early
   EXPECT_EQ(calibrate_thresholds(conf, 4, 1, {1.0, 0.0})[0], 0.0f);  // everybody does
+}
+
+TEST(Calibration, TheCutMovesToTheWidestNearbyGap) {
+  // 400 rows with confidences 0.001 apart, except one wide gap two rows past the target rank.
+  std::vector<float> conf;
+  for (int r = 0; r < 400; ++r) conf.push_back(0.9f - 0.001f * r - (r >= 202 ? 0.05f : 0.0f));
+  const std::vector<float> t = calibrate_thresholds(conf, 400, 1, {0.5, 0.5});
+  EXPECT_FLOAT_EQ(t[0], 0.5f * (conf[201] + conf[202]));  // 202 rows fire instead of 200
+  EXPECT_EQ(exits_for(conf, 400, 1, t)[201], 1);
+  EXPECT_EQ(exits_for(conf, 400, 1, t)[202], 2);
 }
 
 TEST(Workload, PoolIsSeededAndWalkedInWholeBatches) {

@@ -16,6 +16,15 @@
 
 namespace condbench::math {
 
+// Part of one output of a Linear: sum over i in [begin, end) of x[i] * weight[o][i], ascending.
+// GPU kernels split the sum over i across threads and add the parts to the bias.
+CONDBENCH_HD inline float linear_partial(const float* wt, const float* x, int begin, int end,
+                                         int pitch, int o) {
+  float acc = 0.0f;
+  for (int i = begin; i < end; ++i) acc += x[i] * wt[i * pitch + o];
+  return acc;
+}
+
 // One output of a Linear: bias[o] + sum_i x[i] * weight[o][i], summed in ascending i.
 CONDBENCH_HD inline float linear_output(const float* wt, const float* bias, const float* x,
                                         int in, int pitch, int o) {

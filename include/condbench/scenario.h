@@ -32,8 +32,9 @@ std::vector<float> forced_thresholds(int blocks, int exit_id);
 
 // Thresholds t_1..t_blocks so that, walking the exits in order, the share of pool rows that exit
 // at each matches target_shares. confidences is row-major [rows][blocks]: max softmax at each
-// exit head. Each threshold lies midway between two neighbouring confidences, so a row's
-// decision does not hang on the last bit of how a strategy rounds.
+// exit head. Each threshold lies midway between two neighbouring confidences, at the widest gap
+// within half a percent of the rows of the target, so a row's decision does not hang on the last
+// bit of how a strategy rounds.
 std::vector<float> calibrate_thresholds(const std::vector<float>& confidences, int rows, int blocks,
                                         const std::vector<double>& target_shares);
 

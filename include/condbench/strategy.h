@@ -52,8 +52,11 @@ class Strategy {
   // Blocks until the last run's result is ready on the device: nothing on the CPU, one stream
   // synchronisation on CUDA. The harness times it as part of the inference.
   virtual void finish() {}
-  // What the last run() did.
-  const InferenceCounters& counters() const { return counters_; }
+  // What the last run() did. Called outside the timed region; may synchronise with the device.
+  virtual InferenceCounters counters() const { return counters_; }
+  // The CUDA stream the strategy's work runs on (a cudaStream_t), for GPU timing; nullptr when
+  // it has none of its own.
+  virtual void* cuda_stream() const { return nullptr; }
 
  protected:
   InferenceCounters counters_;

@@ -1,0 +1,74 @@
+#pragma once
+// The kernels of the native CUDA strategies, behind launch functions that host code (compiled by
+// the C++ compiler) calls. One inference is a fixed sequence of stages:
+//
+//   begin -> [block s -> head s -> exit test s] for s = 0..B-1 -> final head -> finish
+//
+// device_flag launches it as it stands; device_flag_graph captures it; graph_cond nests each
+// stage after the first in an IF node set by the previous exit test; graph_while runs the stages
+// as the body of one WHILE node. Every kernel skips rows already exited, and block and head
+// kernels return at once when no row is active, so the same kernels serve all four.
+#include <cuda_runtime_api.h>
+
+#include "condbench/cuda/device_model.h"
+
+namespace condbench::cuda {
+
+// Device buffers of one inference (all pointers are device memory).
+struct InferenceState {
+  const float* input;       // the caller's [batch][in_features], copied by begin
+  float* staged_input;      // [batch][in_features]: block 0 reads this, so graphs hold one address
+  float* hidden[2];         // [batch][hidden]: block s writes hidden[s % 2]
+  float* logits;            // [batch][num_classes]: the result (heads write active rows only)
+  int* exit_id;             // [batch]: the result
+  int* active;              // [batch]: 1 while the row runs
+  int* active_count;        // rows still running
+  int* stage;               // the WHILE loop's stage counter
+  double* flops;            // Linear FLOPs executed (a counter read outside the timed region)
+  const float* thresholds;  // [blocks]
+  int batch, blocks, in_features, hidden_size, num_classes;
+};
+
+// The stage a kernel works on: fixed at capture, or read from device memory (the WHILE body,
+// whose kernel arguments cannot change between iterations).
+struct StageRef {
+  int fixed;
+  const int* dynamic;  // when set, the stage is *dynamic
+};
+
+// Where a kernel publishes "keep going": a conditional node's handle, or nothing.
+struct ConditionSink {
+  cudaGraphConditionalHandle handle;
+  int enabled;
+  int is_loop;  // WHILE: also require another stage, and advance state.stage
+};
+
+constexpr ConditionSink kNoCondition{0, 0, 0};
+
+// Resets the per-inference state and stages the input; sets `loop` (the WHILE handle) to run.
+void launch_begin(const InferenceState& state, ConditionSink loop, cudaStream_t stream);
+// Block `stage` (ReLU) for every active row.
+void launch_block(const InferenceState& state, const DeviceLinear* table, StageRef stage, cudaStream_t stream);
+// Exit head `stage` (stage == blocks: the final head) for every active row, into state.logits.
+void launch_head(const InferenceState& state, const DeviceLinear* table, StageRef stage, cudaStream_t stream);
+// The exit test after head `stage`: rows whose confidence exceeds the threshold leave with exit
+// id stage+1; publishes whether any row is left to `next`.
+void launch_exit_test(const InferenceState& state, const DeviceLinear* table, StageRef stage, ConditionSink next,
+                      cudaStream_t stream);
+// Rows still active after the final head leave with exit id blocks+1.
+void launch_finish(const InferenceState& state, const DeviceLinear* table, cudaStream_t stream);
+
+// Number of kernel launches launch_* make for one inference of `blocks` blocks.
+constexpr int kernels_per_inference(int blocks) { return 1 + 3 * blocks + 2; }
+
+// The begin kernel's launch as a graph kernel node's parameters, so a graph can be pointed at a
+// new input without recapture (cudaGraphExecKernelNodeSetParams). `args` must outlive the call.
+struct BeginNodeParams {
+  InferenceState state;
+  ConditionSink loop;
+  void* args[2];
+  cudaKernelNodeParams params;
+};
+void make_begin_params(BeginNodeParams& out, const InferenceState& state, ConditionSink loop);
+
+}  // namespace condbench::cuda

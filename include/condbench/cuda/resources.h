@@ -1,0 +1,150 @@
+#pragma once
+// RAII owners for the CUDA objects condbench creates: move-only, freed exactly once.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "condbench/cuda/check.h"
+
+namespace condbench::cuda {
+
+// Owns one handle and destroys it with Destroy. Handle{} means "owns nothing".
+template <typename Handle, cudaError_t (*Destroy)(Handle)>
+class Owned {
+ public:
+  Owned() = default;
+  explicit Owned(Handle handle) : handle_(handle) {}
+  ~Owned() { reset(); }
+  Owned(Owned&& other) noexcept : handle_(std::exchange(other.handle_, Handle{})) {}
+  Owned& operator=(Owned&& other) noexcept {
+    if (this != &other) {
+      reset();
+      handle_ = std::exchange(other.handle_, Handle{});
+    }
+    return *this;
+  }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+
+  Handle get() const { return handle_; }
+  explicit operator bool() const { return handle_ != Handle{}; }
+  void reset() {
+    if (handle_ != Handle{}) CONDBENCH_CUDA_WARN(Destroy(handle_));
+    handle_ = Handle{};
+  }
+
+ private:
+  Handle handle_{};
+};
+
+using Stream = Owned<cudaStream_t, cudaStreamDestroy>;
+using Event = Owned<cudaEvent_t, cudaEventDestroy>;
+using Graph = Owned<cudaGraph_t, cudaGraphDestroy>;
+using GraphExec = Owned<cudaGraphExec_t, cudaGraphExecDestroy>;
+
+// A stream that does not synchronise with the legacy default stream.
+Stream make_stream();
+// An event for ordering (no timing) or, with timing = true, for cudaEventElapsedTime.
+Event make_event(bool timing);
+Graph make_graph();
+GraphExec instantiate(const Graph& graph);
+
+// count elements of T in device memory.
+template <typename T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t count) : count_(count) {
+    if (count > 0) CONDBENCH_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)));
+  }
+  ~DeviceBuffer() {
+    if (data_) CONDBENCH_CUDA_WARN(cudaFree(data_));
+  }
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    if (this != &other) {
+      this->~DeviceBuffer();
+      data_ = std::exchange(other.data_, nullptr);
+      count_ = std::exchange(other.count_, 0);
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  T* get() const { return data_; }
+  size_t size() const { return count_; }
+
+ private:
+  T* data_ = nullptr;
+  size_t count_ = 0;
+};
+
+// count elements of T in page-locked host memory, the target of asynchronous device->host copies.
+template <typename T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t count) : count_(count) {
+    if (count > 0) CONDBENCH_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&data_), count * sizeof(T)));
+  }
+  ~PinnedBuffer() {
+    if (data_) CONDBENCH_CUDA_WARN(cudaFreeHost(data_));
+  }
+  PinnedBuffer(PinnedBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
+    if (this != &other) {
+      this->~PinnedBuffer();
+      data_ = std::exchange(other.data_, nullptr);
+      count_ = std::exchange(other.count_, 0);
+    }
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+
+  T* get() const { return data_; }
+  size_t size() const { return count_; }
+
+ private:
+  T* data_ = nullptr;
+  size_t count_ = 0;
+};
+
+// Stream capture as a scope: begins capturing `stream` (into a new graph, or into an existing
+// `into` graph such as a conditional node's body) and ends it on end() or, should an exception
+// leave the scope first, in the destructor, so a stream is never left capturing.
+class CaptureScope {
+ public:
+  explicit CaptureScope(cudaStream_t stream, cudaGraph_t into = nullptr);
+  ~CaptureScope();
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+
+  // Ends the capture; returns the graph (owned by the caller when this scope created it, by the
+  // parent node when it captured into `into`).
+  cudaGraph_t end();
+
+ private:
+  cudaStream_t stream_;
+  bool capturing_ = true;
+};
+
+// The node most recently added to the graph `stream` is capturing: the one a kernel launch just
+// made. Used to keep a launch's node for later parameter updates.
+cudaGraphNode_t last_captured_node(cudaStream_t stream);
+
+// A handle for a conditional node in the graph `capturing` is capturing into. It is created
+// without a default value (issue 3): a kernel upstream of the node must set it on every launch,
+// so the kernel that evaluates the exit test is captured with the handle before the node is added.
+cudaGraphConditionalHandle make_condition(cudaStream_t capturing);
+
+// Adds an IF or WHILE node on `handle` at the current point of a capturing stream, makes later
+// captured work depend on it, and returns its body graph (owned by the node) to capture into.
+cudaGraph_t add_conditional(cudaStream_t capturing, cudaGraphConditionalHandle handle,
+                            cudaGraphConditionalNodeType type);
+
+}  // namespace condbench::cuda

@@ -1,0 +1,50 @@
+// graph_while (engine native, CUDA): graph_cond's decision with one WHILE node. The body runs the
+// stage named by a device-side counter (block, head, exit test); the exit test advances the
+// counter and sets the loop's handle to "some row is active and a block is left". The graph has
+// the same size whatever the depth: a 12-block model is one loop node, not a 12-deep nest.
+#include "native_cuda_strategy.h"
+
+namespace condbench::cuda {
+namespace {
+
+class GraphWhile final : public NativeCudaStrategy {
+ public:
+  using NativeCudaStrategy::NativeCudaStrategy;
+
+ protected:
+  void build() override {
+    CaptureScope capture(stream());
+    const cudaGraphConditionalHandle loop = make_condition(stream());
+    const ConditionSink keep_going{loop, 1, 1};
+    launch_begin(state(), keep_going, stream());  // sets the handle: the loop's first test
+    const cudaGraphNode_t begin = last_captured_node(stream());
+    const cudaGraph_t body = add_conditional(stream(), loop, cudaGraphCondTypeWhile);
+    {
+      body_stream_ = make_stream();
+      CaptureScope inside(body_stream_.get(), body);
+      const StageRef current{0, state().stage};
+      launch_block(state(), table(), current, body_stream_.get());
+      launch_head(state(), table(), current, body_stream_.get());
+      launch_exit_test(state(), table(), current, keep_going, body_stream_.get());
+      inside.end();
+    }
+    launch_head(state(), table(), {blocks(), nullptr}, stream());
+    launch_finish(state(), table(), stream());
+    graph_.instantiate(capture.end(), begin, state(), keep_going);
+  }
+
+  int64_t enqueue() override {
+    graph_.launch(state(), stream());
+    return 1;
+  }
+
+ private:
+  Stream body_stream_;
+  CapturedInference graph_;
+};
+
+}  // namespace
+
+CONDBENCH_REGISTER_STRATEGY(GraphWhile, "graph_while", Engine::native, Device::cuda);
+
+}  // namespace condbench::cuda

@@ -1,0 +1,79 @@
+#pragma once
+// What the native CUDA strategies share: the model's weights on the device, the buffers of one
+// inference, the strategy's own stream, thresholds uploaded only when they change, and the
+// executed-FLOP counter that the kernels keep on the device. A strategy says how an inference is
+// enqueued (enqueue) and, if it uses graphs, builds them once in build().
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <optional>
+
+#include "condbench/cuda/device_model.h"
+#include "condbench/cuda/early_exit_kernels.h"
+#include "condbench/cuda/resources.h"
+#include "condbench/strategy.h"
+
+namespace condbench::cuda {
+
+class NativeCudaStrategy : public Strategy {
+ public:
+  using Strategy::Strategy;
+
+  void prepare(const EarlyExitModel& model, int64_t batch) final;
+  ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) final;
+  void finish() final;
+  InferenceCounters counters() const final;
+  void* cuda_stream() const final { return stream_.get(); }
+
+ protected:
+  // Called once at the end of prepare(): capture graphs here.
+  virtual void build() {}
+  // Enqueues one inference of state().input on stream(); returns the host-issued launches.
+  virtual int64_t enqueue() = 0;
+
+  const InferenceState& state() const { return state_; }
+  const DeviceLinear* table() const { return model_->table(); }
+  cudaStream_t stream() const { return stream_.get(); }
+  int blocks() const { return state_.blocks; }
+
+  // FLOPs of the last inference; by default the kernels' own device counter.
+  virtual double executed_flops() const;
+  const at::Tensor& exit_ids() const { return exit_id_; }
+
+  // Every stage after begin, without conditionals: what device_flag launches and
+  // device_flag_graph captures.
+  void enqueue_all_stages();
+
+ private:
+  Stream stream_;
+  std::unique_ptr<DeviceModel> model_;
+  DeviceBuffer<float> staged_input_, hidden_[2], thresholds_;
+  DeviceBuffer<int> active_, counts_;  // counts_: active_count, stage
+  DeviceBuffer<double> flops_;
+  PinnedBuffer<float> threshold_upload_;
+  std::vector<float> uploaded_thresholds_;
+  at::Tensor exit_id_, logits_;
+  InferenceState state_{};
+  int64_t launches_ = 0;
+};
+
+// A captured inference: the graph, its executable and the begin kernel's node. The graph reads
+// its input through the begin kernel's argument, which launch() repoints with a kernel-node
+// parameter update when the caller passes a different input (no recapture, no extra copy).
+class CapturedInference {
+ public:
+  CapturedInference() = default;
+  CapturedInference(const CapturedInference&) = delete;  // begin_.args point into begin_ itself
+  CapturedInference& operator=(const CapturedInference&) = delete;
+
+  void instantiate(cudaGraph_t graph, cudaGraphNode_t begin_node, const InferenceState& state, ConditionSink loop);
+  void launch(const InferenceState& state, cudaStream_t stream);
+
+ private:
+  Graph graph_;
+  GraphExec exec_;
+  cudaGraphNode_t begin_node_ = nullptr;
+  BeginNodeParams begin_{};
+};
+
+}  // namespace condbench::cuda
