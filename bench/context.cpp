@@ -11,6 +11,7 @@
 
 #if CONDBENCH_CUDA
 #include "condbench/cuda/device_info.h"
+#include "condbench/torch_cuda.h"
 #endif
 
 #if __has_include(<torch/headeronly/version.h>)
@@ -62,6 +63,11 @@ std::vector<std::pair<std::string, std::string>> run_context() {
       {"device_name", gpu.device_name},
       {"torch_cuda_runtime_version", hooks.hasCUDART() ? cuda_version_text(hooks.versionCUDART()) : "none"},
       {"cpu_model", cpu_model()},
+#if CONDBENCH_CUDA
+      {"torch_conditional_capture", torch_cuda::conditional_capture_route()},
+#else
+      {"torch_conditional_capture", "none"},
+#endif
       {"threads", std::to_string(at::get_num_threads())},
   };
   return context;

@@ -12,8 +12,9 @@ void synchronize_cuda_device() { CONDBENCH_CUDA_CHECK(cudaDeviceSynchronize()); 
 
 std::optional<double> gpu_time_us(Strategy& strategy, const std::vector<at::Tensor>& inputs,
                                   const std::vector<float>& thresholds, int count) {
-  const auto stream = static_cast<cudaStream_t>(strategy.cuda_stream());
-  if (!stream || inputs.empty() || count <= 0) return std::nullopt;
+  const std::optional<void*> handle = strategy.cuda_stream();
+  if (!handle || inputs.empty() || count <= 0) return std::nullopt;
+  const auto stream = static_cast<cudaStream_t>(*handle);
   const cuda::Event start = cuda::make_event(true), stop = cuda::make_event(true);
   double total_ms = 0.0;
   for (int i = 0; i < count; ++i) {

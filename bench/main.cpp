@@ -14,6 +14,7 @@
 #include "context.h"
 #include "device_timing.h"
 #include "condbench/error.h"
+#include "condbench/nvtx.h"
 #include "registration.h"
 
 namespace {
@@ -76,13 +77,18 @@ int main(int argc, char** argv) {
     if (options.threads > 0) at::set_num_threads(options.threads);
     condbench::nvtx::set_level(options.nvtx);
     for (const auto& [key, value] : condbench::run_context()) benchmark::AddCustomContext(key, value);
-    benchmark::AddCustomContext("nvtx", options.nvtx == condbench::nvtx::Level::off ? "off" : "on");
+    benchmark::AddCustomContext("nvtx", condbench::nvtx::level_name(options.nvtx));
     benchmark::AddCustomContext("weights", options.weights.empty() ? "seeded" : options.weights);
     condbench::register_cases(condbench::select_cases(options));
     if (std::find(options.devices.begin(), options.devices.end(), condbench::Device::cuda) != options.devices.end())
       condbench::register_cuda_primitives();
 
-    benchmark::RunSpecifiedBenchmarks();
+    {
+      // The whole run in one range: scripts/profile starts and stops Nsight Systems on it.
+      static const condbench::nvtx::RegisteredString kAll("benchmarks");
+      const condbench::nvtx::ScopedRange all(condbench::nvtx::Level::run, kAll);
+      benchmark::RunSpecifiedBenchmarks();
+    }
     benchmark::Shutdown();
     out.commit();
     return 0;

@@ -44,6 +44,16 @@ Level parse_level(const std::string& text) {
   fail("--nvtx: expected off, run, iter or stage, got '" + text + "'");
 }
 
+const char* level_name(Level level) {
+  switch (level) {
+    case Level::off: return "off";
+    case Level::run: return "run";
+    case Level::iter: return "iter";
+    case Level::stage: return "stage";
+  }
+  return "off";
+}
+
 bool ScopedRange::enabled(Level at) {
 #if CONDBENCH_HAVE_NVTX
   return g_level.load(std::memory_order_relaxed) >= static_cast<int>(at);

@@ -1,101 +1,105 @@
-// eager_host (engine torch): what a PyTorch user writes first. Every exit test is read back to the
-// host, which decides; with batch > 1 the rows that exited are scattered into the output and the
-// rest continue compacted, so later blocks run only on rows still active (DESIGN §2).
-#include <ATen/ATen.h>
+// eager_host (engine torch): see eager_host.h.
+#include "eager_host.h"
+
+#include <algorithm>
 
 #include "condbench/flops.h"
-#include "condbench/nvtx.h"
-#include "condbench/strategy.h"
-#include "condbench/torch_device.h"
+
+#if CONDBENCH_CUDA
+#include "condbench/torch_cuda.h"
+#endif
 
 namespace condbench {
-namespace {
 
+namespace {
 // ATen operator calls per block + exit test: linear, relu, linear, softmax, amax, gt.
 constexpr int kOpsPerStage = 6;
-
-class EagerHost final : public Strategy {
- public:
-  using Strategy::Strategy;
-
-  void prepare(const EarlyExitModel& model, int64_t batch) override {
-    layers_ = model->layers(torch_device(device()));
-    stages_ = nvtx::StageRanges(layers_.config.blocks);
-    const auto on_device = at::TensorOptions().device(torch_device(device()));
-    exit_id_ = at::empty({batch}, on_device.dtype(at::kInt));
-    logits_ = at::empty({batch, layers_.config.num_classes}, on_device.dtype(at::kFloat));
-  }
-
-  ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) override {
-    const ModelConfig& config = layers_.config;
-    counters_ = {};
-    at::Tensor h = input;
-    at::Tensor rows;  // batch indices of the active rows; undefined while all rows are active
-    int64_t active = input.size(0);
-    for (int k = 0; k < config.blocks; ++k) {
-      at::Tensor logits;
-      {
-        const nvtx::ScopedRange range(nvtx::Level::stage, stages_.block(k));
-        h = at::relu(at::linear(h, layers_.block_weight[k], layers_.block_bias[k]));
-        logits = at::linear(h, layers_.head_weight[k], layers_.head_bias[k]);
-      }
-      const nvtx::ScopedRange range(nvtx::Level::stage, stages_.exit_test(k + 1));
-      const at::Tensor fire = at::softmax(logits, -1).amax(-1) > thresholds[k];
-      counters_.launches += kOpsPerStage;
-      counters_.flops_executed += active * (block_flops(config, k) + head_flops(config));
-
-      // The host decision: one device->host read of the exit test (a stream sync on CUDA).
-      const at::Tensor fire_host = fire.to(at::kCPU);
-      ++counters_.host_syncs;
-      const bool* fires = fire_host.data_ptr<bool>();
-      const int64_t fired = std::count(fires, fires + active, true);
-      if (fired == 0) continue;
-      if (fired == active) {
-        write_rows(rows, logits, k + 1);
-        return {exit_id_, logits_};
-      }
-      // Some rows leave here: split the active set on the host, scatter the leavers, compact the rest.
-      at::Tensor leave = at::empty({fired}, at::kLong), stay = at::empty({active - fired}, at::kLong);
-      int64_t* leave_at = leave.data_ptr<int64_t>();
-      int64_t* stay_at = stay.data_ptr<int64_t>();
-      for (int64_t r = 0; r < active; ++r) *(fires[r] ? leave_at++ : stay_at++) = r;
-      const bool had_rows = rows.defined();
-      leave = leave.to(h.device());
-      stay = stay.to(h.device());
-      write_rows(had_rows ? rows.index_select(0, leave) : leave, logits.index_select(0, leave), k + 1);
-      h = h.index_select(0, stay);
-      rows = had_rows ? rows.index_select(0, stay) : stay;
-      active -= fired;
-      counters_.launches += had_rows ? 4 : 2;  // the index_selects
-    }
-    const at::Tensor logits =
-        at::linear(h, layers_.head_weight[config.blocks], layers_.head_bias[config.blocks]);
-    counters_.launches += 1;
-    counters_.flops_executed += active * head_flops(config);
-    write_rows(rows, logits, config.final_exit());
-    return {exit_id_, logits_};
-  }
-
- private:
-  // Results for `rows` of the batch (all rows when undefined) leave at exit `exit_id`.
-  void write_rows(const at::Tensor& rows, const at::Tensor& logits, int exit_id) {
-    if (rows.defined()) {
-      logits_.index_copy_(0, rows, logits);
-      exit_id_.index_fill_(0, rows, exit_id);
-    } else {
-      logits_.copy_(logits);
-      exit_id_.fill_(exit_id);
-    }
-    counters_.launches += 2;
-  }
-
-  TorchLayers layers_;
-  nvtx::StageRanges stages_;
-  at::Tensor exit_id_, logits_;
-};
-
 }  // namespace
 
+void EagerHost::prepare(const EarlyExitModel& model, int64_t batch) {
+  layers_ = model->layers(torch_device(device()));
+  stages_ = nvtx::StageRanges(layers_.config.blocks);
+  const auto on_device = at::TensorOptions().device(torch_device(device()));
+  exit_id_ = at::empty({batch}, on_device.dtype(at::kInt));
+  logits_ = at::empty({batch, layers_.config.num_classes}, on_device.dtype(at::kFloat));
+  if (read_back_ == ReadBack::pinned_event) pinned_ = at::empty({batch}, at::TensorOptions().dtype(at::kBool).pinned_memory(true));
+}
+
+at::Tensor EagerHost::read_decision(const at::Tensor& fire, int64_t active) {
+#if CONDBENCH_CUDA
+  if (read_back_ == ReadBack::pinned_event) {
+    at::Tensor landing = pinned_.narrow(0, 0, active);
+    torch_cuda::copy_and_wait(fire, landing);
+    return landing;
+  }
+#endif
+  return fire.to(at::kCPU);  // on CUDA: a device->host copy that waits for the stream
+}
+
+ExitOutput EagerHost::run(const at::Tensor& input, const std::vector<float>& thresholds) {
+  const ModelConfig& config = layers_.config;
+  counters_ = {};
+  at::Tensor h = input;
+  at::Tensor rows;  // batch indices of the active rows; undefined while all rows are active
+  int64_t active = input.size(0);
+  for (int k = 0; k < config.blocks; ++k) {
+    at::Tensor logits;
+    {
+      const nvtx::ScopedRange range(nvtx::Level::stage, stages_.block(k));
+      h = at::relu(at::linear(h, layers_.block_weight[k], layers_.block_bias[k]));
+      logits = at::linear(h, layers_.head_weight[k], layers_.head_bias[k]);
+    }
+    const nvtx::ScopedRange range(nvtx::Level::stage, stages_.exit_test(k + 1));
+    const at::Tensor fire = at::softmax(logits, -1).amax(-1) > thresholds[k];
+    counters_.launches += kOpsPerStage;
+    counters_.flops_executed += active * (block_flops(config, k) + head_flops(config));
+
+    // The host decision: one device->host read of the exit test.
+    const at::Tensor fire_host = read_decision(fire, active);
+    ++counters_.host_syncs;
+    const bool* fires = fire_host.data_ptr<bool>();
+    const int64_t fired = std::count(fires, fires + active, true);
+    if (fired == 0) continue;
+    if (fired == active) {
+      write_rows(rows, logits, k + 1);
+      return {exit_id_, logits_};
+    }
+    // Some rows leave here: split the active set on the host, scatter the leavers, compact the rest.
+    at::Tensor leave = at::empty({fired}, at::kLong), stay = at::empty({active - fired}, at::kLong);
+    int64_t* leave_at = leave.data_ptr<int64_t>();
+    int64_t* stay_at = stay.data_ptr<int64_t>();
+    for (int64_t r = 0; r < active; ++r) *(fires[r] ? leave_at++ : stay_at++) = r;
+    const bool had_rows = rows.defined();
+    leave = leave.to(h.device());
+    stay = stay.to(h.device());
+    write_rows(had_rows ? rows.index_select(0, leave) : leave, logits.index_select(0, leave), k + 1);
+    h = h.index_select(0, stay);
+    rows = had_rows ? rows.index_select(0, stay) : stay;
+    active -= fired;
+    counters_.launches += had_rows ? 4 : 2;  // the index_selects
+  }
+  const at::Tensor logits = at::linear(h, layers_.head_weight[config.blocks], layers_.head_bias[config.blocks]);
+  counters_.launches += 1;
+  counters_.flops_executed += active * head_flops(config);
+  write_rows(rows, logits, config.final_exit());
+  return {exit_id_, logits_};
+}
+
+// Results for `rows` of the batch (all rows when undefined) leave at exit `exit_id`.
+void EagerHost::write_rows(const at::Tensor& rows, const at::Tensor& logits, int exit_id) {
+  if (rows.defined()) {
+    logits_.index_copy_(0, rows, logits);
+    exit_id_.index_fill_(0, rows, exit_id);
+  } else {
+    logits_.copy_(logits);
+    exit_id_.fill_(exit_id);
+  }
+  counters_.launches += 2;
+}
+
 CONDBENCH_REGISTER_STRATEGY(EagerHost, "eager_host", Engine::torch, Device::cpu);
+#if CONDBENCH_CUDA
+CONDBENCH_REGISTER_STRATEGY(EagerHost, "eager_host", Engine::torch, Device::cuda);
+#endif
 
 }  // namespace condbench

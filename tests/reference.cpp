@@ -35,39 +35,54 @@ double max_softmax(const std::vector<double>& logits) {
 }
 }  // namespace
 
-ReferenceResult reference_forward(const ModelConfig& config, const FlatParameters& params, const at::Tensor& x,
-                                  const std::vector<float>& thresholds) {
+ReferenceHeads reference_heads(const ModelConfig& config, const FlatParameters& params, const at::Tensor& x) {
   const at::Tensor input = x.to(at::kCPU, at::kFloat).contiguous();
   const int64_t rows = input.size(0);
-  ReferenceResult result;
+  ReferenceHeads heads;
+  heads.blocks = config.blocks;
   // params: blocks' (weight, bias) pairs, then exit heads', then final's.
   auto weight = [&](int layer) -> const std::vector<float>& { return params[2 * layer]; };
   auto bias = [&](int layer) -> const std::vector<float>& { return params[2 * layer + 1]; };
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<double> h(input.data_ptr<float>() + r * config.in_features,
                           input.data_ptr<float>() + (r + 1) * config.in_features);
+    std::vector<std::vector<double>> logits, magnitude(config.blocks + 1);
     std::vector<double> confidence;
-    std::vector<std::vector<double>> head_logits, head_magnitude(config.blocks + 1);
     for (int k = 0; k < config.blocks; ++k) {
       h = linear(weight(k), bias(k), h);
       for (double& v : h) v = std::max(v, 0.0);
-      head_logits.push_back(linear(weight(config.blocks + k), bias(config.blocks + k), h, &head_magnitude[k]));
-      confidence.push_back(max_softmax(head_logits.back()));
+      logits.push_back(linear(weight(config.blocks + k), bias(config.blocks + k), h, &magnitude[k]));
+      confidence.push_back(max_softmax(logits.back()));
     }
-    head_logits.push_back(
-        linear(weight(2 * config.blocks), bias(2 * config.blocks), h, &head_magnitude[config.blocks]));
-    int exit = config.final_exit();
-    for (int k = 0; k < config.blocks; ++k)
-      if (confidence[k] > static_cast<double>(thresholds[k])) {
+    logits.push_back(linear(weight(2 * config.blocks), bias(2 * config.blocks), h, &magnitude[config.blocks]));
+    heads.logits.push_back(std::move(logits));
+    heads.magnitude.push_back(std::move(magnitude));
+    heads.confidence.push_back(std::move(confidence));
+  }
+  return heads;
+}
+
+ReferenceResult pick_exits(const ReferenceHeads& heads, const std::vector<float>& thresholds, int64_t rows) {
+  if (rows < 0) rows = static_cast<int64_t>(heads.logits.size());
+  ReferenceResult result;
+  for (int64_t r = 0; r < rows; ++r) {
+    int exit = heads.blocks + 1;
+    for (int k = 0; k < heads.blocks; ++k)
+      if (heads.confidence[r][k] > static_cast<double>(thresholds[k])) {
         exit = k + 1;
         break;
       }
     result.exit_id.push_back(exit);
-    result.logits.push_back(head_logits[exit - 1]);
-    result.magnitude.push_back(head_magnitude[exit - 1]);
-    result.confidence.push_back(confidence);
+    result.logits.push_back(heads.logits[r][exit - 1]);
+    result.magnitude.push_back(heads.magnitude[r][exit - 1]);
+    result.confidence.push_back(heads.confidence[r]);
   }
   return result;
+}
+
+ReferenceResult reference_forward(const ModelConfig& config, const FlatParameters& params, const at::Tensor& x,
+                                  const std::vector<float>& thresholds) {
+  return pick_exits(reference_heads(config, params, x), thresholds);
 }
 
 std::vector<const StrategyInfo*> strategies_on(Device device) {

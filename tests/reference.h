@@ -24,8 +24,17 @@ struct ReferenceResult {
   std::vector<std::vector<double>> confidence;  // [rows][blocks]: max softmax at each exit head
 };
 
-// Runs the full depth for every row (so every exit's confidence is known) and picks the first
-// exit whose confidence is strictly above its threshold.
+// Every head's logits for every row, the full depth (thresholds not applied yet).
+struct ReferenceHeads {
+  int blocks = 0;
+  std::vector<std::vector<std::vector<double>>> logits, magnitude;  // [row][head][class]
+  std::vector<std::vector<double>> confidence;                      // [row][exit head]
+};
+ReferenceHeads reference_heads(const ModelConfig& config, const FlatParameters& params, const at::Tensor& x);
+// The first exit whose confidence is strictly above its threshold, for the first `rows` rows.
+ReferenceResult pick_exits(const ReferenceHeads& heads, const std::vector<float>& thresholds, int64_t rows = -1);
+
+// reference_heads then pick_exits.
 ReferenceResult reference_forward(const ModelConfig& config, const FlatParameters& params, const at::Tensor& x,
                                   const std::vector<float>& thresholds);
 

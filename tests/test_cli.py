@@ -11,7 +11,8 @@ CONDBENCH, INFER = sys.argv[1], sys.argv[2]
 del sys.argv[1:3]
 
 REQUIRED_CONTEXT = ["condbench_version", "condbench_schema", "git_revision", "build_type", "torch_version",
-                    "cuda_runtime_version", "cuda_driver_version", "device_name", "cpu_model", "threads"]
+                    "cuda_runtime_version", "cuda_driver_version", "device_name", "cpu_model", "threads",
+                    "torch_conditional_capture"]
 REQUIRED_COUNTERS = ["host_syncs", "launches", "flops_executed", "flops_useful", "exit_mean"]
 
 try:
@@ -127,6 +128,29 @@ class BenchmarkOutput(unittest.TestCase):
         aggregates = {b["aggregate_name"] for b in self.data["benchmarks"] if b.get("run_type") == "aggregate"}
         self.assertTrue({"mean", "median", "stddev"} <= aggregates, aggregates)
         self.assertEqual(len(self.runs), 3 * 3 * 3 * 2)
+
+    def test_context_says_how_graph_cond_builds_its_if_nodes(self):
+        route = self.data["context"]["torch_conditional_capture"]
+        if self.data["context"]["cuda_build"] == "yes":
+            # the pinned torch 2.15 has CUDAGraph::begin_capture_to_if_node; an older one takes the runtime route
+            expected = "native_api" if torch is not None and tuple(map(int, torch.__version__.split(".")[:2])) >= (2, 15) else route
+            self.assertIn(route, ["native_api", "runtime_api"])
+            self.assertEqual(route, expected)
+        else:
+            self.assertEqual(route, "none")
+
+    def test_cuda_benchmarks_are_listed_on_any_machine(self):
+        if self.data["context"]["cuda_build"] != "yes":
+            self.skipTest("this build has no CUDA parts")
+        result = run(CONDBENCH, "--device=cuda", "--benchmark_list_tests=true")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        for strategy in ["native/device_flag", "native/device_flag_graph", "native/graph_cond", "native/graph_while",
+                         "native/fused", "torch/eager_host", "torch/eager_host_pinned", "torch/masked",
+                         "torch/masked_graph", "torch/segmented_graph", "torch/graph_cond"]:
+            self.assertIn(f"early_exit/cuda/{strategy}/exit:1/batch:1/hidden:64/blocks:3", result.stdout)
+        for primitive in ["launch", "launch_sync", "graph_launch_sync", "if_taken_sync", "if_not_taken_sync",
+                          "read4_pageable_sync", "read4_pinned_sync"]:
+            self.assertIn(f"primitive/cuda/{primitive}", result.stdout)
 
     def test_listing_needs_no_run(self):
         result = run(CONDBENCH, "--device=cpu", "--benchmark_list_tests=true")

@@ -28,6 +28,15 @@ TEST(ExitMath, LinearRowAndLinearOutputMatchTorchLinear) {
       EXPECT_NEAR(one, row[o], 1e-6 * std::max(1.0f, std::abs(row[o])) * std::sqrt(in)) << "the two forms";
       EXPECT_NEAR(row[o], want[o].item<float>(), 1e-5 * std::max(1.0f, std::abs(want[o].item<float>())) * std::sqrt(in));
     }
+    // The GPU kernels' form: the sum over i in slices (math::linear_partial) added to the bias.
+    for (int o = 0; o < out; ++o) {
+      const int slices = 8, chunk = (in + slices - 1) / slices;
+      float acc = l.bias[o];
+      for (int s = 0; s < slices; ++s)
+        acc += math::linear_partial(l.wt.data(), x.data_ptr<float>(), std::min(in, s * chunk),
+                                    std::min(in, s * chunk + chunk), l.pitch, o);
+      EXPECT_NEAR(acc, want[o].item<float>(), 1e-5 * std::max(1.0f, std::abs(want[o].item<float>())) * std::sqrt(in));
+    }
     math::linear_row(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, out, l.pitch, row.data(), true);
     for (int o = 0; o < out; ++o) EXPECT_GE(row[o], 0.0f);
   }

@@ -12,6 +12,7 @@ enum class Level { off = 0, run = 1, iter = 2, stage = 3 };
 void set_level(Level level);
 Level level();
 Level parse_level(const std::string& text);  // throws condbench::Error
+const char* level_name(Level level);
 
 // A message registered once with the domain; pushing it costs no string handling.
 class RegisteredString {

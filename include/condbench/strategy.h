@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,9 +55,9 @@ class Strategy {
   virtual void finish() {}
   // What the last run() did. Called outside the timed region; may synchronise with the device.
   virtual InferenceCounters counters() const { return counters_; }
-  // The CUDA stream the strategy's work runs on (a cudaStream_t), for GPU timing; nullptr when
-  // it has none of its own.
-  virtual void* cuda_stream() const { return nullptr; }
+  // The CUDA stream the strategy's work runs on (a cudaStream_t; the legacy default stream is
+  // nullptr), for GPU timing; nullopt for a CPU strategy.
+  virtual std::optional<void*> cuda_stream() const { return std::nullopt; }
 
  protected:
   InferenceCounters counters_;

@@ -23,7 +23,7 @@ class NativeCudaStrategy : public Strategy {
   ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) final;
   void finish() final;
   InferenceCounters counters() const final;
-  void* cuda_stream() const final { return stream_.get(); }
+  std::optional<void*> cuda_stream() const final { return stream_.get(); }
 
  protected:
   // Called once at the end of prepare(): capture graphs here.

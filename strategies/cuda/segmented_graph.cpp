@@ -1,0 +1,100 @@
+// segmented_graph (engine torch, CUDA): one captured graph per block + exit head, and the host
+// deciding between replays — the "compile each block, branch on the host" approach. Shapes are
+// fixed inside a graph, so each stage runs on the whole batch with rows already decided masked
+// out; after each stage the host reads one flag, "any row left", and stops when none is.
+#include <ATen/cuda/CUDAGraph.h>
+
+#include <memory>
+
+#include "../torch_strategy.h"
+#include "condbench/torch_cuda.h"
+#include "torch_graph_support.h"
+
+namespace condbench {
+namespace {
+
+class SegmentedGraph final : public TorchStrategy {
+ public:
+  using TorchStrategy::TorchStrategy;
+
+  void prepare(const EarlyExitModel& model, int64_t batch) override {
+    layers_ = model->layers(torch_device(device()));
+    const ModelConfig& config = layers_.config;
+    const auto options = at::TensorOptions().device(at::kCUDA, 0);
+    static_input_ = at::zeros({batch, config.in_features}, options.dtype(at::kFloat));
+    out_logits_ = at::zeros({batch, config.num_classes}, options.dtype(at::kFloat));
+    out_ids_ = at::zeros({batch}, options.dtype(at::kInt));
+    decided_ = at::zeros({batch}, options.dtype(at::kBool));
+    any_left_host_ = at::empty({1}, at::TensorOptions().dtype(at::kBool).pinned_memory(true));
+    thresholds_.allocate(config.blocks);
+    hidden_.assign(config.blocks, at::Tensor());
+    any_left_.assign(config.blocks, at::Tensor());
+
+    const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+    side.synchronize();
+    const c10::cuda::CUDAStreamGuard on_side(side);
+    for (int k = 0; k <= config.blocks; ++k) stage(k);  // warm-up, eagerly
+    side.synchronize();
+    const auto pool = at::cuda::graph_pool_handle();  // one pool: stage k reads what stage k-1 left
+    graphs_.clear();
+    for (int k = 0; k <= config.blocks; ++k) {
+      graphs_.push_back(std::make_unique<at::cuda::CUDAGraph>());
+      graphs_.back()->capture_begin(pool);
+      stage(k);
+      graphs_.back()->capture_end();
+    }
+    side.synchronize();
+  }
+
+  ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) override {
+    const int blocks = layers_.config.blocks;
+    counters_ = {};
+    thresholds_.update(thresholds);
+    static_input_.copy_(input, /*non_blocking=*/true);
+    counters_.launches = 1;
+    for (int k = 0; k < blocks; ++k) {
+      graphs_[k]->replay();
+      ++counters_.launches;
+      counters_.flops_executed += static_cast<double>(static_input_.size(0)) *
+                                  2.0 * (layers_.block_weight[k].numel() + layers_.head_weight[k].numel());
+      torch_cuda::copy_and_wait(any_left_[k].view({1}), any_left_host_);  // the host decides
+      ++counters_.host_syncs;
+      if (!any_left_host_.data_ptr<bool>()[0]) return {out_ids_, out_logits_};
+    }
+    graphs_[blocks]->replay();
+    ++counters_.launches;
+    counters_.flops_executed += static_cast<double>(static_input_.size(0)) * 2.0 * layers_.head_weight[blocks].numel();
+    return {out_ids_, out_logits_};
+  }
+
+ private:
+  // Stage k < blocks: block k, head k, exit test k for the rows not yet decided. Stage blocks: the
+  // final head for the rows left.
+  void stage(int k) {
+    const int blocks = layers_.config.blocks;
+    if (k == blocks) {
+      const at::Tensor logits = at::linear(hidden_[blocks - 1], layers_.head_weight[blocks], layers_.head_bias[blocks]);
+      merge_exit(decided_.logical_not(), logits, blocks + 1, out_logits_, out_ids_, decided_);
+      return;
+    }
+    if (k == 0) decided_.zero_();
+    const at::Tensor& x = k == 0 ? static_input_ : hidden_[k - 1];
+    hidden_[k] = at::relu(at::linear(x, layers_.block_weight[k], layers_.block_bias[k]));
+    const at::Tensor logits = at::linear(hidden_[k], layers_.head_weight[k], layers_.head_bias[k]);
+    const at::Tensor fire = (at::softmax(logits, -1).amax(-1) > thresholds_.at(k)).logical_and_(decided_.logical_not());
+    merge_exit(fire, logits, k + 1, out_logits_, out_ids_, decided_);
+    any_left_[k] = decided_.logical_not().any();
+  }
+
+  TorchLayers layers_;
+  at::Tensor static_input_, out_logits_, out_ids_, decided_, any_left_host_;
+  std::vector<at::Tensor> hidden_, any_left_;
+  DeviceThresholds thresholds_;
+  std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs_;
+};
+
+}  // namespace
+
+CONDBENCH_REGISTER_STRATEGY(SegmentedGraph, "segmented_graph", Engine::torch, Device::cuda);
+
+}  // namespace condbench

@@ -1,0 +1,36 @@
+#pragma once
+// eager_host (engine torch): what a PyTorch user writes first. Every exit test is read back to the
+// host, which decides; with batch > 1 the rows that exited are scattered into the output and the
+// rest continue compacted, so later blocks run only on rows still active (DESIGN §2).
+// eager_host_pinned is the same code reading each test into pinned memory with an async copy and
+// an event sync instead of a blocking copy (strategies/cuda/eager_host_pinned.cpp).
+#include <ATen/ATen.h>
+
+#include "condbench/nvtx.h"
+#include "torch_strategy.h"
+
+namespace condbench {
+
+class EagerHost : public TorchStrategy {
+ public:
+  enum class ReadBack { blocking_copy, pinned_event };
+
+  explicit EagerHost(Device device, ReadBack read_back = ReadBack::blocking_copy)
+      : TorchStrategy(device), read_back_(read_back) {}
+
+  void prepare(const EarlyExitModel& model, int64_t batch) override;
+  ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) override;
+
+ private:
+  // The exit test's mask for `active` rows, on the host.
+  at::Tensor read_decision(const at::Tensor& fire, int64_t active);
+  void write_rows(const at::Tensor& rows, const at::Tensor& logits, int exit_id);
+
+  ReadBack read_back_;
+  TorchLayers layers_;
+  nvtx::StageRanges stages_;
+  at::Tensor exit_id_, logits_;
+  at::Tensor pinned_;  // ReadBack::pinned_event: where each test lands
+};
+
+}  // namespace condbench

@@ -1,0 +1,36 @@
+#pragma once
+// The masked forward (DESIGN §2): every block and every head for every row; each row's result is
+// picked on the device with `where`. Shared by masked (thresholds as host scalars) and
+// masked_graph (thresholds in a device tensor the captured graph reads).
+#include <ATen/ATen.h>
+
+#include "condbench/strategy.h"
+
+namespace condbench {
+
+// ATen operator calls of one masked forward: per stage 6 ops and 2 wheres, and the final linear.
+inline int64_t masked_ops(int blocks) { return 8 * blocks + 1; }
+
+// threshold(k) gives exit k+1's threshold as a float or a 0-dim tensor.
+template <typename ThresholdOf>
+ExitOutput masked_forward(const TorchLayers& layers, const at::Tensor& x, const at::Tensor& final_exit_id,
+                          ThresholdOf threshold) {
+  const int blocks = layers.config.blocks;
+  std::vector<at::Tensor> head_logits(blocks), fires(blocks);
+  at::Tensor h = x;
+  for (int k = 0; k < blocks; ++k) {
+    h = at::relu(at::linear(h, layers.block_weight[k], layers.block_bias[k]));
+    head_logits[k] = at::linear(h, layers.head_weight[k], layers.head_bias[k]);
+    fires[k] = at::softmax(head_logits[k], -1).amax(-1) > threshold(k);
+  }
+  at::Tensor logits = at::linear(h, layers.head_weight[blocks], layers.head_bias[blocks]);
+  at::Tensor exit_id = final_exit_id;
+  // Walk the exits from last to first so that the first exit that fires is the one that stays.
+  for (int k = blocks - 1; k >= 0; --k) {
+    logits = at::where(fires[k].unsqueeze(1), head_logits[k], logits);
+    exit_id = at::where(fires[k], k + 1, exit_id);
+  }
+  return {exit_id, logits};
+}
+
+}  // namespace condbench
