@@ -1,0 +1,204 @@
+#include "analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+namespace condbench::report {
+
+namespace {
+
+int scenario_rank(const std::string& s) {
+  if (s.rfind("exit:", 0) == 0) return std::stoi(s.substr(5));
+  if (s == "mix:early") return 1000;
+  if (s == "mix:uniform") return 1001;
+  if (s == "mix:late") return 1002;
+  return 2000;
+}
+
+const char* const kEager = "torch/eager_host";
+// Below this ratio a sentence calls two strategies even rather than naming a winner.
+constexpr double kClearMargin = 1.05;
+
+Cell make_cell(const Series& s) {
+  Cell c;
+  c.median_us = median(s.times_us);
+  c.q1_us = quantile(s.times_us, 0.25);
+  c.q3_us = quantile(s.times_us, 0.75);
+  c.cv = coefficient_of_variation(s.times_us);
+  c.repetitions = s.times_us.size();
+  c.counters = s.counters;
+  return c;
+}
+
+}  // namespace
+
+const Cell* Group::cell(const std::string& strategy, const std::string& scenario) const {
+  auto it = cells.find({strategy, scenario});
+  return it == cells.end() ? nullptr : &it->second;
+}
+
+std::optional<double> Group::speedup_over_eager(const std::string& strategy, const std::string& scenario) const {
+  const Cell* base = cell(kEager, scenario);
+  const Cell* other = cell(strategy, scenario);
+  if (!base || !other || other->median_us <= 0) return std::nullopt;
+  return base->median_us / other->median_us;
+}
+
+std::vector<Group> make_groups(const std::vector<ResultFile>& files) {
+  std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, Group> groups;
+  for (const ResultFile& file : files)
+    for (const Series& s : file.series) {
+      if (s.primitive || s.times_us.empty()) continue;
+      const std::string label = file.device_label(s.device);
+      Group& g = groups[{label, s.hidden, s.blocks, s.batch}];
+      g.device_label = label;
+      g.batch = s.batch;
+      g.hidden = s.hidden;
+      g.blocks = s.blocks;
+      // A benchmark present in several files keeps the first file's numbers.
+      g.cells.emplace(std::make_pair(s.strategy_key(), s.scenario), make_cell(s));
+    }
+  std::vector<Group> out;
+  for (auto& [key, g] : groups) {
+    std::set<std::string> strategies, scenarios;
+    for (const auto& [k, cell] : g.cells) {
+      strategies.insert(k.first);
+      scenarios.insert(k.second);
+    }
+    g.strategies.assign(strategies.begin(), strategies.end());
+    g.scenarios.assign(scenarios.begin(), scenarios.end());
+    std::sort(g.scenarios.begin(), g.scenarios.end(),
+              [](const std::string& a, const std::string& b) { return scenario_rank(a) < scenario_rank(b); });
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+std::vector<Winner> best_strategies(const std::vector<Group>& groups) {
+  std::vector<Winner> winners;
+  for (const Group& g : groups)
+    for (const std::string& scenario : g.scenarios) {
+      std::vector<std::pair<double, std::string>> ranked;
+      for (const std::string& s : g.strategies)
+        if (const Cell* c = g.cell(s, scenario)) ranked.push_back({c->median_us, s});
+      if (ranked.empty()) continue;
+      std::sort(ranked.begin(), ranked.end());
+      Winner w;
+      w.device_label = g.device_label;
+      w.scenario = scenario;
+      w.batch = g.batch;
+      w.hidden = g.hidden;
+      w.blocks = g.blocks;
+      w.strategy = ranked[0].second;
+      w.median_us = ranked[0].first;
+      if (ranked.size() > 1) {
+        w.runner_up = ranked[1].second;
+        w.margin = ranked[1].first / ranked[0].first;
+      }
+      winners.push_back(w);
+    }
+  return winners;
+}
+
+std::string format_ratio(double ratio) {
+  char text[32];
+  if (ratio >= 10)
+    std::snprintf(text, sizeof text, "%.0f×", ratio);
+  else
+    std::snprintf(text, sizeof text, "%.1f×", ratio);
+  return text;
+}
+
+std::string scenario_phrase(const std::string& scenario) {
+  if (scenario == "mix:early") return "when most rows exit early";
+  if (scenario == "mix:late") return "when most rows exit late";
+  if (scenario == "mix:uniform") return "when exits are spread evenly";
+  if (scenario.rfind("exit:", 0) == 0) return "when every row leaves at exit " + scenario.substr(5);
+  return "in " + scenario;
+}
+
+std::vector<std::string> recommendations(const std::vector<Group>& groups) {
+  std::vector<std::string> sentences;
+  for (const Group& g : groups) {
+    // The two ends of the question: most rows leaving early, most leaving late.
+    std::vector<std::string> picks;
+    for (const char* s : {"mix:early", "mix:late"})
+      if (std::find(g.scenarios.begin(), g.scenarios.end(), s) != g.scenarios.end()) picks.push_back(s);
+    if (picks.empty() && !g.scenarios.empty()) picks = {g.scenarios.front(), g.scenarios.back()};
+    for (const std::string& scenario : picks) {
+      std::vector<std::pair<double, std::string>> ranked;
+      for (const std::string& s : g.strategies)
+        if (const Cell* c = g.cell(s, scenario)) ranked.push_back({c->median_us, s});
+      if (ranked.empty()) continue;
+      std::sort(ranked.begin(), ranked.end());
+      const std::string& best = ranked[0].second;
+      const std::string where = "At batch " + std::to_string(g.batch) + " (hidden " + std::to_string(g.hidden) + ", " +
+                                std::to_string(g.blocks) + " blocks) on " + g.device_label + ", ";
+      std::string sentence;
+      if (best != kEager && g.cell(kEager, scenario)) {
+        const double speedup = *g.speedup_over_eager(best, scenario);
+        sentence = speedup < kClearMargin
+                       ? where + best + " and " + kEager + " are within " +
+                             std::to_string(static_cast<int>((kClearMargin - 1) * 100 + 0.5)) + "% of each other " +
+                             scenario_phrase(scenario) + "."
+                       : where + best + " is " + format_ratio(speedup) + " faster than " + kEager + " " +
+                             scenario_phrase(scenario) + ".";
+      } else if (ranked.size() > 1) {
+        sentence = where + best + " is the fastest " + scenario_phrase(scenario) + ", " +
+                   format_ratio(ranked[1].first / ranked[0].first) + " ahead of " + ranked[1].second + ".";
+      } else {
+        continue;
+      }
+      sentences.push_back(sentence);
+    }
+  }
+  return sentences;
+}
+
+std::map<std::string, std::map<std::string, double>> primitive_floors(const std::vector<ResultFile>& files) {
+  std::map<std::string, std::map<std::string, double>> floors;
+  for (const ResultFile& file : files)
+    for (const Series& s : file.series)
+      if (s.primitive && !s.times_us.empty())
+        floors[file.device_label(s.device)].emplace(s.primitive_name, median(s.times_us));
+  return floors;
+}
+
+const char* to_string(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::same: return "SAME";
+    case Verdict::faster: return "FASTER";
+    case Verdict::slower: return "SLOWER";
+    case Verdict::too_few_repetitions: return "TOO FEW REPETITIONS";
+  }
+  return "?";
+}
+
+std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b) {
+  std::map<std::string, const Series*> in_b;
+  for (const Series& s : b.series)
+    if (!s.times_us.empty()) in_b[s.name] = &s;
+  std::vector<Comparison> out;
+  for (const Series& s : a.series) {
+    auto it = in_b.find(s.name);
+    if (s.times_us.empty() || it == in_b.end()) continue;
+    Comparison c;
+    c.name = s.name;
+    c.median_a_us = median(s.times_us);
+    c.median_b_us = median(it->second->times_us);
+    c.change = (c.median_b_us - c.median_a_us) / c.median_a_us;
+    c.test = mann_whitney_u(s.times_us, it->second->times_us);
+    if (!c.test)
+      c.verdict = Verdict::too_few_repetitions;
+    else if (c.test->p_value >= kSignificance)
+      c.verdict = Verdict::same;
+    else
+      c.verdict = c.median_b_us < c.median_a_us ? Verdict::faster : Verdict::slower;
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace condbench::report

@@ -1,0 +1,339 @@
+#include "render.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "condbench/error.h"
+
+namespace condbench::report {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A table written once and rendered both as Markdown and as HTML.
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
+std::string escape_html(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string number(double value, int digits = 3) {
+  if (!std::isfinite(value)) return "-";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*g", digits, value);
+  return text;
+}
+
+class Document {
+ public:
+  void heading(int level, const std::string& text) {
+    md_ << std::string(level, '#') << " " << text << "\n\n";
+    html_ << "<h" << level << ">" << escape_html(text) << "</h" << level << ">\n";
+  }
+  void paragraph(const std::string& text) {
+    md_ << text << "\n\n";
+    html_ << "<p>" << escape_html(text) << "</p>\n";
+  }
+  void bullets(const std::vector<std::string>& items) {
+    html_ << "<ul>\n";
+    for (const std::string& item : items) {
+      md_ << "- " << item << "\n";
+      html_ << "<li>" << escape_html(item) << "</li>\n";
+    }
+    md_ << "\n";
+    html_ << "</ul>\n";
+  }
+  void table(const Table& t) {
+    md_ << "|";
+    for (const std::string& h : t.header) md_ << " " << h << " |";
+    md_ << "\n|";
+    for (size_t i = 0; i < t.header.size(); ++i) md_ << (i == 0 ? "---|" : "---:|");
+    md_ << "\n";
+    html_ << "<table>\n<tr>";
+    for (const std::string& h : t.header) html_ << "<th>" << escape_html(h) << "</th>";
+    html_ << "</tr>\n";
+    for (const auto& row : t.rows) {
+      md_ << "|";
+      html_ << "<tr>";
+      for (const std::string& cell : row) {
+        md_ << " " << cell << " |";
+        html_ << "<td>" << escape_html(cell) << "</td>";
+      }
+      md_ << "\n";
+      html_ << "</tr>\n";
+    }
+    md_ << "\n";
+    html_ << "</table>\n";
+  }
+  void chart(const std::string& file, const std::string& svg, const std::string& caption) {
+    md_ << "![" << caption << "](" << file << ")\n\n";
+    const size_t start = svg.find("<svg");
+    html_ << "<figure class=\"chart\">" << (start == std::string::npos ? svg : svg.substr(start))
+          << "<figcaption>" << escape_html(caption) << "</figcaption></figure>\n";
+  }
+  std::string markdown() const { return md_.str(); }
+  std::string html(const std::string& title) const {
+    return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape_html(title) +
+           "</title>\n<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+           "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+           "td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}figure.chart svg{max-width:100%;"
+           "height:auto}figcaption{color:#666;font-size:90%}</style></head><body>\n" +
+           html_.str() + "</body></html>\n";
+  }
+
+ private:
+  std::ostringstream md_, html_;
+};
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) fail("cannot write " + path.string());
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string quote_shell(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Draws one chart with gnuplot: `data` is a whitespace-separated table whose first column is the
+// x label; `plot` the plot command. Returns the SVG, or "" when gnuplot failed.
+std::string draw(const std::string& gnuplot, const fs::path& work, const std::string& name, const std::string& data,
+                 const std::string& settings, const std::string& plot) {
+  const fs::path data_file = work / (name + ".dat"), script = work / (name + ".gp"), svg = work / (name + ".svg");
+  write_text(data_file, data);
+  write_text(script, "set terminal svg size 760,420 noenhanced font 'sans,11' background rgb 'white'\nset output " +
+                         quote_shell(svg.string()) + "\nset datafile missing 'NaN'\nset key outside right top\n" +
+                         "set grid ytics\n" + settings + plot + "\n");
+  const std::string command = quote_shell(gnuplot) + " " + quote_shell(script.string()) + " > " +
+                              quote_shell((work / (name + ".log")).string()) + " 2>&1";
+  if (std::system(command.c_str()) != 0 || !fs::exists(svg)) return "";
+  return read_text(svg);
+}
+
+std::string group_title(const Group& g) {
+  return g.device_label + " · batch " + std::to_string(g.batch) + " · hidden " + std::to_string(g.hidden) + " · " +
+         std::to_string(g.blocks) + " blocks";
+}
+
+std::string chart_id(const Group& g, const char* kind, size_t index) {
+  return std::string(kind) + "-" + std::to_string(index) + "-b" + std::to_string(g.batch) + "-h" +
+         std::to_string(g.hidden) + "-n" + std::to_string(g.blocks);
+}
+
+const char* const kFloorPrimitives[] = {"launch", "launch_sync", "graph_launch_sync", "read4_pinned_sync"};
+
+}  // namespace
+
+std::string find_gnuplot() {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const fs::path candidate = fs::path(dir) / "gnuplot";
+    if (!dir.empty() && fs::exists(candidate)) return candidate.string();
+  }
+  return "";
+}
+
+RenderResult write_report(const std::vector<ResultFile>& files, const std::string& dir, const std::string& gnuplot) {
+  RenderResult result;
+  const fs::path out(dir), charts = out / "charts", work = out / ".gnuplot";
+  if (!gnuplot.empty()) {
+    fs::create_directories(charts);
+    fs::create_directories(work);
+  } else {
+    result.notes.push_back("Charts were skipped: gnuplot is not installed (scripts/setup installs it).");
+  }
+  const std::vector<Group> groups = make_groups(files);
+  const auto floors = primitive_floors(files);
+  Document doc;
+  doc.heading(1, "condbench report");
+  for (const std::string& note : result.notes) doc.paragraph(note);
+
+  doc.heading(2, "What was compared");
+  Table runs{{"file", "GPU", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision"}, {}};
+  for (const ResultFile& f : files) {
+    auto get = [&](const char* key) { return f.context.count(key) ? f.context.at(key) : std::string("-"); };
+    runs.rows.push_back({fs::path(f.path).filename().string(), get("device_name"), get("cpu_model"), get("threads"),
+                         get("torch_version"), get("cuda_runtime_version"), get("cuda_driver_version"), get("date"),
+                         get("git_revision")});
+  }
+  doc.table(runs);
+
+  doc.heading(2, "Recommendations");
+  const std::vector<std::string> sentences = recommendations(groups);
+  if (sentences.empty()) doc.paragraph("No group has two strategies to compare.");
+  else doc.bullets(sentences);
+
+  doc.heading(2, "Best strategy");
+  doc.paragraph("The fastest strategy (median wall time) for each device, model, batch and scenario, and its margin "
+                "over the runner-up.");
+  Table best{{"device", "batch", "hidden", "blocks", "scenario", "winner", "median (µs)", "margin", "runner-up"}, {}};
+  for (const Winner& w : best_strategies(groups))
+    best.rows.push_back({w.device_label, std::to_string(w.batch), std::to_string(w.hidden), std::to_string(w.blocks),
+                         w.scenario, w.strategy, number(w.median_us),
+                         w.runner_up.empty() ? "-" : format_ratio(w.margin), w.runner_up.empty() ? "-" : w.runner_up});
+  doc.table(best);
+
+  doc.heading(2, "Latency by scenario");
+  doc.paragraph("Median wall time per inference in µs over the repetitions, its coefficient of variation, and in "
+                "brackets the speedup over torch/eager_host on the same device (above 1× is faster).");
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const Group& g = groups[gi];
+    doc.heading(3, group_title(g));
+    Table t{{"strategy"}, {}};
+    for (const std::string& sc : g.scenarios) t.header.push_back(sc);
+    std::ostringstream data;
+    data << "scenario";
+    for (const std::string& s : g.strategies) data << " " << s;
+    data << "\n";
+    double lo = INFINITY, hi = 0;
+    for (const std::string& s : g.strategies) {
+      std::vector<std::string> row{s};
+      for (const std::string& sc : g.scenarios) {
+        const Cell* c = g.cell(s, sc);
+        if (!c) {
+          row.push_back("-");
+          continue;
+        }
+        lo = std::min(lo, c->median_us);
+        hi = std::max(hi, c->median_us);
+        std::string text = number(c->median_us) + " ±" + number(100 * c->cv, 2) + "%";
+        if (auto up = g.speedup_over_eager(s, sc); up && s != "torch/eager_host") text += " (" + format_ratio(*up) + ")";
+        row.push_back(text);
+      }
+      t.rows.push_back(row);
+    }
+    for (const std::string& sc : g.scenarios) {
+      data << sc;
+      for (const std::string& s : g.strategies) {
+        const Cell* c = g.cell(s, sc);
+        data << " " << (c ? number(c->median_us, 6) : "NaN");
+      }
+      data << "\n";
+    }
+    doc.table(t);
+    if (!gnuplot.empty()) {
+      const std::string id = chart_id(g, "latency", gi);
+      std::string plot = "plot ";
+      for (size_t i = 0; i < g.strategies.size(); ++i)
+        plot += (i ? ", " : "") + std::string("'") + (work / (id + ".dat")).string() + "' using 0:" +
+                std::to_string(i + 2) + (i == 0 ? ":xtic(1)" : "") + " with linespoints lw 2 title '" +
+                g.strategies[i] + "'";
+      const std::string settings = std::string(hi / std::max(lo, 1e-9) > 20 ? "set logscale y\n" : "") +
+                                   "set ylabel 'median latency (µs)'\nset xtics rotate by -30\nset offsets 0.3,0.3,0,0\n";
+      const std::string svg = draw(gnuplot, work, id, data.str(), settings, plot);
+      if (!svg.empty()) {
+        write_text(charts / (id + ".svg"), svg);
+        doc.chart("charts/" + id + ".svg", svg, "Latency by exit scenario, " + group_title(g));
+        ++result.charts;
+      }
+    }
+  }
+
+  doc.heading(2, "Where the time goes");
+  doc.paragraph("Per strategy at the uniform mix (or the first scenario run): latency beside host syncs and launches "
+                "per inference and the share of executed FLOPs no row needed. Where the run has the primitive "
+                "microbenchmarks, the chart draws them as floors.");
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const Group& g = groups[gi];
+    const std::string scenario = std::find(g.scenarios.begin(), g.scenarios.end(), "mix:uniform") != g.scenarios.end()
+                                     ? "mix:uniform"
+                                     : g.scenarios.front();
+    doc.heading(3, group_title(g) + " · " + scenario);
+    Table t{{"strategy", "median (µs)", "gpu (µs)", "host syncs", "launches", "wasted FLOPs"}, {}};
+    std::ostringstream data;
+    for (const std::string& s : g.strategies) {
+      const Cell* c = g.cell(s, scenario);
+      if (!c) continue;
+      auto counter = [&](const char* k) { return c->counters.count(k) ? c->counters.at(k) : NAN; };
+      const double executed = counter("flops_executed"), useful = counter("flops_useful");
+      const double wasted = executed > 0 ? 1.0 - useful / executed : NAN;
+      t.rows.push_back({s, number(c->median_us), number(counter("gpu_us")), number(counter("host_syncs")),
+                        number(counter("launches")), std::isfinite(wasted) ? number(100 * wasted, 3) + "%" : "-"});
+      data << s << " " << number(c->median_us, 6) << "\n";
+    }
+    doc.table(t);
+    if (!gnuplot.empty()) {
+      const std::string id = chart_id(g, "time", gi);
+      std::string plot = "plot '" + (work / (id + ".dat")).string() +
+                         "' using 0:2:xtic(1) with boxes fill solid 0.6 title 'median latency'";
+      if (floors.count(g.device_label))
+        for (const char* p : kFloorPrimitives)
+          if (floors.at(g.device_label).count(p))
+            plot += ", " + number(floors.at(g.device_label).at(p), 6) + " with lines lw 2 dt 2 title 'floor: " + p + "'";
+      const std::string svg = draw(gnuplot, work, id, data.str(),
+                                   "set ylabel 'median latency (µs)'\nset style fill solid\nset boxwidth 0.6\n"
+                                   "set xtics rotate by -30\nset yrange [0:*]\nset offsets 0.5,0.5,0,0\n",
+                                   plot);
+      if (!svg.empty()) {
+        write_text(charts / (id + ".svg"), svg);
+        doc.chart("charts/" + id + ".svg", svg, "Latency per strategy and primitive floors, " + group_title(g));
+        ++result.charts;
+      }
+    }
+  }
+  if (!floors.empty()) {
+    doc.heading(3, "Primitive floors");
+    Table t{{"device", "primitive", "median (µs)"}, {}};
+    for (const auto& [device, prims] : floors)
+      for (const auto& [name, us] : prims) t.rows.push_back({device, name, number(us)});
+    doc.table(t);
+  }
+
+  std::vector<std::string> skipped;
+  for (const ResultFile& f : files)
+    for (const Series& s : f.series)
+      if (!s.error.empty()) skipped.push_back(s.name + ": " + s.error);
+  if (!skipped.empty()) {
+    doc.heading(2, "Skipped");
+    doc.paragraph(std::to_string(skipped.size()) + " benchmarks did not run (for example: " + skipped.front() + ").");
+  }
+
+  write_text(out / "report.md", doc.markdown());
+  write_text(out / "report.html", doc.html("condbench report"));
+  if (fs::exists(work)) fs::remove_all(work);
+  return result;
+}
+
+std::string comparison_markdown(const std::vector<Comparison>& rows, const std::string& a, const std::string& b) {
+  std::ostringstream md;
+  md << "A: " << a << "\nB: " << b << "\n\n| benchmark | A median (µs) | B median (µs) | change | U test p | verdict |\n"
+     << "|---|---:|---:|---:|---:|---|\n";
+  for (const Comparison& c : rows) {
+    char change[32];
+    std::snprintf(change, sizeof change, "%+.1f%%", 100 * c.change);
+    md << "| " << c.name << " | " << number(c.median_a_us) << " | " << number(c.median_b_us) << " | " << change
+       << " | " << (c.test ? number(c.test->p_value, 3) : std::string("-")) << " | " << to_string(c.verdict) << " |\n";
+  }
+  return md.str();
+}
+
+}  // namespace condbench::report

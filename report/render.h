@@ -1,0 +1,26 @@
+#pragma once
+// Writing the report: report.md, a self-contained report.html (charts inlined as SVG, no external
+// script or font) and charts/*.svg, drawn by gnuplot's SVG terminal when gnuplot is installed.
+#include <string>
+#include <vector>
+
+#include "analysis.h"
+#include "result_file.h"
+
+namespace condbench::report {
+
+struct RenderResult {
+  int charts = 0;
+  std::vector<std::string> notes;  // e.g. that charts were skipped, and why
+};
+
+// Writes into `dir`, which must exist and be empty. `gnuplot`: the program, or "" for no charts.
+RenderResult write_report(const std::vector<ResultFile>& files, const std::string& dir, const std::string& gnuplot);
+
+// The A/B table, in Markdown.
+std::string comparison_markdown(const std::vector<Comparison>& rows, const std::string& a, const std::string& b);
+
+// gnuplot on PATH, or "".
+std::string find_gnuplot();
+
+}  // namespace condbench::report

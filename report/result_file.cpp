@@ -1,0 +1,158 @@
+#include "result_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "condbench/error.h"
+
+namespace condbench::report {
+
+namespace {
+
+double to_microseconds(double value, const std::string& unit) {
+  if (unit == "ns") return value / 1e3;
+  if (unit == "us") return value;
+  if (unit == "ms") return value * 1e3;
+  if (unit == "s") return value * 1e6;
+  fail("unknown time unit '" + unit + "'");
+}
+
+int64_t size_field(const std::string& part, const std::string& key) {
+  if (part.rfind(key + ":", 0) != 0) fail("benchmark name part '" + part + "' is not " + key + ":N");
+  return std::stoll(part.substr(key.size() + 1));
+}
+
+// Fills the name fields of `s` from a run name; returns false for a benchmark that is not condbench's.
+bool parse_name(const std::string& run_name, Series& s) {
+  std::string name = run_name;
+  const std::string suffix = "/real_time";
+  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    name.resize(name.size() - suffix.size());
+  std::vector<std::string> parts;
+  std::stringstream in(name);
+  for (std::string part; std::getline(in, part, '/');) parts.push_back(part);
+  s.name = name;
+  if (parts.size() == 3 && parts[0] == "primitive") {
+    s.primitive = true;
+    s.device = parts[1];
+    s.primitive_name = parts[2];
+    return true;
+  }
+  if (parts.size() != 8 || parts[0] != "early_exit") return false;
+  s.device = parts[1];
+  s.engine = parts[2];
+  s.strategy = parts[3];
+  s.scenario = parts[4];
+  s.batch = size_field(parts[5], "batch");
+  s.hidden = size_field(parts[6], "hidden");
+  s.blocks = size_field(parts[7], "blocks");
+  return true;
+}
+
+// Google Benchmark writes NaN (and inf) for some aggregates, e.g. the cv of a counter whose mean is
+// zero; Python's json reads those, strict JSON parsers do not. Outside strings, turn them into null.
+std::string without_non_finite_literals(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    bool replaced = false;
+    for (const char* literal : {"-Infinity", "Infinity", "-NaN", "NaN", "-nan", "nan", "-inf", "inf"}) {
+      const size_t n = std::char_traits<char>::length(literal);
+      if (text.compare(i, n, literal) == 0) {
+        out += "null";
+        i += n - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ResultFile::device_label(const std::string& device) const {
+  auto get = [&](const char* key) {
+    auto it = context.find(key);
+    return it == context.end() ? std::string() : it->second;
+  };
+  const std::string machine = device == "cpu" ? get("cpu_model") : get("device_name");
+  return machine.empty() || machine == "none" ? device : device + " · " + machine;
+}
+
+ResultFile load_result_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path + ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json data;
+  try {
+    data = nlohmann::json::parse(without_non_finite_literals(text.str()));
+  } catch (const nlohmann::json::exception& e) {
+    fail(path + ": not JSON (" + std::string(e.what()).substr(0, 120) + ")");
+  }
+  if (!data.is_object() || !data.contains("context") || !data["context"].is_object() || !data.contains("benchmarks") ||
+      !data["benchmarks"].is_array())
+    fail(path + ": not Google Benchmark output (no context and benchmarks)");
+  ResultFile file;
+  file.path = path;
+  for (const auto& [key, value] : data["context"].items())
+    file.context[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  if (!file.context.count("condbench_schema"))
+    fail(path + ": not a condbench result (its context has no condbench_schema)");
+  if (file.context["condbench_schema"] != kSupportedSchema)
+    fail(path + ": unknown condbench schema '" + file.context["condbench_schema"] + "' (this report reads schema " +
+         kSupportedSchema + ")");
+
+  std::map<std::string, size_t> index;  // series name -> position
+  try {
+    for (const auto& b : data["benchmarks"]) {
+      Series parsed;
+      const std::string run_name = b.value("run_name", b.value("name", std::string()));
+      if (!parse_name(run_name, parsed)) continue;
+      auto [it, added] = index.emplace(parsed.name, file.series.size());
+      if (added) file.series.push_back(parsed);
+      Series& s = file.series[it->second];
+      if (b.value("error_occurred", false)) {
+        s.error = b.value("error_message", std::string("error"));
+        continue;
+      }
+      const std::string run_type = b.value("run_type", std::string("iteration"));
+      const bool is_median = run_type == "aggregate" && b.value("aggregate_name", std::string()) == "median";
+      if (run_type == "iteration" || (is_median && s.times_us.empty())) {
+        if (is_median) s.counters.clear();
+        s.times_us.push_back(to_microseconds(b.at("real_time").get<double>(), b.value("time_unit", std::string("ns"))));
+        if (s.counters.empty())
+          for (const auto& [key, value] : b.items())
+            if (value.is_number() && key != "real_time" && key != "cpu_time" && key != "iterations" &&
+                key != "repetitions" && key != "repetition_index" && key != "threads" && key != "family_index" &&
+                key != "per_family_instance_index")
+              s.counters[key] = value.get<double>();
+      }
+    }
+  } catch (const Error& e) {
+    fail(path + ": " + e.what());
+  } catch (const std::exception& e) {
+    fail(path + ": malformed benchmark entry (" + std::string(e.what()).substr(0, 120) + ")");
+  }
+  if (file.series.empty()) fail(path + ": no condbench benchmarks (early_exit/... or primitive/...)");
+  return file;
+}
+
+}  // namespace condbench::report

@@ -1,0 +1,40 @@
+#pragma once
+// A condbench result file (Google Benchmark JSON), read and checked: the run's context and one
+// Series per benchmark with the real time of each repetition.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace condbench::report {
+
+struct Series {
+  std::string name;  // run_name without Google Benchmark's "/real_time"
+  bool primitive = false;
+  // early_exit/<device>/<engine>/<strategy>/<scenario>/batch:<b>/hidden:<h>/blocks:<n>
+  std::string device, engine, strategy, scenario;
+  int64_t batch = 0, hidden = 0, blocks = 0;
+  std::string primitive_name;         // primitive/<device>/<name>
+  std::vector<double> times_us;       // wall time of each repetition
+  std::map<std::string, double> counters;  // per inference, from the first repetition
+  std::string error;                  // a skipped or failed benchmark: why (no times then)
+
+  std::string strategy_key() const { return engine + "/" + strategy; }
+};
+
+struct ResultFile {
+  std::string path;
+  std::map<std::string, std::string> context;
+  std::vector<Series> series;
+
+  // "cpu · AMD EPYC" or "cuda · NVIDIA H200": the machine a series ran on.
+  std::string device_label(const std::string& device) const;
+};
+
+constexpr const char* kSupportedSchema = "1";
+
+// Throws condbench::Error "<path>: <what is wrong>" for a file that is unreadable, not JSON, not
+// Google Benchmark output, of an unknown condbench schema, or without condbench benchmarks.
+ResultFile load_result_file(const std::string& path);
+
+}  // namespace condbench::report

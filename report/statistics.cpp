@@ -1,0 +1,111 @@
+#include "statistics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace condbench::report {
+
+double quantile(std::vector<double> samples, double q) {
+  if (samples.empty()) return std::nan("");
+  std::sort(samples.begin(), samples.end());
+  const double position = q * static_cast<double>(samples.size() - 1);
+  const size_t below = static_cast<size_t>(std::floor(position));
+  const size_t above = std::min(below + 1, samples.size() - 1);
+  return samples[below] + (position - static_cast<double>(below)) * (samples[above] - samples[below]);
+}
+
+double median(std::vector<double> samples) { return quantile(std::move(samples), 0.5); }
+
+double mean(const std::vector<double>& samples) {
+  if (samples.empty()) return std::nan("");
+  return std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
+}
+
+double coefficient_of_variation(const std::vector<double>& samples) {
+  if (samples.size() < 2) return 0.0;
+  const double m = mean(samples);
+  double sum = 0;
+  for (double s : samples) sum += (s - m) * (s - m);
+  return std::sqrt(sum / static_cast<double>(samples.size() - 1)) / m;
+}
+
+namespace {
+
+// Number of ways to pick `n1` of `n1 + n2` ranks with rank sum giving U = u, for every u:
+// the exact null distribution of U without ties.
+std::vector<double> exact_u_counts(int n1, int n2) {
+  // counts[i][j][u]: arrangements of i values of the first and j of the second sample with U = u.
+  const int max_u = n1 * n2;
+  std::vector<std::vector<std::vector<double>>> counts(
+      n1 + 1, std::vector<std::vector<double>>(n2 + 1, std::vector<double>(max_u + 1, 0.0)));
+  for (int i = 0; i <= n1; ++i)
+    for (int j = 0; j <= n2; ++j) {
+      if (i == 0 || j == 0) {
+        counts[i][j][0] = 1;
+        continue;
+      }
+      // The largest value belongs to the first sample (it beats all j of the second) or not.
+      for (int u = 0; u <= i * j; ++u)
+        counts[i][j][u] = (u >= j ? counts[i - 1][j][u - j] : 0.0) + counts[i][j - 1][u];
+    }
+  return counts[n1][n2];
+}
+
+double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+}  // namespace
+
+std::optional<UTest> mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() < kMinRepetitions || b.size() < kMinRepetitions) return std::nullopt;
+  const size_t n1 = a.size(), n2 = b.size(), n = n1 + n2;
+  // Midranks of the pooled sample.
+  std::vector<std::pair<double, size_t>> pooled;
+  for (size_t i = 0; i < n1; ++i) pooled.push_back({a[i], i});
+  for (size_t j = 0; j < n2; ++j) pooled.push_back({b[j], n1 + j});
+  std::sort(pooled.begin(), pooled.end());
+  std::vector<double> rank(n);
+  double tie_term = 0;  // sum of t^3 - t over groups of ties
+  bool ties = false;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j < n && pooled[j].first == pooled[i].first) ++j;
+    const double midrank = 0.5 * static_cast<double>(i + 1 + j);
+    for (size_t k = i; k < j; ++k) rank[pooled[k].second] = midrank;
+    const double t = static_cast<double>(j - i);
+    if (t > 1) {
+      ties = true;
+      tie_term += t * t * t - t;
+    }
+    i = j;
+  }
+  double rank_sum = 0;
+  for (size_t i = 0; i < n1; ++i) rank_sum += rank[i];
+  UTest result;
+  result.u = rank_sum - static_cast<double>(n1 * (n1 + 1)) / 2.0;
+  const double mean_u = static_cast<double>(n1 * n2) / 2.0;
+
+  if (!ties && n1 < 8 && n2 < 8) {
+    const std::vector<double> counts = exact_u_counts(static_cast<int>(n1), static_cast<int>(n2));
+    const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
+    // Two-sided: twice the smaller tail, at the larger of U and n1 n2 - U.
+    const int u_big = static_cast<int>(std::max(result.u, static_cast<double>(n1 * n2) - result.u));
+    double upper = 0;
+    for (size_t u = static_cast<size_t>(u_big); u < counts.size(); ++u) upper += counts[u];
+    result.p_value = std::min(1.0, 2.0 * upper / total);
+    result.exact = true;
+    return result;
+  }
+  const double nn = static_cast<double>(n);
+  const double variance = static_cast<double>(n1 * n2) / 12.0 * ((nn + 1) - tie_term / (nn * (nn - 1)));
+  if (variance <= 0) {  // every value tied: no evidence of a difference
+    result.p_value = 1.0;
+    return result;
+  }
+  const double u_big = std::max(result.u, static_cast<double>(n1 * n2) - result.u);
+  const double z = (u_big - mean_u - 0.5) / std::sqrt(variance);
+  result.p_value = std::min(1.0, 2.0 * (1.0 - normal_cdf(z)));
+  return result;
+}
+
+}  // namespace condbench::report

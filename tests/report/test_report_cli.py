@@ -1,0 +1,149 @@
+"""condbench-report as a user runs it: a report from result files, A/B comparison, and one-line
+errors with exit code 2 and nothing left behind for each kind of bad input.
+Usage: test_report_cli.py CONDBENCH_REPORT FIXTURES_DIR."""
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+REPORT, FIXTURES = sys.argv[1], sys.argv[2]
+del sys.argv[1:3]
+SMALL = os.path.join(FIXTURES, "small.json")
+
+
+def run(*args):
+    return subprocess.run([REPORT, *args], capture_output=True, text=True, timeout=120)
+
+
+class Report(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def write_json(self, name, data):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(data if isinstance(data, str) else json.dumps(data))
+        return path
+
+    def test_report_has_tables_sentences_and_offline_html(self):
+        out = os.path.join(self.dir, "report")
+        result = run("--out", out, SMALL)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        md = open(os.path.join(out, "report.md")).read()
+        html = open(os.path.join(out, "report.html")).read()
+        self.assertIn("native/fused is 7.3× faster than torch/eager_host when most rows exit early.", md)
+        self.assertIn("| native/fused | 1.5 ±33% (7.3×) | 5 ±0% (6.0×) |", md)
+        self.assertIn("| cpu · Test CPU | 1 | 64 | 3 | mix:late | native/fused | 5 | 4.2× | torch/masked |", md)
+        self.assertIn("| torch/masked | 21 | - | 0 | 25 | 64.8% |", md)  # 1 - 9000/25600 wasted
+        # self-contained: nothing fetched from anywhere
+        self.assertNotRegex(html, r"<script[^>]*src=|<link[^>]*href=|src=\"https?:|url\(https?:")
+        if shutil.which("gnuplot"):
+            self.assertEqual(len(re.findall(r"<figure class=\"chart\"><svg", html)), 2)
+            self.assertEqual(sorted(os.listdir(os.path.join(out, "charts"))), sorted(
+                [f for f in os.listdir(os.path.join(out, "charts")) if f.endswith(".svg")]))
+            self.assertEqual(len(os.listdir(os.path.join(out, "charts"))), 2)
+        else:
+            self.assertIn("Charts were skipped", md)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["report"])  # no temporary directory left
+
+    def test_report_replaces_an_older_one_whole(self):
+        out = os.path.join(self.dir, "report")
+        os.makedirs(out)
+        open(os.path.join(out, "stale.txt"), "w").write("old")
+        self.assertEqual(run("--out", out, SMALL).returncode, 0)
+        self.assertNotIn("stale.txt", os.listdir(out))
+
+    def test_each_kind_of_bad_input_is_named_and_leaves_nothing(self):
+        good = json.load(open(SMALL))
+        unknown_schema = copy.deepcopy(good)
+        unknown_schema["context"]["condbench_schema"] = "99"
+        no_schema = copy.deepcopy(good)
+        del no_schema["context"]["condbench_schema"]
+        not_ours = copy.deepcopy(good)
+        not_ours["benchmarks"] = [b for b in good["benchmarks"] if b["name"] == "some_other_benchmark"]
+        cases = {
+            "text.json": ("this is not json", "not JSON"),
+            "list.json": ([1, 2, 3], "not Google Benchmark output"),
+            "schema.json": (unknown_schema, "unknown condbench schema '99'"),
+            "noschema.json": (no_schema, "not a condbench result"),
+            "foreign.json": (not_ours, "no condbench benchmarks"),
+        }
+        for name, (content, message) in cases.items():
+            with self.subTest(name):
+                path = self.write_json(name, content)
+                out = os.path.join(self.dir, "out-" + name)
+                result = run("--out", out, SMALL, path)
+                self.assertEqual(result.returncode, 2)
+                lines = result.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, result.stderr)
+                self.assertIn(name, lines[0])
+                self.assertIn(message, lines[0])
+                self.assertFalse([f for f in os.listdir(self.dir) if f.startswith("out-")])
+        result = run("--out", os.path.join(self.dir, "out"), os.path.join(self.dir, "missing.json"))
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("missing.json", result.stderr)
+
+    def test_compare_same_run_is_same_and_regression_fails_on_request(self):
+        result = run("--compare", SMALL, SMALL)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("| SAME |", result.stdout)
+        self.assertIn("TOO FEW REPETITIONS", result.stdout)  # the single-repetition series
+        slower = json.load(open(SMALL))
+        for b in slower["benchmarks"]:
+            if "fused/mix:early" in b["name"] and b.get("run_type") == "iteration":
+                b["real_time"] *= 3
+        path = self.write_json("slower.json", slower)
+        result = run("--compare", SMALL, path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        # 3 vs 3 repetitions, fully separated: exact p = 2/20 = 0.1, not significant at 5%
+        self.assertIn("| early_exit/cpu/native/fused/mix:early/batch:1/hidden:64/blocks:3 | 1.5 | 4.5 | +200.0% | 0.1 | SAME |",
+                      result.stdout)
+        five = json.load(open(SMALL))
+        extra = [copy.deepcopy(b) for b in five["benchmarks"] if "fused/mix:early" in b["name"] and b.get("run_type") == "iteration"]
+        for i, b in enumerate(extra[:2]):
+            b["real_time"] = 1.2 + 0.1 * i
+        five["benchmarks"] += extra[:2]
+        slow5 = copy.deepcopy(five)
+        for b in slow5["benchmarks"]:
+            if "fused/mix:early" in b["name"] and b.get("run_type") == "iteration":
+                b["real_time"] *= 3
+        a, b = self.write_json("a5.json", five), self.write_json("b5.json", slow5)
+        result = run("--compare", a, b, "--fail-on-regression", "50")
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertIn("SLOWER", result.stdout)
+        self.assertEqual(run("--compare", a, b, "--fail-on-regression", "500").returncode, 0)
+        self.assertEqual(run("--compare", a, b, "--fail-on-regression", "x").returncode, 2)
+
+    @unittest.skipUnless(shutil.which("chromium") and shutil.which("gnuplot"),
+                         "needs chromium and gnuplot (scripts/setup --with-browser)")
+    def test_every_chart_renders_in_headless_chromium(self):
+        out = os.path.join(self.dir, "report")
+        self.assertEqual(run("--out", out, SMALL).returncode, 0)
+        html = open(os.path.join(out, "report.html")).read()
+        probe = ("<script>document.title = Array.from(document.querySelectorAll('figure.chart svg'))"
+                 ".map(s => { const r = s.getBoundingClientRect(); return Math.round(r.width) + 'x' + Math.round(r.height); })"
+                 ".join(',');</script>")
+        page = os.path.join(self.dir, "probe.html")
+        open(page, "w").write(html.replace("</body>", probe + "</body>"))
+        result = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                                 "file://" + page], capture_output=True, text=True, timeout=120)
+        title = re.search(r"<title>(.*?)</title>", result.stdout)
+        self.assertIsNotNone(title, result.stderr[-2000:])
+        sizes = title.group(1).split(",")
+        self.assertEqual(len(sizes), 2, sizes)
+        for size in sizes:
+            w, h = map(int, size.split("x"))
+            self.assertGreater(w, 0)
+            self.assertGreater(h, 0)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
