@@ -13,6 +13,7 @@
 
 #include "context.h"
 #include "device_timing.h"
+#include "export_workload.h"
 #include "condbench/error.h"
 #include "condbench/nvtx.h"
 #include "registration.h"
@@ -60,6 +61,11 @@ class AtomicBenchmarkOut {
 int main(int argc, char** argv) {
   try {
     condbench::RunnerOptions options = condbench::parse_runner_options(argc, argv);
+    if (!options.export_dir.empty()) {
+      for (const std::string& dir : condbench::export_workloads(condbench::select_cases(options), options.export_dir))
+        std::cout << "wrote " << dir << "\n";
+      return 0;
+    }
     // Defaults a serious run wants, unless the user chose: 5 repetitions (medians, spread, and the
     // samples condbench-report's U test needs) of at least 0.1 s each.
     std::vector<std::string> extra;

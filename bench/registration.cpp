@@ -10,8 +10,9 @@
 namespace condbench {
 
 namespace {
-const std::vector<std::string> kValueFlags = {"--device", "--strategy", "--scenario", "--batch", "--hidden",
-                                              "--blocks", "--weights",  "--nvtx",     "--threads"};
+const std::vector<std::string> kValueFlags = {"--device",  "--strategy", "--scenario", "--batch",
+                                              "--hidden",  "--blocks",   "--weights",  "--nvtx",
+                                              "--threads", "--export-workload"};
 const std::vector<std::string> kSwitches = {"--full"};
 }  // namespace
 
@@ -31,6 +32,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   if (given("--hidden")) options.hidden = cli::parse_int_list("--hidden", flags.at("--hidden"), 1, 1 << 16);
   if (given("--blocks")) options.blocks = cli::parse_int_list("--blocks", flags.at("--blocks"), 1, 256);
   if (given("--nvtx")) options.nvtx = nvtx::parse_level(flags.at("--nvtx"));
+  if (given("--export-workload")) options.export_dir = flags.at("--export-workload");
   if (given("--threads")) options.threads = static_cast<int>(cli::parse_int("--threads", flags.at("--threads"), 1, 1024));
   if (given("--weights")) {
     if (given("--hidden") || given("--blocks"))

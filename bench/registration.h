@@ -19,6 +19,7 @@ struct RunnerOptions {
   nvtx::Level nvtx = nvtx::Level::off;
   bool full = false;
   int threads = 0;  // 0: LibTorch's default
+  std::string export_dir;  // --export-workload: write the workloads and run nothing
 };
 
 // Takes condbench's own flags out of argv (Google Benchmark parses the rest) and validates them.

@@ -1,7 +1,6 @@
-// state_dict and tensor files: read with condbench's torch.save reader (torch_save_reader.h),
-// written with torch::pickle_save, which Python's torch.load reads.
+// state_dict and tensor files in torch.save's format, read (torch_save_reader.h) and written
+// (torch_save_writer.h) by condbench itself, so Python's torch.load and condbench read each other's.
 #include <ATen/ATen.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -13,6 +12,7 @@
 #include "condbench/error.h"
 #include "condbench/model.h"
 #include "torch_save_reader.h"
+#include "torch_save_writer.h"
 
 namespace condbench {
 
@@ -24,23 +24,10 @@ StateDict load_state_dict_file(const std::string& path) {
 }
 
 void save_state_dict_file(const StateDict& state_dict, const std::string& path) {
-  c10::Dict<std::string, at::Tensor> dict;
-  for (const auto& [name, tensor] : state_dict) dict.insert(name, tensor.detach().to(at::kCPU).contiguous());
-  const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));  // what torch.load reads
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) {
-      std::remove(tmp.c_str());
-      fail("weights '" + path + "': cannot write");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail("weights '" + path + "': cannot write: " + std::strerror(errno));
-  }
+  detail::write_torch_save_file(path, state_dict);
 }
+
+void save_tensor_file(const at::Tensor& tensor, const std::string& path) { detail::write_torch_save_file(path, tensor); }
 
 at::Tensor load_tensor_file(const std::string& path) {
   detail::SavedObject saved = detail::read_torch_save_file("input", path);

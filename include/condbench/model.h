@@ -67,10 +67,13 @@ ModelConfig infer_config(const StateDict& state_dict);
 // torch.save(model.state_dict(), path) files (zip format), read with LibTorch's unpickler. Throws condbench::Error
 // ("weights FILE: ...") when the file is unreadable or holds anything but a dict of tensors.
 StateDict load_state_dict_file(const std::string& path);
-// Writes a file that Python's torch.load (and load_state_dict_file) reads; atomic (temp + rename).
+// Writes a file that Python's torch.load (with its default weights_only=True) and
+// load_state_dict_file read: an OrderedDict of tensors, like model.state_dict(). Atomic.
 void save_state_dict_file(const StateDict& state_dict, const std::string& path);
 
 // A tensor saved with torch.save (condbench-infer's --input). Throws condbench::Error.
 at::Tensor load_tensor_file(const std::string& path);
+// Writes a tensor as torch.save does (torch.load reads it, weights_only too); atomic.
+void save_tensor_file(const at::Tensor& tensor, const std::string& path);
 
 }  // namespace condbench

@@ -47,6 +47,8 @@ void NativeCudaStrategy::prepare(const EarlyExitModel& model, int64_t batch) {
 
 ExitOutput NativeCudaStrategy::run(const at::Tensor& input, const std::vector<float>& thresholds) {
   if (thresholds != uploaded_thresholds_) {  // a benchmark keeps its thresholds: no copy while timed
+    // The pinned staging buffer may still feed the previous upload: let it finish first.
+    CONDBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     std::copy(thresholds.begin(), thresholds.end(), threshold_upload_.get());
     CONDBENCH_CUDA_CHECK(cudaMemcpyAsync(thresholds_.get(), threshold_upload_.get(), thresholds.size() * sizeof(float),
                                          cudaMemcpyHostToDevice, stream_.get()));

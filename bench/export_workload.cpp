@@ -1,0 +1,52 @@
+#include "export_workload.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "condbench/error.h"
+#include "condbench/workload.h"
+
+namespace condbench {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& cases, const std::string& dir) {
+  std::map<std::string, std::pair<ModelSource, std::set<std::string>>> models;  // key -> (source, scenarios)
+  for (const BenchmarkCase& c : cases) {
+    auto& entry = models[c.source.key()];
+    entry.first = c.source;
+    entry.second.insert(c.scenario);
+  }
+  std::vector<std::string> written;
+  for (const auto& [key, entry] : models) {
+    const auto workload = shared_workload(entry.first, 1);
+    const ModelConfig& config = workload->config();
+    std::string name = "h";
+    name += std::to_string(config.hidden);
+    name += "-b";
+    name += std::to_string(config.blocks);
+    const fs::path out = fs::path(dir) / name;
+    fs::create_directories(out);
+    save_state_dict_file(workload->model()->state(), (out / "weights.pt").string());
+    save_tensor_file(workload->pool(), (out / "pool.pt").string());
+    nlohmann::json meta;
+    meta["config"] = {{"in_features", config.in_features}, {"hidden", config.hidden},
+                      {"num_classes", config.num_classes}, {"blocks", config.blocks}};
+    meta["pool_rows"] = workload->pool().size(0);
+    if (entry.first.weights_path.empty())
+      meta["weight_seed"] = entry.first.seed;
+    else
+      meta["weights_file"] = entry.first.weights_path;
+    for (const std::string& scenario : entry.second) meta["thresholds"][scenario] = workload->thresholds(scenario);
+    std::ofstream(out / "workload.json") << meta.dump(2) << "\n";
+    written.push_back(out.string());
+  }
+  return written;
+}
+
+}  // namespace condbench

@@ -1,0 +1,163 @@
+"""The early-exit MLP of DESIGN §1 in PyTorch, and the ways a PyTorch user would write its
+conditional: the variants the Python peer benchmarks beside condbench's strategies.
+
+Parameter names are those of DESIGN §1 (backbone.{i}, exit{k}, final), so condbench's exported
+state_dict loads unchanged. Every variant takes one input row [1, in_features] and thresholds, and
+returns (logits [1, num_classes], exit id as a Python int or a 0-d tensor)."""
+import torch
+from torch import nn
+
+
+class EarlyExitMLP(nn.Module):
+    def __init__(self, in_features=32, hidden=64, num_classes=10, blocks=3):
+        super().__init__()
+        self.blocks = blocks
+        self.backbone = nn.ModuleList(
+            [nn.Linear(in_features if i == 0 else hidden, hidden) for i in range(blocks)])
+        for k in range(1, blocks + 1):
+            setattr(self, f"exit{k}", nn.Linear(hidden, num_classes))
+        self.final = nn.Linear(hidden, num_classes)
+
+    def head(self, k):
+        """Exit head k+1 for k < blocks, else the final head."""
+        return getattr(self, f"exit{k + 1}") if k < self.blocks else self.final
+
+
+def should_exit(logits, threshold):
+    """DESIGN §1: an exit fires when max(softmax(logits)) > t (strict)."""
+    return torch.softmax(logits, dim=-1).max(dim=-1).values > threshold
+
+
+class EagerIf:
+    """`if confidence > t: return` in plain Python: one host read per exit test reached."""
+    name = "py_eager_if"
+
+    def __init__(self, model):
+        self.model = model
+
+    def host_syncs(self, exit_id):
+        return min(exit_id, self.model.blocks)
+
+    @torch.no_grad()
+    def __call__(self, x, thresholds):
+        m, h = self.model, x
+        for k in range(m.blocks):
+            h = torch.relu(m.backbone[k](h))
+            logits = m.head(k)(h)
+            if bool(should_exit(logits, thresholds[k])):  # the host reads the test
+                return logits, k + 1
+        return m.final(h), m.blocks + 1
+
+
+class NestedCond(nn.Module):
+    """The question's forward_early_exit: cond(should_exit(logits_k, t_k), result, continue, operands),
+    nested once per exit; the innermost else branch returns the final head. Thresholds come as a
+    tensor, so compiled versions serve every scenario without recompiling."""
+    name = "py_cond"
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def host_syncs(self, exit_id):
+        # Eager torch.cond, and inductor's lowering of it, decide on the host at each cond reached.
+        return min(exit_id, self.model.blocks)
+
+    def stage(self, k, h, thresholds):
+        m = self.model
+        h = torch.relu(m.backbone[k](h))
+        logits = m.head(k)(h)
+
+        def result(h, logits):
+            return logits.clone(), torch.full((), k + 1, dtype=torch.int64, device=logits.device)
+
+        if k + 1 < m.blocks:
+            def continue_fn(h, logits):
+                return self.stage(k + 1, h, thresholds)
+        else:
+            def continue_fn(h, logits):
+                return m.final(h), torch.full((), m.blocks + 1, dtype=torch.int64, device=logits.device)
+
+        return torch.cond(should_exit(logits, thresholds[k]), result, continue_fn, (h, logits))
+
+    @torch.no_grad()
+    def forward(self, x, thresholds):
+        return self.stage(0, x, thresholds)
+
+
+class Masked(nn.Module):
+    """Every block and head, rows' results picked with torch.where: no host read."""
+    name = "py_masked"
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def host_syncs(self, exit_id):
+        return 0
+
+    @torch.no_grad()
+    def forward(self, x, thresholds):
+        m, h = self.model, x
+        heads, fires = [], []
+        for k in range(m.blocks):
+            h = torch.relu(m.backbone[k](h))
+            heads.append(m.head(k)(h))
+            fires.append(should_exit(heads[-1], thresholds[k]))
+        logits = m.final(h)
+        exit_id = torch.full(fires[0].shape, m.blocks + 1, dtype=torch.int64, device=x.device)
+        for k in reversed(range(m.blocks)):  # the first exit that fires wins
+            logits = torch.where(fires[k].unsqueeze(-1), heads[k], logits)
+            exit_id = torch.where(fires[k], torch.full_like(exit_id, k + 1), exit_id)
+        return logits, exit_id.reshape(())
+
+
+def load_model(weights_path, config, device):
+    model = EarlyExitMLP(config["in_features"], config["hidden"], config["num_classes"], config["blocks"])
+    model.load_state_dict(torch.load(weights_path, map_location="cpu"), strict=True)
+    return model.to(device).eval()
+
+
+def variants(model, device):
+    """(name, callable, host_syncs(exit_id), thresholds as tensor?) for every variant that runs here;
+    and (name, reason) for those that cannot."""
+    runnable, skipped = [], []
+    runnable.append(("py_eager_if", EagerIf(model), EagerIf(model).host_syncs, False))
+    cond, masked = NestedCond(model), Masked(model)
+    runnable.append(("py_cond", cond, cond.host_syncs, True))
+    runnable.append(("py_cond_compile", torch.compile(cond), cond.host_syncs, True))
+    runnable.append(("py_masked", masked, masked.host_syncs, True))
+    runnable.append(("py_masked_compile", torch.compile(masked), masked.host_syncs, True))
+    if device != "cuda":
+        skipped.append(("py_cond_cudagraph", "CUDA only"))
+    elif tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 12):
+        skipped.append(("py_cond_cudagraph", f"torch.cond under CUDA-graph capture needs PyTorch >= 2.12, this is {torch.__version__}"))
+    else:
+        runnable.append(("py_cond_cudagraph", CondCudaGraph(cond), lambda exit_id: 0, True))
+    return runnable, skipped
+
+
+class CondCudaGraph:
+    """torch.cond captured in a CUDA graph (PyTorch >= 2.12 turns it into conditional IF nodes):
+    the input is copied into the captured input and the graph replayed."""
+
+    def __init__(self, cond):
+        self.cond, self.graph, self.static = cond, None, None
+
+    @torch.no_grad()
+    def __call__(self, x, thresholds):
+        if self.graph is None:
+            self.static = (x.clone(), thresholds.clone())
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    self.cond(*self.static)  # warm-up outside capture
+            torch.cuda.current_stream().wait_stream(side)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.out = self.cond(*self.static)
+        self.static[0].copy_(x)
+        self.static[1].copy_(thresholds)
+        self.graph.replay()
+        return self.out

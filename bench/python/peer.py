@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""The Python peer of condbench (issue 6): the early-exit MLP written as a PyTorch user would —
+plain `if`, nested torch.cond (eager and torch.compile), torch.where masking (eager and compiled),
+and on CUDA torch.cond captured in a CUDA graph — timed on exactly condbench's work (the weights,
+input pool and thresholds `condbench --export-workload` writes) and written as Google Benchmark
+JSON that condbench-report reads beside condbench's own results.
+
+usage: peer.py --workload DIR --out FILE.json [--device cpu|cuda] [--variants LIST]
+               [--scenarios LIST] [--threads N] [--repetitions 5] [--min-time 0.1]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import socket
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from early_exit import load_model, variants  # noqa: E402
+
+SCHEMA = "1"  # condbench's result schema (bench/context.h)
+
+
+def fail(message):
+    print(f"peer: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def load_workloads(root):
+    """[(directory, workload.json contents)] for every model condbench exported."""
+    dirs = [os.path.join(root, d) for d in sorted(os.listdir(root))] if os.path.isdir(root) else []
+    found = [(d, json.load(open(os.path.join(d, "workload.json")))) for d in dirs
+             if os.path.isfile(os.path.join(d, "workload.json"))]
+    if not found:
+        fail(f"{root}: no exported workload (run condbench --export-workload={root} first)")
+    return found
+
+
+def run_variant(fn, rows, thresholds, sync):
+    out = fn(rows, thresholds)
+    if sync:
+        torch.cuda.synchronize()
+    return out
+
+
+def time_variant(fn, pool, thresholds, sync, repetitions, min_time):
+    """Per-inference wall times (µs), one per repetition, walking the pool row by row as condbench
+    does, and how many inferences each repetition ran."""
+    def loop(n):
+        start = time.perf_counter()
+        for i in range(n):
+            fn(pool[i % len(pool)], thresholds)
+            if sync:
+                torch.cuda.synchronize()  # one inference = finished on the device, like condbench
+        return time.perf_counter() - start
+
+    n = 1
+    while True:  # like Google Benchmark: grow the count until a run lasts min_time
+        took = loop(n)
+        if took >= min_time or n >= 1 << 24:
+            break
+        n = max(n * 2, int(n * min_time / max(took, 1e-9) * 1.2))
+    return [loop(n) / n * 1e6 for _ in range(repetitions)], n
+
+
+def entry(name, rep, repetitions, iterations, value_us, counters):
+    return {"name": name, "family_index": 0, "per_family_instance_index": 0, "run_name": name,
+            "run_type": "iteration", "repetitions": repetitions, "repetition_index": rep, "threads": 1,
+            "iterations": iterations, "real_time": value_us, "cpu_time": value_us, "time_unit": "us", **counters}
+
+
+def aggregates(name, repetitions, times, counters):
+    mean = sum(times) / len(times)
+    ordered = sorted(times)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
+    sd = (sum((t - mean) ** 2 for t in times) / (len(times) - 1)) ** 0.5 if len(times) > 1 else 0.0
+    out = []
+    for agg, value, unit in [("mean", mean, "time"), ("median", median, "time"), ("stddev", sd, "time"),
+                             ("cv", sd / mean if mean else 0.0, "percentage")]:
+        out.append({"name": f"{name}_{agg}", "family_index": 0, "per_family_instance_index": 0, "run_name": name,
+                    "run_type": "aggregate", "repetitions": repetitions, "threads": 1, "aggregate_name": agg,
+                    "aggregate_unit": unit, "iterations": repetitions, "real_time": value, "cpu_time": value,
+                    "time_unit": "us", **(counters if agg in ("mean", "median") else {})})
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workload", required=True, help="directory condbench --export-workload wrote")
+    parser.add_argument("--out", required=True, help="Google Benchmark JSON to write")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--variants", default="", help="comma-separated subset (default: all that run here)")
+    parser.add_argument("--scenarios", default="", help="comma-separated subset (default: all exported)")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (condbench's count)")
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--min-time", type=float, default=0.1)
+    args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        fail("--device=cuda: no CUDA device here")
+    if args.repetitions < 1 or args.min_time <= 0:
+        fail("--repetitions must be >= 1 and --min-time > 0")
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    wanted_variants = [v for v in args.variants.split(",") if v]
+    wanted_scenarios = [s for s in args.scenarios.split(",") if s]
+    sync = args.device == "cuda"
+
+    benchmarks, notes = [], []
+    for directory, meta in load_workloads(args.workload):
+        config = meta["config"]
+        model = load_model(os.path.join(directory, "weights.pt"), config, args.device)
+        pool_all = torch.load(os.path.join(directory, "pool.pt")).to(args.device)
+        pool = [pool_all[i:i + 1] for i in range(pool_all.shape[0])]
+        runnable, skipped = variants(model, args.device)
+        notes += [f"{name}: skipped ({why})" for name, why in skipped if not wanted_variants or name in wanted_variants]
+        for name, fn, host_syncs, tensor_thresholds in runnable:
+            if wanted_variants and name not in wanted_variants:
+                continue
+            for scenario, values in meta["thresholds"].items():
+                if wanted_scenarios and scenario not in wanted_scenarios:
+                    continue
+                thresholds = torch.tensor(values, device=args.device) if tensor_thresholds else list(values)
+                # Untimed pass over the pool: compiles, warms up, and learns each row's exit.
+                exits = [int(run_variant(fn, row, thresholds, sync)[1]) for row in pool]
+                times, iterations = time_variant(fn, pool, thresholds, sync, args.repetitions, args.min_time)
+                visited = [exits[i % len(exits)] for i in range(min(iterations, len(exits)))]
+                counters = {"host_syncs": sum(host_syncs(e) for e in visited) / len(visited),
+                            "exit_mean": sum(visited) / len(visited)}
+                for k in range(1, config["blocks"] + 2):
+                    counters[f"exit_{k}"] = visited.count(k) / len(visited)
+                bench_name = (f"early_exit/{args.device}/python/{name}/{scenario}/batch:1/"
+                              f"hidden:{config['hidden']}/blocks:{config['blocks']}")
+                benchmarks += [entry(bench_name, r, args.repetitions, iterations, t, counters)
+                               for r, t in enumerate(times)]
+                benchmarks += aggregates(bench_name, args.repetitions, times, counters)
+                print(f"{bench_name:<80} {sorted(times)[len(times) // 2]:10.2f} us", flush=True)
+
+    device_name = torch.cuda.get_device_name(0) if args.device == "cuda" else "none"
+    result = {
+        "context": {
+            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "host_name": socket.gethostname(), "executable": os.path.abspath(__file__),
+            "num_cpus": os.cpu_count(), "library_build_type": "release",
+            "condbench_schema": SCHEMA, "peer": "python", "python_version": platform.python_version(),
+            "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda or "none",
+            "device_name": device_name, "cpu_model": cpu_model(), "threads": str(torch.get_num_threads()),
+        },
+        "benchmarks": benchmarks,
+    }
+    tmp = f"{args.out}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(tmp, args.out)  # atomic, like condbench's own output
+    for note in notes:
+        print(f"peer: {note}")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

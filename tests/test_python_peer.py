@@ -1,0 +1,98 @@
+"""The Python peer against condbench (issue 6): for the same weights, inputs and thresholds (the
+files condbench --export-workload writes), every Python variant gives condbench-infer's exit ids
+and logits (1e-5 relative); the peer's JSON is Google Benchmark JSON that condbench-report reads
+beside condbench's. Usage: test_python_peer.py CONDBENCH CONDBENCH_INFER CONDBENCH_REPORT PEER_DIR."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+CONDBENCH, INFER, REPORT, PEER = sys.argv[1:5]
+del sys.argv[1:5]
+
+try:
+    import torch
+    sys.path.insert(0, PEER)
+    from early_exit import load_model, variants
+except ImportError as e:  # the peer needs the torch scripts/setup installs
+    torch = None
+    IMPORT_ERROR = str(e)
+
+
+@unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
+class PythonPeer(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        root = cls.tmp.name
+        result = subprocess.run([CONDBENCH, "--device=cpu", "--hidden=24", "--blocks=3", "--batch=1",
+                                 "--scenario=exit:1,exit:4,mix:early,mix:uniform,mix:late",
+                                 f"--export-workload={root}/workload"], capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        cls.dir = os.path.join(root, "workload", "h24-b3")
+        cls.meta = json.load(open(os.path.join(cls.dir, "workload.json")))
+        torch.set_num_threads(1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_exported_state_dict_loads_into_the_pytorch_module(self):
+        state = torch.load(os.path.join(self.dir, "weights.pt"))
+        self.assertEqual(list(state)[:2], ["backbone.0.weight", "backbone.0.bias"])
+        self.assertEqual(tuple(state["exit2.weight"].shape), (10, 24))
+        load_model(os.path.join(self.dir, "weights.pt"), self.meta["config"], "cpu")  # strict
+
+    def test_every_variant_matches_condbench_infer(self):
+        model = load_model(os.path.join(self.dir, "weights.pt"), self.meta["config"], "cpu")
+        pool = torch.load(os.path.join(self.dir, "pool.pt"))
+        rows = pool[:24].contiguous()
+        inputs = os.path.join(self.tmp.name, "rows.pt")
+        torch.save(rows, inputs)
+        runnable, _ = variants(model, "cpu")
+        self.assertEqual([name for name, *_ in runnable],
+                         ["py_eager_if", "py_cond", "py_cond_compile", "py_masked", "py_masked_compile"])
+        for scenario, values in self.meta["thresholds"].items():
+            result = subprocess.run([INFER, "--device=cpu", f"--weights={self.dir}/weights.pt", f"--input={inputs}",
+                                     "--thresholds=" + ",".join(repr(v) for v in values)],
+                                    capture_output=True, text=True, timeout=120)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            reference = json.loads(result.stdout)["strategies"][0]
+            want_logits = torch.tensor(reference["logits"])
+            scale = want_logits.abs().amax(-1, keepdim=True)
+            for name, fn, _, tensor_thresholds in runnable:
+                thresholds = torch.tensor(values) if tensor_thresholds else values
+                for r in range(rows.shape[0]):
+                    with self.subTest(scenario=scenario, variant=name, row=r):
+                        logits, exit_id = fn(rows[r:r + 1], thresholds)
+                        self.assertEqual(int(exit_id), reference["exit_ids"][r])
+                        diff = (logits[0] - want_logits[r]).abs().max().item()
+                        self.assertLessEqual(diff, 1e-5 * scale[r].item())
+
+    def test_peer_writes_benchmark_json_the_report_reads(self):
+        out = os.path.join(self.tmp.name, "peer.json")
+        result = subprocess.run([sys.executable, os.path.join(PEER, "peer.py"), "--workload",
+                                 os.path.join(self.tmp.name, "workload"), "--out", out,
+                                 "--variants=py_eager_if,py_masked,py_cond_cudagraph", "--scenarios=exit:1,exit:4",
+                                 "--repetitions=2", "--min-time=0.01", "--threads=1"],
+                                capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("py_cond_cudagraph: skipped (CUDA only)", result.stdout)
+        data = json.load(open(out))
+        self.assertEqual(data["context"]["condbench_schema"], "1")
+        self.assertEqual(data["context"]["torch_version"], torch.__version__)
+        runs = {b["run_name"]: b for b in data["benchmarks"] if b["run_type"] == "iteration"}
+        eager4 = runs["early_exit/cpu/python/py_eager_if/exit:4/batch:1/hidden:24/blocks:3"]
+        self.assertEqual(eager4["host_syncs"], 3.0)
+        self.assertEqual(eager4["exit_4"], 1.0)
+        self.assertEqual(runs["early_exit/cpu/python/py_masked/exit:1/batch:1/hidden:24/blocks:3"]["host_syncs"], 0.0)
+        report = os.path.join(self.tmp.name, "report")
+        result = subprocess.run([REPORT, "--out", report, out], capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("python/py_eager_if", open(os.path.join(report, "report.md")).read())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
