@@ -136,21 +136,22 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups) {
       const std::string& best = ranked[0].second;
       const std::string where = "At batch " + std::to_string(g.batch) + " (hidden " + std::to_string(g.hidden) + ", " +
                                 std::to_string(g.blocks) + " blocks) on " + g.device_label + ", ";
+      // Compare the winner with eager_host where it ran, else with the runner-up.
+      const bool against_eager = best != kEager && g.cell(kEager, scenario);
+      if (!against_eager && ranked.size() < 2) continue;
+      const std::string other = against_eager ? kEager : ranked[1].second;
+      const double ratio = g.cell(other, scenario)->median_us / ranked[0].first;
       std::string sentence;
-      if (best != kEager && g.cell(kEager, scenario)) {
-        const double speedup = *g.speedup_over_eager(best, scenario);
-        sentence = speedup < kClearMargin
-                       ? where + best + " and " + kEager + " are within " +
-                             std::to_string(static_cast<int>((kClearMargin - 1) * 100 + 0.5)) + "% of each other " +
-                             scenario_phrase(scenario) + "."
-                       : where + best + " is " + format_ratio(speedup) + " faster than " + kEager + " " +
-                             scenario_phrase(scenario) + ".";
-      } else if (ranked.size() > 1) {
-        sentence = where + best + " is the fastest " + scenario_phrase(scenario) + ", " +
-                   format_ratio(ranked[1].first / ranked[0].first) + " ahead of " + ranked[1].second + ".";
-      } else {
-        continue;
-      }
+      if (ratio < kClearMargin)
+        sentence = where + best + " and " + other + " are within " +
+                   std::to_string(static_cast<int>((kClearMargin - 1) * 100 + 0.5)) + "% of each other " +
+                   scenario_phrase(scenario) + ".";
+      else if (against_eager)
+        sentence = where + best + " is " + format_ratio(ratio) + " faster than " + kEager + " " +
+                   scenario_phrase(scenario) + ".";
+      else
+        sentence = where + best + " is the fastest " + scenario_phrase(scenario) + ", " + format_ratio(ratio) +
+                   " ahead of " + other + ".";
       sentences.push_back(sentence);
     }
   }

@@ -36,11 +36,7 @@ class GraphCondTorch final : public TorchStrategy {
   void prepare(const EarlyExitModel& model, int64_t batch) override {
     layers_ = model->layers(torch_device(device()));
     const ModelConfig& config = layers_.config;
-    const auto options = at::TensorOptions().device(at::kCUDA, 0);
-    static_input_ = at::zeros({batch, config.in_features}, options.dtype(at::kFloat));
-    out_logits_ = at::zeros({batch, config.num_classes}, options.dtype(at::kFloat));
-    out_ids_ = at::zeros({batch}, options.dtype(at::kInt));
-    decided_ = at::zeros({batch}, options.dtype(at::kBool));
+    io_.allocate(config, batch);
     thresholds_.allocate(config.blocks);
 
     const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
@@ -50,7 +46,7 @@ class GraphCondTorch final : public TorchStrategy {
     // would initialise cuBLAS inside a body, which a capture cannot hold.
     for (const at::cuda::CUDAStream& stream : streams_used(side)) {
       const c10::cuda::CUDAStreamGuard on(stream);
-      at::Tensor h = stage(0, static_input_);
+      at::Tensor h = stage(0, io_.input);
       for (int s = 1; s < config.blocks; ++s) h = stage(s, h);
       final_stage(h);
       stream.synchronize();
@@ -58,7 +54,7 @@ class GraphCondTorch final : public TorchStrategy {
     {
       const c10::cuda::CUDAStreamGuard on_side(side);
       graph_.capture_begin();
-      nest(1, stage(0, static_input_));
+      nest(1, stage(0, io_.input));
       graph_.capture_end();
     }
     side.synchronize();
@@ -66,16 +62,16 @@ class GraphCondTorch final : public TorchStrategy {
 
   ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) override {
     thresholds_.update(thresholds);
-    static_input_.copy_(input, /*non_blocking=*/true);
+    io_.input.copy_(input, /*non_blocking=*/true);
     graph_.replay();
-    return {out_ids_, out_logits_};
+    return {io_.exit_id, io_.logits};
   }
 
   // Outside the timed region: which stages ran follows from the deepest exit taken, and each
   // stage that ran computed every row of the batch.
   InferenceCounters counters() const override {
     const ModelConfig& config = layers_.config;
-    const at::Tensor ids = out_ids_.to(at::kCPU);
+    const at::Tensor ids = io_.exit_id.to(at::kCPU);
     const int deepest = ids.numel() ? ids.max().item<int>() : 1;
     InferenceCounters c;
     c.launches = 2;  // the input copy and the graph launch
@@ -100,11 +96,11 @@ class GraphCondTorch final : public TorchStrategy {
     const at::Tensor logits = at::linear(h, layers_.head_weight[s], layers_.head_bias[s]);
     const at::Tensor fire = at::softmax(logits, -1).amax(-1) > thresholds_.at(s);
     if (s == 0) {
-      out_logits_.copy_(logits);  // pre-set: right for rows leaving here, overwritten for the rest
-      out_ids_.fill_(1);
-      decided_.copy_(fire);
+      io_.logits.copy_(logits);  // pre-set: right for rows leaving here, overwritten for the rest
+      io_.exit_id.fill_(1);
+      io_.decided.copy_(fire);
     } else {
-      merge_exit(fire.logical_and(decided_.logical_not()), logits, s + 1, out_logits_, out_ids_, decided_);
+      merge_exit(fire.logical_and(io_.decided.logical_not()), logits, s + 1, io_.logits, io_.exit_id, io_.decided);
     }
     return h;
   }
@@ -112,12 +108,12 @@ class GraphCondTorch final : public TorchStrategy {
   void final_stage(const at::Tensor& h) {
     const int blocks = layers_.config.blocks;
     const at::Tensor logits = at::linear(h, layers_.head_weight[blocks], layers_.head_bias[blocks]);
-    merge_exit(decided_.logical_not(), logits, blocks + 1, out_logits_, out_ids_, decided_);
+    merge_exit(io_.decided.logical_not(), logits, blocks + 1, io_.logits, io_.exit_id, io_.decided);
   }
 
   // IF (some row undecided) { stage s; IF (...) { ... IF (...) { final head } } }
   void nest(int s, const at::Tensor& h) {
-    begin_if(decided_.logical_not().any(), s);
+    begin_if(io_.decided.logical_not().any(), s);
     if (s < layers_.config.blocks)
       nest(s + 1, stage(s, h));
     else
@@ -156,7 +152,7 @@ class GraphCondTorch final : public TorchStrategy {
 #endif
 
   TorchLayers layers_;
-  at::Tensor static_input_, out_logits_, out_ids_, decided_;
+  CapturedIO io_;
   DeviceThresholds thresholds_;
   std::vector<at::cuda::CUDAStream> levels_;
   at::cuda::CUDAGraph graph_;

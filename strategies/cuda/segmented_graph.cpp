@@ -20,11 +20,7 @@ class SegmentedGraph final : public TorchStrategy {
   void prepare(const EarlyExitModel& model, int64_t batch) override {
     layers_ = model->layers(torch_device(device()));
     const ModelConfig& config = layers_.config;
-    const auto options = at::TensorOptions().device(at::kCUDA, 0);
-    static_input_ = at::zeros({batch, config.in_features}, options.dtype(at::kFloat));
-    out_logits_ = at::zeros({batch, config.num_classes}, options.dtype(at::kFloat));
-    out_ids_ = at::zeros({batch}, options.dtype(at::kInt));
-    decided_ = at::zeros({batch}, options.dtype(at::kBool));
+    io_.allocate(config, batch);
     any_left_host_ = at::empty({1}, at::TensorOptions().dtype(at::kBool).pinned_memory(true));
     thresholds_.allocate(config.blocks);
     hidden_.assign(config.blocks, at::Tensor());
@@ -50,21 +46,21 @@ class SegmentedGraph final : public TorchStrategy {
     const int blocks = layers_.config.blocks;
     counters_ = {};
     thresholds_.update(thresholds);
-    static_input_.copy_(input, /*non_blocking=*/true);
+    io_.input.copy_(input, /*non_blocking=*/true);
     counters_.launches = 1;
     for (int k = 0; k < blocks; ++k) {
       graphs_[k]->replay();
       ++counters_.launches;
-      counters_.flops_executed += static_cast<double>(static_input_.size(0)) *
+      counters_.flops_executed += static_cast<double>(io_.input.size(0)) *
                                   2.0 * (layers_.block_weight[k].numel() + layers_.head_weight[k].numel());
       torch_cuda::copy_and_wait(any_left_[k].view({1}), any_left_host_);  // the host decides
       ++counters_.host_syncs;
-      if (!any_left_host_.data_ptr<bool>()[0]) return {out_ids_, out_logits_};
+      if (!any_left_host_.data_ptr<bool>()[0]) return {io_.exit_id, io_.logits};
     }
     graphs_[blocks]->replay();
     ++counters_.launches;
-    counters_.flops_executed += static_cast<double>(static_input_.size(0)) * 2.0 * layers_.head_weight[blocks].numel();
-    return {out_ids_, out_logits_};
+    counters_.flops_executed += static_cast<double>(io_.input.size(0)) * 2.0 * layers_.head_weight[blocks].numel();
+    return {io_.exit_id, io_.logits};
   }
 
  private:
@@ -74,20 +70,21 @@ class SegmentedGraph final : public TorchStrategy {
     const int blocks = layers_.config.blocks;
     if (k == blocks) {
       const at::Tensor logits = at::linear(hidden_[blocks - 1], layers_.head_weight[blocks], layers_.head_bias[blocks]);
-      merge_exit(decided_.logical_not(), logits, blocks + 1, out_logits_, out_ids_, decided_);
+      merge_exit(io_.decided.logical_not(), logits, blocks + 1, io_.logits, io_.exit_id, io_.decided);
       return;
     }
-    if (k == 0) decided_.zero_();
-    const at::Tensor& x = k == 0 ? static_input_ : hidden_[k - 1];
+    if (k == 0) io_.decided.zero_();
+    const at::Tensor& x = k == 0 ? io_.input : hidden_[k - 1];
     hidden_[k] = at::relu(at::linear(x, layers_.block_weight[k], layers_.block_bias[k]));
     const at::Tensor logits = at::linear(hidden_[k], layers_.head_weight[k], layers_.head_bias[k]);
-    const at::Tensor fire = (at::softmax(logits, -1).amax(-1) > thresholds_.at(k)).logical_and_(decided_.logical_not());
-    merge_exit(fire, logits, k + 1, out_logits_, out_ids_, decided_);
-    any_left_[k] = decided_.logical_not().any();
+    const at::Tensor fire = (at::softmax(logits, -1).amax(-1) > thresholds_.at(k)).logical_and_(io_.decided.logical_not());
+    merge_exit(fire, logits, k + 1, io_.logits, io_.exit_id, io_.decided);
+    any_left_[k] = io_.decided.logical_not().any();
   }
 
   TorchLayers layers_;
-  at::Tensor static_input_, out_logits_, out_ids_, decided_, any_left_host_;
+  CapturedIO io_;
+  at::Tensor any_left_host_;
   std::vector<at::Tensor> hidden_, any_left_;
   DeviceThresholds thresholds_;
   std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs_;

@@ -9,6 +9,8 @@
 
 #include <vector>
 
+#include "condbench/config.h"
+
 namespace condbench {
 
 // Thresholds as a device tensor [blocks], copied only when they change.
@@ -29,6 +31,20 @@ class DeviceThresholds {
  private:
   at::Tensor values_;
   std::vector<float> uploaded_;
+};
+
+// The fixed tensors a captured graph reads and writes: the input the caller's batch is copied
+// into, each row's result, and which rows have been decided.
+struct CapturedIO {
+  at::Tensor input, logits, exit_id, decided;
+
+  void allocate(const ModelConfig& config, int64_t batch) {
+    const auto on_gpu = at::TensorOptions().device(at::kCUDA, 0);
+    input = at::zeros({batch, config.in_features}, on_gpu.dtype(at::kFloat));
+    logits = at::zeros({batch, config.num_classes}, on_gpu.dtype(at::kFloat));
+    exit_id = at::zeros({batch}, on_gpu.dtype(at::kInt));
+    decided = at::zeros({batch}, on_gpu.dtype(at::kBool));
+  }
 };
 
 // Rows in `fire` (already excluding rows decided earlier) leave at `exit_id` with `logits`.

@@ -111,6 +111,25 @@ TEST(Analysis, SentencesAreGeneratedFromTheData) {
   EXPECT_EQ(format_ratio(1.04), "1.0×");
 }
 
+TEST(Analysis, CloseResultsAreCalledEvenNotAWin) {
+  Group g;
+  g.device_label = "cuda · X";
+  g.batch = 1;
+  g.hidden = 64;
+  g.blocks = 3;
+  g.strategies = {"native/graph_cond", "torch/eager_host"};
+  g.scenarios = {"mix:late"};
+  g.cells[{"native/graph_cond", "mix:late"}].median_us = 10.0;
+  g.cells[{"torch/eager_host", "mix:late"}].median_us = 10.4;
+  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{
+                                      "At batch 1 (hidden 64, 3 blocks) on cuda · X, native/graph_cond and "
+                                      "torch/eager_host are within 5% of each other when most rows exit late."}));
+  g.cells[{"torch/eager_host", "mix:late"}].median_us = 9.0;  // eager_host wins: named against the runner-up
+  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{
+                                      "At batch 1 (hidden 64, 3 blocks) on cuda · X, torch/eager_host is the fastest "
+                                      "when most rows exit late, 1.1× ahead of native/graph_cond."}));
+}
+
 TEST(Analysis, CompareGivesChangeTestAndVerdict) {
   ResultFile a, b;
   Series fast, slow, few;
