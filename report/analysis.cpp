@@ -106,8 +106,10 @@ std::string format_ratio(double ratio) {
   char text[32];
   if (ratio >= 10)
     std::snprintf(text, sizeof text, "%.0f×", ratio);
-  else
+  else if (ratio >= 1)
     std::snprintf(text, sizeof text, "%.1f×", ratio);
+  else  // slower: two significant digits, so 0.021× does not read as 0.0×
+    std::snprintf(text, sizeof text, "%.2g×", ratio);
   return text;
 }
 

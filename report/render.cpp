@@ -39,7 +39,10 @@ std::string escape_html(const std::string& text) {
 std::string number(double value, int digits = 3) {
   if (!std::isfinite(value)) return "-";
   char text[64];
-  std::snprintf(text, sizeof text, "%.*g", digits, value);
+  if (std::abs(value) >= 1000)
+    std::snprintf(text, sizeof text, "%.0f", value);  // 1523, not 1.52e+03
+  else
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
   return text;
 }
 

@@ -25,7 +25,7 @@ void EagerHost::prepare(const EarlyExitModel& model, int64_t batch) {
   if (read_back_ == ReadBack::pinned_event) pinned_ = at::empty({batch}, at::TensorOptions().dtype(at::kBool).pinned_memory(true));
 }
 
-at::Tensor EagerHost::read_decision(const at::Tensor& fire, int64_t active) {
+at::Tensor EagerHost::read_decision(const at::Tensor& fire, [[maybe_unused]] int64_t active) {
 #if CONDBENCH_CUDA
   if (read_back_ == ReadBack::pinned_event) {
     at::Tensor landing = pinned_.narrow(0, 0, active);

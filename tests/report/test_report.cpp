@@ -109,6 +109,7 @@ TEST(Analysis, SentencesAreGeneratedFromTheData) {
                            "torch/eager_host when most rows exit late."}));
   EXPECT_EQ(format_ratio(55.4), "55×");
   EXPECT_EQ(format_ratio(1.04), "1.0×");
+  EXPECT_EQ(format_ratio(0.0213), "0.021×");
 }
 
 TEST(Analysis, CloseResultsAreCalledEvenNotAWin) {
