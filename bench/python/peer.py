@@ -155,7 +155,7 @@ def main():
     result = {
         "context": {
             "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "host_name": socket.gethostname(), "executable": os.path.abspath(__file__),
+            "host_name": socket.gethostname(), "executable": "bench/python/peer.py",
             "num_cpus": os.cpu_count(), "library_build_type": "release",
             "condbench_schema": SCHEMA, "peer": "python", "python_version": platform.python_version(),
             "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda or "none",
