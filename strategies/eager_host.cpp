@@ -5,10 +5,6 @@
 
 #include "condbench/flops.h"
 
-#if CONDBENCH_CUDA
-#include "condbench/torch_cuda.h"
-#endif
-
 namespace condbench {
 
 namespace {
@@ -22,14 +18,19 @@ void EagerHost::prepare(const EarlyExitModel& model, int64_t batch) {
   const auto on_device = at::TensorOptions().device(torch_device(device()));
   exit_id_ = at::empty({batch}, on_device.dtype(at::kInt));
   logits_ = at::empty({batch, layers_.config.num_classes}, on_device.dtype(at::kFloat));
-  if (read_back_ == ReadBack::pinned_event) pinned_ = at::empty({batch}, at::TensorOptions().dtype(at::kBool).pinned_memory(true));
+#if CONDBENCH_CUDA
+  if (read_back_ == ReadBack::pinned_event) {
+    pinned_ = at::empty({batch}, at::TensorOptions().dtype(at::kBool).pinned_memory(true));
+    readback_ = std::make_unique<torch_cuda::PinnedReadback>();
+  }
+#endif
 }
 
 at::Tensor EagerHost::read_decision(const at::Tensor& fire, [[maybe_unused]] int64_t active) {
 #if CONDBENCH_CUDA
   if (read_back_ == ReadBack::pinned_event) {
     at::Tensor landing = pinned_.narrow(0, 0, active);
-    torch_cuda::copy_and_wait(fire, landing);
+    readback_->read(fire, landing);
     return landing;
   }
 #endif

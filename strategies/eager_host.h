@@ -9,6 +9,10 @@
 #include "condbench/nvtx.h"
 #include "torch_strategy.h"
 
+#if CONDBENCH_CUDA
+#include "condbench/torch_cuda.h"
+#endif
+
 namespace condbench {
 
 class EagerHost : public TorchStrategy {
@@ -31,6 +35,9 @@ class EagerHost : public TorchStrategy {
   nvtx::StageRanges stages_;
   at::Tensor exit_id_, logits_;
   at::Tensor pinned_;  // ReadBack::pinned_event: where each test lands
+#if CONDBENCH_CUDA
+  std::unique_ptr<torch_cuda::PinnedReadback> readback_;
+#endif
 };
 
 }  // namespace condbench

@@ -28,7 +28,7 @@ GraphExec instantiate(const Graph& graph) {
   return GraphExec(exec);
 }
 
-CaptureScope::CaptureScope(cudaStream_t stream, cudaGraph_t into) : stream_(stream) {
+CaptureScope::CaptureScope(cudaStream_t stream, cudaGraph_t into) : stream_(stream), owns_graph_(into == nullptr) {
   // Thread-local mode: only this thread's unsafe calls (e.g. a synchronous cudaMalloc) are
   // forbidden during capture, not those of unrelated threads.
   if (into)
@@ -43,7 +43,7 @@ CaptureScope::~CaptureScope() {
   cudaGraph_t partial = nullptr;
   CONDBENCH_CUDA_WARN(cudaStreamEndCapture(stream_, &partial));
   // A body captured into a node's graph belongs to the node; only a new graph is ours to destroy.
-  (void)partial;
+  if (owns_graph_ && partial) CONDBENCH_CUDA_WARN(cudaGraphDestroy(partial));
 }
 
 cudaGraph_t CaptureScope::end() {

@@ -18,13 +18,18 @@ void* current_stream() { return c10::cuda::getCurrentCUDAStream(0).stream(); }
 
 void synchronize_current_stream() { c10::cuda::getCurrentCUDAStream(0).synchronize(); }
 
-void copy_and_wait(const at::Tensor& device_src, const at::Tensor& pinned_dst) {
-  // const_cast-free: copy_ on a view of the pinned buffer writes the caller's memory.
-  at::Tensor destination = pinned_dst;
+struct PinnedReadback::Event {
+  at::cuda::CUDAEvent event;  // created on first record, then reused
+};
+
+PinnedReadback::PinnedReadback() : ready_(std::make_unique<Event>()) {}
+PinnedReadback::~PinnedReadback() = default;
+
+void PinnedReadback::read(const at::Tensor& device_src, const at::Tensor& pinned_dst) {
+  at::Tensor destination = pinned_dst;  // a view of the caller's pinned buffer
   destination.copy_(device_src, /*non_blocking=*/true);
-  at::cuda::CUDAEvent ready;
-  ready.record(c10::cuda::getCurrentCUDAStream(0));
-  ready.synchronize();
+  ready_->event.record(c10::cuda::getCurrentCUDAStream(0));
+  ready_->event.synchronize();
 }
 
 }  // namespace condbench::torch_cuda

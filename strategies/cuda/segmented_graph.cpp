@@ -53,7 +53,7 @@ class SegmentedGraph final : public TorchStrategy {
       ++counters_.launches;
       counters_.flops_executed += static_cast<double>(io_.input.size(0)) *
                                   2.0 * (layers_.block_weight[k].numel() + layers_.head_weight[k].numel());
-      torch_cuda::copy_and_wait(any_left_[k].view({1}), any_left_host_);  // the host decides
+      readback_.read(any_left_[k].view({1}), any_left_host_);  // the host decides
       ++counters_.host_syncs;
       if (!any_left_host_.data_ptr<bool>()[0]) return {io_.exit_id, io_.logits};
     }
@@ -85,6 +85,7 @@ class SegmentedGraph final : public TorchStrategy {
   TorchLayers layers_;
   CapturedIO io_;
   at::Tensor any_left_host_;
+  torch_cuda::PinnedReadback readback_;
   std::vector<at::Tensor> hidden_, any_left_;
   DeviceThresholds thresholds_;
   std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs_;

@@ -130,6 +130,7 @@ class CaptureScope {
 
  private:
   cudaStream_t stream_;
+  bool owns_graph_;
   bool capturing_ = true;
 };
 
