@@ -85,7 +85,7 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
 
   // The pool goes to the device before anything is timed.
   std::vector<at::Tensor> inputs;
-  for (const at::Tensor& b : workload->batches()) inputs.push_back(b.to(torch_device(device)).contiguous());
+  for (const at::Tensor& b : workload->batches_for(c.scenario)) inputs.push_back(b.to(torch_device(device)).contiguous());
   if (device == Device::cuda) synchronize_cuda_device();
 
   // Untimed pass over the whole pool: warms caches and lazy initialisation, and records what each

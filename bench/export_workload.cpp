@@ -42,7 +42,10 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
       meta["weight_seed"] = entry.first.seed;
     else
       meta["weights_file"] = entry.first.weights_path;
-    for (const std::string& scenario : entry.second) meta["thresholds"][scenario] = workload->thresholds(scenario);
+    for (const std::string& scenario : entry.second) {
+      meta["thresholds"][scenario] = workload->thresholds(scenario);
+      meta["walk_order"][scenario] = workload->walk_order(scenario);  // the rows in condbench's visiting order
+    }
     std::ofstream(out / "workload.json") << meta.dump(2) << "\n";
     written.push_back(out.string());
   }

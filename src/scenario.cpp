@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cmath>
 #include <numeric>
 
@@ -135,6 +136,30 @@ std::vector<float> calibrate_thresholds(const std::vector<float>& confidences, i
     remaining.swap(still);
   }
   return thresholds;
+}
+
+std::vector<int64_t> interleaved_order(const std::vector<int>& exits, int num_exits) {
+  std::vector<std::vector<int64_t>> rows_of(num_exits);
+  for (size_t r = 0; r < exits.size(); ++r) rows_of[exits[r] - 1].push_back(static_cast<int64_t>(r));
+  const int64_t total = static_cast<int64_t>(exits.size());
+  std::vector<size_t> taken(num_exits, 0);
+  std::vector<int64_t> order;
+  order.reserve(exits.size());
+  for (int64_t position = 1; position <= total; ++position) {
+    int pick = -1;
+    int64_t deficit = INT64_MIN;
+    for (int k = 0; k < num_exits; ++k) {
+      if (taken[k] == rows_of[k].size()) continue;
+      // (share * position - taken) * total, in integers so that ties go to the lower exit
+      const int64_t d = static_cast<int64_t>(rows_of[k].size()) * position - static_cast<int64_t>(taken[k]) * total;
+      if (d > deficit) {
+        deficit = d;
+        pick = k;
+      }
+    }
+    order.push_back(rows_of[pick][taken[pick]++]);
+  }
+  return order;
 }
 
 std::vector<int> exits_for(const std::vector<float>& confidences, int rows, int blocks,

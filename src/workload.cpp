@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "condbench/error.h"
 
@@ -38,6 +39,25 @@ std::vector<float> Workload::thresholds(const std::string& scenario) const {
                                                      config().blocks, spec.target_shares))
              .first;
   return it->second;
+}
+
+std::vector<int64_t> Workload::walk_order(const std::string& scenario) const {
+  const int rows = static_cast<int>(pool_.size(0)), blocks = config().blocks;
+  if (parse_scenario(scenario, blocks).kind == ScenarioKind::forced_exit) {
+    std::vector<int64_t> order(rows);
+    std::iota(order.begin(), order.end(), 0);
+    return order;
+  }
+  return interleaved_order(exits_for(confidences_, rows, blocks, thresholds(scenario)), blocks + 1);
+}
+
+std::vector<at::Tensor> Workload::batches_for(const std::string& scenario) const {
+  if (parse_scenario(scenario, config().blocks).kind == ScenarioKind::forced_exit) return batches_;
+  const int64_t rows = pool_.size(0);
+  const at::Tensor walked = pool_.index_select(0, at::tensor(walk_order(scenario), at::kLong));
+  std::vector<at::Tensor> batches;
+  for (int64_t start = 0; start + batch_ <= rows; start += batch_) batches.push_back(walked.narrow(0, start, batch_));
+  return batches;
 }
 
 EarlyExitModel shared_model(const ModelSource& source) {

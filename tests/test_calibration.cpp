@@ -1,6 +1,8 @@
 // Scenarios: forced exits, the mix targets, and calibration realising them on the pool (DESIGN §3).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "condbench/error.h"
@@ -93,6 +95,33 @@ TEST(Calibration, TheCutMovesToTheWidestNearbyGap) {
   EXPECT_FLOAT_EQ(t[0], 0.5f * (conf[201] + conf[202]));  // 202 rows fire instead of 200
   EXPECT_EQ(exits_for(conf, 400, 1, t)[201], 1);
   EXPECT_EQ(exits_for(conf, 400, 1, t)[202], 2);
+}
+
+TEST(Scenario, InterleavedOrderKeepsEveryPrefixCloseToTheShares) {
+  // 10 rows: 6 leave at exit 1, 3 at exit 2, 1 at exit 3.
+  const std::vector<int> exits = {1, 1, 1, 1, 1, 1, 2, 2, 2, 3};
+  const std::vector<int64_t> order = interleaved_order(exits, 3);
+  EXPECT_EQ(order, (std::vector<int64_t>{0, 6, 1, 2, 7, 3, 9, 4, 8, 5}));
+  std::vector<int> counts(3, 0);
+  for (size_t i = 0; i < order.size(); ++i) {
+    ++counts[exits[order[i]] - 1];
+    for (int k = 0; k < 3; ++k) EXPECT_LE(std::abs(counts[k] - (i + 1) * (k == 0 ? 0.6 : k == 1 ? 0.3 : 0.1)), 1.0);
+  }
+}
+
+TEST(Workload, MixBatchesHoldTheCalibratedShares) {
+  const auto w = shared_workload(ModelSource{}, 64);
+  const std::vector<at::Tensor> batches = w->batches_for("mix:early");
+  ASSERT_EQ(batches.size(), 16u);
+  const std::vector<float> t = w->thresholds("mix:early");
+  for (const at::Tensor& b : batches) {
+    const at::Tensor conf = w->model()->exit_confidences(b).contiguous();
+    const std::vector<int> exits =
+        exits_for(std::vector<float>(conf.data_ptr<float>(), conf.data_ptr<float>() + conf.numel()), 64, 3, t);
+    const double early = std::count(exits.begin(), exits.end(), 1) / 64.0;
+    EXPECT_NEAR(early, 0.70, 2.0 / 64);  // each batch, not just the pool, is 70% early
+  }
+  EXPECT_TRUE(w->batches_for("exit:2")[3].equal(w->batches()[3]));  // forced: pool order
 }
 
 TEST(Workload, PoolIsSeededAndWalkedInWholeBatches) {

@@ -44,6 +44,10 @@ class PythonPeer(unittest.TestCase):
         self.assertEqual(list(state)[:2], ["backbone.0.weight", "backbone.0.bias"])
         self.assertEqual(tuple(state["exit2.weight"].shape), (10, 24))
         load_model(os.path.join(self.dir, "weights.pt"), self.meta["config"], "cpu")  # strict
+        # the peer walks the rows in condbench's order: a permutation of the pool per scenario
+        for scenario in ["mix:early", "exit:1"]:
+            self.assertEqual(sorted(self.meta["walk_order"][scenario]), list(range(self.meta["pool_rows"])))
+        self.assertEqual(self.meta["walk_order"]["exit:1"][:3], [0, 1, 2])
 
     def test_every_variant_matches_condbench_infer(self):
         model = load_model(os.path.join(self.dir, "weights.pt"), self.meta["config"], "cpu")

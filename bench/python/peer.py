@@ -59,8 +59,8 @@ def run_variant(fn, rows, thresholds, sync):
 
 
 def time_variant(fn, pool, thresholds, sync, repetitions, min_time):
-    """Per-inference wall times (µs), one per repetition, walking the pool row by row as condbench
-    does, and how many inferences each repetition ran."""
+    """Per-inference wall times (µs), one per repetition, walking the rows in condbench's order,
+    and how many inferences each repetition ran."""
     def loop(n):
         start = time.perf_counter()
         for i in range(n):
@@ -135,10 +135,12 @@ def main():
             for scenario, values in meta["thresholds"].items():
                 if wanted_scenarios and scenario not in wanted_scenarios:
                     continue
+                # condbench's walk for this scenario: mixes interleave exits so any prefix keeps the shares
+                walk = [pool[i] for i in meta.get("walk_order", {}).get(scenario, range(len(pool)))]
                 thresholds = torch.tensor(values, device=args.device) if tensor_thresholds else list(values)
                 # Untimed pass over the pool: compiles, warms up, and learns each row's exit.
-                exits = [int(run_variant(fn, row, thresholds, sync)[1]) for row in pool]
-                times, iterations = time_variant(fn, pool, thresholds, sync, args.repetitions, args.min_time)
+                exits = [int(run_variant(fn, row, thresholds, sync)[1]) for row in walk]
+                times, iterations = time_variant(fn, walk, thresholds, sync, args.repetitions, args.min_time)
                 visited = [exits[i % len(exits)] for i in range(min(iterations, len(exits)))]
                 counters = {"host_syncs": sum(host_syncs(e) for e in visited) / len(visited),
                             "exit_mean": sum(visited) / len(visited)}

@@ -38,6 +38,11 @@ std::vector<float> forced_thresholds(int blocks, int exit_id);
 std::vector<float> calibrate_thresholds(const std::vector<float>& confidences, int rows, int blocks,
                                         const std::vector<double>& target_shares);
 
+// An order of the rows (by exit id, 1..num_exits) in which every prefix holds each exit's share of
+// the whole as closely as a greedy schedule can: at each position, the exit whose count is
+// furthest below its share. Rows of one exit keep their pool order.
+std::vector<int64_t> interleaved_order(const std::vector<int>& exits, int num_exits);
+
 // Exit ids (1..blocks+1) that thresholds give for the confidence matrix above.
 std::vector<int> exits_for(const std::vector<float>& confidences, int rows, int blocks,
                            const std::vector<float>& thresholds);

@@ -37,8 +37,15 @@ class Workload {
   const ModelConfig& config() const { return model_->config(); }
   int64_t batch() const { return batch_; }
   const at::Tensor& pool() const { return pool_; }  // [rows, in_features], CPU
-  // The pool cut into whole batches, in the order iterations visit them (views, CPU).
+  // The pool cut into whole batches in pool order (views, CPU).
   const std::vector<at::Tensor>& batches() const { return batches_; }
+  // The batches iterations visit for a scenario (CPU). For mix:* the pool is reordered so that
+  // exits interleave: any prefix of the walk, and every batch, holds close to the calibrated
+  // shares, so a slow strategy timed over a few hundred inferences sees the same mix as a fast
+  // one timed over the whole pool many times. Forced scenarios keep pool order.
+  std::vector<at::Tensor> batches_for(const std::string& scenario) const;
+  // The pool rows in the order iterations visit them for a scenario (what batches_for cuts up).
+  std::vector<int64_t> walk_order(const std::string& scenario) const;
 
   // Thresholds for a scenario name; mix:* are calibrated on the pool once and cached.
   std::vector<float> thresholds(const std::string& scenario) const;
