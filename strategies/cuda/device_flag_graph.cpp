@@ -5,26 +5,17 @@
 namespace condbench::cuda {
 namespace {
 
-class DeviceFlagGraph final : public NativeCudaStrategy {
+class DeviceFlagGraph final : public GraphedNativeStrategy {
  public:
-  using NativeCudaStrategy::NativeCudaStrategy;
+  using GraphedNativeStrategy::GraphedNativeStrategy;
 
  protected:
   void build() override {
     CaptureScope capture(stream());
-    launch_begin(state(), kNoCondition, stream());
-    const cudaGraphNode_t begin = last_captured_node(stream());
+    capture_begin_kernel();
     enqueue_all_stages();
-    graph_.instantiate(capture.end(), begin, state(), kNoCondition);
+    instantiate(capture.end());
   }
-
-  int64_t enqueue() override {
-    graph_.launch(state(), stream());
-    return 1;
-  }
-
- private:
-  CapturedInference graph_;
 };
 
 }  // namespace

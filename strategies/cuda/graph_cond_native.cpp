@@ -8,22 +8,16 @@
 namespace condbench::cuda {
 namespace {
 
-class GraphCondNative final : public NativeCudaStrategy {
+class GraphCondNative final : public GraphedNativeStrategy {
  public:
-  using NativeCudaStrategy::NativeCudaStrategy;
+  using GraphedNativeStrategy::GraphedNativeStrategy;
 
  protected:
   void build() override {
     CaptureScope capture(stream());
-    launch_begin(state(), kNoCondition, stream());
-    const cudaGraphNode_t begin = last_captured_node(stream());
+    capture_begin_kernel();
     capture_stage(0, stream());
-    graph_.instantiate(capture.end(), begin, state(), kNoCondition);
-  }
-
-  int64_t enqueue() override {
-    graph_.launch(state(), stream());
-    return 1;
+    instantiate(capture.end());
   }
 
  private:
@@ -50,7 +44,6 @@ class GraphCondNative final : public NativeCudaStrategy {
   }
 
   std::vector<Stream> levels_;
-  CapturedInference graph_;
 };
 
 }  // namespace

@@ -7,17 +7,16 @@
 namespace condbench::cuda {
 namespace {
 
-class GraphWhile final : public NativeCudaStrategy {
+class GraphWhile final : public GraphedNativeStrategy {
  public:
-  using NativeCudaStrategy::NativeCudaStrategy;
+  using GraphedNativeStrategy::GraphedNativeStrategy;
 
  protected:
   void build() override {
     CaptureScope capture(stream());
     const cudaGraphConditionalHandle loop = make_condition(stream());
     const ConditionSink keep_going{loop, 1, 1};
-    launch_begin(state(), keep_going, stream());  // sets the handle: the loop's first test
-    const cudaGraphNode_t begin = last_captured_node(stream());
+    capture_begin_kernel(keep_going);  // sets the handle: the loop's first test
     const cudaGraph_t body = add_conditional(stream(), loop, cudaGraphCondTypeWhile);
     {
       body_stream_ = make_stream();
@@ -30,17 +29,11 @@ class GraphWhile final : public NativeCudaStrategy {
     }
     launch_head(state(), table(), {blocks(), nullptr}, stream());
     launch_finish(state(), table(), stream());
-    graph_.instantiate(capture.end(), begin, state(), keep_going);
-  }
-
-  int64_t enqueue() override {
-    graph_.launch(state(), stream());
-    return 1;
+    instantiate(capture.end());
   }
 
  private:
   Stream body_stream_;
-  CapturedInference graph_;
 };
 
 }  // namespace

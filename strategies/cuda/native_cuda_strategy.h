@@ -77,3 +77,33 @@ class CapturedInference {
 };
 
 }  // namespace condbench::cuda
+
+namespace condbench::cuda {
+
+// A native strategy that replays one captured graph per inference: one launch. build() captures
+// on stream(): capture_begin_kernel() first, then the stages, then instantiate().
+class GraphedNativeStrategy : public NativeCudaStrategy {
+ public:
+  using NativeCudaStrategy::NativeCudaStrategy;
+
+ protected:
+  int64_t enqueue() final {
+    graph_.launch(state(), stream());
+    return 1;
+  }
+  // The begin kernel, whose node launch() repoints at each new input; `loop` is the WHILE handle
+  // it sets, if any.
+  void capture_begin_kernel(ConditionSink loop = kNoCondition) {
+    launch_begin(state(), loop, stream());
+    begin_node_ = last_captured_node(stream());
+    loop_ = loop;
+  }
+  void instantiate(cudaGraph_t graph) { graph_.instantiate(graph, begin_node_, state(), loop_); }
+
+ private:
+  CapturedInference graph_;
+  cudaGraphNode_t begin_node_ = nullptr;
+  ConditionSink loop_ = kNoCondition;
+};
+
+}  // namespace condbench::cuda

@@ -50,69 +50,47 @@ Event make_event(bool timing);
 Graph make_graph();
 GraphExec instantiate(const Graph& graph);
 
-// count elements of T in device memory.
-template <typename T>
-class DeviceBuffer {
+// count elements of T from Allocate, returned with Release exactly once: device memory
+// (cudaMalloc / cudaFree) or page-locked host memory, the target of asynchronous device->host
+// copies (cudaMallocHost / cudaFreeHost).
+template <typename T, cudaError_t (*Allocate)(void**, size_t), cudaError_t (*Release)(void*)>
+class Buffer {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t count) : count_(count) {
-    if (count > 0) CONDBENCH_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)));
+  Buffer() = default;
+  explicit Buffer(size_t count) : count_(count) {
+    if (count > 0) CONDBENCH_CUDA_CHECK(Allocate(reinterpret_cast<void**>(&data_), count * sizeof(T)));
   }
-  ~DeviceBuffer() {
-    if (data_) CONDBENCH_CUDA_WARN(cudaFree(data_));
-  }
-  DeviceBuffer(DeviceBuffer&& other) noexcept
+  ~Buffer() { reset(); }
+  Buffer(Buffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+  Buffer& operator=(Buffer&& other) noexcept {
     if (this != &other) {
-      this->~DeviceBuffer();
+      reset();
       data_ = std::exchange(other.data_, nullptr);
       count_ = std::exchange(other.count_, 0);
     }
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
 
   T* get() const { return data_; }
   size_t size() const { return count_; }
 
  private:
+  void reset() {
+    if (data_) CONDBENCH_CUDA_WARN(Release(data_));
+    data_ = nullptr;
+    count_ = 0;
+  }
   T* data_ = nullptr;
   size_t count_ = 0;
 };
 
-// count elements of T in page-locked host memory, the target of asynchronous device->host copies.
 template <typename T>
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(size_t count) : count_(count) {
-    if (count > 0) CONDBENCH_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&data_), count * sizeof(T)));
-  }
-  ~PinnedBuffer() {
-    if (data_) CONDBENCH_CUDA_WARN(cudaFreeHost(data_));
-  }
-  PinnedBuffer(PinnedBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
-    if (this != &other) {
-      this->~PinnedBuffer();
-      data_ = std::exchange(other.data_, nullptr);
-      count_ = std::exchange(other.count_, 0);
-    }
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-
-  T* get() const { return data_; }
-  size_t size() const { return count_; }
-
- private:
-  T* data_ = nullptr;
-  size_t count_ = 0;
-};
+using DeviceBuffer = Buffer<T, cudaMalloc, cudaFree>;
+template <typename T>
+using PinnedBuffer = Buffer<T, cudaMallocHost, cudaFreeHost>;
 
 // Stream capture as a scope: begins capturing `stream` (into a new graph, or into an existing
 // `into` graph such as a conditional node's body) and ends it on end() or, should an exception
