@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "cli.h"
 #include "device_timing.h"
 #include "condbench/flops.h"
@@ -109,7 +111,12 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
   }
   report_counters(state, records, config, c.batch);
   // GPU time from CUDA events, measured after the timed loop so the events cost it nothing.
-  if (const auto gpu_us = gpu_time_us(*strategy, inputs, thresholds, kGpuTimedInferences))
+  InferenceShape shape;
+  for (const BatchRecord& rec : records) {
+    shape.waits_on_host |= rec.counters.host_syncs > 0;
+    shape.launches_per_inference = std::max(shape.launches_per_inference, rec.counters.launches);
+  }
+  if (const auto gpu_us = gpu_time_us(*strategy, inputs, thresholds, kGpuTimedInferences, shape))
     state.counters["gpu_us"] = *gpu_us;
 }
 

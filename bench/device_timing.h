@@ -12,10 +12,25 @@ namespace condbench {
 
 void synchronize_cuda_device();
 
-// Mean GPU time in microseconds of `count` inferences walking `inputs`, from CUDA events recorded
-// around each on the strategy's stream; nullopt for a strategy without one.
+// What the untimed pass learnt about one inference of a strategy, which decides how its GPU time
+// can be measured.
+struct InferenceShape {
+  bool waits_on_host = false;       // the host reads a result back mid-inference (host_syncs > 0)
+  int64_t launches_per_inference = 1;
+};
+
+// Mean GPU time in microseconds per inference over `count` inferences walking `inputs`, from CUDA
+// events on the strategy's stream; nullopt for a strategy without one, or when the measurement
+// failed (the hold timed out).
+//
+// A strategy that never waits on the host is timed as nvbench does: the stream is held by a
+// spinning kernel while the start event, the inferences and the stop event are enqueued, then
+// released, so the events see the GPU's execution of back-to-back inferences and none of the
+// host's enqueueing. A strategy that waits on the host mid-inference cannot be held (the wait
+// would never end); its GPU time is the span of each inference on the GPU's timeline, start to
+// stop event, which includes the device's idle gaps while the host decides.
 std::optional<double> gpu_time_us(Strategy& strategy, const std::vector<at::Tensor>& inputs,
-                                  const std::vector<float>& thresholds, int count);
+                                  const std::vector<float>& thresholds, int count, const InferenceShape& shape);
 
 // Registers the primitive/cuda/... microbenchmarks (DESIGN §4).
 void register_cuda_primitives();

@@ -105,7 +105,9 @@ int run(int argc, char** argv) {
     if (info.device == Device::cuda && !cli::cuda_available()) fail("--device: no CUDA device on this machine");
     std::unique_ptr<Strategy> strategy = info.make();
     strategy->prepare(model, rows);
-    const ExitOutput result = strategy->run(options.input.to(torch_device(info.device)), options.thresholds);
+    // The input lives until finish(): on CUDA the strategy's stream may still be reading it.
+    const at::Tensor input = options.input.to(torch_device(info.device));
+    const ExitOutput result = strategy->run(input, options.thresholds);
     strategy->finish();
     const at::Tensor ids = result.exit_id.to(at::kCPU, at::kInt).contiguous();
     const at::Tensor logits = result.logits.to(at::kCPU, at::kFloat).contiguous();

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "checkpoint_reporter.h"
 #include "context.h"
 #include "device_timing.h"
 #include "export_workload.h"
@@ -93,7 +94,12 @@ int main(int argc, char** argv) {
       // The whole run in one range: scripts/profile starts and stops Nsight Systems on it.
       static const condbench::nvtx::RegisteredString kAll("benchmarks");
       const condbench::nvtx::ScopedRange all(condbench::nvtx::Level::run, kAll);
-      benchmark::RunSpecifiedBenchmarks();
+      if (options.checkpoint_out.empty()) {
+        benchmark::RunSpecifiedBenchmarks();
+      } else {
+        condbench::CheckpointReporter checkpoint(*benchmark::CreateDefaultDisplayReporter(), options.checkpoint_out);
+        benchmark::RunSpecifiedBenchmarks(&checkpoint);
+      }
     }
     benchmark::Shutdown();
     out.commit();

@@ -12,7 +12,7 @@ namespace condbench {
 namespace {
 const std::vector<std::string> kValueFlags = {"--device",  "--strategy", "--scenario", "--batch",
                                               "--hidden",  "--blocks",   "--weights",  "--nvtx",
-                                              "--threads", "--export-workload"};
+                                              "--threads", "--export-workload", "--checkpoint-out"};
 const std::vector<std::string> kSwitches = {"--full"};
 }  // namespace
 
@@ -33,6 +33,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   if (given("--blocks")) options.blocks = cli::parse_int_list("--blocks", flags.at("--blocks"), 1, 256);
   if (given("--nvtx")) options.nvtx = nvtx::parse_level(flags.at("--nvtx"));
   if (given("--export-workload")) options.export_dir = flags.at("--export-workload");
+  if (given("--checkpoint-out")) options.checkpoint_out = flags.at("--checkpoint-out");
   if (given("--threads")) options.threads = static_cast<int>(cli::parse_int("--threads", flags.at("--threads"), 1, 1024));
   if (given("--weights")) {
     if (given("--hidden") || given("--blocks"))

@@ -20,6 +20,7 @@ struct RunnerOptions {
   bool full = false;
   int threads = 0;  // 0: LibTorch's default
   std::string export_dir;  // --export-workload: write the workloads and run nothing
+  std::string checkpoint_out;  // --checkpoint-out: JSON of every finished benchmark, as they finish
 };
 
 // Takes condbench's own flags out of argv (Google Benchmark parses the rest) and validates them.

@@ -54,6 +54,11 @@ if(CONDBENCH_CUDA)
     set(CONDBENCH_CUDA_ARCHITECTURES 80-real 90)
   endif()
   set(CMAKE_CUDA_ARCHITECTURES ${CONDBENCH_CUDA_ARCHITECTURES})
+  # One CUDA runtime in the process, for every target (libraries, executables, tests): the shared
+  # libcudart.so.13 that LibTorch also loads (the wheel's copy, first on the rpath). A static
+  # cudart would be a second runtime with its own state beside LibTorch's, and CUDA objects
+  # (graphs, handles, streams) handed between the two are a source of subtle failures.
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   enable_language(CUDA)

@@ -14,11 +14,13 @@ std::string describe(cudaError_t error, const char* call, const char* file, int 
 }
 }  // namespace
 
-void throw_error(cudaError_t error, const char* call, const char* file, int line) {
+void throw_error(cudaError_t error, const char* call, const char* file, int line, ErrorReset reset) {
+  (void)reset();  // the error is reported here; it must not fail the next call that checks
   fail(describe(error, call, file, line));
 }
 
-void warn_error(cudaError_t error, const char* call, const char* file, int line) noexcept {
+void warn_error(cudaError_t error, const char* call, const char* file, int line, ErrorReset reset) noexcept {
+  (void)reset();
   std::fprintf(stderr, "condbench: warning: %s\n", describe(error, call, file, line).c_str());
 }
 

@@ -4,20 +4,24 @@
 // and finally the final head, sits in an IF nested in the previous one, taken only while some row
 // is undecided. A skipped body leaves outputs that are already right.
 //
-// Two routes to the IF nodes, chosen at configure time by a compile check (CMakeLists.txt), not
-// by a version string:
+// Two routes to the IF nodes, chosen at configure time by a compile check (CMakeLists.txt; the
+// CONDBENCH_TORCH_CONDITIONAL_ROUTE option forces one), not by a version string:
 //  - native_api: at::cuda::CUDAGraph::begin_capture_to_if_node / end_capture_to_conditional_node
-//    (LibTorch sets the handle from a 0-dim predicate tensor and routes the allocator);
-//  - runtime_api: the CUDA runtime. The node is added to the capturing graph
-//    (cudaStreamGetCaptureInfo + cudaGraphAddNode + cudaStreamUpdateCaptureDependencies), a kernel
-//    of ours sets its handle from the predicate, the body is captured on a pool stream with
-//    cudaStreamBeginCaptureToGraph, and the caching allocator is routed to the graph's pool for
-//    that stream while the body is captured, as PyTorch does.
+//    (LibTorch sets the handle from a 0-dim predicate tensor and hands the allocator's routing
+//    from the parent capture to the body and back);
+//  - runtime_api, for LibTorch without them (2.11 and older): the graph is condbench's own. The
+//    capture is a cuda::CaptureScope on a side stream, each IF node is added to the capturing
+//    graph (cudaGraphAddNode + cudaStreamUpdateCaptureDependencies), a kernel of ours sets its
+//    handle from the predicate, and the body is captured on a stream of its own with
+//    cudaStreamBeginCaptureToGraph. LibTorch's caching allocator routes every allocation made on
+//    those streams while they capture into one private pool (GraphMemoryPool), which outlives the
+//    graph; the graph is instantiated and launched with the runtime API. CUDAGraph is not used
+//    here at all: its pool() answers only after a capture has ended, and beginAllocateToPool on
+//    the pool an open CUDAGraph capture records to throws.
 #include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDACachingAllocator.h>
 
+#include <algorithm>
 #include <memory>
-#include <stack>
 
 #include "../torch_strategy.h"
 #include "condbench/cuda/primitives.h"
@@ -51,19 +55,14 @@ class GraphCondTorch final : public TorchStrategy {
       final_stage(h);
       stream.synchronize();
     }
-    {
-      const c10::cuda::CUDAStreamGuard on_side(side);
-      graph_.capture_begin();
-      nest(1, stage(0, io_.input));
-      graph_.capture_end();
-    }
+    capture(side);
     side.synchronize();
   }
 
   ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) override {
     thresholds_.update(thresholds);
     io_.input.copy_(input, /*non_blocking=*/true);
-    graph_.replay();
+    launch();
     return {io_.exit_id, io_.logits};
   }
 
@@ -76,7 +75,8 @@ class GraphCondTorch final : public TorchStrategy {
     InferenceCounters c;
     c.launches = 2;  // the input copy and the graph launch
     c.host_syncs = 0;
-    for (int k = 0; k < std::min(deepest, config.blocks); ++k) c.flops_executed += block_flops(config, k) + head_flops(config);
+    for (int k = 0; k < std::min(deepest, config.blocks); ++k)
+      c.flops_executed += block_flops(config, k) + head_flops(config);
     if (deepest == config.final_exit()) c.flops_executed += head_flops(config);
     c.flops_executed *= static_cast<double>(ids.numel());
     return c;
@@ -113,49 +113,72 @@ class GraphCondTorch final : public TorchStrategy {
 
   // IF (some row undecided) { stage s; IF (...) { ... IF (...) { final head } } }
   void nest(int s, const at::Tensor& h) {
-    begin_if(io_.decided.logical_not().any(), s);
+    const std::unique_ptr<IfBody> body = open_if(io_.decided.logical_not().any(), s);
     if (s < layers_.config.blocks)
       nest(s + 1, stage(s, h));
     else
       final_stage(h);
-    end_if();
+    body->end();
   }
 
 #if CONDBENCH_TORCH_NATIVE_CONDITIONAL
-  void begin_if(const at::Tensor& predicate, int) { graph_.begin_capture_to_if_node(predicate); }
-  void end_if() { graph_.end_capture_to_conditional_node(); }
-#else
-  void begin_if(const at::Tensor& predicate, int s) {
-    const cudaStream_t outer = at::cuda::getCurrentCUDAStream().stream();
-    const cudaGraphConditionalHandle handle = cuda::make_condition(outer);
-    cuda::launch_set_condition_from(handle, predicate.data_ptr<bool>(), outer);
-    const cudaGraph_t body = cuda::add_conditional(outer, handle, cudaGraphCondTypeIf);
-    const at::cuda::CUDAStream inner = levels_[s - 1];
-    const cudaStream_t raw = inner.stream();
-    // Body allocations come from the graph's pool, like those of the enclosing capture.
-    c10::cuda::CUDACachingAllocator::beginAllocateToPool(0, graph_.pool(), [raw](cudaStream_t st) { return st == raw; });
-    bodies_.push(std::make_unique<Body>(inner, body));
-  }
-  void end_if() {
-    bodies_.top()->capture.end();
-    bodies_.pop();
-    c10::cuda::CUDACachingAllocator::endAllocateToPool(0, graph_.pool());
-  }
+  using IfBody = TorchIfBody;
 
-  // An IF body being captured: the stream guard and the capture scope, closed in reverse order.
-  struct Body {
-    Body(const at::cuda::CUDAStream& stream, cudaGraph_t graph) : capture(stream.stream(), graph), guard(stream) {}
+  void capture(const at::cuda::CUDAStream& side) {
+    const c10::cuda::CUDAStreamGuard on_side(side);
+    TorchGraphCapture capture(graph_, at::cuda::graph_pool_handle());
+    nest(1, stage(0, io_.input));
+    capture.end();
+  }
+  std::unique_ptr<IfBody> open_if(const at::Tensor& predicate, int) {
+    return std::make_unique<TorchIfBody>(graph_, predicate);
+  }
+  void launch() { graph_.replay(); }
+
+  at::cuda::CUDAGraph graph_;
+#else
+  // An IF body being captured on its own stream: the capture scope, and that stream made current
+  // for LibTorch; closed (or, on unwinding, abandoned) in reverse order.
+  struct IfBody {
+    IfBody(const at::cuda::CUDAStream& stream, cudaGraph_t graph) : capture(stream.stream(), graph), current(stream) {}
+    void end() { capture.end(); }
     cuda::CaptureScope capture;
-    c10::cuda::CUDAStreamGuard guard;
+    c10::cuda::CUDAStreamGuard current;
   };
-  std::stack<std::unique_ptr<Body>> bodies_;
+
+  void capture(const at::cuda::CUDAStream& side) {
+    const c10::cuda::CUDAStreamGuard on_side(side);
+    std::vector<cudaStream_t> ours;
+    for (const at::cuda::CUDAStream& stream : streams_used(side)) ours.push_back(stream.stream());
+    const std::unique_ptr<PairedScope> routing = pool_.route([ours](cudaStream_t stream) {
+      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+      return std::find(ours.begin(), ours.end(), stream) != ours.end() &&
+             cudaStreamIsCapturing(stream, &status) == cudaSuccess && status == cudaStreamCaptureStatusActive;
+    });
+    cuda::CaptureScope capture(side.stream());
+    nest(1, stage(0, io_.input));
+    graph_ = cuda::Graph(capture.end());
+    routing->close();
+    exec_ = cuda::instantiate(graph_);
+  }
+  std::unique_ptr<IfBody> open_if(const at::Tensor& predicate, int s) {
+    const cudaStream_t parent = at::cuda::getCurrentCUDAStream().stream();
+    const cudaGraphConditionalHandle handle = cuda::make_condition(parent);
+    cuda::launch_set_condition_from(handle, predicate.data_ptr<bool>(), parent);
+    const cudaGraph_t body = cuda::add_conditional(parent, handle, cudaGraphCondTypeIf);
+    return std::make_unique<IfBody>(levels_[s - 1], body);
+  }
+  void launch() { CONDBENCH_CUDA_CHECK(cudaGraphLaunch(exec_.get(), at::cuda::getCurrentCUDAStream().stream())); }
+
+  GraphMemoryPool pool_;  // declared before the graph: released after it is destroyed
+  cuda::Graph graph_;
+  cuda::GraphExec exec_;
 #endif
 
   TorchLayers layers_;
   CapturedIO io_;
   DeviceThresholds thresholds_;
-  std::vector<at::cuda::CUDAStream> levels_;
-  at::cuda::CUDAGraph graph_;
+  std::vector<at::cuda::CUDAStream> levels_;  // the runtime route's body streams, one per level
 };
 
 }  // namespace

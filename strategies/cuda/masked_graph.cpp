@@ -27,9 +27,9 @@ class MaskedGraph final : public TorchStrategy {
       const c10::cuda::CUDAStreamGuard on_side(side);
       for (int i = 0; i < 3; ++i) forward();  // warm-up: cuBLAS handles and workspaces exist before capture
       side.synchronize();
-      graph_.capture_begin();
+      TorchGraphCapture capture(graph_, at::cuda::graph_pool_handle());
       output_ = forward();
-      graph_.capture_end();
+      capture.end();
     }
     side.synchronize();
     counters_.launches = 2;  // the input copy and the graph launch

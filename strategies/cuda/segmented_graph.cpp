@@ -35,9 +35,9 @@ class SegmentedGraph final : public TorchStrategy {
     graphs_.clear();
     for (int k = 0; k <= config.blocks; ++k) {
       graphs_.push_back(std::make_unique<at::cuda::CUDAGraph>());
-      graphs_.back()->capture_begin(pool);
+      TorchGraphCapture capture(*graphs_.back(), pool);
       stage(k);
-      graphs_.back()->capture_end();
+      capture.end();
     }
     side.synchronize();
   }

@@ -1,17 +1,72 @@
 #pragma once
-// Pieces the graph-captured torch strategies share: a side stream to capture on (never the
-// default stream), eager warm-up on it (lazy cuBLAS initialisation must not happen inside a
-// capture), thresholds in a device tensor that captured kernels read, and the in-place merge of
-// one exit's decision into the outputs.
+// Pieces the graph-captured torch strategies share: the capture guards (an exception during a
+// capture must never leave a stream capturing or the allocator routing into a pool), a private
+// memory pool for graphs this project instantiates itself, thresholds in a device tensor that
+// captured kernels read, and the in-place merge of one exit's decision into the outputs.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "condbench/config.h"
+#include "condbench/paired_scope.h"
 
 namespace condbench {
+
+// A capture with at::cuda::CUDAGraph, as a scope. CUDAGraph's destructor does not end a capture
+// that an exception abandoned, and the thread may then neither cudaMalloc nor synchronise the
+// device. On that path this ends the stream's capture (destroying the partial graph), then asks
+// the graph to reset and the allocator to stop routing into `pool`: PyTorch >= 2.12 does the
+// latter in reset(), older versions leave it to the caller, so each step is tried on its own.
+// `pool` is taken before capture (at::cuda::graph_pool_handle()): CUDAGraph::pool() answers only
+// after a successful capture.
+class TorchGraphCapture {
+ public:
+  TorchGraphCapture(at::cuda::CUDAGraph& graph, at::cuda::MempoolId_t pool);
+  void end() { scope_.close(); }  // capture_end(): the graph is instantiated and ready to replay
+
+ private:
+  PairedScope scope_;
+};
+
+#if CONDBENCH_TORCH_NATIVE_CONDITIONAL
+// A conditional IF node's body captured through LibTorch (native_api route,
+// CUDAGraph::begin_capture_to_if_node). On unwinding the body is closed with LibTorch's own
+// end_capture_to_conditional_node, which also hands the allocator's routing back to the parent,
+// or, should that fail, by ending the body stream's capture directly.
+class TorchIfBody {
+ public:
+  TorchIfBody(at::cuda::CUDAGraph& graph, const at::Tensor& predicate);
+  void end() { scope_.close(); }
+
+ private:
+  PairedScope scope_;
+};
+#endif
+
+// A private pool of LibTorch's caching allocator for a graph condbench instantiates itself
+// (graph_cond's runtime_api route). Allocations on the streams `route_to` accepts, while a
+// Routing is alive, come from this pool, and its blocks stay reserved for the graph until the
+// pool is released: declare the pool before the graph it backs, so it is destroyed after it.
+class GraphMemoryPool {
+ public:
+  GraphMemoryPool();
+  ~GraphMemoryPool();
+  GraphMemoryPool(const GraphMemoryPool&) = delete;
+  GraphMemoryPool& operator=(const GraphMemoryPool&) = delete;
+
+  // Routes allocations for as long as the returned scope is open; close() ends it.
+  std::unique_ptr<PairedScope> route(std::function<bool(cudaStream_t)> route_to);
+
+ private:
+  at::cuda::MempoolId_t id_;
+  c10::DeviceIndex device_;
+  bool used_ = false;  // the allocator holds the pool only once routing has begun
+};
 
 // Thresholds as a device tensor [blocks], copied only when they change.
 class DeviceThresholds {

@@ -1,0 +1,83 @@
+#include "torch_graph_support.h"
+
+#include <c10/cuda/CUDACachingAllocator.h>
+
+#include <cstdio>
+
+#include "condbench/cuda/check.h"
+
+namespace condbench {
+
+namespace {
+
+// Ends whatever capture `stream` is in. A capture into a new graph leaves a partial graph that is
+// ours to destroy; a body captured into a conditional node's graph belongs to that node.
+void end_open_capture(cudaStream_t stream, bool destroy_partial) noexcept {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t partial = nullptr;
+    (void)cudaStreamEndCapture(stream, &partial);  // also ends an invalidated capture
+    if (destroy_partial && partial) (void)cudaGraphDestroy(partial);
+  }
+  (void)cudaGetLastError();  // whatever failed here must not fail the next healthy call
+}
+
+void end_routing(c10::DeviceIndex device, at::cuda::MempoolId_t pool) noexcept {
+  try {
+    c10::cuda::CUDACachingAllocator::endAllocateToPool(device, pool);
+  } catch (...) {
+    // Not routing any more: CUDAGraph::capture_end or reset() (PyTorch >= 2.12) ended it.
+  }
+}
+
+}  // namespace
+
+TorchGraphCapture::TorchGraphCapture(at::cuda::CUDAGraph& graph, at::cuda::MempoolId_t pool)
+    : scope_([&graph, pool] { graph.capture_begin(pool); },  //
+             [&graph] { graph.capture_end(); },
+             [&graph, pool, stream = at::cuda::getCurrentCUDAStream()]() noexcept {
+               end_open_capture(stream.stream(), /*destroy_partial=*/true);
+               try {
+                 graph.reset();
+               } catch (...) {
+               }
+               end_routing(stream.device_index(), pool);
+             }) {}
+
+#if CONDBENCH_TORCH_NATIVE_CONDITIONAL
+TorchIfBody::TorchIfBody(at::cuda::CUDAGraph& graph, const at::Tensor& predicate)
+    : scope_([&graph, &predicate] { graph.begin_capture_to_if_node(predicate); },
+             [&graph] { graph.end_capture_to_conditional_node(); },
+             [&graph]() noexcept {
+               // begin_capture_to_if_node made the body's stream current.
+               const cudaStream_t body = at::cuda::getCurrentCUDAStream().stream();
+               try {
+                 graph.end_capture_to_conditional_node();
+               } catch (...) {
+                 end_open_capture(body, /*destroy_partial=*/false);
+               }
+             }) {}
+#endif
+
+GraphMemoryPool::GraphMemoryPool() : id_(at::cuda::graph_pool_handle()), device_(c10::cuda::current_device()) {}
+
+GraphMemoryPool::~GraphMemoryPool() {
+  if (!used_) return;
+  try {
+    c10::cuda::CUDACachingAllocator::releasePool(device_, id_);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "condbench: warning: releasing a graph's memory pool: %s\n", e.what());
+  }
+}
+
+std::unique_ptr<PairedScope> GraphMemoryPool::route(std::function<bool(cudaStream_t)> route_to) {
+  const auto begin = [this, &route_to] {
+    c10::cuda::CUDACachingAllocator::beginAllocateToPool(device_, id_, std::move(route_to));
+    used_ = true;
+  };
+  const auto end = [this] { c10::cuda::CUDACachingAllocator::endAllocateToPool(device_, id_); };
+  const auto abandon = [this]() noexcept { end_routing(device_, id_); };
+  return std::make_unique<PairedScope>(begin, end, abandon);
+}
+
+}  // namespace condbench

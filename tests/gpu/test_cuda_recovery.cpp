@@ -1,0 +1,117 @@
+// A failure in one CUDA case must not fail the next: the runtime's last error is cleared when a
+// check throws, and a capture abandoned by an exception leaves no stream capturing and no
+// allocator routing behind (the thread could otherwise neither allocate nor synchronise). The
+// same rules are tested without a GPU through fakes (test_cuda_check.cpp, test_paired_scope.cpp);
+// here they run against the real runtime and LibTorch.
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "condbench/cuda/check.h"
+#include "condbench/error.h"
+#include "gpu_test_support.h"
+#include "torch_graph_support.h"
+
+namespace condbench::testing {
+namespace {
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  EXPECT_EQ(cudaStreamIsCapturing(stream, &status), cudaSuccess);
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// What "healthy" means after a failure: allocation, a kernel, a device-wide synchronisation.
+void expect_healthy() {
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+  const at::Tensor t = at::ones({1024}, at::TensorOptions().device(at::kCUDA));
+  EXPECT_EQ((t * 2).sum().item<float>(), 2048.0f);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+TEST(CudaRecovery, AFailedCheckClearsTheRuntimeError) {
+  skip_without_gpu();
+  EXPECT_THROW(CONDBENCH_CUDA_CHECK(cudaSetDevice(1 << 20)), Error);
+  expect_healthy();
+}
+
+TEST(CudaRecovery, AnAbandonedTorchCaptureEndsItsCapture) {
+  skip_without_gpu();
+  const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+  const at::Tensor x = at::ones({64, 64}, at::TensorOptions().device(at::kCUDA));
+  {
+    const c10::cuda::CUDAStreamGuard on_side(side);
+    at::matmul(x, x);  // warm-up outside capture
+    side.synchronize();
+    at::cuda::CUDAGraph graph;
+    EXPECT_THROW(
+        {
+          TorchGraphCapture capture(graph, at::cuda::graph_pool_handle());
+          const at::Tensor y = at::matmul(x, x);
+          throw std::runtime_error("the body failed");
+        },
+        std::runtime_error);
+    EXPECT_FALSE(capturing(side.stream()));
+  }
+  expect_healthy();
+  // And the next capture on the same stream works.
+  const c10::cuda::CUDAStreamGuard on_side(side);
+  at::cuda::CUDAGraph graph;
+  at::Tensor y;
+  {
+    TorchGraphCapture capture(graph, at::cuda::graph_pool_handle());
+    y = at::matmul(x, x);
+    capture.end();
+  }
+  graph.replay();
+  side.synchronize();
+  EXPECT_EQ(y[0][0].item<float>(), 64.0f);
+}
+
+TEST(CudaRecovery, AbandonedPoolRoutingIsEnded) {
+  skip_without_gpu();
+  const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+  GraphMemoryPool pool;
+  EXPECT_THROW(
+      {
+        const auto routing = pool.route([](cudaStream_t) { return true; });
+        throw std::runtime_error("capture failed");
+      },
+      std::runtime_error);
+  // Routing ended: a second one on the same pool may begin (LibTorch refuses a pool that is
+  // already being recorded to).
+  const auto routing = pool.route([](cudaStream_t) { return false; });
+  routing->close();
+  expect_healthy();
+}
+
+#if CONDBENCH_TORCH_NATIVE_CONDITIONAL
+TEST(CudaRecovery, AnAbandonedConditionalBodyIsClosed) {
+  skip_without_gpu();
+  const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+  const at::Tensor x = at::ones({64, 64}, at::TensorOptions().device(at::kCUDA));
+  {
+    const c10::cuda::CUDAStreamGuard on_side(side);
+    at::matmul(x, x);
+    side.synchronize();
+    at::cuda::CUDAGraph graph;
+    EXPECT_THROW(
+        {
+          TorchGraphCapture capture(graph, at::cuda::graph_pool_handle());
+          const at::Tensor predicate = x.sum() > 0;
+          TorchIfBody body(graph, predicate);
+          const at::Tensor y = at::matmul(x, x);
+          throw std::runtime_error("the body failed");
+        },
+        std::runtime_error);
+    EXPECT_FALSE(capturing(side.stream()));
+  }
+  expect_healthy();
+}
+#endif
+
+}  // namespace
+}  // namespace condbench::testing
