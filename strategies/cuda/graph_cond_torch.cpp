@@ -44,8 +44,7 @@ class GraphCondTorch final : public TorchStrategy {
     thresholds_.allocate(config.blocks);
 
     const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
-    levels_.clear();
-    for (int s = 1; s <= config.blocks; ++s) levels_.push_back(at::cuda::getStreamFromPool());
+    make_body_streams(config.blocks);
     // Warm up every branch on every stream a body will be captured on: a path never run eagerly
     // would initialise cuBLAS inside a body, which a capture cannot hold.
     for (const at::cuda::CUDAStream& stream : streams_used(side)) {
@@ -83,6 +82,8 @@ class GraphCondTorch final : public TorchStrategy {
   }
 
  private:
+  // The streams work is captured on: the side stream, and in the runtime route each level's body
+  // stream (the native route's body streams are LibTorch's own).
   std::vector<at::cuda::CUDAStream> streams_used(const at::cuda::CUDAStream& side) const {
     std::vector<at::cuda::CUDAStream> all{side};
     all.insert(all.end(), levels_.begin(), levels_.end());
@@ -124,6 +125,8 @@ class GraphCondTorch final : public TorchStrategy {
 #if CONDBENCH_TORCH_NATIVE_CONDITIONAL
   using IfBody = TorchIfBody;
 
+  void make_body_streams(int) {}
+
   void capture(const at::cuda::CUDAStream& side) {
     const c10::cuda::CUDAStreamGuard on_side(side);
     TorchGraphCapture capture(graph_, at::cuda::graph_pool_handle());
@@ -145,6 +148,17 @@ class GraphCondTorch final : public TorchStrategy {
     cuda::CaptureScope capture;
     c10::cuda::CUDAStreamGuard current;
   };
+
+  // One stream of its own per nesting level (a body is captured while its parent's capture is
+  // open, so no two levels may share a stream; LibTorch's stream pool would repeat after 32).
+  void make_body_streams(int blocks) {
+    levels_.clear();
+    level_streams_.clear();
+    for (int s = 1; s <= blocks; ++s) {
+      level_streams_.push_back(cuda::make_stream());
+      levels_.push_back(at::cuda::getStreamFromExternal(level_streams_.back().get(), c10::cuda::current_device()));
+    }
+  }
 
   void capture(const at::cuda::CUDAStream& side) {
     const c10::cuda::CUDAStreamGuard on_side(side);
@@ -170,6 +184,7 @@ class GraphCondTorch final : public TorchStrategy {
   }
   void launch() { CONDBENCH_CUDA_CHECK(cudaGraphLaunch(exec_.get(), at::cuda::getCurrentCUDAStream().stream())); }
 
+  std::vector<cuda::Stream> level_streams_;
   GraphMemoryPool pool_;  // declared before the graph: released after it is destroyed
   cuda::Graph graph_;
   cuda::GraphExec exec_;
@@ -178,7 +193,7 @@ class GraphCondTorch final : public TorchStrategy {
   TorchLayers layers_;
   CapturedIO io_;
   DeviceThresholds thresholds_;
-  std::vector<at::cuda::CUDAStream> levels_;  // the runtime route's body streams, one per level
+  std::vector<at::cuda::CUDAStream> levels_;  // the runtime route's body streams, as LibTorch sees them
 };
 
 }  // namespace
