@@ -5,6 +5,7 @@
 #if CONDBENCH_CUDA
 #include "condbench/cuda/resources.h"
 #include "condbench/cuda/stream_hold.h"
+#include "condbench/paired_scope.h"
 #endif
 
 namespace condbench {
@@ -50,11 +51,15 @@ std::optional<double> gpu_time_us(Strategy& strategy, const std::vector<at::Tens
   cuda::StreamHold hold;
   for (int done = 0; done < count;) {
     const int n = static_cast<int>(std::min<int64_t>(group, count - done));
-    hold.hold(stream);
-    CONDBENCH_CUDA_CHECK(cudaEventRecord(start.get(), stream));
-    for (int i = 0; i < n; ++i) strategy.run(inputs[next++ % inputs.size()], thresholds);
-    CONDBENCH_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
-    hold.release();
+    {
+      // Released on every way out: a run() that throws must not leave the stream held until the
+      // kernel's timeout.
+      PairedScope held([&] { hold.hold(stream); }, [&] { hold.release(); }, [&]() noexcept { hold.release(); });
+      CONDBENCH_CUDA_CHECK(cudaEventRecord(start.get(), stream));
+      for (int i = 0; i < n; ++i) strategy.run(inputs[next++ % inputs.size()], thresholds);
+      CONDBENCH_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
+      held.close();
+    }
     CONDBENCH_CUDA_CHECK(cudaEventSynchronize(stop.get()));
     if (hold.timed_out()) {
       strategy.finish();

@@ -57,14 +57,15 @@ namespace {
 struct CaptureInfo {
   cudaGraph_t graph = nullptr;
   const cudaGraphNode_t* dependencies = nullptr;
-  size_t count = 0;
+  const cudaGraphEdgeData* edges = nullptr;  // with the dependencies: a query without them is lossy
+  size_t count = 0;                          // when an edge is not a default one
 };
 
 CaptureInfo capture_info(cudaStream_t stream) {
   CaptureInfo info;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  CONDBENCH_CUDA_CHECK(
-      cudaStreamGetCaptureInfo(stream, &status, nullptr, &info.graph, &info.dependencies, nullptr, &info.count));
+  CONDBENCH_CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &status, nullptr, &info.graph, &info.dependencies,
+                                                &info.edges, &info.count));
   if (status != cudaStreamCaptureStatusActive) fail("CUDA graph building: the stream is not capturing");
   return info;
 }
@@ -94,7 +95,7 @@ cudaGraph_t add_conditional(cudaStream_t capturing, cudaGraphConditionalHandle h
   params.conditional.type = type;
   params.conditional.size = 1;
   cudaGraphNode_t node = nullptr;
-  CONDBENCH_CUDA_CHECK(cudaGraphAddNode(&node, info.graph, info.dependencies, nullptr, info.count, &params));
+  CONDBENCH_CUDA_CHECK(cudaGraphAddNode(&node, info.graph, info.dependencies, info.edges, info.count, &params));
   CONDBENCH_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(capturing, &node, nullptr, 1, cudaStreamSetCaptureDependencies));
   return params.conditional.phGraph_out[0];
 }

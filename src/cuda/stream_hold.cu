@@ -44,6 +44,6 @@ void StreamHold::hold(cudaStream_t stream) {
   CONDBENCH_CUDA_CHECK_LAUNCH();
 }
 
-void StreamHold::release() { flags_[0] = 1; }
+void StreamHold::release() noexcept { flags_[0] = 1; }
 
 }  // namespace condbench::cuda

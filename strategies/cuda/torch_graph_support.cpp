@@ -1,5 +1,6 @@
 #include "torch_graph_support.h"
 
+#include <ATen/core/CachingHostAllocator.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 
 #include <cstdio>
@@ -22,11 +23,21 @@ void end_open_capture(cudaStream_t stream, bool destroy_partial) noexcept {
   (void)cudaGetLastError();  // whatever failed here must not fail the next healthy call
 }
 
+// Each allocator ends on its own: either may already have stopped routing to the pool.
 void end_routing(c10::DeviceIndex device, at::cuda::MempoolId_t pool) noexcept {
   try {
     c10::cuda::CUDACachingAllocator::endAllocateToPool(device, pool);
   } catch (...) {
     // Not routing any more: CUDAGraph::capture_end or reset() (PyTorch >= 2.12) ended it.
+  }
+}
+
+// CUDAGraph::capture_begin also routes LibTorch's pinned-host allocator to the pool, with a filter
+// that refers to the graph; 2.11's reset() leaves that routing on.
+void end_host_routing(at::cuda::MempoolId_t pool) noexcept {
+  try {
+    at::getHostAllocator(at::kCUDA)->end_allocate_to_pool(pool);
+  } catch (...) {
   }
 }
 
@@ -42,6 +53,7 @@ TorchGraphCapture::TorchGraphCapture(at::cuda::CUDAGraph& graph, at::cuda::Mempo
                } catch (...) {
                }
                end_routing(stream.device_index(), pool);
+               end_host_routing(pool);
              }) {}
 
 #if CONDBENCH_TORCH_NATIVE_CONDITIONAL
@@ -62,18 +74,22 @@ TorchIfBody::TorchIfBody(at::cuda::CUDAGraph& graph, const at::Tensor& predicate
 GraphMemoryPool::GraphMemoryPool() : id_(at::cuda::graph_pool_handle()), device_(c10::cuda::current_device()) {}
 
 GraphMemoryPool::~GraphMemoryPool() {
-  if (!used_) return;
-  try {
-    c10::cuda::CUDACachingAllocator::releasePool(device_, id_);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "condbench: warning: releasing a graph's memory pool: %s\n", e.what());
+  // Every beginAllocateToPool took a reference on the pool; the graph's blocks are freeable once
+  // the last is released.
+  for (; routes_ > 0; --routes_) {
+    try {
+      c10::cuda::CUDACachingAllocator::releasePool(device_, id_);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "condbench: warning: releasing a graph's memory pool: %s\n", e.what());
+      return;
+    }
   }
 }
 
 std::unique_ptr<PairedScope> GraphMemoryPool::route(std::function<bool(cudaStream_t)> route_to) {
   const auto begin = [this, &route_to] {
     c10::cuda::CUDACachingAllocator::beginAllocateToPool(device_, id_, std::move(route_to));
-    used_ = true;
+    ++routes_;
   };
   const auto end = [this] { c10::cuda::CUDACachingAllocator::endAllocateToPool(device_, id_); };
   const auto abandon = [this]() noexcept { end_routing(device_, id_); };

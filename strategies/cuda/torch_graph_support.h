@@ -65,7 +65,7 @@ class GraphMemoryPool {
  private:
   at::cuda::MempoolId_t id_;
   c10::DeviceIndex device_;
-  bool used_ = false;  // the allocator holds the pool only once routing has begun
+  int routes_ = 0;  // routings begun, each holding a reference on the pool
 };
 
 // Thresholds as a device tensor [blocks], copied only when they change.

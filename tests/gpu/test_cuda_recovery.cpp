@@ -11,6 +11,8 @@
 #include <stdexcept>
 
 #include "condbench/cuda/check.h"
+#include "condbench/cuda/primitives.h"
+#include "condbench/cuda/resources.h"
 #include "condbench/error.h"
 #include "gpu_test_support.h"
 #include "torch_graph_support.h"
@@ -85,6 +87,42 @@ TEST(CudaRecovery, AbandonedPoolRoutingIsEnded) {
   // already being recorded to).
   const auto routing = pool.route([](cudaStream_t) { return false; });
   routing->close();
+  expect_healthy();
+}
+
+// The runtime route's pieces (graph_cond, torch engine, on LibTorch without conditional capture):
+// a body abandoned inside its IF node, with the allocator routed to the graph's pool.
+TEST(CudaRecovery, AnAbandonedRuntimeRouteBodyIsClosed) {
+  skip_without_gpu();
+  const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+  const cuda::Stream body_stream = cuda::make_stream();
+  const at::cuda::CUDAStream body = at::cuda::getStreamFromExternal(body_stream.get(), c10::cuda::current_device());
+  const at::Tensor x = at::ones({64, 64}, at::TensorOptions().device(at::kCUDA));
+  for (const at::cuda::CUDAStream& stream : {side, body}) {
+    const c10::cuda::CUDAStreamGuard on(stream);
+    at::matmul(x, x);  // warm-up outside capture
+    stream.synchronize();
+  }
+  {
+    GraphMemoryPool pool;
+    const c10::cuda::CUDAStreamGuard on_side(side);
+    EXPECT_THROW(
+        {
+          const auto routing = pool.route([](cudaStream_t) { return true; });
+          cuda::CaptureScope capture(side.stream());
+          const at::Tensor predicate = x.sum() > 0;
+          const cudaGraphConditionalHandle handle = cuda::make_condition(side.stream());
+          cuda::launch_set_condition_from(handle, predicate.data_ptr<bool>(), side.stream());
+          const cudaGraph_t body_graph = cuda::add_conditional(side.stream(), handle, cudaGraphCondTypeIf);
+          cuda::CaptureScope body_capture(body.stream(), body_graph);
+          const c10::cuda::CUDAStreamGuard on_body(body);
+          const at::Tensor y = at::matmul(x, x);
+          throw std::runtime_error("the body failed");
+        },
+        std::runtime_error);
+    EXPECT_FALSE(capturing(side.stream()));
+    EXPECT_FALSE(capturing(body.stream()));
+  }
   expect_healthy();
 }
 

@@ -24,7 +24,7 @@ class StreamHold {
   // Enqueues the spinning kernel on `stream`: work enqueued after it waits.
   void hold(cudaStream_t stream);
   // Lets the kernel finish.
-  void release();
+  void release() noexcept;
   // Whether the kernel gave up before release(); valid once the stream has passed it (after a
   // synchronisation on an event recorded behind the held work).
   bool timed_out() const { return flags_[1] != 0; }
