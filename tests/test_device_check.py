@@ -44,7 +44,8 @@ class DryRun(unittest.TestCase):
             # Exactly what the device tool can bring back: a few files, no folders.
             self.assertEqual(sorted(os.listdir(out)), ["device-check.tar.gz", "h200.json", "summary.txt"])
             summary = read(os.path.join(out, "summary.txt"))
-            self.assertIn("ok       gpu-tests", summary)
+            for part in ("recovery", "native", "torch", "graph-cond"):
+                self.assertIn(f"ok       gpu-tests-{part}", summary)
             self.assertIn("skipped  memcheck: no GPU", summary)
             self.assertIn("ok       suite-cpu", summary)
             self.assertIn("ok       report", summary)
