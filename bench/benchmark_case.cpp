@@ -2,8 +2,11 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
+
 #include "cli.h"
 #include "device_timing.h"
+#include "test_slowdown.h"
 #include "condbench/flops.h"
 #include "condbench/nvtx.h"
 #include "condbench/torch_device.h"
@@ -71,6 +74,30 @@ void report_counters(benchmark::State& state, const std::vector<BatchRecord>& re
   state.SetItemsProcessed(iterations * batch);  // rows per second
 }
 
+// The timed inferences, walking the pool. kSlowdown: spin after each inference until it has taken
+// `factor` times as long (CONDBENCH_TEST_SLOWDOWN; the clock reads make it a little more).
+template <bool kSlowdown>
+void timed_loop(benchmark::State& state, Strategy& strategy, const std::vector<at::Tensor>& inputs,
+                const std::vector<float>& thresholds, double factor) {
+  using Clock = std::chrono::steady_clock;
+  const size_t n = inputs.size();
+  size_t next = 0;
+  for (auto _ : state) {
+    [[maybe_unused]] Clock::time_point start;
+    if constexpr (kSlowdown) start = Clock::now();
+    const nvtx::ScopedRange iteration(nvtx::Level::iter, nvtx::inference_string());
+    ExitOutput out = strategy.run(inputs[next], thresholds);
+    strategy.finish();
+    benchmark::DoNotOptimize(out);
+    if (++next == n) next = 0;
+    if constexpr (kSlowdown) {
+      const auto until = start + std::chrono::duration_cast<Clock::duration>((Clock::now() - start) * factor);
+      while (Clock::now() < until) {
+      }
+    }
+  }
+}
+
 void run_case(benchmark::State& state, const BenchmarkCase& c) {
   const Device device = c.strategy->device;
   if (device == Device::cuda && !cli::cuda_available()) {
@@ -98,15 +125,13 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
   }
 
   const nvtx::ScopedRange run_range(nvtx::Level::run, c.name());
-  const size_t n = inputs.size();
-  size_t next = 0;
-  for (auto _ : state) {
-    const nvtx::ScopedRange iteration(nvtx::Level::iter, nvtx::inference_string());
-    ExitOutput out = strategy->run(inputs[next], thresholds);
-    strategy->finish();
-    benchmark::DoNotOptimize(out);
-    if (++next == n) next = 0;
-  }
+  const double slowdown =
+      test_slowdown(std::string(to_string(device)) + "/" + to_string(c.strategy->engine) + "/" + c.strategy->name);
+  // Two instantiations, so an ordinary run's loop holds no test for the knob.
+  if (slowdown > 1.0)
+    timed_loop<true>(state, *strategy, inputs, thresholds, slowdown);
+  else
+    timed_loop<false>(state, *strategy, inputs, thresholds, 1.0);
   report_counters(state, records, config, c.batch);
   // GPU time from CUDA events, measured after the timed loop so the events cost it nothing.
   if (const auto gpu_us = gpu_time_us(*strategy, inputs, thresholds, kGpuTimedInferences))

@@ -14,9 +14,11 @@
 #include "context.h"
 #include "device_timing.h"
 #include "export_workload.h"
+#include "machine_check.h"
 #include "condbench/error.h"
 #include "condbench/nvtx.h"
 #include "registration.h"
+#include "test_slowdown.h"
 
 namespace {
 
@@ -45,6 +47,8 @@ class AtomicBenchmarkOut {
   ~AtomicBenchmarkOut() {
     if (!temp_.empty()) std::remove(temp_.c_str());  // still here: the run did not finish
   }
+  // The file Google Benchmark writes to ("" without --benchmark_out).
+  const std::string& path() const { return temp_; }
   void commit() {
     if (temp_.empty()) return;
     if (std::rename(temp_.c_str(), target_.c_str()) != 0)
@@ -71,6 +75,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> extra;
     if (!has_flag(argc, argv, "--benchmark_repetitions")) extra.push_back("--benchmark_repetitions=5");
     if (!has_flag(argc, argv, "--benchmark_min_time")) extra.push_back("--benchmark_min_time=0.1");
+    // Repetitions of all benchmarks in random order, so a burst of background load spreads over
+    // every strategy instead of landing on one (--in-order opts out).
+    const bool interleave = !options.in_order && !has_flag(argc, argv, "--benchmark_enable_random_interleaving");
+    if (interleave) extra.push_back("--benchmark_enable_random_interleaving=true");
     std::vector<char*> args(argv, argv + argc);
     for (std::string& e : extra) args.push_back(e.data());
     args.push_back(nullptr);
@@ -81,6 +89,15 @@ int main(int argc, char** argv) {
     if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
 
     if (options.threads > 0) at::set_num_threads(options.threads);
+    condbench::test_slowdown("");  // a malformed CONDBENCH_TEST_SLOWDOWN is a startup error, not a skipped benchmark
+    const bool runs = !has_flag(argc, argv, "--benchmark_list_tests");
+    if (runs)
+      for (const auto& [key, value] : condbench::check_machine_before_run(at::get_num_threads(), options.require_quiet))
+        benchmark::AddCustomContext(key, value);
+    const bool interleaved = interleave || has_flag(argc, argv, "--benchmark_enable_random_interleaving=true");
+    benchmark::AddCustomContext("condbench_interleaving", interleaved ? "random" : "in order");
+    if (const std::string slowdown = condbench::test_slowdown_setting(); !slowdown.empty())
+      benchmark::AddCustomContext("condbench_test_slowdown", slowdown);
     condbench::nvtx::set_level(options.nvtx);
     for (const auto& [key, value] : condbench::run_context()) benchmark::AddCustomContext(key, value);
     benchmark::AddCustomContext("nvtx", condbench::nvtx::level_name(options.nvtx));
@@ -96,6 +113,10 @@ int main(int argc, char** argv) {
       benchmark::RunSpecifiedBenchmarks();
     }
     benchmark::Shutdown();
+    if (runs) {
+      const condbench::ContextEntries end = condbench::check_machine_after_run();
+      if (!out.path().empty()) condbench::add_to_json_context(out.path(), end);
+    }
     out.commit();
     return 0;
   } catch (const condbench::Error& e) {
