@@ -167,7 +167,8 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups) {
       std::string few, unstable;
       for (const auto& [name, c] : {std::pair<std::string, const Cell*>{best, &lead}, {other, &second}}) {
         if (c->interval.confidence < kDecisionConfidence)
-          few += (few.empty() ? "" : ", ") + name + " has " + std::to_string(c->repetitions) + " repetitions";
+          few += (few.empty() ? "" : ", ") + name + " has " + std::to_string(c->repetitions) +
+                 (c->repetitions == 1 ? " repetition" : " repetitions");
         if (c->unstable) unstable += (unstable.empty() ? "" : ", ") + name + " (cv " + percent(c->cv) + ")";
       }
       std::vector<std::string> tied;

@@ -31,9 +31,10 @@ bool first_load(const std::string& text, double& load) {
   return start != std::string::npos && std::sscanf(text.c_str() + start, "%lf", &load) == 1;
 }
 
-std::string span(double lo, double hi) {
-  return format(lo, "%.3g") + "–" + format(hi, "%.3g") + " µs";
-}
+// As the report's tables print numbers: 2600, not 2.6e+03.
+std::string microseconds(double value) { return format(value, value >= 1000 ? "%.0f" : "%.3g"); }
+
+std::string span(double lo, double hi) { return microseconds(lo) + "–" + microseconds(hi) + " µs"; }
 
 }  // namespace
 
@@ -85,7 +86,7 @@ std::vector<std::string> flat_work_evidence(const std::vector<Group>& groups) {
       const MedianInterval& hi = slow->second->interval;
       if (std::isnan(lo.high) || std::isnan(hi.low) || hi.low <= lo.high * (1 + kFlatWorkTolerance)) continue;
       evidence.push_back(strategy + " does the same work in every scenario (" +
-                         format(first->second, "%.4g") + " FLOPs per inference) but took " +
+                         format(first->second, "%.0f") + " FLOPs per inference) but took " +
                          span(fast->second->median_us, slow->second->median_us) + " (median, " + fast->first +
                          " vs " + slow->first + ", intervals " + span(lo.low, lo.high) + " and " +
                          span(hi.low, hi.high) + ") on " + g.device_label + ", batch " + std::to_string(g.batch) +
