@@ -90,10 +90,6 @@ int main(int argc, char** argv) {
 
     if (options.threads > 0) at::set_num_threads(options.threads);
     condbench::test_slowdown("");  // a malformed CONDBENCH_TEST_SLOWDOWN is a startup error, not a skipped benchmark
-    const bool runs = !has_flag(argc, argv, "--benchmark_list_tests");
-    if (runs)
-      for (const auto& [key, value] : condbench::check_machine_before_run(at::get_num_threads(), options.require_quiet))
-        benchmark::AddCustomContext(key, value);
     const bool interleaved = interleave || has_flag(argc, argv, "--benchmark_enable_random_interleaving=true");
     benchmark::AddCustomContext("condbench_interleaving", interleaved ? "random" : "in order");
     if (const std::string slowdown = condbench::test_slowdown_setting(); !slowdown.empty())
@@ -106,6 +102,11 @@ int main(int argc, char** argv) {
     if (std::find(options.devices.begin(), options.devices.end(), condbench::Device::cuda) != options.devices.end())
       condbench::register_cuda_primitives();
 
+    // Last before the run, so a flag error is never preceded by warnings.
+    const bool runs = !has_flag(argc, argv, "--benchmark_list_tests");
+    if (runs)
+      for (const auto& [key, value] : condbench::check_machine_before_run(at::get_num_threads(), options.require_quiet))
+        benchmark::AddCustomContext(key, value);
     {
       // The whole run in one range: scripts/profile starts and stops Nsight Systems on it.
       static const condbench::nvtx::RegisteredString kAll("benchmarks");

@@ -103,8 +103,9 @@ MachineState read_machine_state(const std::string& root, int samples, int interv
 bool machine_busy(double other, int cpus) { return cpus > 0 && other > kBusyLoadPerCpu * cpus; }
 
 bool threads_exceed_free_cpus(double other, int cpus, int threads) {
-  // Half a CPU of slack: a 1-minute average of 0.3 on a 2-CPU machine leaves room for 2 threads.
-  return cpus > 0 && threads > cpus - other + 0.5;
+  // Three quarters of a CPU of slack: a quiet machine's load average of 0.5 (daemons, the shell)
+  // leaves room for a thread per CPU; one other runnable task does not.
+  return cpus > 0 && threads > cpus - other + 0.75;
 }
 
 std::optional<double> other_load(const MachineState& state) { return state.running ? state.running : state.load1; }

@@ -34,7 +34,7 @@ bool machine_busy(double other_load, int cpus);
 // Fewer CPUs free than threads the run uses: its parallel parts wait for a core.
 bool threads_exceed_free_cpus(double other_load, int cpus, int threads);
 
-// One line per finding worth a warning ("" prefix; the caller adds its own), for a run with
+// One line per finding worth a warning (no prefix; the caller adds its own), for a run with
 // `threads` threads: busy machine, threads beyond the free CPUs, governor not "performance",
 // boost on. Empty when the machine looks fit to measure on.
 std::vector<std::string> machine_warnings(const MachineState& state, int threads);
