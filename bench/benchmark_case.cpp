@@ -5,11 +5,11 @@
 #include <chrono>
 
 #include "cli.h"
-#include "device_timing.h"
-#include "test_slowdown.h"
 #include "condbench/flops.h"
 #include "condbench/nvtx.h"
 #include "condbench/torch_device.h"
+#include "device_timing.h"
+#include "test_slowdown.h"
 
 namespace condbench {
 

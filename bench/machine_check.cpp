@@ -31,8 +31,9 @@ std::string join(const std::vector<std::string>& lines) {
 ContextEntries entries(const MachineState& state, const std::vector<std::string>& warnings, const std::string& when) {
   const std::optional<double> other = other_load(state);
   const bool busy = other && machine_busy(*other, state.cpus);
-  const std::string loads = state.load1 ? format(*state.load1) + " " + format(*state.load5) + " " + format(*state.load15)
-                                        : std::string("unknown");
+  const std::string loads = state.load1
+                                ? format(*state.load1) + " " + format(*state.load5) + " " + format(*state.load15)
+                                : std::string("unknown");
   return {
       {"condbench_machine_busy" + std::string(when == "start" ? "" : "_end"), busy ? "yes" : "no"},
       {"condbench_running_" + when, state.running ? format(*state.running, "%.1f") : "unknown"},
@@ -47,8 +48,7 @@ ContextEntries check_machine_before_run(int threads, bool require_quiet) {
   const MachineState state = read_machine_state(sysroot());
   const std::vector<std::string> warnings = machine_warnings(state, threads);
   const std::optional<double> other = other_load(state);
-  if (require_quiet && other && machine_busy(*other, state.cpus))
-    fail("--require-quiet: " + warnings.front());
+  if (require_quiet && other && machine_busy(*other, state.cpus)) fail("--require-quiet: " + warnings.front());
   for (const std::string& w : warnings) std::cerr << "condbench: warning: " << w << "\n";
   ContextEntries context = entries(state, warnings, "start");
   context.push_back({"condbench_cpus", std::to_string(state.cpus)});
@@ -63,8 +63,8 @@ ContextEntries check_machine_after_run() {
   std::vector<std::string> warnings;
   const std::optional<double> other = other_load(state);
   // The 1-minute load average over the run's last minute holds our own benchmark thread.
-  const std::optional<double> during = state.load1 ? std::optional<double>(std::max(0.0, *state.load1 - 1.0))
-                                                   : std::nullopt;
+  const std::optional<double> during =
+      state.load1 ? std::optional<double>(std::max(0.0, *state.load1 - 1.0)) : std::nullopt;
   if ((other && machine_busy(*other, state.cpus)) || (during && machine_busy(*during, state.cpus)))
     warnings.push_back("the machine was busy at the end of the run (" +
                        (state.running ? format(*state.running, "%.1f") + " other tasks running, " : std::string()) +

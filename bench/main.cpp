@@ -11,12 +11,12 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "condbench/error.h"
+#include "condbench/nvtx.h"
 #include "context.h"
 #include "device_timing.h"
 #include "export_workload.h"
 #include "machine_check.h"
-#include "condbench/error.h"
-#include "condbench/nvtx.h"
 #include "registration.h"
 #include "test_slowdown.h"
 

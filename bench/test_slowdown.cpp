@@ -21,7 +21,8 @@ std::map<std::string, double> parse(const std::string& text) {
     char* end = nullptr;
     errno = 0;
     const double factor = colon == std::string::npos ? NAN : std::strtod(item.c_str() + colon + 1, &end);
-    if (colon == std::string::npos || colon == 0 || !end || *end != '\0' || errno || !(factor >= 1.0 && factor <= 100.0))
+    if (colon == std::string::npos || colon == 0 || !end || *end != '\0' || errno ||
+        !(factor >= 1.0 && factor <= 100.0))
       fail("CONDBENCH_TEST_SLOWDOWN: '" + item + "' is not device/engine/strategy:FACTOR with FACTOR in [1, 100]");
     factors[item.substr(0, colon)] = factor;
     if (comma == std::string::npos) break;

@@ -19,7 +19,9 @@ int scenario_rank(const std::string& s) {
 
 const char* const kEager = "torch/eager_host";
 
-std::string percent(double fraction) { return std::to_string(static_cast<int>(std::floor(100 * fraction + 1e-9))) + "%"; }
+std::string percent(double fraction) {
+  return std::to_string(static_cast<int>(std::floor(100 * fraction + 1e-9))) + "%";
+}
 
 }  // namespace
 
@@ -125,8 +127,10 @@ std::string format_ratio(double ratio) {
 std::string format_at_least(double ratio) {
   if (ratio < 1.1) return percent(ratio - 1.0);
   char text[32];
-  if (ratio >= 10) std::snprintf(text, sizeof text, "%.0f×", std::floor(ratio + 1e-9));
-  else std::snprintf(text, sizeof text, "%.1f×", std::floor(ratio * 10 + 1e-9) / 10);
+  if (ratio >= 10)
+    std::snprintf(text, sizeof text, "%.0f×", std::floor(ratio + 1e-9));
+  else
+    std::snprintf(text, sizeof text, "%.1f×", std::floor(ratio * 10 + 1e-9) / 10);
   return text;
 }
 
@@ -190,10 +194,11 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups) {
         // The conservative margin: the far edges of the two intervals.
         const double margin = second.interval.low / lead.interval.high;
         if (against_eager)
-          sentence = where + best + " is at least " + format_at_least(margin) + " faster than " + kEager + " " + phrase + ".";
+          sentence =
+              where + best + " is at least " + format_at_least(margin) + " faster than " + kEager + " " + phrase + ".";
         else
-          sentence = where + best + " is the fastest " + phrase + ", at least " + format_at_least(margin) + " ahead of " +
-                     other + ".";
+          sentence = where + best + " is the fastest " + phrase + ", at least " + format_at_least(margin) +
+                     " ahead of " + other + ".";
       }
       sentences.push_back(sentence);
     }
@@ -252,10 +257,18 @@ std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b, double
 ComparisonSummary summarize(const std::vector<Comparison>& rows) {
   ComparisonSummary summary;
   for (const Comparison& c : rows) switch (c.verdict) {
-      case Verdict::faster: ++summary.faster; break;
-      case Verdict::slower: ++summary.slower; break;
-      case Verdict::same: ++summary.same; break;
-      case Verdict::too_few_repetitions: ++summary.too_few; break;
+      case Verdict::faster:
+        ++summary.faster;
+        break;
+      case Verdict::slower:
+        ++summary.slower;
+        break;
+      case Verdict::same:
+        ++summary.same;
+        break;
+      case Verdict::too_few_repetitions:
+        ++summary.too_few;
+        break;
     }
   return summary;
 }

@@ -49,8 +49,8 @@ struct Winner {
   std::string strategy, runner_up;  // the lowest median and the next; runner_up empty when only one ran
   double median_us = 0;
   MedianInterval interval;
-  bool unstable = false;            // the winner's own repetitions vary too much
-  std::vector<std::string> tied;    // others whose median interval overlaps the winner's: a tie
+  bool unstable = false;          // the winner's own repetitions vary too much
+  std::vector<std::string> tied;  // others whose median interval overlaps the winner's: a tie
   // The conservative margin: the runner-up's interval low edge over the winner's high edge (> 1).
   // 0 for a tie or a lone strategy.
   double margin = 0;

@@ -33,7 +33,8 @@ const char* const kUsage =
 double percentage(const std::string& flag, const std::string& text) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(value >= 0) || !(value < 1000)) fail(flag + ": '" + text + "' is not a percentage");
+  if (text.empty() || *end != '\0' || !(value >= 0) || !(value < 1000))
+    fail(flag + ": '" + text + "' is not a percentage");
   return value / 100;
 }
 
@@ -50,7 +51,8 @@ void write_atomically(const std::vector<ResultFile>& files, const fs::path& dir,
     fs::remove_all(old);
     for (const std::string& note : result.notes) std::cerr << "condbench-report: " << note << "\n";
     if (result.disturbed)
-      std::cerr << "condbench-report: warning: the run was disturbed; the report gives no recommendations (see its top)\n";
+      std::cerr
+          << "condbench-report: warning: the run was disturbed; the report gives no recommendations (see its top)\n";
     std::cout << "wrote " << (dir / "report.md").string() << " and " << (dir / "report.html").string() << " ("
               << result.charts << " charts)\n";
   } catch (...) {
@@ -106,7 +108,8 @@ int run(int argc, char** argv) {
     // A file recorded on a busy machine makes every verdict suspect: say so on both channels.
     std::vector<std::string> warnings;
     for (const ResultFile* f : {&a, &b})
-      for (const std::string& line : busy_machine_evidence(*f)) warnings.push_back("recorded on a busy machine: " + line);
+      for (const std::string& line : busy_machine_evidence(*f))
+        warnings.push_back("recorded on a busy machine: " + line);
     for (const std::string& w : warnings) std::cerr << "condbench-report: warning: " << w << "\n";
     std::cout << comparison_markdown(rows, inputs[0], inputs[1], effect, warnings);
     int regressions = 0;

@@ -202,9 +202,10 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
   Document doc;
   doc.heading(1, "condbench report");
   if (check.disturbed()) {
-    doc.paragraph("This run was disturbed, so this report gives no recommendations: its timings measure the machine "
-                  "as much as the code. Rerun on a quiet machine (see \"Trusting the numbers\" in the README). "
-                  "The evidence:");
+    doc.paragraph(
+        "This run was disturbed, so this report gives no recommendations: its timings measure the machine "
+        "as much as the code. Rerun on a quiet machine (see \"Trusting the numbers\" in the README). "
+        "The evidence:");
     doc.bullets(check.evidence);
   }
   if (!check.notes.empty()) doc.bullets(check.notes);
@@ -222,15 +223,20 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
 
   doc.heading(2, "Recommendations");
   const std::vector<std::string> sentences = recommendations(groups);
-  if (check.disturbed()) doc.paragraph("None: this run was disturbed (see the top of the report).");
-  else if (sentences.empty()) doc.paragraph("No group has two strategies to compare.");
-  else doc.bullets(sentences);
+  if (check.disturbed()) {
+    doc.paragraph("None: this run was disturbed (see the top of the report).");
+  } else if (sentences.empty()) {
+    doc.paragraph("No group has two strategies to compare.");
+  } else {
+    doc.bullets(sentences);
+  }
 
   doc.heading(2, "Best strategy");
-  doc.paragraph("The fastest strategy (lowest median wall time) for each device, model, batch and scenario, the "
-                "interval of its median, and its margin over the runner-up at the interval edges (runner-up's low "
-                "edge over the winner's high edge). Where other strategies' intervals overlap the winner's, the "
-                "cell says tie and names them.");
+  doc.paragraph(
+      "The fastest strategy (lowest median wall time) for each device, model, batch and scenario, the "
+      "interval of its median, and its margin over the runner-up at the interval edges (runner-up's low "
+      "edge over the winner's high edge). Where other strategies' intervals overlap the winner's, the "
+      "cell says tie and names them.");
   Table best{{"device", "batch", "hidden", "blocks", "scenario", "winner", "median (µs)", "interval (µs)", "margin",
               "runner-up"},
              {}};
@@ -246,11 +252,11 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
   doc.table(best);
 
   doc.heading(2, "Latency by scenario");
+  const std::string confidence = confidence_text(groups), threshold = number(100 * unstable_cv, 3);
   doc.paragraph("Median wall time per inference in µs over the repetitions, in brackets the distribution-free "
-                "confidence interval of the median (" + confidence_text(groups) + "), the coefficient of variation, "
-                "\"unstable\" where that exceeds " + number(100 * unstable_cv, 3) + "%, and in parentheses the "
-                "speedup of medians over torch/eager_host on the same device (above 1× is faster). Charts ring "
-                "unstable points.");
+                "confidence interval of the median (" + confidence + "), the coefficient of variation, \"unstable\" "
+                "where that exceeds " + threshold + "%, and in parentheses the speedup of medians over "
+                "torch/eager_host on the same device (above 1× is faster). Charts ring unstable points.");
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const Group& g = groups[gi];
     doc.heading(3, group_title(g));
@@ -271,7 +277,8 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
         }
         lo = std::min(lo, c->median_us);
         hi = std::max(hi, c->median_us);
-        std::string text = number(c->median_us) + " " + interval_text(c->interval) + " ±" + number(100 * c->cv, 2) + "%";
+        std::string text =
+            number(c->median_us) + " " + interval_text(c->interval) + " ±" + number(100 * c->cv, 2) + "%";
         if (c->unstable) text += " unstable";
         if (auto up = g.speedup_over_eager(s, sc); up && s != "torch/eager_host") text += " (" + format_ratio(*up) + ")";
         row.push_back(text);
@@ -403,7 +410,8 @@ std::string comparison_markdown(const std::vector<Comparison>& rows, const std::
   const ComparisonSummary sum = summarize(rows);
   md << "\nSummary: " << sum.faster << " faster, " << sum.slower << " slower, " << sum.same << " same, " << sum.too_few
      << " too few repetitions, of " << rows.size() << " (FASTER/SLOWER: median changed by at least "
-     << number(100 * min_effect, 3) << "%, U test p < " << number(kSignificance) << ", intervals of the medians apart)\n";
+     << number(100 * min_effect, 3) << "%, U test p < " << number(kSignificance)
+     << ", intervals of the medians apart)\n";
   return md.str();
 }
 

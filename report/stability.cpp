@@ -85,12 +85,12 @@ std::vector<std::string> flat_work_evidence(const std::vector<Group>& groups) {
       const MedianInterval& lo = fast->second->interval;
       const MedianInterval& hi = slow->second->interval;
       if (std::isnan(lo.high) || std::isnan(hi.low) || hi.low <= lo.high * (1 + kFlatWorkTolerance)) continue;
-      evidence.push_back(strategy + " does the same work in every scenario (" +
-                         format(first->second, "%.0f") + " FLOPs per inference) but took " +
-                         span(fast->second->median_us, slow->second->median_us) + " (median, " + fast->first +
-                         " vs " + slow->first + ", intervals " + span(lo.low, lo.high) + " and " +
-                         span(hi.low, hi.high) + ") on " + g.device_label + ", batch " + std::to_string(g.batch) +
-                         ", hidden " + std::to_string(g.hidden) + ", " + std::to_string(g.blocks) + " blocks");
+      evidence.push_back(strategy + " does the same work in every scenario (" + format(first->second, "%.0f") +
+                         " FLOPs per inference) but took " + span(fast->second->median_us, slow->second->median_us) +
+                         " (median, " + fast->first + " vs " + slow->first + ", intervals " + span(lo.low, lo.high) +
+                         " and " + span(hi.low, hi.high) + ") on " + g.device_label + ", batch " +
+                         std::to_string(g.batch) + ", hidden " + std::to_string(g.hidden) + ", " +
+                         std::to_string(g.blocks) + " blocks");
     }
   return evidence;
 }

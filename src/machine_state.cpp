@@ -29,8 +29,10 @@ int count_cpu_list(const std::string& list) {
   std::stringstream in(list);
   for (std::string range; std::getline(in, range, ',');) {
     int lo = 0, hi = 0;
-    if (std::sscanf(range.c_str(), "%d-%d", &lo, &hi) == 2 && hi >= lo) count += hi - lo + 1;
-    else if (std::sscanf(range.c_str(), "%d", &lo) == 1) count += 1;
+    if (std::sscanf(range.c_str(), "%d-%d", &lo, &hi) == 2 && hi >= lo)
+      count += hi - lo + 1;
+    else if (std::sscanf(range.c_str(), "%d", &lo) == 1)
+      count += 1;
   }
   return count;
 }
@@ -84,17 +86,19 @@ MachineState read_machine_state(const std::string& root, int samples, int interv
 
   std::set<std::string> governors;
   for (int cpu = 0; cpu < std::max(state.cpus, 1); ++cpu)
-    if (auto g = read_first_line(root + "/sys/devices/system/cpu/cpu" + std::to_string(cpu) +
-                                 "/cpufreq/scaling_governor"))
+    if (auto g =
+            read_first_line(root + "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cpufreq/scaling_governor"))
       governors.insert(*g);
-  if (governors.size() == 1) state.governor = *governors.begin();
+  if (governors.size() == 1)
+    state.governor = *governors.begin();
   else if (governors.size() > 1) {
     state.governor = "mixed:";
     for (const std::string& g : governors) state.governor += " " + g;
   }
 
   // Two ways kernels show boost: cpufreq/boost (acpi-cpufreq, amd-pstate) and intel_pstate's no_turbo.
-  if (auto boost = read_first_line(root + "/sys/devices/system/cpu/cpufreq/boost")) state.boost = *boost == "1";
+  if (auto boost = read_first_line(root + "/sys/devices/system/cpu/cpufreq/boost"))
+    state.boost = *boost == "1";
   else if (auto no_turbo = read_first_line(root + "/sys/devices/system/cpu/intel_pstate/no_turbo"))
     state.boost = *no_turbo == "0";
   return state;

@@ -14,8 +14,9 @@ namespace fs = std::filesystem;
 class FakeRoot : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("condbench-sysroot-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                                         "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root_ = fs::temp_directory_path() /
+            ("condbench-sysroot-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
   }
   void TearDown() override { fs::remove_all(root_); }
@@ -35,7 +36,8 @@ class FakeRoot : public ::testing::Test {
 
 TEST_F(FakeRoot, QuietMachineWithPerformanceGovernorHasNothingToSay) {
   machine(4, "0.30 0.20 0.10", 1);  // only us
-  for (int cpu = 0; cpu < 4; ++cpu) write("sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cpufreq/scaling_governor", "performance\n");
+  for (int cpu = 0; cpu < 4; ++cpu)
+    write("sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cpufreq/scaling_governor", "performance\n");
   write("sys/devices/system/cpu/cpufreq/boost", "0\n");
   const MachineState s = read();
   EXPECT_EQ(s.cpus, 4);
@@ -58,8 +60,9 @@ TEST_F(FakeRoot, TwoBusyLoopsOnTwoCpusMakeTheMachineBusy) {
   EXPECT_TRUE(machine_busy(*other_load(s), s.cpus));
   const std::vector<std::string> w = machine_warnings(s, 2);
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0], "the machine is busy (2.0 other tasks running on 2 CPUs): timings will be noisy; wait for a quiet "
-                  "machine (--require-quiet refuses to start)");
+  EXPECT_EQ(w[0],
+            "the machine is busy (2.0 other tasks running on 2 CPUs): timings will be noisy; wait for a quiet "
+            "machine (--require-quiet refuses to start)");
   EXPECT_TRUE(s.governor.empty());  // no cpufreq in this tree: nothing said about it
   EXPECT_FALSE(s.boost);
 }
@@ -70,8 +73,9 @@ TEST_F(FakeRoot, OneHogLeavesTooFewCpusForTwoThreads) {
   EXPECT_FALSE(machine_busy(*other_load(s), s.cpus));  // half the CPUs: not above the line
   const std::vector<std::string> w = machine_warnings(s, 2);
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0], "2 threads but only 1.0 CPUs free (1.0 other tasks running on 2 CPUs): use --threads or wait for "
-                  "a quiet machine");
+  EXPECT_EQ(w[0],
+            "2 threads but only 1.0 CPUs free (1.0 other tasks running on 2 CPUs): use --threads or wait for "
+            "a quiet machine");
   EXPECT_TRUE(machine_warnings(s, 1).empty());
 }
 

@@ -14,11 +14,11 @@ namespace condbench {
 std::string sysroot();
 
 struct MachineState {
-  int cpus = 0;                       // online CPUs
-  std::optional<double> running;      // other runnable tasks now (median of a few samples, minus us)
+  int cpus = 0;                                // online CPUs
+  std::optional<double> running;               // other runnable tasks now (median of a few samples, minus us)
   std::optional<double> load1, load5, load15;  // load averages
-  std::string governor;               // "performance", "powersave", "mixed: a, b", or "" when /sys has none
-  std::optional<bool> boost;          // turbo/boost on, when /sys shows it
+  std::string governor;                        // "performance", "powersave", "mixed: a, b", or "" when /sys has none
+  std::optional<bool> boost;                   // turbo/boost on, when /sys shows it
 };
 
 // Reads the machine under `root`. `samples` readings of the run queue (/proc/stat procs_running),

@@ -260,7 +260,7 @@ TEST(MedianIntervalTest, OrderStatisticsAndTheConfidenceTheyReach) {
 TEST(MedianIntervalTest, OverlapAndTheSmallestUTestP) {
   EXPECT_TRUE(intervals_overlap({1, 2, 0.9}, {2, 3, 0.9}));
   EXPECT_FALSE(intervals_overlap({1, 2, 0.9}, {2.01, 3, 0.9}));
-  EXPECT_TRUE(intervals_overlap({}, {2.01, 3, 0.9}));  // no interval: no evidence of a gap
+  EXPECT_TRUE(intervals_overlap({}, {2.01, 3, 0.9}));        // no interval: no evidence of a gap
   EXPECT_NEAR(smallest_u_test_p(3, 3), 0.1, 1e-12);          // 2 / C(6, 3)
   EXPECT_NEAR(smallest_u_test_p(4, 4), 2.0 / 70.0, 1e-12);   // 2 / C(8, 4)
   EXPECT_NEAR(smallest_u_test_p(5, 5), 2.0 / 252.0, 1e-12);  // 2 / C(10, 5)
@@ -356,7 +356,8 @@ TEST(Stability, WorkIndependentStrategiesMustTakeTheSameTimeEverywhere) {
                       {{"torch/masked", "mix:late"}, {74000, 73000, 75000, 74500, 73500}},
                       {{"native/fused", "exit:1"}, {1, 1.01, 0.99, 1, 1}},
                       {{"native/fused", "mix:late"}, {50, 51, 49, 50, 50}}});
-  for (const char* scenario : {"exit:1", "mix:late"}) g.cells[{"torch/masked", scenario}].counters["flops_executed"] = 25600;
+  for (const char* scenario : {"exit:1", "mix:late"})
+    g.cells[{"torch/masked", scenario}].counters["flops_executed"] = 25600;
   g.cells[{"native/fused", "exit:1"}].counters["flops_executed"] = 9000;
   g.cells[{"native/fused", "mix:late"}].counters["flops_executed"] = 24000;
   std::vector<std::string> evidence = flat_work_evidence({g});
@@ -384,8 +385,7 @@ ResultFile with_context(const std::map<std::string, std::string>& context) {
 TEST(Stability, TheRecordedLoadMakesARunDisturbed) {
   // Older files: Google Benchmark's load average against its CPU count (busy above half the CPUs).
   EXPECT_EQ(busy_machine_evidence(with_context({{"load_avg", "[6.2,5.1,4]"}, {"num_cpus", "2"}})),
-            (std::vector<std::string>{
-                "run.json: load average 6.20 on 2 CPUs when the run started (busy above 1.0)"}));
+            (std::vector<std::string>{"run.json: load average 6.20 on 2 CPUs when the run started (busy above 1.0)"}));
   EXPECT_TRUE(busy_machine_evidence(with_context({{"load_avg", "[0.55,1.01,1.29]"}, {"num_cpus", "2"}})).empty());
   EXPECT_TRUE(busy_machine_evidence(with_context({})).empty());  // the Python peer records none
   // Newer files carry the runner's own verdicts, which win over the lagging load average.
@@ -398,8 +398,9 @@ TEST(Stability, TheRecordedLoadMakesARunDisturbed) {
       with_context({{"condbench_machine_busy", "no"},
                     {"condbench_machine_busy_end", "yes"},
                     {"condbench_machine_warnings_end", "the machine was busy at the end of the run"}}));
-  EXPECT_EQ(end, (std::vector<std::string>{
-                     "run.json: the machine was busy when the run ended (the machine was busy at the end of the run)"}));
+  EXPECT_EQ(end,
+            (std::vector<std::string>{
+                "run.json: the machine was busy when the run ended (the machine was busy at the end of the run)"}));
 
   const RunCheck check = check_run({with_context({{"load_avg", "[6.2,5.1,4]"}, {"num_cpus", "2"}}),
                                     with_context({{"condbench_test_slowdown", "cpu/native/fused:1.2"}})},
