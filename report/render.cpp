@@ -285,7 +285,7 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
       }
       t.rows.push_back(row);
     }
-    bool any_unstable = false;
+    std::vector<bool> unstable(g.strategies.size(), false);  // per strategy: has an unstable cell
     for (const std::string& sc : g.scenarios) {
       data << sc;
       for (const std::string& s : g.strategies) {
@@ -293,9 +293,9 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
         data << " " << (c ? number(c->median_us, 6) : "NaN");
       }
       // Then the unstable ones again, so the chart can ring them.
-      for (const std::string& s : g.strategies) {
-        const Cell* c = g.cell(s, sc);
-        any_unstable = any_unstable || (c && c->unstable);
+      for (size_t i = 0; i < g.strategies.size(); ++i) {
+        const Cell* c = g.cell(g.strategies[i], sc);
+        if (c && c->unstable) unstable[i] = true;
         data << " " << (c && c->unstable ? number(c->median_us, 6) : "NaN");
       }
       data << "\n";
@@ -308,10 +308,14 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
         plot += (i ? ", " : "") + std::string("'") + (work / (id + ".dat")).string() + "' using 0:" +
                 std::to_string(i + 2) + (i == 0 ? ":xtic(1)" : "") + " with linespoints lw 2 title '" +
                 g.strategies[i] + "'";
-      if (any_unstable)
-        for (size_t i = 0; i < g.strategies.size(); ++i)
-          plot += ", '" + (work / (id + ".dat")).string() + "' using 0:" + std::to_string(i + 2 + g.strategies.size()) +
-                  " with points pt 6 ps 2.5 lw 2 lc rgb 'red' " + (i == 0 ? "title 'unstable'" : "notitle");
+      // Only strategies with an unstable point: gnuplot drops the key entry of an all-NaN column.
+      bool titled = false;
+      for (size_t i = 0; i < g.strategies.size(); ++i) {
+        if (!unstable[i]) continue;
+        plot += ", '" + (work / (id + ".dat")).string() + "' using 0:" + std::to_string(i + 2 + g.strategies.size()) +
+                " with points pt 6 ps 2.5 lw 2 lc rgb 'red' " + (titled ? "notitle" : "title 'unstable'");
+        titled = true;
+      }
       const std::string settings = std::string(hi / std::max(lo, 1e-9) > 20 ? "set logscale y\n" : "") +
                                    "set ylabel 'median latency (µs)'\nset xtics rotate by -30\nset offsets 0.3,0.3,0,0\n";
       const std::string svg = draw(gnuplot, work, id, data.str(), settings, plot);
