@@ -3,10 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "condbench/error.h"
 #include "condbench/machine_state.h"
@@ -57,14 +59,15 @@ ContextEntries check_machine_before_run(int threads, bool require_quiet) {
   return context;
 }
 
-ContextEntries check_machine_after_run() {
-  // Our benchmark thread has stopped: every runnable task but this one is other work.
-  MachineState state = read_machine_state(sysroot());
+ContextEntries check_machine_after_run(int threads) {
+  // Our benchmark threads have stopped; a thread pool may spin a moment longer before it sleeps.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const MachineState state = read_machine_state(sysroot(), 5, 50);
   std::vector<std::string> warnings;
   const std::optional<double> other = other_load(state);
-  // The 1-minute load average over the run's last minute holds our own benchmark thread.
+  // The 1-minute load average over the run's last minute holds our own threads: at most `threads`.
   const std::optional<double> during =
-      state.load1 ? std::optional<double>(std::max(0.0, *state.load1 - 1.0)) : std::nullopt;
+      state.load1 ? std::optional<double>(std::max(0.0, *state.load1 - threads)) : std::nullopt;
   if ((other && machine_busy(*other, state.cpus)) || (during && machine_busy(*during, state.cpus)))
     warnings.push_back("the machine was busy at the end of the run (" +
                        (state.running ? format(*state.running, "%.1f") + " other tasks running, " : std::string()) +

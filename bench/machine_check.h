@@ -16,8 +16,9 @@ using ContextEntries = std::vector<std::pair<std::string, std::string>>;
 ContextEntries check_machine_before_run(int threads, bool require_quiet);
 
 // The same after the run (condbench_machine_busy_end, ...): load that came up during the run.
-// Here our own benchmark thread has just stopped, so nothing of ours is counted.
-ContextEntries check_machine_after_run();
+// The run queue is read once our threads have settled; the 1-minute load average still holds up
+// to `threads` of ours, and is judged less those.
+ContextEntries check_machine_after_run(int threads);
 
 // Google Benchmark writes its context when the run starts; the end-of-run findings are added to
 // the "context" object of the JSON file it wrote, before the file is renamed into place. A file

@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     }
     benchmark::Shutdown();
     if (runs) {
-      const condbench::ContextEntries end = condbench::check_machine_after_run();
+      const condbench::ContextEntries end = condbench::check_machine_after_run(at::get_num_threads());
       if (!out.path().empty()) condbench::add_to_json_context(out.path(), end);
     }
     out.commit();
