@@ -171,6 +171,22 @@ std::string confidence_text(const std::vector<Group>& groups) {
   return text.empty() ? "no repetitions" : text;
 }
 
+// The machine's load as the run recorded it: load averages at the start and the end, on N CPUs.
+std::string load_text(const ResultFile& f) {
+  auto get = [&](const char* key) { return f.context.count(key) ? f.context.at(key) : std::string(); };
+  const std::string cpus = get("num_cpus"), start = get("condbench_loadavg_start"), end = get("condbench_loadavg_end");
+  std::string text;
+  if (!start.empty()) text = "start " + start + (end.empty() ? "" : ", end " + end);
+  double l1 = 0, l5 = 0, l15 = 0;  // older files: Google Benchmark's "[l1,l5,l15]" only
+  if (text.empty() && std::sscanf(get("load_avg").c_str(), "[%lf,%lf,%lf]", &l1, &l5, &l15) == 3) {
+    char loads[64];
+    std::snprintf(loads, sizeof loads, "%.2f %.2f %.2f", l1, l5, l15);
+    text = std::string("start ") + loads;
+  }
+  if (text.empty()) return "-";
+  return text + (cpus.empty() ? "" : " on " + cpus + " CPUs");
+}
+
 const char* const kFloorPrimitives[] = {"launch", "launch_sync", "graph_launch_sync", "read4_pinned_sync"};
 
 }  // namespace
@@ -212,12 +228,12 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
   for (const std::string& note : result.notes) doc.paragraph(note);
 
   doc.heading(2, "What was compared");
-  Table runs{{"file", "GPU", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision"}, {}};
+  Table runs{{"file", "GPU", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision", "load"}, {}};
   for (const ResultFile& f : files) {
     auto get = [&](const char* key) { return f.context.count(key) ? f.context.at(key) : std::string("-"); };
     runs.rows.push_back({fs::path(f.path).filename().string(), get("device_name"), get("cpu_model"), get("threads"),
                          get("torch_version"), get("cuda_runtime_version"), get("cuda_driver_version"), get("date"),
-                         get("git_revision")});
+                         get("git_revision"), load_text(f)});
   }
   doc.table(runs);
 

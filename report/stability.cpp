@@ -42,12 +42,17 @@ std::vector<std::string> busy_machine_evidence(const ResultFile& file) {
   std::vector<std::string> evidence;
   const std::string start = get(file, "condbench_machine_busy"), end = get(file, "condbench_machine_busy_end");
   if (!start.empty() || !end.empty()) {
-    if (start == "yes")
-      evidence.push_back(name_of(file) + ": the machine was busy when the run started (" +
-                         get(file, "condbench_machine_warnings_start") + ")");
-    if (end == "yes")
-      evidence.push_back(name_of(file) + ": the machine was busy when the run ended (" +
-                         get(file, "condbench_machine_warnings_end") + ")");
+    // What the runner saw: "2.0 other tasks running, load average 6.20 5.10 4.00 on 2 CPUs".
+    auto seen = [&](const std::string& when) {
+      const std::string running = get(file, "condbench_running_" + when),
+                        loads = get(file, "condbench_loadavg_" + when);
+      const std::string cpus = get(file, "condbench_cpus");
+      std::string text = running.empty() || running == "unknown" ? "" : running + " other tasks running, ";
+      text += "load average " + (loads.empty() ? std::string("unknown") : loads);
+      return text + (cpus.empty() ? "" : " on " + cpus + " CPUs");
+    };
+    if (start == "yes") evidence.push_back(name_of(file) + ": busy when the run started (" + seen("start") + ")");
+    if (end == "yes") evidence.push_back(name_of(file) + ": busy when the run ended (" + seen("end") + ")");
     return evidence;
   }
   // Older files, and the Python peer's: only the load average at the start.

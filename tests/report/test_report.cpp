@@ -394,13 +394,13 @@ TEST(Stability, TheRecordedLoadMakesARunDisturbed) {
                                                   {"condbench_machine_busy", "no"},
                                                   {"condbench_machine_busy_end", "no"}}))
                   .empty());
-  const std::vector<std::string> end = busy_machine_evidence(
-      with_context({{"condbench_machine_busy", "no"},
-                    {"condbench_machine_busy_end", "yes"},
-                    {"condbench_machine_warnings_end", "the machine was busy at the end of the run"}}));
-  EXPECT_EQ(end,
-            (std::vector<std::string>{
-                "run.json: the machine was busy when the run ended (the machine was busy at the end of the run)"}));
+  const std::vector<std::string> end = busy_machine_evidence(with_context({{"condbench_machine_busy", "no"},
+                                                                           {"condbench_machine_busy_end", "yes"},
+                                                                           {"condbench_running_end", "2.0"},
+                                                                           {"condbench_loadavg_end", "4.10 2.00 1.00"},
+                                                                           {"condbench_cpus", "2"}}));
+  EXPECT_EQ(end, (std::vector<std::string>{"run.json: busy when the run ended (2.0 other tasks running, load average "
+                                           "4.10 2.00 1.00 on 2 CPUs)"}));
 
   const RunCheck check = check_run({with_context({{"load_avg", "[6.2,5.1,4]"}, {"num_cpus", "2"}}),
                                     with_context({{"condbench_test_slowdown", "cpu/native/fused:1.2"}})},

@@ -183,7 +183,8 @@ class Report(unittest.TestCase):
         self.assertIn("native/fused is at least", md)  # a quiet, stable run gives advice
         busy = copy.deepcopy(quiet)
         busy["context"].update({"condbench_machine_busy": "yes", "condbench_machine_busy_end": "no",
-                                "condbench_machine_warnings_start": "the machine is busy (2.0 other tasks running on 2 CPUs)"})
+                                "condbench_running_start": "2.0", "condbench_loadavg_start": "6.20 5.10 4.00",
+                                "condbench_cpus": "2"})
         out = os.path.join(self.dir, "busy")
         result = run("--out", out, self.write_json("busy.json", busy))
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -191,7 +192,8 @@ class Report(unittest.TestCase):
         md = open(os.path.join(out, "report.md")).read()
         top = md.split("## What was compared")[0]
         self.assertIn("This run was disturbed, so this report gives no recommendations", top)
-        self.assertIn("busy.json: the machine was busy when the run started (the machine is busy", top)
+        self.assertIn("busy.json: busy when the run started (2.0 other tasks running, load average 6.20 5.10 4.00 "
+                      "on 2 CPUs)", top)
         self.assertIn("None: this run was disturbed", md)
         self.assertNotIn("at least", md.split("## Best strategy")[0])
 
