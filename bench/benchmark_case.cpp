@@ -3,12 +3,16 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
+#include <string>
 
 #include "cli.h"
-#include "device_timing.h"
 #include "condbench/flops.h"
 #include "condbench/nvtx.h"
 #include "condbench/torch_device.h"
+#include "device_timing.h"
+#include "test_slowdown.h"
 
 namespace condbench {
 
@@ -73,51 +77,110 @@ void report_counters(benchmark::State& state, const std::vector<BatchRecord>& re
   state.SetItemsProcessed(iterations * batch);  // rows per second
 }
 
+// The timed inferences, walking the pool. kSlowdown: spin after each inference until it has taken
+// `factor` times as long (CONDBENCH_TEST_SLOWDOWN; the clock reads make it a little more).
+template <bool kSlowdown>
+void timed_loop(benchmark::State& state, Strategy& strategy, const std::vector<at::Tensor>& inputs,
+                const std::vector<float>& thresholds, double factor) {
+  using Clock = std::chrono::steady_clock;
+  const size_t n = inputs.size();
+  size_t next = 0;
+  for (auto _ : state) {
+    [[maybe_unused]] Clock::time_point start;
+    if constexpr (kSlowdown) start = Clock::now();
+    const nvtx::ScopedRange iteration(nvtx::Level::iter, nvtx::inference_string());
+    ExitOutput out = strategy.run(inputs[next], thresholds);
+    strategy.finish();
+    benchmark::DoNotOptimize(out);
+    if (++next == n) next = 0;
+    if constexpr (kSlowdown) {
+      const auto until = start + std::chrono::duration_cast<Clock::duration>((Clock::now() - start) * factor);
+      while (Clock::now() < until) {
+      }
+    }
+  }
+}
+
+// A case made ready to time: the strategy prepared, the pool on its device, what each inference
+// does (from one untimed pass over the pool) and its GPU time. Google Benchmark calls a benchmark's
+// function once per iteration count it tries and once per repetition; preparing, the untimed pass
+// and the GPU timing are done on the first call and kept for the calls that follow (in order, they
+// are all the same case; interleaved, the case changes between calls and is made again). One case is
+// kept at a time, so memory holds one strategy's buffers.
+struct PreparedCase {
+  std::string name;
+  std::shared_ptr<const Workload> workload;
+  std::vector<float> thresholds;
+  std::unique_ptr<Strategy> strategy;
+  std::vector<at::Tensor> inputs;
+  std::vector<BatchRecord> records;
+  std::optional<double> gpu_us;
+  bool gpu_measured = false;
+};
+
+PreparedCase& current_case() {
+  static PreparedCase current;
+  return current;
+}
+
+PreparedCase& prepared(const BenchmarkCase& c) {
+  PreparedCase& current = current_case();
+  const std::string name = c.name();
+  if (current.name == name && current.strategy) return current;
+  current = PreparedCase{};  // the previous case's buffers go before the next one's are made
+  const Device device = c.strategy->device;
+  current.workload = shared_workload(c.source, c.batch);
+  const ModelConfig& config = current.workload->config();
+  current.thresholds = current.workload->thresholds(c.scenario);
+  current.strategy = c.strategy->make();
+  current.strategy->prepare(current.workload->model(), c.batch);
+
+  // The pool goes to the device before anything is timed.
+  for (const at::Tensor& b : current.workload->batches_for(c.scenario))
+    current.inputs.push_back(b.to(torch_device(device)).contiguous());
+  if (device == Device::cuda) synchronize_cuda_device();
+
+  // Untimed pass over the whole pool: warms caches and lazy initialisation, and records what each
+  // inference does, so the timed loop holds nothing but the inferences.
+  for (const at::Tensor& input : current.inputs) {
+    const ExitOutput out = current.strategy->run(input, current.thresholds);
+    current.strategy->finish();
+    current.records.push_back(record(*current.strategy, out, config));
+  }
+  current.name = name;  // complete: a failure above leaves no half-made case behind
+  return current;
+}
+
 void run_case(benchmark::State& state, const BenchmarkCase& c) {
   const Device device = c.strategy->device;
   if (device == Device::cuda && !cli::cuda_available()) {
     state.SkipWithError("skipped: no CUDA device on this machine");
     return;
   }
-  const std::shared_ptr<const Workload> workload = shared_workload(c.source, c.batch);
-  const ModelConfig& config = workload->config();
-  const std::vector<float> thresholds = workload->thresholds(c.scenario);
-  std::unique_ptr<Strategy> strategy = c.strategy->make();
-  strategy->prepare(workload->model(), c.batch);
-
-  // The pool goes to the device before anything is timed.
-  std::vector<at::Tensor> inputs;
-  for (const at::Tensor& b : workload->batches_for(c.scenario)) inputs.push_back(b.to(torch_device(device)).contiguous());
-  if (device == Device::cuda) synchronize_cuda_device();
-
-  // Untimed pass over the whole pool: warms caches and lazy initialisation, and records what each
-  // inference does, so the timed loop holds nothing but the inferences.
-  std::vector<BatchRecord> records;
-  for (const at::Tensor& input : inputs) {
-    const ExitOutput out = strategy->run(input, thresholds);
-    strategy->finish();
-    records.push_back(record(*strategy, out, config));
-  }
+  PreparedCase& p = prepared(c);
+  Strategy& strategy = *p.strategy;
 
   const nvtx::ScopedRange run_range(nvtx::Level::run, c.name());
-  const size_t n = inputs.size();
-  size_t next = 0;
-  for (auto _ : state) {
-    const nvtx::ScopedRange iteration(nvtx::Level::iter, nvtx::inference_string());
-    ExitOutput out = strategy->run(inputs[next], thresholds);
-    strategy->finish();
-    benchmark::DoNotOptimize(out);
-    if (++next == n) next = 0;
+  const double slowdown =
+      test_slowdown(std::string(to_string(device)) + "/" + to_string(c.strategy->engine) + "/" + c.strategy->name);
+  // Two instantiations, so an ordinary run's loop holds no test for the knob.
+  if (slowdown > 1.0)
+    timed_loop<true>(state, strategy, p.inputs, p.thresholds, slowdown);
+  else
+    timed_loop<false>(state, strategy, p.inputs, p.thresholds, 1.0);
+  report_counters(state, p.records, p.workload->config(), c.batch);
+  // GPU time from CUDA events, measured after the timed loop so the events cost it nothing; once
+  // per case.
+  if (!p.gpu_measured) {
+    InferenceShape shape;
+    for (const BatchRecord& rec : p.records) {
+      shape.waits_on_host |= rec.counters.host_syncs > 0;
+      shape.launches_per_inference = std::max(shape.launches_per_inference, rec.counters.launches);
+    }
+    p.gpu_us = gpu_time_us(strategy, p.inputs, p.thresholds, kGpuTimedInferences, shape);
+    p.gpu_measured = true;
   }
-  report_counters(state, records, config, c.batch);
-  // GPU time from CUDA events, measured after the timed loop so the events cost it nothing.
-  InferenceShape shape;
-  for (const BatchRecord& rec : records) {
-    shape.waits_on_host |= rec.counters.host_syncs > 0;
-    shape.launches_per_inference = std::max(shape.launches_per_inference, rec.counters.launches);
-  }
-  if (const auto gpu_us = gpu_time_us(*strategy, inputs, thresholds, kGpuTimedInferences, shape))
-    state.counters["gpu_us"] = *gpu_us;
+  if (p.gpu_us) state.counters["gpu_us"] = *p.gpu_us;
 }
 
 }  // namespace
@@ -126,6 +189,7 @@ void run_benchmark_case(benchmark::State& state, const BenchmarkCase& c) {
   try {
     run_case(state, c);
   } catch (const std::exception& e) {
+    current_case() = PreparedCase{};  // a case that failed is made afresh if it is run again
     std::string what = e.what();
     state.SkipWithError(("error: " + what.substr(0, what.find('\n'))).c_str());
   }

@@ -13,7 +13,7 @@ namespace {
 const std::vector<std::string> kValueFlags = {"--device",  "--strategy", "--scenario", "--batch",
                                               "--hidden",  "--blocks",   "--weights",  "--nvtx",
                                               "--threads", "--export-workload", "--checkpoint-out"};
-const std::vector<std::string> kSwitches = {"--full"};
+const std::vector<std::string> kSwitches = {"--full", "--require-quiet", "--in-order"};
 }  // namespace
 
 RunnerOptions parse_runner_options(int& argc, char** argv) {
@@ -21,6 +21,8 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   auto given = [&](const char* name) { return flags.count(name) > 0; };
   RunnerOptions options;
   options.full = given("--full");
+  options.require_quiet = given("--require-quiet");
+  options.in_order = given("--in-order");
   if (options.full) {
     options.batches = {1, 8, 64, 512};
     options.hidden = {64, 256, 1024, 4096};

@@ -21,6 +21,8 @@ struct RunnerOptions {
   int threads = 0;  // 0: LibTorch's default
   std::string export_dir;  // --export-workload: write the workloads and run nothing
   std::string checkpoint_out;  // --checkpoint-out: JSON of every finished benchmark, as they finish
+  bool require_quiet = false;  // refuse to start on a busy machine
+  bool in_order = false;       // repetitions in registration order, not randomly interleaved
 };
 
 // Takes condbench's own flags out of argv (Google Benchmark parses the rest) and validates them.

@@ -18,21 +18,24 @@ int scenario_rank(const std::string& s) {
 }
 
 const char* const kEager = "torch/eager_host";
-// Below this ratio a sentence calls two strategies even rather than naming a winner.
-constexpr double kClearMargin = 1.05;
 
-Cell make_cell(const Series& s) {
-  Cell c;
-  c.median_us = median(s.times_us);
-  c.q1_us = quantile(s.times_us, 0.25);
-  c.q3_us = quantile(s.times_us, 0.75);
-  c.cv = coefficient_of_variation(s.times_us);
-  c.repetitions = s.times_us.size();
-  c.counters = s.counters;
-  return c;
+std::string percent(double fraction) {
+  return std::to_string(static_cast<int>(std::floor(100 * fraction + 1e-9))) + "%";
 }
 
 }  // namespace
+
+Cell make_cell(const std::vector<double>& times_us, double unstable_cv) {
+  Cell c;
+  c.median_us = median(times_us);
+  c.q1_us = quantile(times_us, 0.25);
+  c.q3_us = quantile(times_us, 0.75);
+  c.cv = coefficient_of_variation(times_us);
+  c.repetitions = times_us.size();
+  c.interval = median_interval(times_us);
+  c.unstable = c.cv > unstable_cv;
+  return c;
+}
 
 const Cell* Group::cell(const std::string& strategy, const std::string& scenario) const {
   auto it = cells.find({strategy, scenario});
@@ -46,7 +49,7 @@ std::optional<double> Group::speedup_over_eager(const std::string& strategy, con
   return base->median_us / other->median_us;
 }
 
-std::vector<Group> make_groups(const std::vector<ResultFile>& files) {
+std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unstable_cv) {
   std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, Group> groups;
   for (const ResultFile& file : files)
     for (const Series& s : file.series) {
@@ -58,7 +61,9 @@ std::vector<Group> make_groups(const std::vector<ResultFile>& files) {
       g.hidden = s.hidden;
       g.blocks = s.blocks;
       // A benchmark present in several files keeps the first file's numbers.
-      g.cells.emplace(std::make_pair(s.strategy_key(), s.scenario), make_cell(s));
+      Cell cell = make_cell(s.times_us, unstable_cv);
+      cell.counters = s.counters;
+      g.cells.emplace(std::make_pair(s.strategy_key(), s.scenario), std::move(cell));
     }
   std::vector<Group> out;
   for (auto& [key, g] : groups) {
@@ -85,6 +90,7 @@ std::vector<Winner> best_strategies(const std::vector<Group>& groups) {
         if (const Cell* c = g.cell(s, scenario)) ranked.push_back({c->median_us, s});
       if (ranked.empty()) continue;
       std::sort(ranked.begin(), ranked.end());
+      const Cell& best = *g.cell(ranked[0].second, scenario);
       Winner w;
       w.device_label = g.device_label;
       w.scenario = scenario;
@@ -93,9 +99,14 @@ std::vector<Winner> best_strategies(const std::vector<Group>& groups) {
       w.blocks = g.blocks;
       w.strategy = ranked[0].second;
       w.median_us = ranked[0].first;
+      w.interval = best.interval;
+      w.unstable = best.unstable;
+      for (size_t i = 1; i < ranked.size(); ++i)
+        if (intervals_overlap(best.interval, g.cell(ranked[i].second, scenario)->interval))
+          w.tied.push_back(ranked[i].second);
       if (ranked.size() > 1) {
         w.runner_up = ranked[1].second;
-        w.margin = ranked[1].first / ranked[0].first;
+        if (w.tied.empty()) w.margin = g.cell(w.runner_up, scenario)->interval.low / best.interval.high;
       }
       winners.push_back(w);
     }
@@ -110,6 +121,16 @@ std::string format_ratio(double ratio) {
     std::snprintf(text, sizeof text, "%.1f×", ratio);
   else  // slower: two significant digits, so 0.021× does not read as 0.0×
     std::snprintf(text, sizeof text, "%.2g×", ratio);
+  return text;
+}
+
+std::string format_at_least(double ratio) {
+  if (ratio < 1.1) return percent(ratio - 1.0);
+  char text[32];
+  if (ratio >= 10)
+    std::snprintf(text, sizeof text, "%.0f×", std::floor(ratio + 1e-9));
+  else
+    std::snprintf(text, sizeof text, "%.1f×", std::floor(ratio * 10 + 1e-9) / 10);
   return text;
 }
 
@@ -142,18 +163,43 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups) {
       const bool against_eager = best != kEager && g.cell(kEager, scenario);
       if (!against_eager && ranked.size() < 2) continue;
       const std::string other = against_eager ? kEager : ranked[1].second;
-      const double ratio = g.cell(other, scenario)->median_us / ranked[0].first;
+      const Cell& lead = *g.cell(best, scenario);
+      const Cell& second = *g.cell(other, scenario);
+      const std::string phrase = scenario_phrase(scenario);
+
+      // Each reason for no claim is said, so a reader knows what to fix.
+      std::string few, unstable;
+      for (const auto& [name, c] : {std::pair<std::string, const Cell*>{best, &lead}, {other, &second}}) {
+        if (c->interval.confidence < kDecisionConfidence)
+          few += (few.empty() ? "" : ", ") + name + " has " + std::to_string(c->repetitions) +
+                 (c->repetitions == 1 ? " repetition" : " repetitions");
+        if (c->unstable) unstable += (unstable.empty() ? "" : ", ") + name + " (cv " + percent(c->cv) + ")";
+      }
+      std::vector<std::string> tied;
+      for (size_t i = 1; i < ranked.size(); ++i)
+        if (intervals_overlap(lead.interval, g.cell(ranked[i].second, scenario)->interval))
+          tied.push_back(ranked[i].second);
       std::string sentence;
-      if (ratio < kClearMargin)
-        sentence = where + best + " and " + other + " are within " +
-                   std::to_string(static_cast<int>((kClearMargin - 1) * 100 + 0.5)) + "% of each other " +
-                   scenario_phrase(scenario) + ".";
-      else if (against_eager)
-        sentence = where + best + " is " + format_ratio(ratio) + " faster than " + kEager + " " +
-                   scenario_phrase(scenario) + ".";
-      else
-        sentence = where + best + " is the fastest " + scenario_phrase(scenario) + ", " + format_ratio(ratio) +
-                   " ahead of " + other + ".";
+      if (!few.empty()) {
+        sentence = where + "no recommendation " + phrase + ": " + few +
+                   ", too few for a confident interval of the median (5 or more give 94%).";
+      } else if (!unstable.empty()) {
+        sentence = where + "no recommendation " + phrase + ": " + unstable +
+                   " varied too much between repetitions (unstable).";
+      } else if (!tied.empty()) {
+        std::string names = best;
+        for (const std::string& t : tied) names += (t == tied.back() ? " and " : ", ") + t;
+        sentence = where + names + " are tied " + phrase + ": their intervals of the median overlap.";
+      } else {
+        // The conservative margin: the far edges of the two intervals.
+        const double margin = second.interval.low / lead.interval.high;
+        if (against_eager)
+          sentence =
+              where + best + " is at least " + format_at_least(margin) + " faster than " + kEager + " " + phrase + ".";
+        else
+          sentence = where + best + " is the fastest " + phrase + ", at least " + format_at_least(margin) +
+                     " ahead of " + other + ".";
+      }
       sentences.push_back(sentence);
     }
   }
@@ -179,7 +225,7 @@ const char* to_string(Verdict verdict) {
   return "?";
 }
 
-std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b) {
+std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b, double min_effect) {
   std::map<std::string, const Series*> in_b;
   for (const Series& s : b.series)
     if (!s.times_us.empty()) in_b[s.name] = &s;
@@ -187,21 +233,44 @@ std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b) {
   for (const Series& s : a.series) {
     auto it = in_b.find(s.name);
     if (s.times_us.empty() || it == in_b.end()) continue;
+    const std::vector<double>& times_b = it->second->times_us;
     Comparison c;
     c.name = s.name;
     c.median_a_us = median(s.times_us);
-    c.median_b_us = median(it->second->times_us);
+    c.median_b_us = median(times_b);
+    c.interval_a = median_interval(s.times_us);
+    c.interval_b = median_interval(times_b);
     c.change = (c.median_b_us - c.median_a_us) / c.median_a_us;
-    c.test = mann_whitney_u(s.times_us, it->second->times_us);
-    if (!c.test)
+    if (smallest_u_test_p(s.times_us.size(), times_b.size()) >= kSignificance) {
       c.verdict = Verdict::too_few_repetitions;
-    else if (c.test->p_value >= kSignificance)
-      c.verdict = Verdict::same;
-    else
-      c.verdict = c.median_b_us < c.median_a_us ? Verdict::faster : Verdict::slower;
+    } else {
+      c.test = mann_whitney_u(s.times_us, times_b);
+      const bool shifted = std::abs(c.change) >= min_effect && c.test && c.test->p_value < kSignificance &&
+                           !intervals_overlap(c.interval_a, c.interval_b);
+      c.verdict = !shifted ? Verdict::same : c.median_b_us < c.median_a_us ? Verdict::faster : Verdict::slower;
+    }
     out.push_back(c);
   }
   return out;
+}
+
+ComparisonSummary summarize(const std::vector<Comparison>& rows) {
+  ComparisonSummary summary;
+  for (const Comparison& c : rows) switch (c.verdict) {
+      case Verdict::faster:
+        ++summary.faster;
+        break;
+      case Verdict::slower:
+        ++summary.slower;
+        break;
+      case Verdict::same:
+        ++summary.same;
+        break;
+      case Verdict::too_few_repetitions:
+        ++summary.too_few;
+        break;
+    }
+  return summary;
 }
 
 }  // namespace condbench::report

@@ -15,8 +15,18 @@ namespace condbench::report {
 struct Cell {
   double median_us = 0, cv = 0, q1_us = 0, q3_us = 0;
   size_t repetitions = 0;
+  MedianInterval interval;  // of the median
+  bool unstable = false;    // cv above the threshold the groups were made with
   std::map<std::string, double> counters;
 };
+
+// A benchmark whose repetitions vary more than this (coefficient of variation) is unstable: its
+// median is not a number to act on (README, "Trusting the numbers").
+constexpr double kDefaultUnstableCv = 0.05;
+// Decisions (a recommendation, a tie broken) need intervals at least this sure; 5 repetitions
+// give 93.75%, 3 give 75%.
+constexpr double kDecisionConfidence = 0.9;
+Cell make_cell(const std::vector<double>& times_us, double unstable_cv = kDefaultUnstableCv);
 
 // One table: a machine's device, a model and a batch size.
 struct Group {
@@ -31,19 +41,26 @@ struct Group {
   std::optional<double> speedup_over_eager(const std::string& strategy, const std::string& scenario) const;
 };
 
-std::vector<Group> make_groups(const std::vector<ResultFile>& files);
+std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unstable_cv = kDefaultUnstableCv);
 
 struct Winner {
   std::string device_label, scenario;
   int64_t batch = 0, hidden = 0, blocks = 0;
-  std::string strategy, runner_up;  // runner_up empty when only one strategy ran
+  std::string strategy, runner_up;  // the lowest median and the next; runner_up empty when only one ran
   double median_us = 0;
-  double margin = 0;                // median(runner-up) / median(winner)
+  MedianInterval interval;
+  bool unstable = false;          // the winner's own repetitions vary too much
+  std::vector<std::string> tied;  // others whose median interval overlaps the winner's: a tie
+  // The conservative margin: the runner-up's interval low edge over the winner's high edge (> 1).
+  // 0 for a tie or a lone strategy.
+  double margin = 0;
 };
 std::vector<Winner> best_strategies(const std::vector<Group>& groups);
 
 // A few plain sentences per device, generated from the data, e.g. "At batch 1 (hidden 64, 3
-// blocks) on cpu · X, native/fused is 55× faster than torch/eager_host when most rows exit late."
+// blocks) on cpu · X, native/fused is at least 55× faster than torch/eager_host when most rows
+// exit late." Only stable results with enough repetitions and non-overlapping intervals make a
+// claim, quoted at the interval edges; otherwise the sentence says why there is none.
 std::vector<std::string> recommendations(const std::vector<Group>& groups);
 
 // The primitives a run measured on a device (name -> median µs).
@@ -55,15 +72,31 @@ const char* to_string(Verdict verdict);
 struct Comparison {
   std::string name;
   double median_a_us = 0, median_b_us = 0;
+  MedianInterval interval_a, interval_b;
   double change = 0;  // (b - a) / a
   std::optional<UTest> test;
   Verdict verdict = Verdict::same;
 };
 constexpr double kSignificance = 0.05;
-std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b);
+// Below this change of the median a difference is not reported, however significant: the spread
+// between two runs of one build is larger than the spread within a run, so a U test over one
+// run's repetitions alone would call drift a change.
+constexpr double kDefaultMinEffect = 0.05;
+// FASTER or SLOWER needs all of: a change of at least `min_effect`, the U test significant, and the
+// two median intervals apart. The U test runs only when the sample sizes can reach significance
+// (smallest_u_test_p); otherwise the verdict is TOO FEW REPETITIONS.
+std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b, double min_effect = kDefaultMinEffect);
+
+struct ComparisonSummary {
+  int faster = 0, slower = 0, same = 0, too_few = 0;
+};
+ComparisonSummary summarize(const std::vector<Comparison>& rows);
 
 // "6.1×", "55×": speedups as the sentences and tables print them.
 std::string format_ratio(double ratio);
+// A lower bound on a ratio, rounded down so it never claims more than the data: 1.19 -> "19%",
+// 6.38 -> "6.3×", 55.9 -> "55×".
+std::string format_at_least(double ratio);
 std::string scenario_phrase(const std::string& scenario);
 
 }  // namespace condbench::report

@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "condbench/error.h"
+#include "stability.h"
 
 namespace condbench::report {
 
@@ -151,6 +153,40 @@ std::string chart_id(const Group& g, const char* kind, size_t index) {
          std::to_string(g.hidden) + "-n" + std::to_string(g.blocks);
 }
 
+// "[1.2–2.1]": the interval of a median, or "-" without one.
+std::string interval_text(const MedianInterval& interval) {
+  if (!std::isfinite(interval.low) || !std::isfinite(interval.high)) return "-";
+  return "[" + number(interval.low) + "–" + number(interval.high) + "]";
+}
+
+// What confidence the intervals in these groups reach, per number of repetitions: "93.8% with 5
+// repetitions". Below 6 repetitions the interval is [min, max] and falls short of 95%.
+std::string confidence_text(const std::vector<Group>& groups) {
+  std::map<size_t, double> reached;
+  for (const Group& g : groups)
+    for (const auto& [key, c] : g.cells) reached[c.repetitions] = c.interval.confidence;
+  std::string text;
+  for (const auto& [n, confidence] : reached)
+    text += (text.empty() ? "" : ", ") + number(100 * confidence, 3) + "% with " + std::to_string(n) + " repetitions";
+  return text.empty() ? "no repetitions" : text;
+}
+
+// The machine's load as the run recorded it: load averages at the start and the end, on N CPUs.
+std::string load_text(const ResultFile& f) {
+  auto get = [&](const char* key) { return f.context.count(key) ? f.context.at(key) : std::string(); };
+  const std::string cpus = get("num_cpus"), start = get("condbench_loadavg_start"), end = get("condbench_loadavg_end");
+  std::string text;
+  if (!start.empty()) text = "start " + start + (end.empty() ? "" : ", end " + end);
+  double l1 = 0, l5 = 0, l15 = 0;  // older files: Google Benchmark's "[l1,l5,l15]" only
+  if (text.empty() && std::sscanf(get("load_avg").c_str(), "[%lf,%lf,%lf]", &l1, &l5, &l15) == 3) {
+    char loads[64];
+    std::snprintf(loads, sizeof loads, "%.2f %.2f %.2f", l1, l5, l15);
+    text = std::string("start ") + loads;
+  }
+  if (text.empty()) return "-";
+  return text + (cpus.empty() ? "" : " on " + cpus + " CPUs");
+}
+
 const char* const kFloorPrimitives[] = {"launch", "launch_sync", "graph_launch_sync", "read4_pinned_sync"};
 
 }  // namespace
@@ -165,7 +201,8 @@ std::string find_gnuplot() {
   return "";
 }
 
-RenderResult write_report(const std::vector<ResultFile>& files, const std::string& dir, const std::string& gnuplot) {
+RenderResult write_report(const std::vector<ResultFile>& files, const std::string& dir, const std::string& gnuplot,
+                          double unstable_cv) {
   RenderResult result;
   const fs::path out(dir), charts = out / "charts", work = out / ".gnuplot";
   if (!gnuplot.empty()) {
@@ -174,40 +211,68 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
   } else {
     result.notes.push_back("Charts were skipped: gnuplot is not installed (scripts/setup installs it).");
   }
-  const std::vector<Group> groups = make_groups(files);
+  const std::vector<Group> groups = make_groups(files, unstable_cv);
   const auto floors = primitive_floors(files);
+  const RunCheck check = check_run(files, groups);
+  result.disturbed = check.disturbed();
   Document doc;
   doc.heading(1, "condbench report");
+  if (check.disturbed()) {
+    doc.paragraph(
+        "This run was disturbed, so this report gives no recommendations: its timings measure the machine "
+        "as much as the code. Rerun on a quiet machine (see \"Trusting the numbers\" in the README). "
+        "The evidence:");
+    doc.bullets(check.evidence);
+  }
+  if (!check.notes.empty()) doc.bullets(check.notes);
   for (const std::string& note : result.notes) doc.paragraph(note);
 
   doc.heading(2, "What was compared");
-  Table runs{{"file", "GPU", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision"}, {}};
+  Table runs{{"file", "GPU", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision", "load"}, {}};
   for (const ResultFile& f : files) {
     auto get = [&](const char* key) { return f.context.count(key) ? f.context.at(key) : std::string("-"); };
     runs.rows.push_back({fs::path(f.path).filename().string(), get("device_name"), get("cpu_model"), get("threads"),
                          get("torch_version"), get("cuda_runtime_version"), get("cuda_driver_version"), get("date"),
-                         get("git_revision")});
+                         get("git_revision"), load_text(f)});
   }
   doc.table(runs);
 
   doc.heading(2, "Recommendations");
   const std::vector<std::string> sentences = recommendations(groups);
-  if (sentences.empty()) doc.paragraph("No group has two strategies to compare.");
-  else doc.bullets(sentences);
+  if (check.disturbed()) {
+    doc.paragraph("None: this run was disturbed (see the top of the report).");
+  } else if (sentences.empty()) {
+    doc.paragraph("No group has two strategies to compare.");
+  } else {
+    doc.bullets(sentences);
+  }
 
   doc.heading(2, "Best strategy");
-  doc.paragraph("The fastest strategy (median wall time) for each device, model, batch and scenario, and its margin "
-                "over the runner-up.");
-  Table best{{"device", "batch", "hidden", "blocks", "scenario", "winner", "median (µs)", "margin", "runner-up"}, {}};
-  for (const Winner& w : best_strategies(groups))
+  doc.paragraph(
+      "The fastest strategy (lowest median wall time) for each device, model, batch and scenario, the "
+      "interval of its median, and its margin over the runner-up at the interval edges (runner-up's low "
+      "edge over the winner's high edge). Where other strategies' intervals overlap the winner's, the "
+      "cell says tie and names them.");
+  Table best{{"device", "batch", "hidden", "blocks", "scenario", "winner", "median (µs)", "interval (µs)", "margin",
+              "runner-up"},
+             {}};
+  for (const Winner& w : best_strategies(groups)) {
+    std::string winner = w.strategy + (w.unstable ? " (unstable)" : "");
+    for (const std::string& t : w.tied) winner += ", " + t;
+    if (!w.tied.empty()) winner = "tie: " + winner;
     best.rows.push_back({w.device_label, std::to_string(w.batch), std::to_string(w.hidden), std::to_string(w.blocks),
-                         w.scenario, w.strategy, number(w.median_us),
-                         w.runner_up.empty() ? "-" : format_ratio(w.margin), w.runner_up.empty() ? "-" : w.runner_up});
+                         w.scenario, winner, number(w.median_us), interval_text(w.interval),
+                         w.margin > 0 ? "≥" + format_at_least(w.margin) : "-",
+                         w.runner_up.empty() ? "-" : w.runner_up});
+  }
   doc.table(best);
 
   doc.heading(2, "Latency by scenario");
-  doc.paragraph("Median wall time per inference in µs over the repetitions, its coefficient of variation, and in "
-                "brackets the speedup over torch/eager_host on the same device (above 1× is faster).");
+  const std::string confidence = confidence_text(groups), threshold = number(100 * unstable_cv, 3);
+  doc.paragraph("Median wall time per inference in µs over the repetitions, in brackets the distribution-free "
+                "confidence interval of the median (" + confidence + "), the coefficient of variation, \"unstable\" "
+                "where that exceeds " + threshold + "%, and in parentheses the speedup of medians over "
+                "torch/eager_host on the same device (above 1× is faster). Charts ring unstable points.");
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const Group& g = groups[gi];
     doc.heading(3, group_title(g));
@@ -228,17 +293,26 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
         }
         lo = std::min(lo, c->median_us);
         hi = std::max(hi, c->median_us);
-        std::string text = number(c->median_us) + " ±" + number(100 * c->cv, 2) + "%";
+        std::string text =
+            number(c->median_us) + " " + interval_text(c->interval) + " ±" + number(100 * c->cv, 2) + "%";
+        if (c->unstable) text += " unstable";
         if (auto up = g.speedup_over_eager(s, sc); up && s != "torch/eager_host") text += " (" + format_ratio(*up) + ")";
         row.push_back(text);
       }
       t.rows.push_back(row);
     }
+    std::vector<bool> unstable(g.strategies.size(), false);  // per strategy: has an unstable cell
     for (const std::string& sc : g.scenarios) {
       data << sc;
       for (const std::string& s : g.strategies) {
         const Cell* c = g.cell(s, sc);
         data << " " << (c ? number(c->median_us, 6) : "NaN");
+      }
+      // Then the unstable ones again, so the chart can ring them.
+      for (size_t i = 0; i < g.strategies.size(); ++i) {
+        const Cell* c = g.cell(g.strategies[i], sc);
+        if (c && c->unstable) unstable[i] = true;
+        data << " " << (c && c->unstable ? number(c->median_us, 6) : "NaN");
       }
       data << "\n";
     }
@@ -250,6 +324,14 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
         plot += (i ? ", " : "") + std::string("'") + (work / (id + ".dat")).string() + "' using 0:" +
                 std::to_string(i + 2) + (i == 0 ? ":xtic(1)" : "") + " with linespoints lw 2 title '" +
                 g.strategies[i] + "'";
+      // Only strategies with an unstable point: gnuplot drops the key entry of an all-NaN column.
+      bool titled = false;
+      for (size_t i = 0; i < g.strategies.size(); ++i) {
+        if (!unstable[i]) continue;
+        plot += ", '" + (work / (id + ".dat")).string() + "' using 0:" + std::to_string(i + 2 + g.strategies.size()) +
+                " with points pt 6 ps 2.5 lw 2 lc rgb 'red' " + (titled ? "notitle" : "title 'unstable'");
+        titled = true;
+      }
       const std::string settings = std::string(hi / std::max(lo, 1e-9) > 20 ? "set logscale y\n" : "") +
                                    "set ylabel 'median latency (µs)'\nset xtics rotate by -30\nset offsets 0.3,0.3,0,0\n";
       const std::string svg = draw(gnuplot, work, id, data.str(), settings, plot);
@@ -273,21 +355,27 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
     doc.heading(3, group_title(g) + " · " + scenario);
     Table t{{"strategy", "median (µs)", "gpu (µs)", "host syncs", "launches", "wasted FLOPs"}, {}};
     std::ostringstream data;
+    bool any_unstable = false;
     for (const std::string& s : g.strategies) {
       const Cell* c = g.cell(s, scenario);
       if (!c) continue;
       auto counter = [&](const char* k) { return c->counters.count(k) ? c->counters.at(k) : NAN; };
       const double executed = counter("flops_executed"), useful = counter("flops_useful");
       const double wasted = executed > 0 ? 1.0 - useful / executed : NAN;
-      t.rows.push_back({s, number(c->median_us), number(counter("gpu_us")), number(counter("host_syncs")),
-                        number(counter("launches")), std::isfinite(wasted) ? number(100 * wasted, 3) + "%" : "-"});
-      data << s << " " << number(c->median_us, 6) << "\n";
+      t.rows.push_back({s, number(c->median_us) + (c->unstable ? " unstable" : ""), number(counter("gpu_us")),
+                        number(counter("host_syncs")), number(counter("launches")),
+                        std::isfinite(wasted) ? number(100 * wasted, 3) + "%" : "-"});
+      data << s << " " << number(c->median_us, 6) << " " << (c->unstable ? number(c->median_us, 6) : "NaN") << "\n";
+      any_unstable = any_unstable || c->unstable;
     }
     doc.table(t);
     if (!gnuplot.empty()) {
       const std::string id = chart_id(g, "time", gi);
       std::string plot = "plot '" + (work / (id + ".dat")).string() +
                          "' using 0:2:xtic(1) with boxes fill solid 0.6 title 'median latency'";
+      if (any_unstable)
+        plot += ", '" + (work / (id + ".dat")).string() +
+                "' using 0:3 with boxes fill pattern 4 lc rgb 'red' title 'unstable'";
       if (floors.count(g.device_label))
         for (const char* p : kFloorPrimitives)
           if (floors.at(g.device_label).count(p))
@@ -326,9 +414,12 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
   return result;
 }
 
-std::string comparison_markdown(const std::vector<Comparison>& rows, const std::string& a, const std::string& b) {
+std::string comparison_markdown(const std::vector<Comparison>& rows, const std::string& a, const std::string& b,
+                                double min_effect, const std::vector<std::string>& warnings) {
   std::ostringstream md;
-  md << "A: " << a << "\nB: " << b << "\n\n| benchmark | A median (µs) | B median (µs) | change | U test p | verdict |\n"
+  md << "A: " << a << "\nB: " << b << "\n\n";
+  for (const std::string& w : warnings) md << "WARNING: " << w << "\n\n";
+  md << "| benchmark | A median (µs) | B median (µs) | change | U test p | verdict |\n"
      << "|---|---:|---:|---:|---:|---|\n";
   for (const Comparison& c : rows) {
     char change[32];
@@ -336,6 +427,11 @@ std::string comparison_markdown(const std::vector<Comparison>& rows, const std::
     md << "| " << c.name << " | " << number(c.median_a_us) << " | " << number(c.median_b_us) << " | " << change
        << " | " << (c.test ? number(c.test->p_value, 3) : std::string("-")) << " | " << to_string(c.verdict) << " |\n";
   }
+  const ComparisonSummary sum = summarize(rows);
+  md << "\nSummary: " << sum.faster << " faster, " << sum.slower << " slower, " << sum.same << " same, " << sum.too_few
+     << " too few repetitions, of " << rows.size() << " (FASTER/SLOWER: median changed by at least "
+     << number(100 * min_effect, 3) << "%, U test p < " << number(kSignificance)
+     << ", intervals of the medians apart)\n";
   return md.str();
 }
 

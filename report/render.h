@@ -12,13 +12,18 @@ namespace condbench::report {
 struct RenderResult {
   int charts = 0;
   std::vector<std::string> notes;  // e.g. that charts were skipped, and why
+  bool disturbed = false;          // the report opens with the disturbed-run notice
 };
 
 // Writes into `dir`, which must exist and be empty. `gnuplot`: the program, or "" for no charts.
-RenderResult write_report(const std::vector<ResultFile>& files, const std::string& dir, const std::string& gnuplot);
+// `unstable_cv`: above this coefficient of variation a benchmark is marked unstable.
+RenderResult write_report(const std::vector<ResultFile>& files, const std::string& dir, const std::string& gnuplot,
+                          double unstable_cv = kDefaultUnstableCv);
 
-// The A/B table, in Markdown.
-std::string comparison_markdown(const std::vector<Comparison>& rows, const std::string& a, const std::string& b);
+// The A/B table, in Markdown: `warnings` first (e.g. a file recorded on a busy machine), then one
+// row per benchmark, then the summary line.
+std::string comparison_markdown(const std::vector<Comparison>& rows, const std::string& a, const std::string& b,
+                                double min_effect = kDefaultMinEffect, const std::vector<std::string>& warnings = {});
 
 // gnuplot on PATH, or "".
 std::string find_gnuplot();

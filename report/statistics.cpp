@@ -30,6 +30,42 @@ double coefficient_of_variation(const std::vector<double>& samples) {
   return std::sqrt(sum / static_cast<double>(samples.size() - 1)) / m;
 }
 
+double binomial_half_cdf(int n, int k) {
+  if (k < 0) return 0.0;
+  if (k >= n) return 1.0;
+  // Terms C(n, i) / 2^n through logarithms, so large n does not overflow.
+  double sum = 0;
+  for (int i = 0; i <= k; ++i)
+    sum += std::exp(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) - n * std::log(2.0));
+  return std::min(1.0, sum);
+}
+
+MedianInterval median_interval(std::vector<double> samples, double confidence) {
+  MedianInterval interval;
+  const int n = static_cast<int>(samples.size());
+  if (n == 0) return interval;
+  std::sort(samples.begin(), samples.end());
+  auto coverage = [n](int k) { return 1.0 - 2.0 * binomial_half_cdf(n, k - 1); };
+  int k = 1;  // [min, max]: the widest there is
+  while (k + 1 <= (n + 1) / 2 && coverage(k + 1) >= confidence) ++k;
+  interval.low = samples[k - 1];
+  interval.high = samples[n - k];
+  interval.confidence = std::max(0.0, coverage(k));
+  return interval;
+}
+
+bool intervals_overlap(const MedianInterval& a, const MedianInterval& b) {
+  if (std::isnan(a.low) || std::isnan(b.low)) return true;
+  return a.low <= b.high && b.low <= a.high;
+}
+
+double smallest_u_test_p(size_t n1, size_t n2) {
+  if (n1 == 0 || n2 == 0) return 1.0;
+  const double log_choose = std::lgamma(static_cast<double>(n1 + n2) + 1) - std::lgamma(static_cast<double>(n1) + 1) -
+                            std::lgamma(static_cast<double>(n2) + 1);
+  return std::min(1.0, 2.0 * std::exp(-log_choose));
+}
+
 namespace {
 
 // Number of ways to pick `n1` of `n1 + n2` ranks with rank sum giving U = u, for every u:

@@ -75,6 +75,99 @@ class BadFlags(unittest.TestCase):
                 self.assert_rejected(INFER, flag_args, names)
 
 
+def fake_root(base, cpus, loadavg, running):
+    """A /proc and /sys tree for CONDBENCH_SYSROOT: `running` runnable tasks, condbench included."""
+    os.makedirs(os.path.join(base, "proc"), exist_ok=True)
+    os.makedirs(os.path.join(base, "sys/devices/system/cpu/cpu0/cpufreq"), exist_ok=True)
+    with open(os.path.join(base, "sys/devices/system/cpu/online"), "w") as f:
+        f.write(f"0-{cpus - 1}\n")
+    with open(os.path.join(base, "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"), "w") as f:
+        f.write("performance\n")
+    with open(os.path.join(base, "proc/loadavg"), "w") as f:
+        f.write(f"{loadavg} {running}/300 4242\n")
+    with open(os.path.join(base, "proc/stat"), "w") as f:
+        f.write(f"cpu 1 2 3 4\nprocs_running {running}\nprocs_blocked 0\n")
+    return base
+
+
+TINY = ["--device=cpu", "--hidden=16", "--batch=1", "--scenario=exit:1", "--strategy=fused",
+        "--benchmark_min_time=0.01", "--benchmark_repetitions=2"]
+
+
+class MachineChecks(unittest.TestCase):
+    """The machine check against fake /proc and /sys trees (CONDBENCH_SYSROOT)."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.busy = fake_root(os.path.join(self.dir.name, "busy"), 2, "6.20 5.10 4.00", 3)
+        self.quiet = fake_root(os.path.join(self.dir.name, "quiet"), 2, "0.10 0.20 0.30", 1)
+        self.out = os.path.join(self.dir.name, "run.json")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def condbench(self, root, *args, **env):
+        return subprocess.run([CONDBENCH, *args], capture_output=True, text=True, timeout=240,
+                              env={**os.environ, "CONDBENCH_SYSROOT": root, **env})
+
+    def context(self):
+        with open(self.out) as f:
+            return json.load(f)["context"]
+
+    def test_require_quiet_refuses_a_busy_machine_in_one_line(self):
+        result = self.condbench(self.busy, "--require-quiet", *TINY, f"--benchmark_out={self.out}")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertIn("--require-quiet", lines[0])
+        self.assertIn("busy (2.0 other tasks running on 2 CPUs)", lines[0])
+        self.assertEqual(result.stdout, "")
+        self.assertEqual(sorted(os.listdir(self.dir.name)), ["busy", "quiet"])  # nothing written
+
+    def test_busy_machine_is_warned_about_and_recorded_at_start_and_end(self):
+        result = self.condbench(self.busy, *TINY, f"--benchmark_out={self.out}")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        warnings = [l for l in result.stderr.splitlines() if l.startswith("condbench: warning:")]
+        self.assertEqual(len(warnings), 2, result.stderr)
+        self.assertIn("the machine is busy (2.0 other tasks running on 2 CPUs)", warnings[0])
+        self.assertIn("busy at the end of the run", warnings[1])
+        c = self.context()
+        self.assertEqual(c["condbench_machine_busy"], "yes")
+        self.assertEqual(c["condbench_machine_busy_end"], "yes")
+        self.assertEqual(c["condbench_running_start"], "2.0")
+        self.assertEqual(c["condbench_loadavg_start"], "6.20 5.10 4.00")
+        self.assertEqual(c["condbench_loadavg_end"], "6.20 5.10 4.00")
+        self.assertEqual(c["condbench_cpus"], "2")
+        self.assertEqual(c["condbench_cpu_governor"], "performance")
+        self.assertEqual(c["condbench_cpu_boost"], "unknown")
+        self.assertEqual(c["condbench_interleaving"], "random")
+
+    def test_quiet_machine_runs_without_warnings(self):
+        result = self.condbench(self.quiet, "--require-quiet", *TINY, f"--benchmark_out={self.out}")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("condbench: warning:", result.stderr)
+        c = self.context()
+        self.assertEqual(c["condbench_machine_busy"], "no")
+        self.assertEqual(c["condbench_machine_busy_end"], "no")
+        self.assertEqual(c["condbench_machine_warnings_start"], "none")
+        self.assertNotIn("condbench_test_slowdown", c)
+
+    def test_in_order_opts_out_of_interleaving(self):
+        result = self.condbench(self.quiet, "--in-order", *TINY, f"--benchmark_out={self.out}")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(self.context()["condbench_interleaving"], "in order")
+
+    def test_test_slowdown_is_checked_and_recorded(self):
+        result = self.condbench(self.quiet, *TINY, CONDBENCH_TEST_SLOWDOWN="cpu/native/fused")
+        self.assertEqual(result.returncode, 2)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertIn("CONDBENCH_TEST_SLOWDOWN", result.stderr)
+        result = self.condbench(self.quiet, *TINY, f"--benchmark_out={self.out}",
+                                CONDBENCH_TEST_SLOWDOWN="cpu/native/fused:1.2")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(self.context()["condbench_test_slowdown"], "cpu/native/fused:1.2")
+
+
 class BenchmarkOutput(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -99,6 +192,12 @@ class BenchmarkOutput(unittest.TestCase):
         for key in REQUIRED_CONTEXT:
             self.assertIn(key, self.data["context"])
         self.assertEqual(self.data["context"]["condbench_schema"], "1")
+        # the machine as the run found it, before and after (values depend on this machine)
+        for key in ["condbench_machine_busy", "condbench_machine_busy_end", "condbench_loadavg_start",
+                    "condbench_loadavg_end", "condbench_cpu_governor", "condbench_cpu_boost"]:
+            self.assertIn(key, self.data["context"])
+        self.assertIn(self.data["context"]["condbench_machine_busy_end"], ["yes", "no"])
+        self.assertEqual(self.data["context"]["condbench_interleaving"], "random")
 
     def test_every_strategy_scenario_and_batch_ran_with_its_counters(self):
         names = {b["run_name"] for b in self.runs}

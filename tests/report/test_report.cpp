@@ -3,10 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <random>
+#include <set>
 
 #include "analysis.h"
 #include "condbench/error.h"
 #include "result_file.h"
+#include "stability.h"
 #include "statistics.h"
 
 namespace condbench::report {
@@ -94,41 +98,109 @@ TEST(Analysis, TablesSpeedupsAndWinners) {
   EXPECT_EQ(winners[0].scenario, "mix:early");
   EXPECT_EQ(winners[0].strategy, "native/fused");
   EXPECT_EQ(winners[0].runner_up, "torch/eager_host");
-  EXPECT_DOUBLE_EQ(winners[0].margin, 11.0 / 1.5);
+  // Conservative margin: eager_host's lowest (10) over fused's highest (2); 3 repetitions give
+  // [min, max] at 75%.
+  EXPECT_DOUBLE_EQ(winners[0].margin, 10.0 / 2.0);
+  EXPECT_DOUBLE_EQ(winners[0].interval.low, 1.0);
+  EXPECT_DOUBLE_EQ(winners[0].interval.high, 2.0);
+  EXPECT_DOUBLE_EQ(winners[0].interval.confidence, 0.75);
+  EXPECT_TRUE(winners[0].tied.empty());
+  EXPECT_TRUE(winners[0].unstable);  // 1, 1.5, 2: cv 33%
   EXPECT_EQ(winners[1].strategy, "native/fused");
   EXPECT_EQ(winners[1].runner_up, "torch/masked");
   EXPECT_DOUBLE_EQ(winners[1].margin, 21.0 / 5.0);
 }
 
 TEST(Analysis, SentencesAreGeneratedFromTheData) {
+  // The fixture has 3 and 1 repetitions: too few for any claim, and each sentence says why.
   const std::vector<std::string> sentences = recommendations(make_groups({load_result_file(kFixture)}));
-  EXPECT_EQ(sentences, (std::vector<std::string>{
-                           "At batch 1 (hidden 64, 3 blocks) on cpu · Test CPU, native/fused is 7.3× faster than "
-                           "torch/eager_host when most rows exit early.",
-                           "At batch 1 (hidden 64, 3 blocks) on cpu · Test CPU, native/fused is 6.0× faster than "
-                           "torch/eager_host when most rows exit late."}));
+  EXPECT_EQ(sentences,
+            (std::vector<std::string>{
+                "At batch 1 (hidden 64, 3 blocks) on cpu · Test CPU, no recommendation when most rows exit early: "
+                "native/fused has 3 repetitions, torch/eager_host has 3 repetitions, too few for a confident interval "
+                "of the median (5 or more give 94%).",
+                "At batch 1 (hidden 64, 3 blocks) on cpu · Test CPU, no recommendation when most rows exit late: "
+                "native/fused has 1 repetition, torch/eager_host has 1 repetition, too few for a confident interval of "
+                "the median (5 or more give 94%)."}));
   EXPECT_EQ(format_ratio(55.4), "55×");
   EXPECT_EQ(format_ratio(1.04), "1.0×");
   EXPECT_EQ(format_ratio(0.0213), "0.021×");
+  // Lower bounds round down, never up.
+  EXPECT_EQ(format_at_least(55.9), "55×");
+  EXPECT_EQ(format_at_least(6.38), "6.3×");
+  EXPECT_EQ(format_at_least(6.3), "6.3×");
+  EXPECT_EQ(format_at_least(1.0399), "3%");
 }
 
-TEST(Analysis, CloseResultsAreCalledEvenNotAWin) {
+// A group of one model and batch from samples per (strategy, scenario).
+Group group_of(const std::map<std::pair<std::string, std::string>, std::vector<double>>& samples) {
   Group g;
   g.device_label = "cuda · X";
   g.batch = 1;
   g.hidden = 64;
   g.blocks = 3;
-  g.strategies = {"native/graph_cond", "torch/eager_host"};
-  g.scenarios = {"mix:late"};
-  g.cells[{"native/graph_cond", "mix:late"}].median_us = 10.0;
-  g.cells[{"torch/eager_host", "mix:late"}].median_us = 10.4;
-  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{
-                                      "At batch 1 (hidden 64, 3 blocks) on cuda · X, native/graph_cond and "
-                                      "torch/eager_host are within 5% of each other when most rows exit late."}));
-  g.cells[{"torch/eager_host", "mix:late"}].median_us = 9.0;  // eager_host wins: named against the runner-up
-  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{
-                                      "At batch 1 (hidden 64, 3 blocks) on cuda · X, torch/eager_host is the fastest "
-                                      "when most rows exit late, 1.1× ahead of native/graph_cond."}));
+  std::set<std::string> strategies, scenarios;
+  for (const auto& [key, times] : samples) {
+    g.cells[key] = make_cell(times);
+    strategies.insert(key.first);
+    scenarios.insert(key.second);
+  }
+  g.strategies.assign(strategies.begin(), strategies.end());
+  g.scenarios.assign(scenarios.begin(), scenarios.end());
+  return g;
+}
+
+const std::string kWhere = "At batch 1 (hidden 64, 3 blocks) on cuda · X, ";
+
+TEST(Analysis, ClaimsOnlyFromStableSeparatedIntervalsAtTheirEdges) {
+  // Five repetitions each, cv about 1%: intervals [min, max] at 93.75%, far apart.
+  Group g = group_of({{{"native/graph_cond", "mix:late"}, {1.00, 1.01, 1.02, 0.99, 1.005}},
+                      {{"torch/eager_host", "mix:late"}, {10.0, 10.1, 9.9, 10.05, 9.95}}});
+  // 9.9 / 1.02 = 9.705...: "at least 9.7×", not the 9.95 of the medians.
+  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{kWhere + "native/graph_cond is at least 9.7× faster than "
+                                                                     "torch/eager_host when most rows exit late."}));
+  const std::vector<Winner> winners = best_strategies({g});
+  ASSERT_EQ(winners.size(), 1u);
+  EXPECT_NEAR(winners[0].margin, 9.9 / 1.02, 1e-12);
+  EXPECT_TRUE(winners[0].tied.empty());
+  EXPECT_FALSE(winners[0].unstable);
+
+  // eager_host wins, named against the runner-up; a small lead is quoted in percent.
+  g = group_of({{{"native/graph_cond", "mix:late"}, {10.5, 10.6, 10.55, 10.52, 10.58}},
+                {{"torch/eager_host", "mix:late"}, {10.0, 10.1, 10.05, 10.02, 10.08}}});
+  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{kWhere + "torch/eager_host is the fastest when most rows "
+                                                                     "exit late, at least 3% ahead of "
+                                                                     "native/graph_cond."}));
+}
+
+TEST(Analysis, OverlappingIntervalsAreATieNotAWin) {
+  // Medians 10.0 and 10.2, but the intervals share [10.1, 10.3]: no winner.
+  const Group g = group_of({{{"native/graph_cond", "mix:late"}, {9.9, 10.0, 10.3, 9.95, 10.05}},
+                            {{"torch/eager_host", "mix:late"}, {10.1, 10.2, 10.25, 10.15, 10.22}}});
+  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{kWhere + "native/graph_cond and torch/eager_host are "
+                                                                     "tied when most rows exit late: their intervals "
+                                                                     "of the median overlap."}));
+  const std::vector<Winner> winners = best_strategies({g});
+  ASSERT_EQ(winners.size(), 1u);
+  EXPECT_EQ(winners[0].strategy, "native/graph_cond");
+  EXPECT_EQ(winners[0].tied, (std::vector<std::string>{"torch/eager_host"}));
+  EXPECT_DOUBLE_EQ(winners[0].margin, 0.0);
+}
+
+TEST(Analysis, UnstableResultsGiveNoAdvice) {
+  // eager_host's repetitions spread far (cv about 40%); the medians alone would say 10×.
+  const Group g = group_of({{{"native/graph_cond", "mix:late"}, {1.00, 1.01, 1.02, 0.99, 1.005}},
+                            {{"torch/eager_host", "mix:late"}, {10, 20, 9.5, 10.5, 4}}});
+  const Cell& eager = *g.cell("torch/eager_host", "mix:late");
+  EXPECT_TRUE(eager.unstable);
+  EXPECT_FALSE(g.cell("native/graph_cond", "mix:late")->unstable);
+  const std::vector<std::string> sentences = recommendations({g});
+  ASSERT_EQ(sentences.size(), 1u);
+  EXPECT_EQ(sentences[0], kWhere + "no recommendation when most rows exit late: torch/eager_host (cv " +
+                              std::to_string(static_cast<int>(std::floor(100 * eager.cv))) +
+                              "%) varied too much between repetitions (unstable).");
+  // The threshold is the caller's: at 60% the same data is stable.
+  EXPECT_FALSE(make_cell({10, 20, 9.5, 10.5, 4}, 0.6).unstable);
 }
 
 TEST(Analysis, CompareGivesChangeTestAndVerdict) {
@@ -150,6 +222,194 @@ TEST(Analysis, CompareGivesChangeTestAndVerdict) {
   EXPECT_EQ(rows[1].verdict, Verdict::too_few_repetitions);
   EXPECT_EQ(compare(b, a)[0].verdict, Verdict::faster);
   EXPECT_EQ(compare(a, a)[0].verdict, Verdict::same);
+}
+
+TEST(MedianIntervalTest, OrderStatisticsAndTheConfidenceTheyReach) {
+  // 5 samples: even [min, max] reaches only 1 - 2/32 = 93.75%; the interval says so.
+  MedianInterval i = median_interval({5, 1, 4, 2, 3});
+  EXPECT_DOUBLE_EQ(i.low, 1.0);
+  EXPECT_DOUBLE_EQ(i.high, 5.0);
+  EXPECT_DOUBLE_EQ(i.confidence, 1.0 - 2.0 / 32.0);
+  // 6 samples: [min, max] at 1 - 2/64.
+  i = median_interval({1, 2, 3, 4, 5, 6});
+  EXPECT_DOUBLE_EQ(i.low, 1.0);
+  EXPECT_DOUBLE_EQ(i.high, 6.0);
+  EXPECT_DOUBLE_EQ(i.confidence, 1.0 - 2.0 / 64.0);
+  // 9 samples: x(2)..x(8) covers with 1 - 2 (1 + 9) / 512 = 96.1%; x(3)..x(7) would be 82%.
+  i = median_interval({9, 8, 7, 6, 5, 4, 3, 2, 1});
+  EXPECT_DOUBLE_EQ(i.low, 2.0);
+  EXPECT_DOUBLE_EQ(i.high, 8.0);
+  EXPECT_NEAR(i.confidence, 1.0 - 2.0 * 10.0 / 512.0, 1e-12);
+  // 20 samples: P(Bin(20, 1/2) <= 5) = 21700 / 2^20, so x(6)..x(15).
+  std::vector<double> twenty;
+  for (int v = 1; v <= 20; ++v) twenty.push_back(v);
+  i = median_interval(twenty);
+  EXPECT_DOUBLE_EQ(i.low, 6.0);
+  EXPECT_DOUBLE_EQ(i.high, 15.0);
+  EXPECT_NEAR(i.confidence, 1.0 - 2.0 * 21700.0 / 1048576.0, 1e-12);
+  // One sample says nothing about its median's spread.
+  i = median_interval({3});
+  EXPECT_DOUBLE_EQ(i.low, 3.0);
+  EXPECT_DOUBLE_EQ(i.confidence, 0.0);
+  EXPECT_TRUE(std::isnan(median_interval({}).low));
+  EXPECT_NEAR(binomial_half_cdf(20, 5), 21700.0 / 1048576.0, 1e-15);
+  EXPECT_DOUBLE_EQ(binomial_half_cdf(4, 4), 1.0);
+  EXPECT_DOUBLE_EQ(binomial_half_cdf(4, -1), 0.0);
+}
+
+TEST(MedianIntervalTest, OverlapAndTheSmallestUTestP) {
+  EXPECT_TRUE(intervals_overlap({1, 2, 0.9}, {2, 3, 0.9}));
+  EXPECT_FALSE(intervals_overlap({1, 2, 0.9}, {2.01, 3, 0.9}));
+  EXPECT_TRUE(intervals_overlap({}, {2.01, 3, 0.9}));        // no interval: no evidence of a gap
+  EXPECT_NEAR(smallest_u_test_p(3, 3), 0.1, 1e-12);          // 2 / C(6, 3)
+  EXPECT_NEAR(smallest_u_test_p(4, 4), 2.0 / 70.0, 1e-12);   // 2 / C(8, 4)
+  EXPECT_NEAR(smallest_u_test_p(5, 5), 2.0 / 252.0, 1e-12);  // 2 / C(10, 5)
+  EXPECT_DOUBLE_EQ(smallest_u_test_p(1, 1), 1.0);
+}
+
+// Synthetic runs: `n` repetitions around `center` with relative noise `cv` (normal).
+std::vector<double> draw(std::mt19937_64& rng, size_t n, double center, double cv) {
+  std::normal_distribution<double> noise(0.0, cv);
+  std::vector<double> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(center * (1.0 + noise(rng)));
+  return out;
+}
+
+ResultFile one_series(const std::vector<double>& times) {
+  ResultFile f;
+  Series s;
+  s.name = "early_exit/x";
+  s.times_us = times;
+  f.series = {s};
+  return f;
+}
+
+TEST(CompareAA, SameDistributionIsSameAtTheExpectedRate) {
+  std::mt19937_64 rng(20261130);
+  constexpr int kTrials = 4000;
+  int same = 0, u_rejects = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    const std::vector<double> a = draw(rng, 5, 100.0, 0.02), b = draw(rng, 5, 100.0, 0.02);
+    const Comparison c = compare(one_series(a), one_series(b))[0];
+    same += c.verdict == Verdict::same;
+    ASSERT_TRUE(c.test);
+    u_rejects += c.test->p_value < kSignificance;
+  }
+  // The U test alone rejects at its size: at most 5% (5 + 5 exact: p < 0.05 means p <= 0.032).
+  EXPECT_GT(u_rejects, kTrials * 0.015);
+  EXPECT_LT(u_rejects, kTrials * 0.05);
+  // With the effect-size floor and the intervals, an A/A comparison is SAME nearly always.
+  EXPECT_GE(same, kTrials * 0.99);
+}
+
+TEST(CompareAA, DriftBetweenRunsBelowTheMinimumEffectIsSame) {
+  // What sank the old --compare: a whole run shifted by a few percent (machine state), with a
+  // tight spread inside each run. Every U test is significant; the verdict must still be SAME.
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> drift(-0.04, 0.04);
+  constexpr int kTrials = 2000;
+  int same = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    const std::vector<double> a = draw(rng, 8, 100.0, 0.005), b = draw(rng, 8, 100.0 * (1 + drift(rng)), 0.005);
+    same += compare(one_series(a), one_series(b))[0].verdict == Verdict::same;
+  }
+  EXPECT_GE(same, kTrials * 0.95);
+}
+
+TEST(CompareAA, TwentyPercentSlowerIsSlower) {
+  std::mt19937_64 rng(11);
+  constexpr int kTrials = 2000;
+  int slower = 0, faster = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    const std::vector<double> a = draw(rng, 5, 100.0, 0.03), b = draw(rng, 5, 120.0, 0.03);
+    slower += compare(one_series(a), one_series(b))[0].verdict == Verdict::slower;
+    faster += compare(one_series(b), one_series(a))[0].verdict == Verdict::faster;
+  }
+  EXPECT_GE(slower, kTrials * 0.95);
+  EXPECT_GE(faster, kTrials * 0.95);
+}
+
+TEST(CompareAA, MinimumEffectTooFewRepetitionsAndSummary) {
+  // 3 % slower, perfectly separated: significant, but under the 5 % floor; over a 2 % floor.
+  const ResultFile a = one_series({100, 100.1, 100.2, 100.3, 100.4}), b = one_series({103, 103.1, 103.2, 103.3, 103.4});
+  EXPECT_EQ(compare(a, b)[0].verdict, Verdict::same);
+  EXPECT_EQ(compare(a, b, 0.02)[0].verdict, Verdict::slower);
+  // 3 + 3 repetitions cannot reach p < 0.05 even fully separated: no test, no verdict.
+  const Comparison few = compare(one_series({1, 1.1, 1.2}), one_series({3, 3.1, 3.2}))[0];
+  EXPECT_EQ(few.verdict, Verdict::too_few_repetitions);
+  EXPECT_FALSE(few.test);
+  std::vector<Comparison> rows(6);
+  rows[0].verdict = rows[1].verdict = Verdict::faster;
+  rows[2].verdict = Verdict::slower;
+  rows[3].verdict = rows[4].verdict = Verdict::same;
+  rows[5].verdict = Verdict::too_few_repetitions;
+  const ComparisonSummary sum = summarize(rows);
+  EXPECT_EQ(sum.faster, 2);
+  EXPECT_EQ(sum.slower, 1);
+  EXPECT_EQ(sum.same, 2);
+  EXPECT_EQ(sum.too_few, 1);
+}
+
+TEST(Stability, WorkIndependentStrategiesMustTakeTheSameTimeEverywhere) {
+  // masked does the same FLOPs in every scenario; fused does not (its time may follow the exits).
+  Group g = group_of({{{"torch/masked", "exit:1"}, {2600, 2610, 2590, 2605, 2595}},
+                      {{"torch/masked", "mix:late"}, {74000, 73000, 75000, 74500, 73500}},
+                      {{"native/fused", "exit:1"}, {1, 1.01, 0.99, 1, 1}},
+                      {{"native/fused", "mix:late"}, {50, 51, 49, 50, 50}}});
+  for (const char* scenario : {"exit:1", "mix:late"})
+    g.cells[{"torch/masked", scenario}].counters["flops_executed"] = 25600;
+  g.cells[{"native/fused", "exit:1"}].counters["flops_executed"] = 9000;
+  g.cells[{"native/fused", "mix:late"}].counters["flops_executed"] = 24000;
+  std::vector<std::string> evidence = flat_work_evidence({g});
+  ASSERT_EQ(evidence.size(), 1u);
+  EXPECT_EQ(evidence[0].rfind("torch/masked does the same work in every scenario (25600 FLOPs per inference) but "
+                              "took 2600–74000 µs (median, exit:1 vs mix:late, intervals 2590–2610 µs and "
+                              "73000–75000 µs) on cuda · X, batch 1, hidden 64, 3 blocks",
+                              0),
+            0u)
+      << evidence[0];
+
+  // Within noise: 4 % apart is within the tolerance; nothing to report.
+  g.cells[{"torch/masked", "mix:late"}] = make_cell({2700, 2710, 2690, 2705, 2695});
+  g.cells[{"torch/masked", "mix:late"}].counters["flops_executed"] = 25600;
+  EXPECT_TRUE(flat_work_evidence({g}).empty());
+}
+
+ResultFile with_context(const std::map<std::string, std::string>& context) {
+  ResultFile f = one_series({1, 2, 3});
+  f.path = "results/run.json";
+  f.context = context;
+  return f;
+}
+
+TEST(Stability, TheRecordedLoadMakesARunDisturbed) {
+  // Older files: Google Benchmark's load average against its CPU count (busy above half the CPUs).
+  EXPECT_EQ(busy_machine_evidence(with_context({{"load_avg", "[6.2,5.1,4]"}, {"num_cpus", "2"}})),
+            (std::vector<std::string>{"run.json: load average 6.20 on 2 CPUs when the run started (busy above 1.0)"}));
+  EXPECT_TRUE(busy_machine_evidence(with_context({{"load_avg", "[0.55,1.01,1.29]"}, {"num_cpus", "2"}})).empty());
+  EXPECT_TRUE(busy_machine_evidence(with_context({})).empty());  // the Python peer records none
+  // Newer files carry the runner's own verdicts, which win over the lagging load average.
+  EXPECT_TRUE(busy_machine_evidence(with_context({{"load_avg", "[6.2,5.1,4]"},
+                                                  {"num_cpus", "2"},
+                                                  {"condbench_machine_busy", "no"},
+                                                  {"condbench_machine_busy_end", "no"}}))
+                  .empty());
+  const std::vector<std::string> end = busy_machine_evidence(with_context({{"condbench_machine_busy", "no"},
+                                                                           {"condbench_machine_busy_end", "yes"},
+                                                                           {"condbench_running_end", "2.0"},
+                                                                           {"condbench_loadavg_end", "4.10 2.00 1.00"},
+                                                                           {"condbench_cpus", "2"}}));
+  EXPECT_EQ(end, (std::vector<std::string>{"run.json: busy when the run ended (2.0 other tasks running, load average "
+                                           "4.10 2.00 1.00 on 2 CPUs)"}));
+
+  const RunCheck check = check_run({with_context({{"load_avg", "[6.2,5.1,4]"}, {"num_cpus", "2"}}),
+                                    with_context({{"condbench_test_slowdown", "cpu/native/fused:1.2"}})},
+                                   {});
+  EXPECT_TRUE(check.disturbed());
+  EXPECT_EQ(check.evidence.size(), 1u);
+  ASSERT_EQ(check.notes.size(), 1u);
+  EXPECT_NE(check.notes[0].find("CONDBENCH_TEST_SLOWDOWN=cpu/native/fused:1.2"), std::string::npos);
+  EXPECT_FALSE(check_run({with_context({})}, {}).disturbed());
 }
 
 }  // namespace

@@ -39,9 +39,15 @@ class Report(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         md = open(os.path.join(out, "report.md")).read()
         html = open(os.path.join(out, "report.html")).read()
-        self.assertIn("native/fused is 7.3× faster than torch/eager_host when most rows exit early.", md)
-        self.assertIn("| native/fused | 1.5 ±33% (7.3×) | 5 ±0% (6.0×) |", md)
-        self.assertIn("| cpu · Test CPU | 1 | 64 | 3 | mix:late | native/fused | 5 | 4.2× | torch/masked |", md)
+        # 3 and 1 repetitions: no claim, and the report says why
+        self.assertIn("no recommendation when most rows exit early: native/fused has 3 repetitions", md)
+        self.assertNotIn("faster than", md)
+        # median, interval of the median, cv, unstable mark, speedup of medians
+        self.assertIn("| native/fused | 1.5 [1–2] ±33% unstable (7.3×) | 5 [5–5] ±0% (6.0×) |", md)
+        self.assertIn("75% with 3 repetitions", md)
+        # conservative margin: masked's low edge over fused's high edge
+        self.assertIn("| cpu · Test CPU | 1 | 64 | 3 | mix:late | native/fused | 5 | [5–5] | ≥4.2× | torch/masked |", md)
+        self.assertNotIn("disturbed", md)
         self.assertIn("| torch/masked | 21 | - | 0 | 25 | 64.8% |", md)  # 1 - 9000/25600 wasted
         # self-contained: nothing fetched from anywhere
         self.assertNotRegex(html, r"<script[^>]*src=|<link[^>]*href=|src=\"https?:|url\(https?:")
@@ -94,8 +100,8 @@ class Report(unittest.TestCase):
     def test_compare_same_run_is_same_and_regression_fails_on_request(self):
         result = run("--compare", SMALL, SMALL)
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("| SAME |", result.stdout)
-        self.assertIn("TOO FEW REPETITIONS", result.stdout)  # the single-repetition series
+        # 3 + 3 repetitions cannot reach p < 0.05, 1 + 1 even less: no verdict for any
+        self.assertIn("Summary: 0 faster, 0 slower, 0 same, 6 too few repetitions, of 6", result.stdout)
         slower = json.load(open(SMALL))
         for b in slower["benchmarks"]:
             if "fused/mix:early" in b["name"] and b.get("run_type") == "iteration":
@@ -103,9 +109,9 @@ class Report(unittest.TestCase):
         path = self.write_json("slower.json", slower)
         result = run("--compare", SMALL, path)
         self.assertEqual(result.returncode, 0, result.stderr)
-        # 3 vs 3 repetitions, fully separated: exact p = 2/20 = 0.1, not significant at 5%
-        self.assertIn("| early_exit/cpu/native/fused/mix:early/batch:1/hidden:64/blocks:3 | 1.5 | 4.5 | +200.0% | 0.1 | SAME |",
-                      result.stdout)
+        # 3 vs 3 repetitions, fully separated: the smallest p there is, 2/20 = 0.1, is not significant
+        self.assertIn("| early_exit/cpu/native/fused/mix:early/batch:1/hidden:64/blocks:3 | 1.5 | 4.5 | +200.0% | - | "
+                      "TOO FEW REPETITIONS |", result.stdout)
         five = json.load(open(SMALL))
         extra = [copy.deepcopy(b) for b in five["benchmarks"] if "fused/mix:early" in b["name"] and b.get("run_type") == "iteration"]
         for i, b in enumerate(extra[:2]):
@@ -121,6 +127,82 @@ class Report(unittest.TestCase):
         self.assertIn("SLOWER", result.stdout)
         self.assertEqual(run("--compare", a, b, "--fail-on-regression", "500").returncode, 0)
         self.assertEqual(run("--compare", a, b, "--fail-on-regression", "x").returncode, 2)
+
+    def five_repetition_run(self, seed, scale=1.0, cv=0.01):
+        """SMALL with 5 repetitions of every mix:early series, drawn around its median with `cv` noise."""
+        import random
+        rng = random.Random(seed)
+        data = json.load(open(SMALL))
+        runs = []
+        for b in data["benchmarks"]:
+            if "mix:early" in b["name"] and b.get("run_type") == "iteration":
+                if any(r["name"] == b["name"] for r in runs):
+                    continue
+                center = {"eager_host": 11.0, "fused": 1.5, "masked": 21.0}[b["name"].split("/")[3]] * scale
+                for i in range(5):
+                    r = copy.deepcopy(b)
+                    r["real_time"], r["time_unit"], r["repetition_index"] = center * (1 + rng.gauss(0, cv)), "us", i
+                    runs.append(r)
+        data["benchmarks"] = runs
+        return data
+
+    def test_compare_aa_is_same_with_a_summary_and_a_shift_is_slower(self):
+        a = self.write_json("a.json", self.five_repetition_run(1))
+        b = self.write_json("b.json", self.five_repetition_run(2))
+        result = run("--compare", a, b)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("Summary: 0 faster, 0 slower, 3 same, 0 too few repetitions, of 3", result.stdout)
+        self.assertNotIn("WARNING", result.stdout)
+        slow = self.write_json("slow.json", self.five_repetition_run(3, scale=1.2))
+        result = run("--compare", a, slow)
+        self.assertIn("Summary: 0 faster, 3 slower, 0 same", result.stdout)
+        # a 20% shift is below a 25% minimum effect
+        result = run("--compare", a, slow, "--min-effect", "25")
+        self.assertIn("Summary: 0 faster, 0 slower, 3 same", result.stdout)
+        self.assertIn("at least 25%", result.stdout)
+        for bad in (["--min-effect", "x"], ["--min-effect=-1"]):
+            self.assertEqual(run("--compare", a, b, *bad).returncode, 2)
+        self.assertEqual(run("--out", os.path.join(self.dir, "r"), a, "--min-effect", "5").returncode, 2)
+
+    def test_compare_warns_when_a_file_was_recorded_on_a_busy_machine(self):
+        busy = self.five_repetition_run(2)
+        busy["context"].update({"load_avg": [6.2, 5.1, 4.0], "num_cpus": 2})
+        a = self.write_json("a.json", self.five_repetition_run(1))
+        b = self.write_json("busy.json", busy)
+        result = run("--compare", a, b)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("WARNING: recorded on a busy machine: busy.json: load average 6.20 on 2 CPUs", result.stdout)
+        self.assertIn("condbench-report: warning: recorded on a busy machine: busy.json", result.stderr)
+
+    def test_disturbed_run_says_so_at_the_top_and_recommends_nothing(self):
+        quiet = self.five_repetition_run(1)
+        out = os.path.join(self.dir, "quiet")
+        self.assertEqual(run("--out", out, self.write_json("quiet.json", quiet)).returncode, 0)
+        md = open(os.path.join(out, "report.md")).read()
+        self.assertNotIn("disturbed", md)
+        self.assertIn("native/fused is at least", md)  # a quiet, stable run gives advice
+        busy = copy.deepcopy(quiet)
+        busy["context"].update({"condbench_machine_busy": "yes", "condbench_machine_busy_end": "no",
+                                "condbench_running_start": "2.0", "condbench_loadavg_start": "6.20 5.10 4.00",
+                                "condbench_cpus": "2"})
+        out = os.path.join(self.dir, "busy")
+        result = run("--out", out, self.write_json("busy.json", busy))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("the run was disturbed", result.stderr)
+        md = open(os.path.join(out, "report.md")).read()
+        top = md.split("## What was compared")[0]
+        self.assertIn("This run was disturbed, so this report gives no recommendations", top)
+        self.assertIn("busy.json: busy when the run started (2.0 other tasks running, load average 6.20 5.10 4.00 "
+                      "on 2 CPUs)", top)
+        self.assertIn("None: this run was disturbed", md)
+        self.assertNotIn("at least", md.split("## Best strategy")[0])
+
+    def test_unstable_threshold_is_configurable(self):
+        out = os.path.join(self.dir, "loose")
+        self.assertEqual(run("--out", out, SMALL, "--unstable-cv", "50").returncode, 0)
+        md = open(os.path.join(out, "report.md")).read()
+        self.assertIn("| native/fused | 1.5 [1–2] ±33% (7.3×) |", md)
+        self.assertEqual(run("--out", os.path.join(self.dir, "x"), SMALL, "--unstable-cv", "many").returncode, 2)
 
     @unittest.skipUnless(shutil.which("chromium") and shutil.which("gnuplot"),
                          "needs chromium and gnuplot (scripts/setup --with-browser)")

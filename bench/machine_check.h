@@ -1,0 +1,28 @@
+#pragma once
+// The runner's side of the machine check: read the machine before the run (warn, or refuse under
+// --require-quiet) and after it, and record both in the result's context. The reading and the
+// rule itself live in condbench/machine_state.h, shared with condbench-report.
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace condbench {
+
+using ContextEntries = std::vector<std::pair<std::string, std::string>>;
+
+// Prints one "condbench: warning: ..." line on stderr per finding and returns the context entries
+// (condbench_machine_busy, condbench_running_start, ...). With `require_quiet`, a busy machine
+// throws condbench::Error instead: one line, exit code 2, nothing run.
+ContextEntries check_machine_before_run(int threads, bool require_quiet);
+
+// The same after the run (condbench_machine_busy_end, ...): load that came up during the run.
+// The run queue is read once our threads have settled; the 1-minute load average still holds up
+// to `threads` of ours, and is judged less those.
+ContextEntries check_machine_after_run(int threads);
+
+// Google Benchmark writes its context when the run starts; the end-of-run findings are added to
+// the "context" object of the JSON file it wrote, before the file is renamed into place. A file
+// that is not JSON output (--benchmark_out_format=csv) is left alone.
+void add_to_json_context(const std::string& path, const ContextEntries& entries);
+
+}  // namespace condbench

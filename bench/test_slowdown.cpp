@@ -1,0 +1,47 @@
+#include "test_slowdown.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+#include "condbench/error.h"
+
+namespace condbench {
+
+namespace {
+
+std::map<std::string, double> parse(const std::string& text) {
+  std::map<std::string, double> factors;
+  size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const size_t colon = item.rfind(':');
+    char* end = nullptr;
+    errno = 0;
+    const double factor = colon == std::string::npos ? NAN : std::strtod(item.c_str() + colon + 1, &end);
+    if (colon == std::string::npos || colon == 0 || !end || *end != '\0' || errno ||
+        !(factor >= 1.0 && factor <= 100.0))
+      fail("CONDBENCH_TEST_SLOWDOWN: '" + item + "' is not device/engine/strategy:FACTOR with FACTOR in [1, 100]");
+    factors[item.substr(0, colon)] = factor;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return factors;
+}
+
+}  // namespace
+
+std::string test_slowdown_setting() {
+  const char* value = std::getenv("CONDBENCH_TEST_SLOWDOWN");
+  return value ? value : "";
+}
+
+double test_slowdown(const std::string& strategy_path) {
+  static const std::map<std::string, double> factors = parse(test_slowdown_setting());
+  auto it = factors.find(strategy_path);
+  return it == factors.end() ? 1.0 : it->second;
+}
+
+}  // namespace condbench
