@@ -54,7 +54,7 @@ class DryRun(unittest.TestCase):
             self.assertIn("early_exit/cpu/native/fused/exit:1/batch:1/hidden:64/blocks:3/real_time", names)
             with tarfile.open(os.path.join(out, "device-check.tar.gz")) as archive:
                 members = archive.getnames()
-            self.assertTrue(any(m.endswith("logs/gpu-tests.log") for m in members), members)
+            self.assertTrue(any(m.endswith("logs/gpu-tests-graph-cond.log") for m in members), members)
             self.assertTrue(any(m.endswith("report/report.md") for m in members), members)
 
     def test_dry_run_without_a_bundle_fails_saying_so(self):
