@@ -500,6 +500,11 @@ SavedObject read_torch_save(const std::string& what, const std::string& path, st
     fail(prefix + e.what());
   } catch (const std::bad_alloc&) {
     throw;  // the limits above should make this impossible; the tool reports it as internal
+  } catch (const c10::Error& e) {
+    // LibTorch's zip reader refused the archive. what() would symbolize a backtrace (slow, and
+    // not for the user); the message alone says what it disliked.
+    const std::string reason = e.what_without_backtrace();
+    fail(prefix + "not a readable torch.save file (" + printable(reason.substr(0, reason.find('\n'))) + ")");
   } catch (const std::exception& e) {
     const std::string reason = e.what();
     fail(prefix + "not a readable torch.save file (" + printable(reason.substr(0, reason.find('\n'))) + ")");
