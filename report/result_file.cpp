@@ -89,6 +89,7 @@ std::string without_non_finite_literals(const std::string& text) {
     }
     bool replaced = false;
     for (const char* literal : {"-Infinity", "Infinity", "-NaN", "NaN", "-nan", "nan", "-inf", "inf"}) {
+      if (c != literal[0]) continue;  // cheap first: most characters start no literal
       const size_t n = std::char_traits<char>::length(literal);
       if (text.compare(i, n, literal) == 0) {
         out += "null";
