@@ -3,12 +3,13 @@ one line naming what is wrong and exit code 2 (bad input): never a crash, a hang
 allocation or a half-written output. Every file is made here, byte by byte.
 Usage: test_hardening.py CONDBENCH CONDBENCH_INFER."""
 import os
+import signal
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
-import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_save_craft import (archive, floats, model_tensors, p_dict, p_str, p_tensor, pickle_of,  # noqa: E402
@@ -185,6 +186,21 @@ class Flags(Case):
     def test_benchmark_out_naming_a_directory_is_refused_before_the_run(self):
         result = run(CONDBENCH, "--device=cpu", "--benchmark_out=" + self.dir, "--benchmark_filter=none")
         self.assert_bad_input(result, "is not a regular file")
+        self.assertEqual(os.listdir(self.dir), [])
+
+
+class Signals(Case):
+    def test_ctrl_c_during_a_run_removes_the_temporary_result(self):
+        out = os.path.join(self.dir, "run.json")
+        proc = subprocess.Popen([CONDBENCH, "--device=cpu", "--hidden=16", "--benchmark_min_time=30",
+                                 "--benchmark_out=" + out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        while not os.listdir(self.dir) and proc.poll() is None:
+            time.sleep(0.02)  # polling for the temporary to appear; nothing is asserted about time
+        self.assertEqual(len(os.listdir(self.dir)), 1)
+        self.assertIn(".tmp-", os.listdir(self.dir)[0])
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, -signal.SIGINT)
         self.assertEqual(os.listdir(self.dir), [])
 
 
