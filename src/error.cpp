@@ -12,10 +12,14 @@ std::string printable(const std::string& text, size_t limit) {
   for (size_t i = 0; i < text.size(); ++i) {
     if (out.size() >= limit) return out + "...";
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c < 0x20 || c == 0x7f) out += std::string("\\x") + digits[c >> 4] + digits[c & 15];
-    else out += static_cast<char>(c);  // printable ASCII and UTF-8 text pass unchanged
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c < 0x20 || c == 0x7f)
+      out += std::string("\\x") + digits[c >> 4] + digits[c & 15];
+    else
+      out += static_cast<char>(c);  // printable ASCII and UTF-8 text pass unchanged
   }
   return out;
 }

@@ -112,7 +112,8 @@ std::vector<ZipRecord> read_zip_directory(std::istream& in, uint64_t size) {
     at += kEntrySize + name_size + extra_size + comment_size;
 
     const std::string what = "zip record '" + printable(r.name) + "'";
-    if (r.header_offset > size || kLocalSize > size - r.header_offset) fail(what + ": its header lies outside the file");
+    if (r.header_offset > size || kLocalSize > size - r.header_offset)
+      fail(what + ": its header lies outside the file");
     const std::string local = zip.read(r.header_offset, kLocalSize);
     if (little(local, 0, 4) != kLocalHeader) fail(what + ": no local header where the directory says");
     const uint64_t data = r.header_offset + kLocalSize + little(local, 26, 2) + little(local, 28, 2);

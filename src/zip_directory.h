@@ -10,11 +10,11 @@
 namespace condbench::detail {
 
 struct ZipRecord {
-  std::string name;             // as stored, e.g. "archive/data.pkl"
-  uint64_t compressed = 0;      // bytes in the file
-  uint64_t uncompressed = 0;    // bytes once read
-  uint64_t header_offset = 0;   // its local header
-  uint16_t method = 0;          // 0 stored, 8 deflated
+  std::string name;            // as stored, e.g. "archive/data.pkl"
+  uint64_t compressed = 0;     // bytes in the file
+  uint64_t uncompressed = 0;   // bytes once read
+  uint64_t header_offset = 0;  // its local header
+  uint16_t method = 0;         // 0 stored, 8 deflated
 };
 
 // Most records a torch.save file may hold (one per tensor storage, plus a few): a limit.
