@@ -76,8 +76,10 @@ float parse_float(const std::string& flag, const std::string& text, float lo, fl
   errno = 0;
   char* end = nullptr;
   const float value = std::strtof(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value))
-    fail(flag + ": '" + text + "' is not a number");
+  if (text.empty() || *end != '\0' || std::isnan(value)) fail(flag + ": '" + text + "' is not a number");
+  // strtof sets ERANGE on underflow too: 1e-50 is a fine (zero) threshold; only overflow is out of range.
+  if (std::isinf(value) || (errno == ERANGE && std::abs(value) > 1.0f))
+    fail(flag + ": " + text + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   if (value < lo || value > hi)
     fail(flag + ": " + text + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return value;

@@ -9,11 +9,33 @@
 #include <set>
 
 #include "condbench/error.h"
+#include "condbench/output_file.h"
 #include "condbench/workload.h"
 
 namespace condbench {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Success is claimed only for a file that was written whole and renamed into place.
+void write_json(const fs::path& path, const nlohmann::json& value) {
+  install_signal_cleanup();
+  PendingFile pending(path.string());
+  {
+    std::ofstream out(pending.temp_path(), std::ios::binary);
+    out << value.dump(2) << "\n";
+    out.close();
+    if (!out) fail("--export-workload: cannot write '" + path.string() + "'");
+  }
+  try {
+    pending.commit();
+  } catch (const Error& e) {
+    fail(std::string("--export-workload: ") + e.what());
+  }
+}
+
+}  // namespace
 
 std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& cases, const std::string& dir) {
   std::map<std::string, std::pair<ModelSource, std::set<std::string>>> models;  // key -> (source, scenarios)
@@ -31,7 +53,9 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
     name += "-b";
     name += std::to_string(config.blocks);
     const fs::path out = fs::path(dir) / name;
-    fs::create_directories(out);
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec) fail("--export-workload: cannot create '" + out.string() + "': " + ec.message());
     save_state_dict_file(workload->model()->state(), (out / "weights.pt").string());
     save_tensor_file(workload->pool(), (out / "pool.pt").string());
     nlohmann::json meta;
@@ -46,7 +70,7 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
       meta["thresholds"][scenario] = workload->thresholds(scenario);
       meta["walk_order"][scenario] = workload->walk_order(scenario);  // the rows in condbench's visiting order
     }
-    std::ofstream(out / "workload.json") << meta.dump(2) << "\n";
+    write_json(out / "workload.json", meta);
     written.push_back(out.string());
   }
   return written;

@@ -34,6 +34,12 @@ const char* const kUsage =
     "                       [--input=FILE | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
     "                       [--device=cpu|cuda|all] [--strategy=LIST]\n";
 
+std::string shape_text(at::IntArrayRef sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
+
 Options parse_options(int argc, char** argv) {
   const auto flags = cli::take_flags(argc, argv,
                                      {"--weights", "--seed", "--in-features", "--hidden", "--num-classes", "--blocks",
@@ -61,10 +67,10 @@ Options parse_options(int argc, char** argv) {
     at::Tensor input = load_tensor_file(flags.at("--input"));
     if (input.dim() == 1) input = input.unsqueeze(0);
     if (!at::isFloatingType(input.scalar_type()) || input.dim() != 2 || input.size(1) != config.in_features)
-      fail("--input: expected a float tensor [rows, " + std::to_string(config.in_features) + "], got " +
-           std::string(input.scalar_type() == at::kFloat ? "" : "non-float ") + "shape " + std::to_string(input.dim()) +
-           "-d " + (input.dim() >= 1 ? std::to_string(input.size(-1)) + " wide" : ""));
+      fail("--input: expected a floating-point tensor [rows, " + std::to_string(config.in_features) + "], got " +
+           std::string(c10::toString(input.scalar_type())) + " " + shape_text(input.sizes()));
     if (input.size(0) < 1) fail("--input: the tensor has no rows");
+    if (!input.isfinite().all().item<bool>()) fail("--input: the tensor holds NaN or infinite values");
     options.input = input.to(at::kCPU, at::kFloat).contiguous();
   } else {
     const int64_t rows = given("--batch") ? cli::parse_int("--batch", flags.at("--batch"), 1, 1 << 20) : 8;
@@ -149,12 +155,11 @@ int main(int argc, char** argv) {
     }
   try {
     return condbench::run(argc, argv);
-  } catch (const condbench::Error& e) {
-    std::cerr << "condbench-infer: " << e.what() << "\n";
-    return 2;
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    std::cerr << "condbench-infer: " << what.substr(0, what.find('\n')) << "\n";
-    return 2;
+    std::cerr << "condbench-infer: " << condbench::one_line(e) << "\n";
+    return condbench::exit_code_for(e);
+  } catch (...) {
+    std::cerr << "condbench-infer: internal error: an unknown exception\n";
+    return 1;
   }
 }

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <unistd.h>
 
 #include "checkpoint_reporter.h"
@@ -17,6 +19,7 @@
 #include "context.h"
 #include "device_timing.h"
 #include "export_workload.h"
+#include "condbench/output_file.h"
 #include "machine_check.h"
 #include "registration.h"
 #include "test_slowdown.h"
@@ -30,35 +33,44 @@ bool has_flag(int argc, char** argv, const char* name) {
   return false;
 }
 
-// DESIGN §5: result files are written atomically. Google Benchmark writes --benchmark_out in
-// place, so point it at a temporary file beside the target and rename it when the run ends.
+// Result files are written atomically. Google Benchmark writes --benchmark_out in place, so point
+// it at a temporary file beside the target and rename it when the run ends. A Ctrl-C removes the
+// temporary (install_signal_cleanup); a failed rename keeps it and says where.
 class AtomicBenchmarkOut {
  public:
   AtomicBenchmarkOut(int argc, char** argv) {
     for (int i = 1; i < argc; ++i)
       if (std::strncmp(argv[i], "--benchmark_out=", 16) == 0) {
-        target_ = argv[i] + 16;
-        if (target_.empty()) condbench::fail("--benchmark_out: needs a file name");
-        temp_ = target_ + ".tmp." + std::to_string(::getpid());
-        if (!std::ofstream(temp_)) condbench::fail("--benchmark_out: cannot write '" + target_ + "'");
-        arg_ = "--benchmark_out=" + temp_;
+        // argv[i] is rewritten to point into arg_: a second --benchmark_out would rewrite arg_
+        // under the first one's feet, and which of two files was meant is a guess anyway.
+        if (pending_) condbench::fail("--benchmark_out: given twice");
+        const std::string target = argv[i] + 16;
+        if (target.empty()) condbench::fail("--benchmark_out: needs a file name");
+        std::error_code ec;
+        const auto status = std::filesystem::status(target, ec);
+        if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+          condbench::fail("--benchmark_out: '" + target + "' exists and is not a regular file");
+        condbench::install_signal_cleanup();
+        pending_ = std::make_unique<condbench::PendingFile>(target);
+        if (!std::ofstream(pending_->temp_path())) condbench::fail("--benchmark_out: cannot write '" + target + "'");
+        arg_ = "--benchmark_out=" + pending_->temp_path();
         argv[i] = arg_.data();
       }
   }
-  ~AtomicBenchmarkOut() {
-    if (!temp_.empty()) std::remove(temp_.c_str());  // still here: the run did not finish
-  }
   // The file Google Benchmark writes to ("" without --benchmark_out).
-  const std::string& path() const { return temp_; }
+  std::string path() const { return pending_ ? pending_->temp_path() : std::string(); }
   void commit() {
-    if (temp_.empty()) return;
-    if (std::rename(temp_.c_str(), target_.c_str()) != 0)
-      condbench::fail("--benchmark_out: cannot rename the result into '" + target_ + "'");
-    temp_.clear();
+    if (!pending_) return;
+    try {
+      pending_->commit();
+    } catch (const condbench::Error& e) {
+      condbench::fail(std::string("--benchmark_out: ") + e.what());
+    }
   }
 
  private:
-  std::string target_, temp_, arg_;
+  std::unique_ptr<condbench::PendingFile> pending_;  // destroyed uncommitted: the temporary goes
+  std::string arg_;
 };
 
 }  // namespace
@@ -129,8 +141,11 @@ int main(int argc, char** argv) {
     }
     out.commit();
     return 0;
-  } catch (const condbench::Error& e) {
-    std::cerr << "condbench: " << e.what() << "\n";
-    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "condbench: " << condbench::one_line(e) << "\n";
+    return condbench::exit_code_for(e);
+  } catch (...) {
+    std::cerr << "condbench: internal error: an unknown exception\n";
+    return 1;
   }
 }

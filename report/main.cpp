@@ -4,15 +4,18 @@
 //   condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]
 //
 // Bad input gets one line naming the file and what is wrong, exit code 2, and nothing half
-// written: the report is built in a temporary directory beside DIR and renamed into place.
+// written: the report is built in a temporary directory beside DIR and renamed into place. DIR is
+// replaced only when it is an earlier report (or with --force), and never when it holds an input.
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "analysis.h"
 #include "condbench/error.h"
+#include "condbench/output_file.h"
 #include "render.h"
 #include "result_file.h"
 #include "stability.h"
@@ -24,8 +27,9 @@ using namespace condbench::report;
 namespace {
 
 const char* const kUsage =
-    "usage: condbench-report --out DIR RESULT.json... [--unstable-cv PCT]\n"
+    "usage: condbench-report --out DIR [--force] [--unstable-cv PCT] RESULT.json...\n"
     "       condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]\n"
+    "  --force             replace DIR even if it is not a previous condbench report\n"
     "  --unstable-cv PCT   mark a benchmark unstable above this coefficient of variation (default 5)\n"
     "  --min-effect PCT    smallest change --compare calls FASTER or SLOWER (default 5)\n";
 
@@ -38,33 +42,78 @@ double percentage(const std::string& flag, const std::string& text) {
   return value / 100;
 }
 
-// Builds into DIR.tmp-<pid>, then swaps it in for DIR.
+// A report directory holds this file; --out replaces only a directory that has it (or, with
+// --force, any file or directory), so a mistyped --out can never delete someone's data.
+const char* const kMarker = ".condbench-report";
+
+bool inside(const fs::path& path, const fs::path& dir) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(path, ec), d = fs::weakly_canonical(dir, ec);
+  auto pi = p.begin();
+  for (auto di = d.begin(); di != d.end(); ++di, ++pi)
+    if (pi == p.end() || *pi != *di) return false;
+  return true;
+}
+
+// Refuses an --out that is not a previous report (unless --force), is not a plain file or
+// directory, or holds one of the inputs (even with --force).
+void check_out(const fs::path& dir, const std::vector<std::string>& inputs, bool force) {
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(dir, ec);
+  for (const std::string& input : inputs)
+    if (inside(input, dir)) fail("--out: '" + dir.string() + "' holds the input '" + input + "'; choose another path");
+  if (!fs::exists(status)) return;
+  const bool report = fs::is_directory(status) && fs::exists(dir / kMarker, ec);
+  if (report) return;
+  if (!fs::is_directory(status) && !fs::is_regular_file(status) && !fs::is_symlink(status))
+    fail("--out: '" + dir.string() + "' is neither a file nor a directory; it is never replaced");
+  if (!force)
+    fail("--out: '" + dir.string() + "' exists and is not a condbench report (it has no " + kMarker +
+         "); choose another path, or pass --force to replace it");
+}
+
+// Builds into DIR.tmp-<pid>, then swaps it in for DIR. If the swap fails, the finished report
+// stays in the temporary directory and the error says so.
 void write_atomically(const std::vector<ResultFile>& files, const fs::path& dir, double unstable_cv) {
-  const fs::path tmp = dir.string() + ".tmp-" + std::to_string(::getpid());
+  install_signal_cleanup();
+  PendingDirectory tmp(dir.string());
+  const fs::path built = tmp.temp_path();
+  std::ofstream(built / kMarker) << "condbench-report output; condbench-report --out may replace this directory\n";
+  const RenderResult result = write_report(files, built.string(), find_gnuplot(), unstable_cv);
+  throw_if_interrupted();
   const fs::path old = dir.string() + ".old-" + std::to_string(::getpid());
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
-  try {
-    const RenderResult result = write_report(files, tmp.string(), find_gnuplot(), unstable_cv);
-    if (fs::exists(dir)) fs::rename(dir, old);
-    fs::rename(tmp, dir);
-    fs::remove_all(old);
-    for (const std::string& note : result.notes) std::cerr << "condbench-report: " << note << "\n";
-    if (result.disturbed)
-      std::cerr
-          << "condbench-report: warning: the run was disturbed; the report gives no recommendations (see its top)\n";
-    std::cout << "wrote " << (dir / "report.md").string() << " and " << (dir / "report.html").string() << " ("
-              << result.charts << " charts)\n";
-  } catch (...) {
-    fs::remove_all(tmp);
-    throw;
+  std::error_code ec;
+  const bool replacing = fs::exists(fs::symlink_status(dir, ec));
+  if (replacing) {
+    fs::rename(dir, old, ec);
+    if (ec) {
+      tmp.release();
+      fail("--out: cannot move the old '" + dir.string() + "' aside (" + ec.message() + "); the new report is in '" +
+           built.string() + "'");
+    }
   }
+  fs::rename(built, dir, ec);
+  if (ec) {
+    std::error_code back;
+    if (replacing) fs::rename(old, dir, back);
+    tmp.release();
+    fail("--out: cannot rename the report into '" + dir.string() + "' (" + ec.message() + "); it is kept in '" +
+         built.string() + "'");
+  }
+  tmp.release();
+  if (replacing) fs::remove_all(old, ec);
+  if (ec) std::cerr << "condbench-report: could not remove the previous report, moved to '" << old.string() << "'\n";
+  for (const std::string& note : result.notes) std::cerr << "condbench-report: " << note << "\n";
+  if (result.disturbed)
+    std::cerr << "condbench-report: warning: the run was disturbed; the report gives no recommendations (see its top)\n";
+  std::cout << "wrote " << (dir / "report.md").string() << " and " << (dir / "report.html").string() << " ("
+            << result.charts << " charts)\n";
 }
 
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string out, fail_on, unstable_cv, min_effect;
-  bool compare_mode = false;
+  bool compare_mode = false, force = false;
   std::vector<std::string> inputs;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -82,6 +131,8 @@ int run(int argc, char** argv) {
       unstable_cv = value("--unstable-cv");
     } else if (a == "--min-effect" || a.rfind("--min-effect=", 0) == 0) {
       min_effect = value("--min-effect");
+    } else if (a == "--force") {
+      force = true;
     } else if (a == "--compare") {
       compare_mode = true;
     } else if (a == "--fail-on-regression" || a.rfind("--fail-on-regression=", 0) == 0) {
@@ -128,6 +179,7 @@ int run(int argc, char** argv) {
   if (out.empty()) fail("--out DIR is required (see --help)");
   if (inputs.empty()) fail("no result files given");
   std::vector<ResultFile> files;
+  check_out(out, inputs, force);
   for (const std::string& path : inputs) files.push_back(load_result_file(path));
   write_atomically(files, out, cv);
   return 0;
@@ -138,9 +190,13 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
+  } catch (const Interrupted& e) {
+    reraise(e.signal());  // the temporary report is gone; die of the signal
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    std::cerr << "condbench-report: " << what.substr(0, what.find('\n')) << "\n";
-    return 2;
+    std::cerr << "condbench-report: " << one_line(e) << "\n";
+    return exit_code_for(e);
+  } catch (...) {
+    std::cerr << "condbench-report: internal error: an unknown exception\n";
+    return 1;
   }
 }

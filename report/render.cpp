@@ -1,16 +1,25 @@
 #include "render.h"
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "condbench/error.h"
 #include "stability.h"
+#include "condbench/output_file.h"
 
 namespace condbench::report {
 
@@ -32,10 +41,47 @@ std::string escape_html(const std::string& text) {
       case '>': out += "&gt;"; break;
       case '&': out += "&amp;"; break;
       case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
       default: out += c;
     }
   }
   return out;
+}
+
+// Text from a result file (names, context values, error messages) as Markdown that shows it
+// literally: every character Markdown or inline HTML could act on is backslash-escaped, and line
+// breaks become spaces, so a name can neither end a table row nor start a block.
+std::string escape_markdown(const std::string& text) {
+  auto word = [&](size_t i) { return i < text.size() && std::isalnum(static_cast<unsigned char>(text[i])); };
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      // dropped: no control character belongs in a report
+    } else if (std::string_view("\\`*[]<>|#!&~").find(c) != std::string_view::npos) {
+      out += '\\';
+      out += c;
+    } else if (c == '_' && !(i > 0 && word(i - 1) && word(i + 1))) {
+      out += "\\_";  // an underscore inside a word (torch/eager_host) is literal already
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// A name as a gnuplot data-file label: only characters that no gnuplot syntax gives a meaning to
+// (no quotes, spaces, '#', '@', '$', backquotes or escapes), the rest as '_'. Labels go only into
+// data files, which gnuplot reads as data; the scripts hold nothing taken from a result file.
+std::string gnuplot_label(const std::string& text) {
+  std::string out;
+  for (char c : text)
+    out += std::isalnum(static_cast<unsigned char>(c)) || std::string_view("._:/+-").find(c) != std::string_view::npos
+               ? c
+               : '_';
+  return out.empty() ? "_" : out.substr(0, 60);
 }
 
 std::string number(double value, int digits = 3) {
@@ -51,17 +97,17 @@ std::string number(double value, int digits = 3) {
 class Document {
  public:
   void heading(int level, const std::string& text) {
-    md_ << std::string(level, '#') << " " << text << "\n\n";
+    md_ << std::string(level, '#') << " " << escape_markdown(text) << "\n\n";
     html_ << "<h" << level << ">" << escape_html(text) << "</h" << level << ">\n";
   }
   void paragraph(const std::string& text) {
-    md_ << text << "\n\n";
+    md_ << escape_markdown(text) << "\n\n";
     html_ << "<p>" << escape_html(text) << "</p>\n";
   }
   void bullets(const std::vector<std::string>& items) {
     html_ << "<ul>\n";
     for (const std::string& item : items) {
-      md_ << "- " << item << "\n";
+      md_ << "- " << escape_markdown(item) << "\n";
       html_ << "<li>" << escape_html(item) << "</li>\n";
     }
     md_ << "\n";
@@ -69,7 +115,7 @@ class Document {
   }
   void table(const Table& t) {
     md_ << "|";
-    for (const std::string& h : t.header) md_ << " " << h << " |";
+    for (const std::string& h : t.header) md_ << " " << escape_markdown(h) << " |";
     md_ << "\n|";
     for (size_t i = 0; i < t.header.size(); ++i) md_ << (i == 0 ? "---|" : "---:|");
     md_ << "\n";
@@ -80,7 +126,7 @@ class Document {
       md_ << "|";
       html_ << "<tr>";
       for (const std::string& cell : row) {
-        md_ << " " << cell << " |";
+        md_ << " " << escape_markdown(cell) << " |";
         html_ << "<td>" << escape_html(cell) << "</td>";
       }
       md_ << "\n";
@@ -90,7 +136,7 @@ class Document {
     html_ << "</table>\n";
   }
   void chart(const std::string& file, const std::string& svg, const std::string& caption) {
-    md_ << "![" << caption << "](" << file << ")\n\n";
+    md_ << "![" << escape_markdown(caption) << "](" << file << ")\n\n";
     const size_t start = svg.find("<svg");
     html_ << "<figure class=\"chart\">" << (start == std::string::npos ? svg : svg.substr(start))
           << "<figcaption>" << escape_html(caption) << "</figcaption></figure>\n";
@@ -122,24 +168,46 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
-std::string quote_shell(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
+// Runs gnuplot on `script` inside `work` (no shell: the command line holds nothing to interpret),
+// its output in `log`. Returns whether it succeeded. A SIGINT/SIGTERM while it runs stops it and
+// throws Interrupted, so the report is abandoned rather than finished without its charts.
+bool run_gnuplot(const std::string& gnuplot, const fs::path& work, const std::string& script, const std::string& log) {
+  const pid_t child = ::fork();
+  if (child < 0) return false;
+  if (child == 0) {
+    if (::chdir(work.c_str()) != 0) ::_exit(127);
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), in = ::open("/dev/null", O_RDONLY);
+    if (out < 0 || in < 0) ::_exit(127);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::execl(gnuplot.c_str(), "gnuplot", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return false;
+    if (const int signal = interrupted()) {
+      ::kill(child, SIGTERM);
+      ::waitpid(child, &status, 0);
+      throw Interrupted(signal);
+    }
+  }
+  throw_if_interrupted();  // the signal reached gnuplot too and ended it
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-// Draws one chart with gnuplot: `data` is a whitespace-separated table whose first column is the
-// x label; `plot` the plot command. Returns the SVG, or "" when gnuplot failed.
+// Draws one chart with gnuplot: `data` is the data file's text (labels from gnuplot_label only);
+// `plot` the plot command, which refers to the data file as '<name>.dat'. Returns the SVG, or ""
+// when gnuplot failed.
 std::string draw(const std::string& gnuplot, const fs::path& work, const std::string& name, const std::string& data,
                  const std::string& settings, const std::string& plot) {
-  const fs::path data_file = work / (name + ".dat"), script = work / (name + ".gp"), svg = work / (name + ".svg");
-  write_text(data_file, data);
-  write_text(script, "set terminal svg size 760,420 noenhanced font 'sans,11' background rgb 'white'\nset output " +
-                         quote_shell(svg.string()) + "\nset datafile missing 'NaN'\nset key outside right top\n" +
-                         "set grid ytics\n" + settings + plot + "\n");
-  const std::string command = quote_shell(gnuplot) + " " + quote_shell(script.string()) + " > " +
-                              quote_shell((work / (name + ".log")).string()) + " 2>&1";
-  if (std::system(command.c_str()) != 0 || !fs::exists(svg)) return "";
+  write_text(work / (name + ".dat"), data);
+  write_text(work / (name + ".gp"), "set terminal svg size 760,420 noenhanced font 'sans,11' background rgb 'white'\n"
+                                    "set output '" + name + ".svg'\nset datafile missing 'NaN'\n"
+                                    "set key outside right top\nset grid ytics\n" + settings + plot + "\n");
+  const fs::path svg = work / (name + ".svg");
+  if (!run_gnuplot(gnuplot, work, name + ".gp", name + ".log") || !fs::exists(svg)) return "";
   return read_text(svg);
 }
 
@@ -280,7 +348,8 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
     for (const std::string& sc : g.scenarios) t.header.push_back(sc);
     std::ostringstream data;
     data << "scenario";
-    for (const std::string& s : g.strategies) data << " " << s;
+    for (const std::string& s : g.strategies) data << " " << gnuplot_label(s);
+    for (const std::string& s : g.strategies) data << " " << gnuplot_label(s + " unstable");
     data << "\n";
     double lo = INFINITY, hi = 0;
     for (const std::string& s : g.strategies) {
@@ -303,7 +372,7 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
     }
     std::vector<bool> unstable(g.strategies.size(), false);  // per strategy: has an unstable cell
     for (const std::string& sc : g.scenarios) {
-      data << sc;
+      data << gnuplot_label(sc);
       for (const std::string& s : g.strategies) {
         const Cell* c = g.cell(s, sc);
         data << " " << (c ? number(c->median_us, 6) : "NaN");
@@ -319,16 +388,16 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
     doc.table(t);
     if (!gnuplot.empty()) {
       const std::string id = chart_id(g, "latency", gi);
+      // Titles come from the data file's header line (columnheader), never from the script.
       std::string plot = "plot ";
       for (size_t i = 0; i < g.strategies.size(); ++i)
-        plot += (i ? ", " : "") + std::string("'") + (work / (id + ".dat")).string() + "' using 0:" +
-                std::to_string(i + 2) + (i == 0 ? ":xtic(1)" : "") + " with linespoints lw 2 title '" +
-                g.strategies[i] + "'";
+        plot += (i ? ", " : "") + std::string("'") + id + ".dat' using 0:" + std::to_string(i + 2) +
+                (i == 0 ? ":xtic(1)" : "") + " with linespoints lw 2 title columnheader(" + std::to_string(i + 2) + ")";
       // Only strategies with an unstable point: gnuplot drops the key entry of an all-NaN column.
       bool titled = false;
       for (size_t i = 0; i < g.strategies.size(); ++i) {
         if (!unstable[i]) continue;
-        plot += ", '" + (work / (id + ".dat")).string() + "' using 0:" + std::to_string(i + 2 + g.strategies.size()) +
+        plot += ", '" + id + ".dat' using 0:" + std::to_string(i + 2 + g.strategies.size()) +
                 " with points pt 6 ps 2.5 lw 2 lc rgb 'red' " + (titled ? "notitle" : "title 'unstable'");
         titled = true;
       }
@@ -365,17 +434,15 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
       t.rows.push_back({s, number(c->median_us) + (c->unstable ? " unstable" : ""), number(counter("gpu_us")),
                         number(counter("host_syncs")), number(counter("launches")),
                         std::isfinite(wasted) ? number(100 * wasted, 3) + "%" : "-"});
-      data << s << " " << number(c->median_us, 6) << " " << (c->unstable ? number(c->median_us, 6) : "NaN") << "\n";
+      data << gnuplot_label(s) << " " << number(c->median_us, 6) << " " << (c->unstable ? number(c->median_us, 6) : "NaN")
+           << "\n";
       any_unstable = any_unstable || c->unstable;
     }
     doc.table(t);
     if (!gnuplot.empty()) {
       const std::string id = chart_id(g, "time", gi);
-      std::string plot = "plot '" + (work / (id + ".dat")).string() +
-                         "' using 0:2:xtic(1) with boxes fill solid 0.6 title 'median latency'";
-      if (any_unstable)
-        plot += ", '" + (work / (id + ".dat")).string() +
-                "' using 0:3 with boxes fill pattern 4 lc rgb 'red' title 'unstable'";
+      std::string plot = "plot '" + id + ".dat' using 0:2:xtic(1) with boxes fill solid 0.6 title 'median latency'";
+      if (any_unstable) plot += ", '" + id + ".dat' using 0:3 with boxes fill pattern 4 lc rgb 'red' title 'unstable'";
       if (floors.count(g.device_label))
         for (const char* p : kFloorPrimitives)
           if (floors.at(g.device_label).count(p))
@@ -417,14 +484,14 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
 std::string comparison_markdown(const std::vector<Comparison>& rows, const std::string& a, const std::string& b,
                                 double min_effect, const std::vector<std::string>& warnings) {
   std::ostringstream md;
-  md << "A: " << a << "\nB: " << b << "\n\n";
-  for (const std::string& w : warnings) md << "WARNING: " << w << "\n\n";
+  md << "A: " << escape_markdown(a) << "\nB: " << escape_markdown(b) << "\n\n";
+  for (const std::string& w : warnings) md << "WARNING: " << escape_markdown(w) << "\n\n";
   md << "| benchmark | A median (µs) | B median (µs) | change | U test p | verdict |\n"
      << "|---|---:|---:|---:|---:|---|\n";
   for (const Comparison& c : rows) {
     char change[32];
     std::snprintf(change, sizeof change, "%+.1f%%", 100 * c.change);
-    md << "| " << c.name << " | " << number(c.median_a_us) << " | " << number(c.median_b_us) << " | " << change
+    md << "| " << escape_markdown(c.name) << " | " << number(c.median_a_us) << " | " << number(c.median_b_us) << " | " << change
        << " | " << (c.test ? number(c.test->p_value, 3) : std::string("-")) << " | " << to_string(c.verdict) << " |\n";
   }
   const ComparisonSummary sum = summarize(rows);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -12,16 +13,31 @@ namespace condbench::report {
 namespace {
 
 double to_microseconds(double value, const std::string& unit) {
-  if (unit == "ns") return value / 1e3;
-  if (unit == "us") return value;
-  if (unit == "ms") return value * 1e3;
-  if (unit == "s") return value * 1e6;
-  fail("unknown time unit '" + unit + "'");
+  double us = NAN;
+  if (unit == "ns") us = value / 1e3;
+  else if (unit == "us") us = value;
+  else if (unit == "ms") us = value * 1e3;
+  else if (unit == "s") us = value * 1e6;
+  else fail("unknown time unit '" + printable(unit) + "'");
+  // Times are sorted and divided; NaN breaks the sort and a negative time means nothing.
+  if (!std::isfinite(us) || us < 0) fail("real_time " + std::to_string(value) + " is not a finite, non-negative time");
+  return us;
 }
 
+// The N of "batch:N": 1 to 9 digits, so that it always fits (a bigger model is not condbench's).
 int64_t size_field(const std::string& part, const std::string& key) {
-  if (part.rfind(key + ":", 0) != 0) fail("benchmark name part '" + part + "' is not " + key + ":N");
-  return std::stoll(part.substr(key.size() + 1));
+  const std::string digits = part.rfind(key + ":", 0) == 0 ? part.substr(key.size() + 1) : "";
+  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+    fail("benchmark name part '" + printable(part) + "' is not " + key + ":N");
+  return std::stoll(digits);
+}
+
+// exit:K with K of 1 to 4 digits, or mix:<shape>; the report sorts and ranks scenarios by K.
+void check_scenario(const std::string& scenario) {
+  if (scenario.rfind("mix:", 0) == 0 && scenario.size() > 4) return;
+  const std::string k = scenario.rfind("exit:", 0) == 0 ? scenario.substr(5) : "";
+  if (k.empty() || k.size() > 4 || k.find_first_not_of("0123456789") != std::string::npos)
+    fail("benchmark scenario '" + printable(scenario) + "' is not exit:K or mix:SHAPE");
 }
 
 // Fills the name fields of `s` from a run name; returns false for a benchmark that is not condbench's.
@@ -45,6 +61,7 @@ bool parse_name(const std::string& run_name, Series& s) {
   s.engine = parts[2];
   s.strategy = parts[3];
   s.scenario = parts[4];
+  check_scenario(s.scenario);
   s.batch = size_field(parts[5], "batch");
   s.hidden = size_field(parts[6], "hidden");
   s.blocks = size_field(parts[7], "blocks");
@@ -72,6 +89,7 @@ std::string without_non_finite_literals(const std::string& text) {
     }
     bool replaced = false;
     for (const char* literal : {"-Infinity", "Infinity", "-NaN", "NaN", "-nan", "nan", "-inf", "inf"}) {
+      if (c != literal[0]) continue;  // cheap first: most characters start no literal
       const size_t n = std::char_traits<char>::length(literal);
       if (text.compare(i, n, literal) == 0) {
         out += "null";
@@ -97,15 +115,35 @@ std::string ResultFile::device_label(const std::string& device) const {
 }
 
 ResultFile load_result_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path + ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::streamoff size = in.tellg();
+  if (size < 0) fail(path + ": cannot read it");
+  if (static_cast<uint64_t>(size) > kMaxResultFileBytes)
+    fail(path + ": " + std::to_string(size) + " bytes, more than " + std::to_string(kMaxResultFileBytes) +
+         " (limit: result file size)");
+  in.seekg(0);
+  std::string text(static_cast<size_t>(size), '\0');
+  in.read(text.data(), size);
+  if (in.gcount() != size) fail(path + ": cannot read it");
+  return parse_result_file(path, text);
+}
+
+ResultFile parse_result_file(const std::string& path, const std::string& text) {
   nlohmann::json data;
   try {
-    data = nlohmann::json::parse(without_non_finite_literals(text.str()));
+    // Google Benchmark output nests three deep; a limit keeps a crafted file from overflowing the
+    // stack of the recursive code that later walks (or prints) the values.
+    auto depth_limit = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+      if (depth > kMaxJsonDepth)
+        fail("nested deeper than " + std::to_string(kMaxJsonDepth) + " (limit: JSON nesting)");
+      return true;
+    };
+    data = nlohmann::json::parse(without_non_finite_literals(text), depth_limit);
+  } catch (const Error& e) {
+    fail(path + ": " + e.what());
   } catch (const nlohmann::json::exception& e) {
-    fail(path + ": not JSON (" + std::string(e.what()).substr(0, 120) + ")");
+    fail(path + ": not JSON (" + printable(e.what(), 120) + ")");
   }
   if (!data.is_object() || !data.contains("context") || !data["context"].is_object() || !data.contains("benchmarks") ||
       !data["benchmarks"].is_array())
@@ -117,12 +155,15 @@ ResultFile load_result_file(const std::string& path) {
   if (!file.context.count("condbench_schema"))
     fail(path + ": not a condbench result (its context has no condbench_schema)");
   if (file.context["condbench_schema"] != kSupportedSchema)
-    fail(path + ": unknown condbench schema '" + file.context["condbench_schema"] + "' (this report reads schema " +
-         kSupportedSchema + ")");
+    fail(path + ": unknown condbench schema '" + printable(file.context["condbench_schema"]) +
+         "' (this report reads schema " + kSupportedSchema + ")");
 
   std::map<std::string, size_t> index;  // series name -> position
+  size_t entry = 0;
   try {
     for (const auto& b : data["benchmarks"]) {
+      ++entry;
+      if (!b.is_object()) fail("benchmark entry " + std::to_string(entry) + " is not an object");
       Series parsed;
       const std::string run_name = b.value("run_name", b.value("name", std::string()));
       if (!parse_name(run_name, parsed)) continue;
@@ -148,8 +189,12 @@ ResultFile load_result_file(const std::string& path) {
     }
   } catch (const Error& e) {
     fail(path + ": " + e.what());
-  } catch (const std::exception& e) {
-    fail(path + ": malformed benchmark entry (" + std::string(e.what()).substr(0, 120) + ")");
+  } catch (const nlohmann::json::exception& e) {
+    // nlohmann's own words ("[json.exception.type_error.302] type must be number, but is string")
+    // without its prefix, and which entry it was.
+    std::string why = e.what();
+    if (why.rfind("[json.exception.", 0) == 0 && why.find("] ") != std::string::npos) why = why.substr(why.find("] ") + 2);
+    fail(path + ": benchmark entry " + std::to_string(entry) + " is malformed (" + printable(why, 120) + ")");
   }
   if (file.series.empty()) fail(path + ": no condbench benchmarks (early_exit/... or primitive/...)");
   return file;

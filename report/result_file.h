@@ -33,8 +33,16 @@ struct ResultFile {
 
 constexpr const char* kSupportedSchema = "1";
 
+// Result files come from other machines: the reader refuses one larger than this...
+constexpr uint64_t kMaxResultFileBytes = 256ull << 20;
+// ...or nested deeper than this (Google Benchmark's output nests three deep).
+constexpr int kMaxJsonDepth = 32;
+
 // Throws condbench::Error "<path>: <what is wrong>" for a file that is unreadable, not JSON, not
 // Google Benchmark output, of an unknown condbench schema, or without condbench benchmarks.
 ResultFile load_result_file(const std::string& path);
+// The same for a file's text already in memory (`path` names it in errors); the fuzzing harness
+// comes here too.
+ResultFile parse_result_file(const std::string& path, const std::string& text);
 
 }  // namespace condbench::report

@@ -62,13 +62,11 @@ void EarlyExitModelImpl::assign(const FlatParameters& params) {
   for (size_t p = 0; p < specs.size(); ++p) named[specs[p].name].copy_(from_flat(params[p], specs[p].shape));
 }
 
-void EarlyExitModelImpl::load(const StateDict& state_dict) {
+void check_state_dict(const ModelConfig& config, const StateDict& state_dict) {
   std::map<std::string, at::Tensor> given;
   for (const auto& [name, tensor] : state_dict) given[name] = tensor;
-  const auto specs = parameter_specs(config_);
   std::set<std::string> expected;
-  // Check everything before changing anything, so a bad file leaves the model as it was.
-  for (const ParameterSpec& spec : specs) {
+  for (const ParameterSpec& spec : parameter_specs(config)) {
     expected.insert(spec.name);
     auto it = given.find(spec.name);
     if (it == given.end()) fail("weights: missing key '" + spec.name + "'");
@@ -80,10 +78,21 @@ void EarlyExitModelImpl::load(const StateDict& state_dict) {
            shape_text(spec.shape));
   }
   for (const auto& [name, tensor] : state_dict)
-    if (!expected.count(name)) fail("weights: unexpected key '" + name + "'");
+    if (!expected.count(name)) fail("weights: unexpected key '" + printable(name) + "'");
+}
+
+void EarlyExitModelImpl::load(const StateDict& state_dict) {
+  // Check everything before changing anything, so a bad file leaves the model as it was.
+  check_state_dict(config_, state_dict);
+  std::map<std::string, at::Tensor> given(state_dict.begin(), state_dict.end());
+  // A NaN or infinite weight makes every confidence NaN: thresholds calibrated from them mean
+  // nothing, and sorting NaNs is undefined behaviour.
+  for (const ParameterSpec& spec : parameter_specs(config_))
+    if (!given[spec.name].isfinite().all().item<bool>())
+      fail("weights: '" + spec.name + "' holds NaN or infinite values");
   const at::NoGradGuard no_grad;
   auto named = named_parameters();
-  for (const ParameterSpec& spec : specs)
+  for (const ParameterSpec& spec : parameter_specs(config_))
     named[spec.name].copy_(given[spec.name].to(at::kCPU, at::kFloat));
 }
 

@@ -103,6 +103,9 @@ std::vector<float> calibrate_thresholds(const std::vector<float>& confidences, i
                                         const std::vector<double>& target_shares) {
   if (static_cast<int>(target_shares.size()) != blocks + 1)
     fail("calibration: need one target share per exit");
+  // std::sort needs a strict weak order, which NaN breaks: refuse before sorting.
+  for (float c : confidences)
+    if (!std::isfinite(c)) fail("calibration: a confidence is NaN or infinite (non-finite weights or inputs)");
   const std::vector<int> counts = target_counts(target_shares, rows);
   std::vector<int> remaining(rows);
   std::iota(remaining.begin(), remaining.end(), 0);

@@ -17,7 +17,18 @@
 namespace condbench {
 
 StateDict load_state_dict_file(const std::string& path) {
-  detail::SavedObject saved = detail::read_torch_save_file("weights", path);
+  // Keys and shapes are checked on the file's meta tensors, before any tensor data is read: a
+  // file for another model is refused without copying its weights.
+  auto check = [](const StateDict& headers) {
+    if (headers.size() == 1 && headers.front().first.empty()) return;  // a bare tensor: refused below
+    try {
+      check_state_dict(infer_config(headers), headers);
+    } catch (const Error& e) {  // the reader names the file already: drop the model's "weights: "
+      const std::string why = e.what();
+      fail(why.rfind("weights: ", 0) == 0 ? why.substr(9) : why);
+    }
+  };
+  detail::SavedObject saved = detail::read_torch_save_file("weights", path, check);
   if (saved.kind != detail::SavedObject::Kind::dict_of_tensors)
     fail("weights '" + path + "': expected a state_dict (a dict of tensors), found a tensor");
   return std::move(saved.items);

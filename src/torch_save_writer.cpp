@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "condbench/error.h"
+#include "condbench/output_file.h"
 
 namespace condbench::detail {
 
@@ -84,30 +85,26 @@ class Pickle {
 };
 
 void write_archive(const std::string& path, const Pickle& pickle, const std::vector<at::Tensor>& storages) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  install_signal_cleanup();
+  PendingFile pending(path);  // removed on error or Ctrl-C; renamed into place at the end
   try {
     {
-      std::ofstream probe(tmp, std::ios::binary);
+      std::ofstream probe(pending.temp_path(), std::ios::binary);
       if (!probe) fail("cannot write '" + path + "': " + std::strerror(errno));
     }
-    caffe2::serialize::PyTorchStreamWriter writer(tmp);
+    caffe2::serialize::PyTorchStreamWriter writer(pending.temp_path());
     writer.writeRecord("data.pkl", pickle.bytes().data(), pickle.bytes().size());
     writer.writeRecord("byteorder", "little", 6);
     for (size_t i = 0; i < storages.size(); ++i)
       writer.writeRecord("data/" + std::to_string(i), storages[i].data_ptr(), storages[i].nbytes());
     writer.writeEndOfFile();
   } catch (const Error&) {
-    std::remove(tmp.c_str());
     throw;
   } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
     const std::string reason = e.what();
     fail("cannot write '" + path + "': " + reason.substr(0, reason.find('\n')));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail("cannot write '" + path + "': " + std::strerror(errno));
-  }
+  pending.commit();
 }
 
 }  // namespace

@@ -64,6 +64,10 @@ TORCH_MODULE(EarlyExitModel);
 // num_classes from the final head. Throws condbench::Error naming a key when it cannot.
 ModelConfig infer_config(const StateDict& state_dict);
 
+// Throws condbench::Error naming the first missing, unexpected, non-float or wrongly shaped key of
+// `state_dict` for a model of `config`. Reads no tensor data, so it also checks meta tensors.
+void check_state_dict(const ModelConfig& config, const StateDict& state_dict);
+
 // torch.save(model.state_dict(), path) files (zip format), read with LibTorch's unpickler. Throws condbench::Error
 // ("weights FILE: ...") when the file is unreadable or holds anything but a dict of tensors.
 StateDict load_state_dict_file(const std::string& path);

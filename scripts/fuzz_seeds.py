@@ -1,0 +1,84 @@
+"""Writes the fuzzers' seed corpora, which are also their regression corpus: well-formed files
+(crafted byte by byte, and saved by torch where it is importable) and each crafted file that once
+crashed, hung or exhausted a tool. Usage: fuzz_seeds.py OUT_DIR REPORT_FIXTURES_DIR."""
+import hashlib
+import json
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from torch_save_craft import (archive, floats, model_tensors, p_dict, p_tensor, pickle_of,  # noqa: E402
+                              state_dict_file, tensor_file)
+
+
+def save(directory, data):
+    os.makedirs(directory, exist_ok=True)
+    data = data.encode() if isinstance(data, str) else data
+    with open(os.path.join(directory, hashlib.sha1(data).hexdigest()[:16]), "wb") as f:
+        f.write(data)
+
+
+def torch_save_seeds():
+    yield state_dict_file(model_tensors())
+    yield state_dict_file(model_tensors(in_features=3, hidden=4, classes=2, blocks=2))
+    yield tensor_file([1.0, -1.0, 0.5, 2.0], [2, 2])
+    yield archive(pickle_of(p_tensor("0", 0, 0, [0, 4], [4, 1])), {"0": b""})       # empty tensor
+    yield archive(pickle_of(p_tensor("0", 1, 0, [1], [1])), {"0": b"\x01" * 3})   # record not a multiple
+    yield archive(b"\x80\x02\x8a\x08")                                             # LONG1 at the end
+    yield archive(b"\x80\x02" + b"(" * 5000)                                       # nested marks
+    yield archive(b"\x80\x02" + b"]" * 5000 + b"a" * 4999 + b".")                  # nested lists
+    yield archive(pickle_of(p_tensor("0", 4, 0, [2, 2], [2**40, 1])), {"0": floats([1, 2, 3, 4])})  # huge stride
+    yield archive(pickle_of(p_tensor("0", 1, 0, [2**20, 2**20], [0, 0])), {"0": floats([1])})      # stride 0
+    yield archive(pickle_of(p_dict([("bogus", p_tensor("0", 4, 0, [2, 2], [2, 1]))])), {})      # missing data
+    yield archive(b"\x80\x02" + b"N" * 100000, compress_pickle=True)               # deflated pickle
+    big = bytearray(archive(pickle_of(p_tensor("0", 1, 0, [1], [1])), {"0": floats([1])}))
+    at = big.rfind(b"PK\x01\x02")
+    struct.pack_into("<I", big, at + 24, 2400000000)                               # a record declaring 2.4 GB
+    yield bytes(big)
+    try:
+        import io
+        import torch
+    except ImportError:
+        return
+    for value in (torch.nn.Linear(3, 2).state_dict(), torch.arange(6.0).reshape(2, 3),
+                  torch.arange(6.0, dtype=torch.float64)[1:5], torch.zeros(2, 2, dtype=torch.half),
+                  torch.empty(0, 4), {"a": torch.ones(2), "b": torch.ones(2)[1:]}):
+        buffer = io.BytesIO()
+        torch.save(value, buffer)
+        yield buffer.getvalue()
+
+
+def result_file_seeds(fixtures):
+    with open(os.path.join(fixtures, "small.json")) as f:
+        text = f.read()
+    yield text
+    data = json.loads(text)
+    yield json.dumps(data, indent=None)
+    yield text.replace('"threads": "2"', '"threads": ' + "[" * 1000 + "]" * 1000, 1)   # deep context
+    for old, new in (("batch:1/", "batch:abc/"), ("batch:1/", "batch:99999999999999999999/"),
+                     ("mix:early/", "exit:abc/"), ('"real_time": 10.0', '"real_time": "fast"'),
+                     ('"real_time": 10.0', '"real_time": NaN'), ('"time_unit": "us"', '"time_unit": "fortnight"')):
+        yield text.replace(old, new, 2)
+    named = json.loads(text)
+    for b in named["benchmarks"]:
+        b["name"] = b["run_name"] = b.get("run_name", b["name"]).replace("fused", "fused'\"$(x)`y`|<s>")
+    yield json.dumps(named)
+    # small files mutate fastest: the context and one benchmark of each kind
+    first = {}
+    for b in data["benchmarks"]:
+        first.setdefault((b.get("run_type"), b["name"].split("/")[0], b.get("error_occurred", False)), b)
+    yield json.dumps({"context": data["context"], "benchmarks": list(first.values())})
+    yield json.dumps({"context": data["context"], "benchmarks": data["benchmarks"][:4]})
+
+
+def main():
+    out, fixtures = sys.argv[1], sys.argv[2]
+    for data in torch_save_seeds():
+        save(os.path.join(out, "torch_save"), data)
+    for data in result_file_seeds(fixtures):
+        save(os.path.join(out, "result_file"), data)
+
+
+if __name__ == "__main__":
+    main()

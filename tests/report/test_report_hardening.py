@@ -1,0 +1,218 @@
+"""condbench-report against result files from other machines, crafted to hurt: text from a file
+never becomes code (gnuplot, shell, HTML, Markdown), --out never destroys what is not an earlier
+report, a signal leaves nothing behind, and every bad file is one line with exit code 2.
+Usage: test_report_hardening.py CONDBENCH_REPORT FIXTURES_DIR."""
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+REPORT, FIXTURES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+del sys.argv[1:3]
+SMALL = os.path.join(FIXTURES, "small.json")
+
+# Each tries a different way out of a gnuplot string, a shell word, an HTML element or a Markdown
+# table cell; if any worked, a file named PWNED* would appear.
+PAYLOADS = [
+    "q'uote) ; system(\"touch PWNED1\") ; print('",
+    'dq"uote" ; system("touch PWNED2") ; #',
+    "back\\slash\\' ; `touch PWNED3`",
+    "new\nline\nsystem(\"touch PWNED4\")",
+    "<script>alert(1)</script>",
+    "pipe|in|name | x",
+    "$(touch PWNED5)",
+]
+
+
+def run(*args, **kwargs):
+    return subprocess.run([REPORT, *args], capture_output=True, text=True, timeout=120, **kwargs)
+
+
+def small_text():
+    with open(SMALL) as f:
+        return f.read()
+
+
+def crafted(payload_of):
+    """small.json with the engine and strategy parts of each name replaced by payload_of(part, name)."""
+    data = json.loads(small_text())
+    for b in data["benchmarks"]:
+        for key in ("name", "run_name"):
+            parts = b[key].split("/")
+            if parts[0] == "early_exit":
+                parts[2] = payload_of("engine", parts[2])
+                parts[3] = payload_of("strategy", parts[3])
+            b[key] = "/".join(parts)
+    return data
+
+
+class Case(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def write_json(self, name, data):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(data if isinstance(data, str) else json.dumps(data))
+        return path
+
+    def assert_bad_input(self, result, *fragments):
+        self.assertEqual(result.returncode, 2, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        for fragment in fragments:
+            self.assertIn(fragment, lines[0])
+        return lines[0]
+
+    def pwned(self):
+        return [os.path.join(root, f) for root, _, files in os.walk(self.dir) for f in files if "PWNED" in f]
+
+
+class DataIsNeverCode(Case):
+    def test_names_and_context_with_code_in_them_stay_text(self):
+        for i, payload in enumerate(PAYLOADS):
+            with self.subTest(payload=payload):
+                in_name = payload.replace("/", "")  # a '/' would make it another benchmark's name
+                data = crafted(lambda part, name: name + in_name if part == "strategy" else name)
+                data["context"]["cpu_model"] = payload
+                data["benchmarks"].append({"name": "early_exit/cpu/torch/x" + in_name + "/exit:1/batch:1/hidden:64/blocks:3",
+                                           "error_occurred": True, "error_message": payload})
+                path = self.write_json(f"run{i}.json", data)
+                out = os.path.join(self.dir, f"out{i}")
+                result = run("--out", out, path, cwd=self.dir)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(self.pwned(), [])
+                md = open(os.path.join(out, "report.md")).read()
+                html = open(os.path.join(out, "report.html")).read()
+                if shutil.which("gnuplot"):  # the charts were drawn, with the names in them
+                    self.assertEqual(len(re.findall(r'<figure class="chart"><svg', html)), 2, result.stderr)
+                self.assertNotIn("<script", html)
+                self.assertIsNone(re.search(r"(?<!\\)<script", md), "unescaped <script> in report.md")
+                self.assertNotIn("\nline", md)  # a newline in a name never starts a Markdown line
+                if "<script>" in payload:
+                    self.assertIn("\\<script\\>", md)  # shown, escaped, not dropped
+                    self.assertIn("&lt;script&gt;", html)
+
+    def test_markdown_tables_keep_their_columns(self):
+        data = crafted(lambda part, name: name + "|a|b" if part == "strategy" else name)
+        out = os.path.join(self.dir, "out")
+        self.assertEqual(run("--out", out, self.write_json("r.json", data)).returncode, 0)
+        md = open(os.path.join(out, "report.md")).read()
+        for table in md.split("\n\n"):
+            rows = [l for l in table.splitlines() if l.startswith("|")]
+            if rows:
+                widths = {len(re.split(r"(?<!\\)\|", r)) for r in rows}
+                self.assertEqual(len(widths), 1, table)
+
+    def test_compare_escapes_names(self):
+        data = crafted(lambda part, name: name + "|<b>x<b>" if part == "strategy" else name)
+        path = self.write_json("r.json", data)
+        result = run("--compare", path, path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("<b>", result.stdout)
+        for row in result.stdout.splitlines()[4:]:
+            self.assertEqual(len(re.split(r"(?<!\\)\|", row)), 8, row)
+
+
+class OutputsNeverDestroy(Case):
+    def test_existing_file_is_refused_and_kept(self):
+        target = os.path.join(self.dir, "notes.txt")
+        open(target, "w").write("precious")
+        self.assert_bad_input(run("--out", target, SMALL), "is not a condbench report", "--force")
+        self.assertEqual(open(target).read(), "precious")
+
+    def test_directory_holding_the_inputs_is_refused_even_with_force(self):
+        data = os.path.join(self.dir, "data")
+        os.makedirs(data)
+        inp = os.path.join(data, "run.json")
+        shutil.copy(SMALL, inp)
+        for extra in ([], ["--force"]):
+            with self.subTest(extra=extra):
+                self.assert_bad_input(run("--out", data, *extra, inp), "holds the input")
+                self.assertEqual(os.listdir(data), ["run.json"])
+
+    def test_other_directory_is_refused_unless_forced(self):
+        other = os.path.join(self.dir, "photos")
+        os.makedirs(other)
+        open(os.path.join(other, "cat.jpg"), "w").write("meow")
+        self.assert_bad_input(run("--out", other, SMALL), "is not a condbench report")
+        self.assertEqual(os.listdir(other), ["cat.jpg"])
+        self.assertEqual(run("--out", other, "--force", SMALL).returncode, 0)
+        self.assertIn("report.md", os.listdir(other))
+
+    def test_device_node_is_never_replaced(self):
+        self.assert_bad_input(run("--out", "/dev/null", "--force", SMALL), "neither a file nor a directory")
+        self.assertTrue(stat.S_ISCHR(os.stat("/dev/null").st_mode))
+
+    def test_earlier_report_is_replaced_and_marked(self):
+        out = os.path.join(self.dir, "report")
+        self.assertEqual(run("--out", out, SMALL).returncode, 0)
+        self.assertTrue(os.path.exists(os.path.join(out, ".condbench-report")))
+        self.assertEqual(run("--out", out, SMALL).returncode, 0)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["report"])
+
+
+class Signals(Case):
+    """A stand-in gnuplot that announces itself and waits: the signal arrives mid-chart."""
+
+    def interrupt(self, sig):
+        bin_dir = os.path.join(self.dir, "bin")
+        os.makedirs(bin_dir)
+        started = os.path.join(self.dir, "started")
+        fake = os.path.join(bin_dir, "gnuplot")
+        with open(fake, "w") as f:
+            f.write(f"#!/bin/sh\ntouch '{started}'\nexec sleep 60\n")
+        os.chmod(fake, 0o755)
+        out = os.path.join(self.dir, "out")
+        env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
+        proc = subprocess.Popen([REPORT, "--out", out, SMALL], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        while not os.path.exists(started) and proc.poll() is None:
+            time.sleep(0.02)  # polling for the stand-in to start; nothing is asserted about time
+        proc.send_signal(sig)
+        proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, -sig)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["bin", "started"])  # no out, no out.tmp-PID
+
+    def test_ctrl_c_during_a_chart_stops_the_report_and_leaves_nothing(self):
+        self.interrupt(signal.SIGINT)
+
+    def test_sigterm_during_a_chart_stops_the_report_and_leaves_nothing(self):
+        self.interrupt(signal.SIGTERM)
+
+
+class BadFiles(Case):
+    def test_deep_nesting_in_the_context(self):
+        text = small_text().replace('"threads": "2"', '"threads": ' + "[" * 100000 + "]" * 100000, 1)
+        self.assert_bad_input(run("--out", os.path.join(self.dir, "o"), self.write_json("deep.json", text)),
+                              "deep.json", "limit: JSON nesting")
+
+    def test_malformed_names_and_values_are_named(self):
+        cases = {
+            "batch:abc": ("batch:1/", "batch:abc/", "is not batch:N"),
+            "batch:huge": ("batch:1/", "batch:99999999999999999999/", "is not batch:N"),
+            "exit:abc": ("mix:early/", "exit:abc/", "is not exit:K or mix:SHAPE"),
+            "time": ('"real_time": 10.0', '"real_time": "fast"', "benchmark entry 1 is malformed"),
+            "negative": ('"real_time": 10.0', '"real_time": -1e308', "is not a finite, non-negative time"),
+            "unit": ('"time_unit": "us"', '"time_unit": "fortnights\\nx"', "unknown time unit 'fortnights\\nx'"),
+        }
+        for name, (old, new, message) in cases.items():
+            with self.subTest(name):
+                text = small_text().replace(old, new, 2)  # the first benchmark's name and run_name
+                path = self.write_json(name + ".json", text)
+                self.assert_bad_input(run("--out", os.path.join(self.dir, "o"), path), name + ".json", message)
+                self.assertFalse(os.path.exists(os.path.join(self.dir, "o")))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

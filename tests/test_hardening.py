@@ -1,0 +1,224 @@
+"""Files from other machines, crafted to hurt: condbench and condbench-infer must answer each with
+one line naming what is wrong and exit code 2 (bad input): never a crash, a hang, a huge
+allocation or a half-written output. Every file is made here, byte by byte.
+Usage: test_hardening.py CONDBENCH CONDBENCH_INFER."""
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_save_craft import (archive, floats, model_tensors, p_dict, p_str, p_tensor, pickle_of,  # noqa: E402
+                              state_dict_file, tensor_file)
+
+CONDBENCH, INFER = sys.argv[1], sys.argv[2]
+del sys.argv[1:3]
+SMALL_MODEL = model_tensors()  # in_features 2, hidden 2, 2 classes, 1 block: one threshold
+
+
+def run(*args, **kwargs):
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=120, **kwargs)
+
+
+class Case(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, data):
+        path = os.path.join(self.dir, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def assert_bad_input(self, result, *fragments):
+        self.assertEqual(result.returncode, 2, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, f"expected one line, got {result.stderr!r}")
+        for fragment in fragments:
+            self.assertIn(fragment, lines[0])
+        return lines[0]
+
+    def infer_weights(self, data):
+        return run(INFER, "--device=cpu", "--weights=" + self.write("w.pt", data), "--thresholds=0.5")
+
+    def infer_input(self, data):
+        return run(INFER, "--device=cpu", "--input=" + self.write("x.pt", data), "--thresholds=0.5,0.5,0.5")
+
+
+class CraftedFilesAreRealFiles(Case):
+    """The crafting helpers make files condbench reads: the refusals below are about the defect."""
+
+    def test_crafted_state_dict_and_input_load(self):
+        weights = self.write("w.pt", state_dict_file(SMALL_MODEL))
+        inputs = self.write("x.pt", tensor_file([1.0, -1.0, 0.5, 2.0], [2, 2]))
+        result = run(INFER, "--device=cpu", "--weights=" + weights, "--input=" + inputs, "--thresholds=0.5")
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+
+class TorchSaveReader(Case):
+    def test_storage_record_not_a_multiple_of_the_element_size(self):
+        for size in (1, 2, 3, 5):
+            with self.subTest(size=size):
+                data = archive(pickle_of(p_tensor("0", 1, 0, [1], [1])), {"0": b"\x01" * size})
+                self.assert_bad_input(self.infer_input(data), "x.pt", "storage '0' has %d bytes, expected 4" % size)
+
+    def test_empty_tensor_has_no_data_to_copy(self):
+        data = archive(pickle_of(p_tensor("0", 0, 0, [0, 4], [4, 1])), {"0": b""})
+        result = run(INFER, "--device=cpu", "--input=" + self.write("x.pt", data), "--in-features=4",
+                     "--thresholds=0.5,0.5,0.5")
+        self.assert_bad_input(result, "--input: the tensor has no rows")
+
+    def test_long1_at_the_end_of_the_pickle(self):
+        for pickle in (b"\x80\x02\x8a\x08", b"\x80\x02\x8a\x08\x01\x02", b"\x80\x02\x8a"):
+            with self.subTest(pickle=pickle):
+                self.assert_bad_input(self.infer_input(archive(pickle)), "the pickle ends early")
+
+    def test_deeply_nested_marks_hit_the_nesting_limit(self):
+        self.assert_bad_input(self.infer_input(archive(b"\x80\x02" + b"(" * 200000)), "limit: pickle nesting")
+
+    def test_deeply_nested_lists_without_marks_are_freed_without_recursion(self):
+        # ] pushes a list, a appends the top into the one below: 100000 lists, each inside the next
+        pickle = b"\x80\x02" + b"]" * 100000 + b"a" * 99999 + b"."
+        self.assert_bad_input(self.infer_input(archive(pickle)), "expected a tensor or a dict of tensors")
+
+    def test_huge_stride_is_refused_before_any_view(self):
+        data = archive(pickle_of(p_tensor("0", 4, 0, [2, 2], [2**40, 1])), {"0": floats([1, 2, 3, 4])})
+        self.assert_bad_input(self.infer_input(data), "strides and offset must lie inside the storage")
+
+    def test_offset_past_the_storage_is_refused(self):
+        data = archive(pickle_of(p_tensor("0", 4, 3, [1, 2], [2, 1])), {"0": floats([1, 2, 3, 4])})
+        self.assert_bad_input(self.infer_input(data), "strides and offset must lie inside the storage")
+
+    def test_stride_zero_cannot_blow_up_a_tiny_storage(self):
+        data = archive(pickle_of(p_tensor("0", 1, 0, [2**20, 2**20], [0, 0])), {"0": floats([1])})
+        self.assert_bad_input(self.infer_input(data), "limit: tensor bytes")
+
+    def test_storage_declared_larger_than_the_file(self):
+        data = archive(pickle_of(p_tensor("0", 2**40, 0, [1], [1])), {"0": floats([1])})
+        self.assert_bad_input(self.infer_input(data), "limit: tensor bytes")
+
+    def test_deflated_pickle_cannot_expand_past_the_file(self):
+        # 20 KB on disk, 20 MB of opcodes once inflated: one heap value per opcode before the limits
+        data = archive(b"\x80\x02" + b"N" * (20 << 20), compress_pickle=True)
+        self.assertLess(len(data), 100000)
+        self.assert_bad_input(self.infer_input(data), "archive/data.pkl", "limit: record size")
+
+    def test_opcode_limit(self):
+        data = archive(b"\x80\x02" + b"N" * 1100000 + b".")
+        self.assert_bad_input(self.infer_input(data), "limit: pickle opcodes")
+
+    def test_zip_record_declaring_gigabytes_is_refused_before_it_is_read(self):
+        data = bytearray(archive(pickle_of(p_tensor("0", 1, 0, [1], [1])), {"0": floats([1])}))
+        # the central directory entry of data/0: set its uncompressed size to 2.4 GB
+        name = b"archive/data/0"
+        at = 0
+        while True:
+            at = data.index(b"PK\x01\x02", at)
+            if data[at + 46:at + 46 + len(name)] == name:
+                break
+            at += 4
+        struct.pack_into("<I", data, at + 24, 2400000000)
+        self.assertLess(len(data), 1000)
+        self.assert_bad_input(self.infer_input(bytes(data)), "archive/data/0", "limit: record size")
+
+    def test_keys_and_shapes_are_checked_before_any_data_is_read(self):
+        # a state_dict for another model whose storages are missing: refused for its keys, so the
+        # reader never went looking for the data
+        items = [("bogus.weight", p_tensor("0", 4, 0, [2, 2], [2, 1]))]
+        data = archive(pickle_of(p_dict(items)), {})
+        self.assert_bad_input(self.infer_weights(data), "missing key 'backbone.0.weight'")
+        wrong_shape = [(n, v, s) for n, v, s in SMALL_MODEL]
+        items = [(n, p_tensor(str(i), len(v), 0, s, [1] * len(s))) for i, (n, v, s) in enumerate(wrong_shape)]
+        items[2] = ("exit1.weight", p_tensor("2", 2, 0, [2, 1], [1, 1]))
+        self.assert_bad_input(self.infer_weights(archive(pickle_of(p_dict(items)), {})),
+                              "'exit1.weight' has shape [2, 1], expected [2, 2]")
+
+    def test_nan_and_infinite_weights_are_refused(self):
+        for bad in (float("nan"), float("inf"), float("-inf")):
+            with self.subTest(value=bad):
+                tensors = [(n, list(v), s) for n, v, s in SMALL_MODEL]
+                tensors[2][1][0] = bad
+                self.assert_bad_input(self.infer_weights(state_dict_file(tensors)),
+                                      "'exit1.weight' holds NaN or infinite values")
+
+    def test_nan_inputs_are_refused(self):
+        data = tensor_file([1.0, float("nan"), 0.5, 2.0], [2, 2])
+        result = run(INFER, "--device=cpu", "--weights=" + self.write("w.pt", state_dict_file(SMALL_MODEL)),
+                     "--input=" + self.write("x.pt", data), "--thresholds=0.5")
+        self.assert_bad_input(result, "--input: the tensor holds NaN or infinite values")
+
+    def test_names_from_the_file_cannot_break_the_error_line(self):
+        data = state_dict_file(SMALL_MODEL + [("evil\nsecond line\r\x1b[31m", [1.0], [1])])
+        line = self.assert_bad_input(self.infer_weights(data), "unexpected key")
+        self.assertIn("evil\\nsecond line", line)
+        self.assertNotIn("\x1b", line)
+
+    def test_float64_input_is_named_as_such(self):
+        data = archive(pickle_of(p_tensor("0", 3, 0, [3], [1], "DoubleStorage")), {"0": struct.pack("<3d", 1, 2, 3)})
+        self.assert_bad_input(self.infer_input(data), "Double [1, 3]")
+
+    def test_unsupported_objects_are_named_not_run(self):
+        pickle = pickle_of(b"cos\nsystem\n" + b"(" + p_str("touch pwned") + b"tR")
+        self.assert_bad_input(self.infer_input(archive(pickle)), "objects of type os.system are not supported")
+        self.assertFalse(os.path.exists("pwned"))
+
+
+class Flags(Case):
+    def test_tiny_thresholds_are_numbers(self):
+        result = run(INFER, "--device=cpu", "--batch=2", "--thresholds=1e-50,0,0")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assert_bad_input(run(INFER, "--device=cpu", "--thresholds=1e50,0,0"), "out of range")
+
+    def test_benchmark_out_given_twice(self):
+        a, b = os.path.join(self.dir, "a.json"), os.path.join(self.dir, "b.json")
+        result = run(CONDBENCH, "--benchmark_out=" + a, "--benchmark_out=" + b, "--benchmark_list_tests")
+        self.assert_bad_input(result, "--benchmark_out: given twice")
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_benchmark_out_naming_a_directory_is_refused_before_the_run(self):
+        result = run(CONDBENCH, "--device=cpu", "--benchmark_out=" + self.dir, "--benchmark_filter=none")
+        self.assert_bad_input(result, "is not a regular file")
+        self.assertEqual(os.listdir(self.dir), [])
+
+
+class Signals(Case):
+    def test_ctrl_c_during_a_run_removes_the_temporary_result(self):
+        out = os.path.join(self.dir, "run.json")
+        proc = subprocess.Popen([CONDBENCH, "--device=cpu", "--hidden=16", "--benchmark_min_time=30",
+                                 "--benchmark_out=" + out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        while not os.listdir(self.dir) and proc.poll() is None:
+            time.sleep(0.02)  # polling for the temporary to appear; nothing is asserted about time
+        self.assertEqual(len(os.listdir(self.dir)), 1)
+        self.assertIn(".tmp-", os.listdir(self.dir)[0])
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, -signal.SIGINT)
+        self.assertEqual(os.listdir(self.dir), [])
+
+
+class ExportWorkload(Case):
+    def test_impossible_path_is_one_line_not_an_abort(self):
+        blocker = self.write("file", b"x")
+        result = run(CONDBENCH, "--device=cpu", "--hidden=16", "--export-workload=" + os.path.join(blocker, "sub"))
+        self.assert_bad_input(result, "--export-workload: cannot create")
+
+    def test_a_file_that_cannot_be_renamed_into_place_is_kept_and_named(self):
+        out = os.path.join(self.dir, "export")
+        os.makedirs(os.path.join(out, "h16-b3", "workload.json", "in-the-way"))
+        result = run(CONDBENCH, "--device=cpu", "--hidden=16", "--export-workload=" + out)
+        line = self.assert_bad_input(result, "workload.json", "it is kept in")
+        kept = line.split("it is kept in '")[1].rstrip("'")
+        self.assertTrue(os.path.isfile(kept))
+        self.assertNotIn("wrote", result.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
