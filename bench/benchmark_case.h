@@ -1,5 +1,5 @@
 #pragma once
-// One registered benchmark: a strategy on a workload under a scenario (DESIGN §4), and the
+// One registered benchmark: a strategy on a workload under a scenario (docs/design.md §4), and the
 // function Google Benchmark times.
 #include <benchmark/benchmark.h>
 

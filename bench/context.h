@@ -1,6 +1,6 @@
 #pragma once
 // The machine and software a run was made on, as (key, value) pairs: condbench puts them in the
-// Google Benchmark JSON context (DESIGN §4) and condbench-infer in its output.
+// Google Benchmark JSON context (docs/design.md §4) and condbench-infer in its output.
 #include <string>
 #include <utility>
 #include <vector>

@@ -32,7 +32,7 @@ struct InferenceShape {
 std::optional<double> gpu_time_us(Strategy& strategy, const std::vector<at::Tensor>& inputs,
                                   const std::vector<float>& thresholds, int count, const InferenceShape& shape);
 
-// Registers the primitive/cuda/... microbenchmarks (DESIGN §4).
+// Registers the primitive/cuda/... microbenchmarks (docs/design.md §4).
 void register_cuda_primitives();
 
 }  // namespace condbench

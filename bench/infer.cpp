@@ -1,4 +1,4 @@
-// condbench-infer: a user's check that the strategies are right for their own model (DESIGN §5).
+// condbench-infer: a user's check that the strategies are right for their own model (docs/design.md §5).
 // Runs every selected strategy on the same weights, inputs and thresholds and prints each one's
 // exit ids and logits as JSON, with whether they all agree. Exit code 0: all agree; 1: they do
 // not; 2: bad input.

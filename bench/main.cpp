@@ -1,4 +1,4 @@
-// condbench: the benchmark runner (DESIGN §4). Project flags select what to run; Google
+// condbench: the benchmark runner (docs/design.md §4). Project flags select what to run; Google
 // Benchmark's own flags (--benchmark_filter, --benchmark_out, ...) work as usual.
 #include <benchmark/benchmark.h>
 

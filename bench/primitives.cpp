@@ -1,4 +1,4 @@
-// primitive/cuda/...: the floor each strategy is judged against (DESIGN §4, issue 3). Each one
+// primitive/cuda/...: the floor each strategy is judged against (docs/design.md §4). Each one
 // times the smallest thing a strategy pays for per inference or per stage.
 #include <benchmark/benchmark.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The project flags of condbench (DESIGN §4) and the benchmarks they register with Google Benchmark.
+// The project flags of condbench (docs/design.md §4) and the benchmarks they register with Google Benchmark.
 #include <string>
 #include <vector>
 

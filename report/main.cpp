@@ -1,4 +1,4 @@
-// condbench-report: turns condbench result files into the answer a user acts on (DESIGN §5).
+// condbench-report: turns condbench result files into the answer a user acts on (docs/design.md §5).
 //
 //   condbench-report --out DIR RESULT.json... [--unstable-cv PCT]   report.md, report.html, charts/ in DIR
 //   condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]

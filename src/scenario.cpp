@@ -15,7 +15,7 @@ namespace {
 
 const char* const kMixShapes[] = {"early", "uniform", "late"};
 
-// DESIGN §3, for a 3-block model (4 exits).
+// docs/design.md §3, for a 3-block model (4 exits).
 std::array<double, 4> base_shape(const std::string& shape) {
   if (shape == "early") return {0.70, 0.20, 0.05, 0.05};
   if (shape == "uniform") return {0.25, 0.25, 0.25, 0.25};

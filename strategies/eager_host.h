@@ -1,7 +1,7 @@
 #pragma once
 // eager_host (engine torch): what a PyTorch user writes first. Every exit test is read back to the
 // host, which decides; with batch > 1 the rows that exited are scattered into the output and the
-// rest continue compacted, so later blocks run only on rows still active (DESIGN §2).
+// rest continue compacted, so later blocks run only on rows still active (docs/design.md §2).
 // eager_host_pinned is the same code reading each test into pinned memory with an async copy and
 // an event sync instead of a blocking copy (strategies/cuda/eager_host_pinned.cpp).
 #include <ATen/ATen.h>

@@ -1,5 +1,5 @@
 #pragma once
-// The masked forward (DESIGN §2): every block and every head for every row; each row's result is
+// The masked forward (docs/design.md §2): every block and every head for every row; each row's result is
 // picked on the device with `where`. Shared by masked (thresholds as host scalars) and
 // masked_graph (thresholds in a device tensor the captured graph reads).
 #include <ATen/ATen.h>

@@ -1,5 +1,5 @@
 #pragma once
-// A plain early-exit forward written for the tests: double precision, straight from DESIGN §1 and
+// A plain early-exit forward written for the tests: double precision, straight from docs/design.md §1 and
 // the torch-layout parameters, sharing no code with any strategy.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Scenarios: forced exits, the mix targets, and calibration realising them on the pool (DESIGN §3).
+// Scenarios: forced exits, the mix targets, and calibration realising them on the pool (docs/design.md §3).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,7 +52,7 @@ TEST(Scenario, NamesParseAndBadNamesAreRejected) {
 }
 
 // The realised histogram on the pool, with the thresholds calibrated on it, is within 3
-// percentage points of every target (issue 2) — checked through a real strategy, not the
+// percentage points of every target — checked through a real strategy, not the
 // calibration's own bookkeeping.
 TEST(Calibration, RealisedHistogramIsWithinThreePointsOfTheTarget) {
   for (int blocks : {3, 12}) {

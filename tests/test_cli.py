@@ -309,7 +309,7 @@ class Infer(unittest.TestCase):
 
 if torch is not None:
     class PyEarlyExit(torch.nn.Module):
-        """The PyTorch module of DESIGN §1, written independently of condbench."""
+        """The PyTorch module of docs/design.md §1, written independently of condbench."""
 
         def __init__(self, in_features, hidden, num_classes, blocks):
             super().__init__()

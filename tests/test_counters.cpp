@@ -1,4 +1,4 @@
-// What each strategy says it did per inference, against what it must do (DESIGN §2, issue 2).
+// What each strategy says it did per inference, against what it must do (docs/design.md §2).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // Every CPU strategy against the plain reference forward: random configs, batches and thresholds,
-// exact boundary cases, and row independence (issue 2).
+// exact boundary cases, and row independence.
 #include <gtest/gtest.h>
 
 #include <algorithm>

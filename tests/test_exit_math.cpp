@@ -1,5 +1,5 @@
 // The shared math of exit_math.h (the code the CPU fused loop and the CUDA kernels run) against
-// LibTorch, including the boundary of the exit test (issue 3, host tests).
+// LibTorch, including the boundary of the exit test.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-"""The Python peer against condbench (issue 6): for the same weights, inputs and thresholds (the
+"""The Python peer against condbench: for the same weights, inputs and thresholds (the
 files condbench --export-workload writes), every Python variant gives condbench-infer's exit ids
 and logits (1e-5 relative); the peer's JSON is Google Benchmark JSON that condbench-report reads
 beside condbench's. Usage: test_python_peer.py CONDBENCH CONDBENCH_INFER CONDBENCH_REPORT PEER_DIR."""

@@ -1,7 +1,7 @@
-"""The early-exit MLP of DESIGN §1 in PyTorch, and the ways a PyTorch user would write its
+"""The early-exit MLP of docs/design.md §1 in PyTorch, and the ways a PyTorch user would write its
 conditional: the variants the Python peer benchmarks beside condbench's strategies.
 
-Parameter names are those of DESIGN §1 (backbone.{i}, exit{k}, final), so condbench's exported
+Parameter names are those of docs/design.md §1 (backbone.{i}, exit{k}, final), so condbench's exported
 state_dict loads unchanged. Every variant takes one input row [1, in_features] and thresholds, and
 returns (logits [1, num_classes], exit id as a Python int or a 0-d tensor)."""
 import torch
@@ -24,7 +24,7 @@ class EarlyExitMLP(nn.Module):
 
 
 def should_exit(logits, threshold):
-    """DESIGN §1: an exit fires when max(softmax(logits)) > t (strict)."""
+    """docs/design.md §1: an exit fires when max(softmax(logits)) > t (strict)."""
     return torch.softmax(logits, dim=-1).max(dim=-1).values > threshold
 
 

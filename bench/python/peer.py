@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python peer of condbench (issue 6): the early-exit MLP written as a PyTorch user would —
+"""The Python peer of condbench: the early-exit MLP written as a PyTorch user would —
 plain `if`, nested torch.cond (eager and torch.compile), torch.where masking (eager and compiled),
 and on CUDA torch.cond captured in a CUDA graph — timed on exactly condbench's work (the weights,
 input pool and thresholds `condbench --export-workload` writes) and written as Google Benchmark

@@ -1,5 +1,5 @@
 #pragma once
-// The early-exit MLP's shape (DESIGN §1). Torch-free: the native engine and the CUDA kernels use it.
+// The early-exit MLP's shape (docs/design.md §1). Torch-free: the native engine and the CUDA kernels use it.
 #include <cstdint>
 #include <string>
 

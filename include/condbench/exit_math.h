@@ -1,6 +1,6 @@
 #pragma once
 // The arithmetic of one early-exit forward, written once for the CPU loops and the CUDA kernels
-// (issue 3: host tests check the same code the kernels run).
+// (host tests check the same code the kernels run).
 //
 // Native layout: a Linear's weight is stored transposed, wt[i * pitch + o] = weight[o][i], with
 // the row pitch rounded up to a multiple of 8 outputs and the padding zero (NativeLinear). Both a
@@ -84,7 +84,7 @@ CONDBENCH_HD inline float max_softmax(const float* logits, int n) {
   return 1.0f / sum;
 }
 
-// DESIGN §1: an exit fires when its confidence is strictly greater than its threshold, so a
+// docs/design.md §1: an exit fires when its confidence is strictly greater than its threshold, so a
 // confidence equal to the threshold does not fire (t = 1.0 never fires, t = 0.0 always does).
 CONDBENCH_HD inline bool exit_fires(float confidence, float threshold) {
   return confidence > threshold;

@@ -1,5 +1,5 @@
 #pragma once
-// The early-exit MLP as a LibTorch module (DESIGN §1). Its parameter names are exactly those of
+// The early-exit MLP as a LibTorch module (docs/design.md §1). Its parameter names are exactly those of
 // the PyTorch module the question was asked about, so a state_dict saved from it loads unchanged.
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>

@@ -1,5 +1,5 @@
 #pragma once
-// NVTX ranges in the `condbench` domain (DESIGN §4), so Nsight Systems shows a range per benchmark
+// NVTX ranges in the `condbench` domain (docs/design.md §4), so Nsight Systems shows a range per benchmark
 // run, per inference and per block / exit test of host-driven strategies. The level is chosen at
 // run time (--nvtx=off|run|iter|stage); without the NVTX3 headers everything compiles to nothing.
 #include <string>

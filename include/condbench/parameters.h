@@ -1,6 +1,6 @@
 #pragma once
 // The model's parameters as plain arrays, in state_dict order and torch.nn.Linear layout. This is
-// the one place that knows the parameter names (DESIGN §1) and the seeded initialisation; the
+// the one place that knows the parameter names (docs/design.md §1) and the seeded initialisation; the
 // LibTorch module and the native engine are both built from it.
 #include <cstdint>
 #include <string>

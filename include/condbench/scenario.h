@@ -1,5 +1,5 @@
 #pragma once
-// Scenarios decide where rows exit (DESIGN §3): exit:k forces every row out at k; mix:* use
+// Scenarios decide where rows exit (docs/design.md §3): exit:k forces every row out at k; mix:* use
 // thresholds calibrated on the input pool so that the realised exit shares match a target.
 #include <string>
 #include <vector>
@@ -22,7 +22,7 @@ std::vector<std::string> scenario_names(int blocks);
 // Parses and checks a scenario name for a model depth; throws condbench::Error naming it.
 ScenarioSpec parse_scenario(const std::string& name, int blocks);
 
-// The target shapes of DESIGN §3 for 4 exits (early 70/20/5/5, uniform 25 each, late 5/5/20/70),
+// The target shapes of docs/design.md §3 for 4 exits (early 70/20/5/5, uniform 25 each, late 5/5/20/70),
 // spread to any number of exits by reading the 4-bin histogram as a step density on [0, 1) and
 // integrating it over num_exits equal bins.
 std::vector<double> mix_target_shares(const std::string& shape, int num_exits);

@@ -1,5 +1,5 @@
 #pragma once
-// The one interface every strategy implements (DESIGN §2) and the registry that lists them.
+// The one interface every strategy implements (docs/design.md §2) and the registry that lists them.
 // A strategy is one file that defines its class and registers it in one line:
 //
 //   CONDBENCH_REGISTER_STRATEGY(FusedCpu, "fused", Engine::native, Device::cpu);

@@ -18,7 +18,7 @@ namespace condbench {
 
 constexpr uint64_t kDefaultWeightSeed = 1;
 constexpr uint64_t kPoolSeed = 0x5eed;
-constexpr int64_t kMinPoolRows = 1024;  // DESIGN §3: at least 1024 rows
+constexpr int64_t kMinPoolRows = 1024;  // docs/design.md §3: at least 1024 rows
 
 // Where the weights come from: a state_dict file, else seeded weights for the config.
 struct ModelSource {

@@ -1,5 +1,5 @@
 #pragma once
-// What the JSON context says about the GPU side (DESIGN §4).
+// What the JSON context says about the GPU side (docs/design.md §4).
 #include <string>
 
 namespace condbench::cuda {

@@ -1,5 +1,5 @@
 #pragma once
-// Kernels for the primitive microbenchmarks (DESIGN §4): the smallest units a strategy pays for.
+// Kernels for the primitive microbenchmarks (docs/design.md §4): the smallest units a strategy pays for.
 #include <cuda_runtime_api.h>
 
 namespace condbench::cuda {

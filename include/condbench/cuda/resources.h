@@ -117,7 +117,7 @@ class CaptureScope {
 cudaGraphNode_t last_captured_node(cudaStream_t stream);
 
 // A handle for a conditional node in the graph `capturing` is capturing into. It is created
-// without a default value (issue 3): a kernel upstream of the node must set it on every launch,
+// without a default value: a kernel upstream of the node must set it on every launch,
 // so the kernel that evaluates the exit test is captured with the handle before the node is added.
 cudaGraphConditionalHandle make_condition(cudaStream_t capturing);
 
