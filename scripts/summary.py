@@ -2,7 +2,8 @@
 """Prints the median latency table of a condbench result file: one row per model, batch and
 scenario, one column per strategy, plus each strategy's speedup over eager_host.
 
-usage: scripts/summary.py RESULT.json [--markdown]
+usage: scripts/summary.py [--markdown] RESULT.json...   (flags in any position; several files are
+                                                       read as one, e.g. a run and its peer)
 """
 import json
 import sys
@@ -45,10 +46,22 @@ def scenario_order(name):
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    markdown = "--markdown" in sys.argv
-    table = medians(load(sys.argv[1]))
+    args = sys.argv[1:]
+    if "-h" in args or "--help" in args:
+        print(__doc__.strip())
+        return
+    unknown = [a for a in args if a.startswith("-") and a != "--markdown"]
+    if unknown:
+        print(f"summary: unknown option '{unknown[0]}' (see --help)", file=sys.stderr)
+        sys.exit(2)
+    files = [a for a in args if not a.startswith("-")]
+    if not files:
+        sys.exit(__doc__.strip())
+    markdown = "--markdown" in args
+    table = {}
+    for path in files:
+        for key, row in medians(load(path)).items():
+            table.setdefault(key, {}).update(row)
     if not table:
         sys.exit("summary: no early_exit results in the file")
     strategies = sorted({s for row in table.values() for s in row})
