@@ -43,10 +43,10 @@ class Report(unittest.TestCase):
         self.assertIn("no recommendation when most rows exit early: native/fused has 3 repetitions", md)
         self.assertNotIn("faster than", md)
         # median, interval of the median, cv, unstable mark, speedup of medians
-        self.assertIn("| native/fused | 1.5 [1–2] ±33% unstable (7.3×) | 5 [5–5] ±0% (6.0×) |", md)
+        self.assertIn("| native/fused | 1.5 \\[1–2\\] ±33% unstable (7.3×) | 5 \\[5–5\\] ±0% (6.0×) |", md)
         self.assertIn("75% with 3 repetitions", md)
         # conservative margin: masked's low edge over fused's high edge
-        self.assertIn("| cpu · Test CPU | 1 | 64 | 3 | mix:late | native/fused | 5 | [5–5] | ≥4.2× | torch/masked |", md)
+        self.assertIn("| cpu · Test CPU | 1 | 64 | 3 | mix:late | native/fused | 5 | \\[5–5\\] | ≥4.2× | torch/masked |", md)
         self.assertNotIn("disturbed", md)
         self.assertIn("| torch/masked | 21 | - | 0 | 25 | 64.8% |", md)  # 1 - 9000/25600 wasted
         # self-contained: nothing fetched from anywhere
@@ -201,7 +201,7 @@ class Report(unittest.TestCase):
         out = os.path.join(self.dir, "loose")
         self.assertEqual(run("--out", out, SMALL, "--unstable-cv", "50").returncode, 0)
         md = open(os.path.join(out, "report.md")).read()
-        self.assertIn("| native/fused | 1.5 [1–2] ±33% (7.3×) |", md)
+        self.assertIn("| native/fused | 1.5 \\[1–2\\] ±33% (7.3×) |", md)
         self.assertEqual(run("--out", os.path.join(self.dir, "x"), SMALL, "--unstable-cv", "many").returncode, 2)
 
     @unittest.skipUnless(shutil.which("chromium") and shutil.which("gnuplot"),

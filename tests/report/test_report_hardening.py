@@ -120,7 +120,9 @@ class DataIsNeverCode(Case):
         result = run("--compare", path, path)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertNotIn("<b>", result.stdout)
-        for row in result.stdout.splitlines()[4:]:
+        rows = [l for l in result.stdout.splitlines() if l.startswith("| early_exit/")]
+        self.assertTrue(rows, result.stdout)
+        for row in rows:
             self.assertEqual(len(re.split(r"(?<!\\)\|", row)), 8, row)
 
 
