@@ -1,10 +1,9 @@
 #include "checkpoint_reporter.h"
 
-#include <cstdio>
 #include <fstream>
-#include <unistd.h>
 
 #include "condbench/error.h"
+#include "condbench/output_file.h"
 
 namespace condbench {
 
@@ -36,18 +35,17 @@ void CheckpointReporter::checkpoint(bool finished) {
   // Google Benchmark's JSON reporter closes the benchmarks array and the document in Finalize();
   // until then the same closing makes what it has written so far a complete document.
   const std::string text = document_.str() + (finished ? "" : "\n  ]\n}\n");
-  const std::string temp = path_ + ".tmp." + std::to_string(::getpid());
+  install_signal_cleanup();  // a Ctrl-C while the temporary exists removes it
+  PendingFile file(path_);
   {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    std::ofstream out(file.temp_path(), std::ios::binary | std::ios::trunc);
     out << text;
-    if (!out.flush()) {
-      std::remove(temp.c_str());
-      fail("--checkpoint-out: cannot write '" + temp + "'");
-    }
+    if (!out.flush()) fail("--checkpoint-out: cannot write '" + file.temp_path() + "'");
   }
-  if (std::rename(temp.c_str(), path_.c_str()) != 0) {
-    std::remove(temp.c_str());
-    fail("--checkpoint-out: cannot rename the checkpoint into '" + path_ + "'");
+  try {
+    file.commit();
+  } catch (const Error& e) {
+    fail(std::string("--checkpoint-out: ") + e.what());
   }
 }
 

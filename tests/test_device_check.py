@@ -84,7 +84,7 @@ class Checkpoint(unittest.TestCase):
             self.assertIn("context", data)
             iterations = [b for b in data["benchmarks"] if b.get("run_type") == "iteration"]
             self.assertEqual(len(iterations), 4)  # 2 scenarios x 2 repetitions
-            self.assertFalse([f for f in os.listdir(tmp) if ".tmp." in f])
+            self.assertFalse([f for f in os.listdir(tmp) if ".tmp" in f])
 
     def test_a_run_cut_short_leaves_the_benchmarks_that_finished(self):
         # The checkpoint after the first benchmark is what a killed run leaves: check it by reading
