@@ -52,23 +52,23 @@ std::vector<std::pair<std::string, std::string>> run_context() {
   gpu.runtime_version = hooks.hasCUDART() ? cuda_version_text(hooks.versionCUDART()) : "none";
 #endif
   std::vector<std::pair<std::string, std::string>> context = {
-      {"condbench_version", kVersion},
-      {"condbench_schema", kResultSchema},
-      {"git_revision", kGitRevision},
-      {"build_type", kBuildType},
-      {"torch_version", TORCH_VERSION},
-      {"cuda_build", cli::cuda_built() ? "yes" : "no"},
-      {"cuda_runtime_version", gpu.runtime_version},
-      {"cuda_driver_version", gpu.driver_version},
-      {"device_name", gpu.device_name},
-      {"torch_cuda_runtime_version", hooks.hasCUDART() ? cuda_version_text(hooks.versionCUDART()) : "none"},
-      {"cpu_model", cpu_model()},
+    {"condbench_version", kVersion},
+    {"condbench_schema", kResultSchema},
+    {"git_revision", kGitRevision},
+    {"build_type", kBuildType},
+    {"torch_version", TORCH_VERSION},
+    {"cuda_build", cli::cuda_built() ? "yes" : "no"},
+    {"cuda_runtime_version", gpu.runtime_version},
+    {"cuda_driver_version", gpu.driver_version},
+    {"device_name", gpu.device_name},
+    {"torch_cuda_runtime_version", hooks.hasCUDART() ? cuda_version_text(hooks.versionCUDART()) : "none"},
+    {"cpu_model", cpu_model()},
 #if CONDBENCH_CUDA
-      {"torch_conditional_capture", torch_cuda::conditional_capture_route()},
+    {"torch_conditional_capture", torch_cuda::conditional_capture_route()},
 #else
-      {"torch_conditional_capture", "none"},
+    {"torch_conditional_capture", "none"},
 #endif
-      {"threads", std::to_string(at::get_num_threads())},
+    {"threads", std::to_string(at::get_num_threads())},
   };
   return context;
 }

@@ -47,7 +47,8 @@ std::optional<double> gpu_time_us(Strategy& strategy, const std::vector<at::Tens
     strategy.finish();
     return 1000.0 * total_ms / count;
   }
-  const int64_t group = std::clamp<int64_t>(kMaxHeldLaunches / std::max<int64_t>(1, shape.launches_per_inference), 1, count);
+  const int64_t group =
+      std::clamp<int64_t>(kMaxHeldLaunches / std::max<int64_t>(1, shape.launches_per_inference), 1, count);
   cuda::StreamHold hold;
   for (int done = 0; done < count;) {
     const int n = static_cast<int>(std::min<int64_t>(group, count - done));

@@ -15,7 +15,7 @@ void synchronize_cuda_device();
 // What the untimed pass learnt about one inference of a strategy, which decides how its GPU time
 // can be measured.
 struct InferenceShape {
-  bool waits_on_host = false;       // the host reads a result back mid-inference (host_syncs > 0)
+  bool waits_on_host = false;  // the host reads a result back mid-inference (host_syncs > 0)
   int64_t launches_per_inference = 1;
 };
 

@@ -59,8 +59,10 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
     save_state_dict_file(workload->model()->state(), (out / "weights.pt").string());
     save_tensor_file(workload->pool(), (out / "pool.pt").string());
     nlohmann::json meta;
-    meta["config"] = {{"in_features", config.in_features}, {"hidden", config.hidden},
-                      {"num_classes", config.num_classes}, {"blocks", config.blocks}};
+    meta["config"] = {{"in_features", config.in_features},
+                      {"hidden", config.hidden},
+                      {"num_classes", config.num_classes},
+                      {"blocks", config.blocks}};
     meta["pool_rows"] = workload->pool().size(0);
     if (entry.first.weights_path.empty())
       meta["weight_seed"] = entry.first.seed;

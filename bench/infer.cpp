@@ -54,10 +54,14 @@ Options parse_options(int argc, char** argv) {
       if (given(f)) fail(std::string(f) + ": not with --weights (the file gives the model)");
     options.source.weights_path = flags.at("--weights");
   } else {
-    if (given("--seed")) options.source.seed = static_cast<uint64_t>(cli::parse_int("--seed", flags.at("--seed"), 0, INT64_MAX));
-    if (given("--in-features")) config.in_features = static_cast<int>(cli::parse_int("--in-features", flags.at("--in-features"), 1, 1 << 16));
-    if (given("--hidden")) config.hidden = static_cast<int>(cli::parse_int("--hidden", flags.at("--hidden"), 1, 1 << 16));
-    if (given("--num-classes")) config.num_classes = static_cast<int>(cli::parse_int("--num-classes", flags.at("--num-classes"), 1, 1 << 16));
+    if (given("--seed"))
+      options.source.seed = static_cast<uint64_t>(cli::parse_int("--seed", flags.at("--seed"), 0, INT64_MAX));
+    if (given("--in-features"))
+      config.in_features = static_cast<int>(cli::parse_int("--in-features", flags.at("--in-features"), 1, 1 << 16));
+    if (given("--hidden"))
+      config.hidden = static_cast<int>(cli::parse_int("--hidden", flags.at("--hidden"), 1, 1 << 16));
+    if (given("--num-classes"))
+      config.num_classes = static_cast<int>(cli::parse_int("--num-classes", flags.at("--num-classes"), 1, 1 << 16));
     if (given("--blocks")) config.blocks = static_cast<int>(cli::parse_int("--blocks", flags.at("--blocks"), 1, 256));
   }
   config = shared_model(options.source)->config();
@@ -74,7 +78,10 @@ Options parse_options(int argc, char** argv) {
     options.input = input.to(at::kCPU, at::kFloat).contiguous();
   } else {
     const int64_t rows = given("--batch") ? cli::parse_int("--batch", flags.at("--batch"), 1, 1 << 20) : 8;
-    const uint64_t seed = given("--input-seed") ? static_cast<uint64_t>(cli::parse_int("--input-seed", flags.at("--input-seed"), 0, INT64_MAX)) : kPoolSeed;
+    const uint64_t seed =
+        given("--input-seed")
+            ? static_cast<uint64_t>(cli::parse_int("--input-seed", flags.at("--input-seed"), 0, INT64_MAX))
+            : kPoolSeed;
     std::vector<float> values = seeded_inputs(config, rows, seed);
     options.input = at::from_blob(values.data(), {rows, config.in_features}, at::kFloat).clone();
   }

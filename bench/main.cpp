@@ -4,6 +4,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -11,15 +12,14 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <unistd.h>
 
 #include "checkpoint_reporter.h"
 #include "condbench/error.h"
 #include "condbench/nvtx.h"
+#include "condbench/output_file.h"
 #include "context.h"
 #include "device_timing.h"
 #include "export_workload.h"
-#include "condbench/output_file.h"
 #include "machine_check.h"
 #include "registration.h"
 #include "test_slowdown.h"

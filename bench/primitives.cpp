@@ -92,7 +92,8 @@ void read4_sync(benchmark::State& state) {
   int pageable = 0;
   int* target = Pinned ? pinned.get() : &pageable;
   for (auto _ : state) {
-    CONDBENCH_CUDA_CHECK(cudaMemcpyAsync(target, device_value.get(), sizeof(int), cudaMemcpyDeviceToHost, stream.get()));
+    CONDBENCH_CUDA_CHECK(
+        cudaMemcpyAsync(target, device_value.get(), sizeof(int), cudaMemcpyDeviceToHost, stream.get()));
     sync(stream.get());
     benchmark::DoNotOptimize(*target);
   }

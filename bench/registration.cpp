@@ -10,8 +10,8 @@
 namespace condbench {
 
 namespace {
-const std::vector<std::string> kValueFlags = {"--device",  "--strategy", "--scenario", "--batch",
-                                              "--hidden",  "--blocks",   "--weights",  "--nvtx",
+const std::vector<std::string> kValueFlags = {"--device",  "--strategy",        "--scenario",      "--batch",
+                                              "--hidden",  "--blocks",          "--weights",       "--nvtx",
                                               "--threads", "--export-workload", "--checkpoint-out"};
 const std::vector<std::string> kSwitches = {"--full", "--require-quiet", "--in-order"};
 }  // namespace
@@ -36,7 +36,8 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   if (given("--nvtx")) options.nvtx = nvtx::parse_level(flags.at("--nvtx"));
   if (given("--export-workload")) options.export_dir = flags.at("--export-workload");
   if (given("--checkpoint-out")) options.checkpoint_out = flags.at("--checkpoint-out");
-  if (given("--threads")) options.threads = static_cast<int>(cli::parse_int("--threads", flags.at("--threads"), 1, 1024));
+  if (given("--threads"))
+    options.threads = static_cast<int>(cli::parse_int("--threads", flags.at("--threads"), 1, 1024));
   if (given("--weights")) {
     if (given("--hidden") || given("--blocks"))
       fail("--weights: the model's sizes come from the file; drop --hidden and --blocks");

@@ -217,10 +217,14 @@ std::map<std::string, std::map<std::string, double>> primitive_floors(const std:
 
 const char* to_string(Verdict verdict) {
   switch (verdict) {
-    case Verdict::same: return "SAME";
-    case Verdict::faster: return "FASTER";
-    case Verdict::slower: return "SLOWER";
-    case Verdict::too_few_repetitions: return "TOO FEW REPETITIONS";
+    case Verdict::same:
+      return "SAME";
+    case Verdict::faster:
+      return "FASTER";
+    case Verdict::slower:
+      return "SLOWER";
+    case Verdict::too_few_repetitions:
+      return "TOO FEW REPETITIONS";
   }
   return "?";
 }

@@ -32,8 +32,8 @@ Cell make_cell(const std::vector<double>& times_us, double unstable_cv = kDefaul
 struct Group {
   std::string device_label;  // "cpu · AMD EPYC"
   int64_t batch = 0, hidden = 0, blocks = 0;
-  std::vector<std::string> strategies;  // "engine/strategy", in a stable order
-  std::vector<std::string> scenarios;   // exit:1.., then mix:early, mix:uniform, mix:late
+  std::vector<std::string> strategies;                        // "engine/strategy", in a stable order
+  std::vector<std::string> scenarios;                         // exit:1.., then mix:early, mix:uniform, mix:late
   std::map<std::pair<std::string, std::string>, Cell> cells;  // (strategy, scenario)
 
   const Cell* cell(const std::string& strategy, const std::string& scenario) const;

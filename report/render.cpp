@@ -18,8 +18,8 @@
 #include <string_view>
 
 #include "condbench/error.h"
-#include "stability.h"
 #include "condbench/output_file.h"
+#include "stability.h"
 
 namespace condbench::report {
 
@@ -37,12 +37,23 @@ std::string escape_html(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -138,8 +149,8 @@ class Document {
   void chart(const std::string& file, const std::string& svg, const std::string& caption) {
     md_ << "![" << escape_markdown(caption) << "](" << file << ")\n\n";
     const size_t start = svg.find("<svg");
-    html_ << "<figure class=\"chart\">" << (start == std::string::npos ? svg : svg.substr(start))
-          << "<figcaption>" << escape_html(caption) << "</figcaption></figure>\n";
+    html_ << "<figure class=\"chart\">" << (start == std::string::npos ? svg : svg.substr(start)) << "<figcaption>"
+          << escape_html(caption) << "</figcaption></figure>\n";
   }
   std::string markdown() const { return md_.str(); }
   std::string html(const std::string& title) const {
@@ -203,9 +214,13 @@ bool run_gnuplot(const std::string& gnuplot, const fs::path& work, const std::st
 std::string draw(const std::string& gnuplot, const fs::path& work, const std::string& name, const std::string& data,
                  const std::string& settings, const std::string& plot) {
   write_text(work / (name + ".dat"), data);
-  write_text(work / (name + ".gp"), "set terminal svg size 760,420 noenhanced font 'sans,11' background rgb 'white'\n"
-                                    "set output '" + name + ".svg'\nset datafile missing 'NaN'\n"
-                                    "set key outside right top\nset grid ytics\n" + settings + plot + "\n");
+  write_text(work / (name + ".gp"),
+             "set terminal svg size 760,420 noenhanced font 'sans,11' background rgb 'white'\n"
+             "set output '" +
+                 name +
+                 ".svg'\nset datafile missing 'NaN'\n"
+                 "set key outside right top\nset grid ytics\n" +
+                 settings + plot + "\n");
   const fs::path svg = work / (name + ".svg");
   if (!run_gnuplot(gnuplot, work, name + ".gp", name + ".log") || !fs::exists(svg)) return "";
   return read_text(svg);
@@ -337,10 +352,15 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
 
   doc.heading(2, "Latency by scenario");
   const std::string confidence = confidence_text(groups), threshold = number(100 * unstable_cv, 3);
-  doc.paragraph("Median wall time per inference in µs over the repetitions, in brackets the distribution-free "
-                "confidence interval of the median (" + confidence + "), the coefficient of variation, \"unstable\" "
-                "where that exceeds " + threshold + "%, and in parentheses the speedup of medians over "
-                "torch/eager_host on the same device (above 1× is faster). Charts ring unstable points.");
+  doc.paragraph(
+      "Median wall time per inference in µs over the repetitions, in brackets the distribution-free "
+      "confidence interval of the median (" +
+      confidence +
+      "), the coefficient of variation, \"unstable\" "
+      "where that exceeds " +
+      threshold +
+      "%, and in parentheses the speedup of medians over "
+      "torch/eager_host on the same device (above 1× is faster). Charts ring unstable points.");
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const Group& g = groups[gi];
     doc.heading(3, group_title(g));
@@ -365,7 +385,8 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
         std::string text =
             number(c->median_us) + " " + interval_text(c->interval) + " ±" + number(100 * c->cv, 2) + "%";
         if (c->unstable) text += " unstable";
-        if (auto up = g.speedup_over_eager(s, sc); up && s != "torch/eager_host") text += " (" + format_ratio(*up) + ")";
+        if (auto up = g.speedup_over_eager(s, sc); up && s != "torch/eager_host")
+          text += " (" + format_ratio(*up) + ")";
         row.push_back(text);
       }
       t.rows.push_back(row);
@@ -401,8 +422,9 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
                 " with points pt 6 ps 2.5 lw 2 lc rgb 'red' " + (titled ? "notitle" : "title 'unstable'");
         titled = true;
       }
-      const std::string settings = std::string(hi / std::max(lo, 1e-9) > 20 ? "set logscale y\n" : "") +
-                                   "set ylabel 'median latency (µs)'\nset xtics rotate by -30\nset offsets 0.3,0.3,0,0\n";
+      const std::string settings =
+          std::string(hi / std::max(lo, 1e-9) > 20 ? "set logscale y\n" : "") +
+          "set ylabel 'median latency (µs)'\nset xtics rotate by -30\nset offsets 0.3,0.3,0,0\n";
       const std::string svg = draw(gnuplot, work, id, data.str(), settings, plot);
       if (!svg.empty()) {
         write_text(charts / (id + ".svg"), svg);
@@ -413,9 +435,10 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
   }
 
   doc.heading(2, "Where the time goes");
-  doc.paragraph("Per strategy at the uniform mix (or the first scenario run): latency beside host syncs and launches "
-                "per inference and the share of executed FLOPs no row needed. Where the run has the primitive "
-                "microbenchmarks, the chart draws them as floors.");
+  doc.paragraph(
+      "Per strategy at the uniform mix (or the first scenario run): latency beside host syncs and launches "
+      "per inference and the share of executed FLOPs no row needed. Where the run has the primitive "
+      "microbenchmarks, the chart draws them as floors.");
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const Group& g = groups[gi];
     const std::string scenario = std::find(g.scenarios.begin(), g.scenarios.end(), "mix:uniform") != g.scenarios.end()
@@ -434,8 +457,8 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
       t.rows.push_back({s, number(c->median_us) + (c->unstable ? " unstable" : ""), number(counter("gpu_us")),
                         number(counter("host_syncs")), number(counter("launches")),
                         std::isfinite(wasted) ? number(100 * wasted, 3) + "%" : "-"});
-      data << gnuplot_label(s) << " " << number(c->median_us, 6) << " " << (c->unstable ? number(c->median_us, 6) : "NaN")
-           << "\n";
+      data << gnuplot_label(s) << " " << number(c->median_us, 6) << " "
+           << (c->unstable ? number(c->median_us, 6) : "NaN") << "\n";
       any_unstable = any_unstable || c->unstable;
     }
     doc.table(t);
@@ -446,7 +469,8 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
       if (floors.count(g.device_label))
         for (const char* p : kFloorPrimitives)
           if (floors.at(g.device_label).count(p))
-            plot += ", " + number(floors.at(g.device_label).at(p), 6) + " with lines lw 2 dt 2 title 'floor: " + p + "'";
+            plot +=
+                ", " + number(floors.at(g.device_label).at(p), 6) + " with lines lw 2 dt 2 title 'floor: " + p + "'";
       const std::string svg = draw(gnuplot, work, id, data.str(),
                                    "set ylabel 'median latency (µs)'\nset style fill solid\nset boxwidth 0.6\n"
                                    "set xtics rotate by -30\nset yrange [0:*]\nset offsets 0.5,0.5,0,0\n",
@@ -491,8 +515,9 @@ std::string comparison_markdown(const std::vector<Comparison>& rows, const std::
   for (const Comparison& c : rows) {
     char change[32];
     std::snprintf(change, sizeof change, "%+.1f%%", 100 * c.change);
-    md << "| " << escape_markdown(c.name) << " | " << number(c.median_a_us) << " | " << number(c.median_b_us) << " | " << change
-       << " | " << (c.test ? number(c.test->p_value, 3) : std::string("-")) << " | " << to_string(c.verdict) << " |\n";
+    md << "| " << escape_markdown(c.name) << " | " << number(c.median_a_us) << " | " << number(c.median_b_us) << " | "
+       << change << " | " << (c.test ? number(c.test->p_value, 3) : std::string("-")) << " | " << to_string(c.verdict)
+       << " |\n";
   }
   const ComparisonSummary sum = summarize(rows);
   md << "\nSummary: " << sum.faster << " faster, " << sum.slower << " slower, " << sum.same << " same, " << sum.too_few

@@ -14,11 +14,16 @@ namespace {
 
 double to_microseconds(double value, const std::string& unit) {
   double us = NAN;
-  if (unit == "ns") us = value / 1e3;
-  else if (unit == "us") us = value;
-  else if (unit == "ms") us = value * 1e3;
-  else if (unit == "s") us = value * 1e6;
-  else fail("unknown time unit '" + printable(unit) + "'");
+  if (unit == "ns")
+    us = value / 1e3;
+  else if (unit == "us")
+    us = value;
+  else if (unit == "ms")
+    us = value * 1e3;
+  else if (unit == "s")
+    us = value * 1e6;
+  else
+    fail("unknown time unit '" + printable(unit) + "'");
   // Times are sorted and divided; NaN breaks the sort and a negative time means nothing.
   if (!std::isfinite(us) || us < 0) fail("real_time " + std::to_string(value) + " is not a finite, non-negative time");
   return us;
@@ -78,8 +83,10 @@ std::string without_non_finite_literals(const std::string& text) {
     const char c = text[i];
     if (in_string) {
       out += c;
-      if (c == '\\' && i + 1 < text.size()) out += text[++i];
-      else if (c == '"') in_string = false;
+      if (c == '\\' && i + 1 < text.size())
+        out += text[++i];
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == '"') {
@@ -135,8 +142,7 @@ ResultFile parse_result_file(const std::string& path, const std::string& text) {
     // Google Benchmark output nests three deep; a limit keeps a crafted file from overflowing the
     // stack of the recursive code that later walks (or prints) the values.
     auto depth_limit = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-      if (depth > kMaxJsonDepth)
-        fail("nested deeper than " + std::to_string(kMaxJsonDepth) + " (limit: JSON nesting)");
+      if (depth > kMaxJsonDepth) fail("nested deeper than " + std::to_string(kMaxJsonDepth) + " (limit: JSON nesting)");
       return true;
     };
     data = nlohmann::json::parse(without_non_finite_literals(text), depth_limit);
@@ -193,7 +199,8 @@ ResultFile parse_result_file(const std::string& path, const std::string& text) {
     // nlohmann's own words ("[json.exception.type_error.302] type must be number, but is string")
     // without its prefix, and which entry it was.
     std::string why = e.what();
-    if (why.rfind("[json.exception.", 0) == 0 && why.find("] ") != std::string::npos) why = why.substr(why.find("] ") + 2);
+    if (why.rfind("[json.exception.", 0) == 0 && why.find("] ") != std::string::npos)
+      why = why.substr(why.find("] ") + 2);
     fail(path + ": benchmark entry " + std::to_string(entry) + " is malformed (" + printable(why, 120) + ")");
   }
   if (file.series.empty()) fail(path + ": no condbench benchmarks (early_exit/... or primitive/...)");

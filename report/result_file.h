@@ -14,10 +14,10 @@ struct Series {
   // early_exit/<device>/<engine>/<strategy>/<scenario>/batch:<b>/hidden:<h>/blocks:<n>
   std::string device, engine, strategy, scenario;
   int64_t batch = 0, hidden = 0, blocks = 0;
-  std::string primitive_name;         // primitive/<device>/<name>
-  std::vector<double> times_us;       // wall time of each repetition
+  std::string primitive_name;              // primitive/<device>/<name>
+  std::vector<double> times_us;            // wall time of each repetition
   std::map<std::string, double> counters;  // per inference, from the first repetition
-  std::string error;                  // a skipped or failed benchmark: why (no times then)
+  std::string error;                       // a skipped or failed benchmark: why (no times then)
 
   std::string strategy_key() const { return engine + "/" + strategy; }
 };

@@ -82,8 +82,7 @@ std::vector<double> exact_u_counts(int n1, int n2) {
         continue;
       }
       // The largest value belongs to the first sample (it beats all j of the second) or not.
-      for (int u = 0; u <= i * j; ++u)
-        counts[i][j][u] = (u >= j ? counts[i - 1][j][u - j] : 0.0) + counts[i][j - 1][u];
+      for (int u = 0; u <= i * j; ++u) counts[i][j][u] = (u >= j ? counts[i - 1][j][u - j] : 0.0) + counts[i][j - 1][u];
     }
   return counts[n1][n2];
 }

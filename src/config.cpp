@@ -7,8 +7,8 @@ namespace condbench {
 namespace {
 void check_range(const char* field, int value, int lo, int hi) {
   if (value < lo || value > hi)
-    fail(std::string(field) + " must be in " + std::to_string(lo) + ".." + std::to_string(hi) +
-         ", got " + std::to_string(value));
+    fail(std::string(field) + " must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " +
+         std::to_string(value));
 }
 }  // namespace
 

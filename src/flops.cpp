@@ -7,9 +7,7 @@ double block_flops(const ModelConfig& config, int block) {
   return 2.0 * in * config.hidden;
 }
 
-double head_flops(const ModelConfig& config) {
-  return 2.0 * config.hidden * config.num_classes;
-}
+double head_flops(const ModelConfig& config) { return 2.0 * config.hidden * config.num_classes; }
 
 double useful_flops(const ModelConfig& config, int exit_id) {
   const int blocks_run = exit_id <= config.blocks ? exit_id : config.blocks;
@@ -20,8 +18,6 @@ double useful_flops(const ModelConfig& config, int exit_id) {
   return flops + heads_run * head_flops(config);
 }
 
-double full_model_flops(const ModelConfig& config) {
-  return useful_flops(config, config.final_exit());
-}
+double full_model_flops(const ModelConfig& config) { return useful_flops(config, config.final_exit()); }
 
 }  // namespace condbench

@@ -34,8 +34,7 @@ EarlyExitModelImpl::EarlyExitModelImpl(const ModelConfig& config, uint64_t seed)
   assign(seeded_parameters(config_, seed));
 }
 
-EarlyExitModelImpl::EarlyExitModelImpl(const ModelConfig& config, const StateDict& state_dict)
-    : config_(config) {
+EarlyExitModelImpl::EarlyExitModelImpl(const ModelConfig& config, const StateDict& state_dict) : config_(config) {
   config_.validate();
   build();
   load(state_dict);
@@ -50,8 +49,8 @@ void EarlyExitModelImpl::build() {
     backbone_->push_back(blocks_.back());  // registered as backbone.{i}
   }
   for (int k = 1; k <= config_.blocks; ++k)
-    exits_.push_back(register_module("exit" + std::to_string(k),
-                                     Linear(LinearOptions(config_.hidden, config_.num_classes))));
+    exits_.push_back(
+        register_module("exit" + std::to_string(k), Linear(LinearOptions(config_.hidden, config_.num_classes))));
   final_ = register_module("final", Linear(LinearOptions(config_.hidden, config_.num_classes)));
 }
 
@@ -71,11 +70,9 @@ void check_state_dict(const ModelConfig& config, const StateDict& state_dict) {
     auto it = given.find(spec.name);
     if (it == given.end()) fail("weights: missing key '" + spec.name + "'");
     const at::Tensor& t = it->second;
-    if (!at::isFloatingType(t.scalar_type()))
-      fail("weights: '" + spec.name + "' is not a floating-point tensor");
+    if (!at::isFloatingType(t.scalar_type())) fail("weights: '" + spec.name + "' is not a floating-point tensor");
     if (t.sizes() != at::IntArrayRef(spec.shape))
-      fail("weights: '" + spec.name + "' has shape " + shape_text(t.sizes()) + ", expected " +
-           shape_text(spec.shape));
+      fail("weights: '" + spec.name + "' has shape " + shape_text(t.sizes()) + ", expected " + shape_text(spec.shape));
   }
   for (const auto& [name, tensor] : state_dict)
     if (!expected.count(name)) fail("weights: unexpected key '" + printable(name) + "'");

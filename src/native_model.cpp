@@ -8,13 +8,11 @@ namespace condbench {
 
 namespace {
 // weight [out][in] (torch layout) -> wt [in][pitch] (native layout, see exit_math.h)
-NativeLinear transpose_linear(const std::vector<float>& weight, const std::vector<float>& bias,
-                              int in, int out) {
+NativeLinear transpose_linear(const std::vector<float>& weight, const std::vector<float>& bias, int in, int out) {
   NativeLinear linear;
   linear.in = in;
   linear.out = out;
-  linear.pitch = (out + NativeLinear::kPitchMultiple - 1) / NativeLinear::kPitchMultiple *
-                 NativeLinear::kPitchMultiple;
+  linear.pitch = (out + NativeLinear::kPitchMultiple - 1) / NativeLinear::kPitchMultiple * NativeLinear::kPitchMultiple;
   linear.wt.assign(static_cast<size_t>(in) * linear.pitch, 0.0f);
   for (int o = 0; o < out; ++o)
     for (int i = 0; i < in; ++i)
@@ -35,8 +33,8 @@ NativeModel NativeModel::from_parameters(const ModelConfig& config, const FlatPa
   // specs come in (weight, bias) pairs: blocks first, then the exit heads and the final head.
   for (size_t p = 0; p < specs.size(); p += 2) {
     const auto& shape = specs[p].shape;
-    NativeLinear linear = transpose_linear(params[p], params[p + 1], static_cast<int>(shape[1]),
-                                           static_cast<int>(shape[0]));
+    NativeLinear linear =
+        transpose_linear(params[p], params[p + 1], static_cast<int>(shape[1]), static_cast<int>(shape[0]));
     if (static_cast<int>(model.blocks.size()) < config.blocks)
       model.blocks.push_back(std::move(linear));
     else

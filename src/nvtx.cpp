@@ -24,11 +24,9 @@ nvtxDomainHandle_t domain() {
 
 // Registered strings for stages, made on first use and kept for the process's life (NVTX holds
 // on to their handles). A deque never moves what it already holds.
-const RegisteredString& numbered(std::deque<RegisteredString>& cache, std::mutex& mutex,
-                                 const char* prefix, int n) {
+const RegisteredString& numbered(std::deque<RegisteredString>& cache, std::mutex& mutex, const char* prefix, int n) {
   std::lock_guard<std::mutex> lock(mutex);
-  while (static_cast<int>(cache.size()) <= n)
-    cache.emplace_back((prefix + std::to_string(cache.size())).c_str());
+  while (static_cast<int>(cache.size()) <= n) cache.emplace_back((prefix + std::to_string(cache.size())).c_str());
   return cache[n];
 }
 }  // namespace
@@ -46,10 +44,14 @@ Level parse_level(const std::string& text) {
 
 const char* level_name(Level level) {
   switch (level) {
-    case Level::off: return "off";
-    case Level::run: return "run";
-    case Level::iter: return "iter";
-    case Level::stage: return "stage";
+    case Level::off:
+      return "off";
+    case Level::run:
+      return "run";
+    case Level::iter:
+      return "iter";
+    case Level::stage:
+      return "stage";
   }
   return "off";
 }

@@ -16,8 +16,7 @@ void add_linear(std::vector<ParameterSpec>& specs, const std::string& prefix, in
 std::vector<ParameterSpec> parameter_specs(const ModelConfig& config) {
   std::vector<ParameterSpec> specs;
   for (int i = 0; i < config.blocks; ++i)
-    add_linear(specs, "backbone." + std::to_string(i), i == 0 ? config.in_features : config.hidden,
-               config.hidden);
+    add_linear(specs, "backbone." + std::to_string(i), i == 0 ? config.in_features : config.hidden, config.hidden);
   for (int k = 1; k <= config.blocks; ++k)
     add_linear(specs, "exit" + std::to_string(k), config.hidden, config.num_classes);
   add_linear(specs, "final", config.hidden, config.num_classes);

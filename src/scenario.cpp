@@ -63,8 +63,8 @@ ScenarioSpec parse_scenario(const std::string& name, int blocks) {
   if (name.rfind("exit:", 0) == 0) {
     int k = 0;
     if (!parse_int(name.substr(5), k) || k < 1 || k > blocks + 1)
-      fail("scenario '" + name + "': exit must be 1.." + std::to_string(blocks + 1) + " for " +
-           std::to_string(blocks) + " blocks");
+      fail("scenario '" + name + "': exit must be 1.." + std::to_string(blocks + 1) + " for " + std::to_string(blocks) +
+           " blocks");
     spec.kind = ScenarioKind::forced_exit;
     spec.forced_exit = k;
     return spec;
@@ -101,8 +101,7 @@ std::vector<float> forced_thresholds(int blocks, int exit_id) {
 
 std::vector<float> calibrate_thresholds(const std::vector<float>& confidences, int rows, int blocks,
                                         const std::vector<double>& target_shares) {
-  if (static_cast<int>(target_shares.size()) != blocks + 1)
-    fail("calibration: need one target share per exit");
+  if (static_cast<int>(target_shares.size()) != blocks + 1) fail("calibration: need one target share per exit");
   // std::sort needs a strict weak order, which NaN breaks: refuse before sorting.
   for (float c : confidences)
     if (!std::isfinite(c)) fail("calibration: a confidence is NaN or infinite (non-finite weights or inputs)");
@@ -134,8 +133,7 @@ std::vector<float> calibrate_thresholds(const std::vector<float>& confidences, i
     }
     std::vector<int> still;
     for (int r : remaining)
-      if (!math::exit_fires(confidences[static_cast<size_t>(r) * blocks + k], thresholds[k]))
-        still.push_back(r);
+      if (!math::exit_fires(confidences[static_cast<size_t>(r) * blocks + k], thresholds[k])) still.push_back(r);
     remaining.swap(still);
   }
   return thresholds;

@@ -2,12 +2,12 @@
 // (torch_save_writer.h) by condbench itself, so Python's torch.load and condbench read each other's.
 #include <ATen/ATen.h>
 
+#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <unistd.h>
 
 #include "condbench/error.h"
 #include "condbench/model.h"
@@ -38,7 +38,9 @@ void save_state_dict_file(const StateDict& state_dict, const std::string& path) 
   detail::write_torch_save_file(path, state_dict);
 }
 
-void save_tensor_file(const at::Tensor& tensor, const std::string& path) { detail::write_torch_save_file(path, tensor); }
+void save_tensor_file(const at::Tensor& tensor, const std::string& path) {
+  detail::write_torch_save_file(path, tensor);
+}
 
 at::Tensor load_tensor_file(const std::string& path) {
   detail::SavedObject saved = detail::read_torch_save_file("input", path);

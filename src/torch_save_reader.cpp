@@ -61,9 +61,9 @@ struct Value {
 
 const std::map<std::string, at::ScalarType>& storage_types() {
   static const std::map<std::string, at::ScalarType> types = {
-      {"torch.FloatStorage", at::kFloat},   {"torch.DoubleStorage", at::kDouble}, {"torch.HalfStorage", at::kHalf},
-      {"torch.BFloat16Storage", at::kBFloat16}, {"torch.LongStorage", at::kLong}, {"torch.IntStorage", at::kInt},
-      {"torch.ShortStorage", at::kShort},   {"torch.CharStorage", at::kChar},     {"torch.ByteStorage", at::kByte},
+      {"torch.FloatStorage", at::kFloat},       {"torch.DoubleStorage", at::kDouble}, {"torch.HalfStorage", at::kHalf},
+      {"torch.BFloat16Storage", at::kBFloat16}, {"torch.LongStorage", at::kLong},     {"torch.IntStorage", at::kInt},
+      {"torch.ShortStorage", at::kShort},       {"torch.CharStorage", at::kChar},     {"torch.ByteStorage", at::kByte},
       {"torch.BoolStorage", at::kBool}};
   return types;
 }
@@ -79,25 +79,39 @@ class PickleMachine {
         fail_at("more than " + std::to_string(kMaxPickleOps) + " opcodes (limit: pickle opcodes)");
       const unsigned char op = byte();
       switch (op) {
-        case 0x80: byte(); break;                                   // PROTO
-        case 0x95: bytes(8); break;                                 // FRAME
-        case '(':                                                   // MARK
+        case 0x80:
+          byte();
+          break;  // PROTO
+        case 0x95:
+          bytes(8);
+          break;   // FRAME
+        case '(':  // MARK
           if (marks_.size() >= kMaxPickleNesting)
             fail_at("nested deeper than " + std::to_string(kMaxPickleNesting) + " (limit: pickle nesting)");
           marks_.push_back(stack_.size());
           break;
-        case '.': return pop();                                     // STOP
-        case 'N': push(make(Value::Kind::none)); break;
-        case 0x88: case 0x89: {                                     // NEWTRUE, NEWFALSE
+        case '.':
+          return pop();  // STOP
+        case 'N':
+          push(make(Value::Kind::none));
+          break;
+        case 0x88:
+        case 0x89: {  // NEWTRUE, NEWFALSE
           Value* v = make(Value::Kind::boolean);
           v->integer = op == 0x88;
           push(v);
           break;
         }
-        case 'K': push_int(static_cast<int64_t>(little(1))); break;  // BININT1
-        case 'M': push_int(static_cast<int64_t>(little(2))); break;  // BININT2
-        case 'J': push_int(static_cast<int32_t>(little(4))); break;  // BININT
-        case 0x8a: {                                                 // LONG1
+        case 'K':
+          push_int(static_cast<int64_t>(little(1)));
+          break;  // BININT1
+        case 'M':
+          push_int(static_cast<int64_t>(little(2)));
+          break;  // BININT2
+        case 'J':
+          push_int(static_cast<int32_t>(little(4)));
+          break;      // BININT
+        case 0x8a: {  // LONG1
           const size_t n = little(1);
           if (n > 8) fail_at("integer too large");
           const std::string digits = bytes(n);  // checked against the end of the pickle
@@ -117,10 +131,16 @@ class PickleMachine {
           push(v);
           break;
         }
-        case 'X': push_string(bytes(little(4))); break;     // BINUNICODE
-        case 0x8c: push_string(bytes(little(1))); break;    // SHORT_BINUNICODE
-        case 0x8d: push_string(bytes(little(8))); break;    // BINUNICODE8
-        case 'c': {                                          // GLOBAL
+        case 'X':
+          push_string(bytes(little(4)));
+          break;  // BINUNICODE
+        case 0x8c:
+          push_string(bytes(little(1)));
+          break;  // SHORT_BINUNICODE
+        case 0x8d:
+          push_string(bytes(little(8)));
+          break;     // BINUNICODE8
+        case 'c': {  // GLOBAL
           const std::string module = line(), name = line();
           push_global(module, name);
           break;
@@ -131,13 +151,27 @@ class PickleMachine {
           push_global(module->text, name->text);
           break;
         }
-        case 'q': memo_[little(1)] = top(); break;  // BINPUT
-        case 'r': memo_[little(4)] = top(); break;  // LONG_BINPUT
-        case 0x94: memo_[memo_.size()] = top(); break;  // MEMOIZE
-        case 'h': push(memo(little(1))); break;  // BINGET
-        case 'j': push(memo(little(4))); break;  // LONG_BINGET
-        case ')': push(make(Value::Kind::tuple)); break;
-        case 0x85: case 0x86: case 0x87: {  // TUPLE1..3
+        case 'q':
+          memo_[little(1)] = top();
+          break;  // BINPUT
+        case 'r':
+          memo_[little(4)] = top();
+          break;  // LONG_BINPUT
+        case 0x94:
+          memo_[memo_.size()] = top();
+          break;  // MEMOIZE
+        case 'h':
+          push(memo(little(1)));
+          break;  // BINGET
+        case 'j':
+          push(memo(little(4)));
+          break;  // LONG_BINGET
+        case ')':
+          push(make(Value::Kind::tuple));
+          break;
+        case 0x85:
+        case 0x86:
+        case 0x87: {  // TUPLE1..3
           Value* t = make(Value::Kind::tuple);
           t->items.resize(op - 0x84);
           for (size_t i = t->items.size(); i-- > 0;) t->items[i] = pop();
@@ -150,7 +184,9 @@ class PickleMachine {
           push(t);
           break;
         }
-        case ']': push(make(Value::Kind::list)); break;
+        case ']':
+          push(make(Value::Kind::list));
+          break;
         case 'l': {  // LIST
           Value* l = make(Value::Kind::list);
           l->items = pop_to_mark();
@@ -167,7 +203,9 @@ class PickleMachine {
           add_items(expect(top(), Value::Kind::list)->items, vs);
           break;
         }
-        case '}': push(make(Value::Kind::dict)); break;
+        case '}':
+          push(make(Value::Kind::dict));
+          break;
         case 'd': {  // DICT
           Value* d = make(Value::Kind::dict);
           set_items(*d, pop_to_mark());
@@ -185,14 +223,18 @@ class PickleMachine {
           set_items(*expect(top(), Value::Kind::dict), kv);
           break;
         }
-        case 'Q': push(persistent(pop())); break;  // BINPERSID
-        case 'R': {                                 // REDUCE
+        case 'Q':
+          push(persistent(pop()));
+          break;     // BINPERSID
+        case 'R': {  // REDUCE
           Value* args = expect(pop(), Value::Kind::tuple);
           Value* callable = expect(pop(), Value::Kind::global);
           push(call(*callable, *args));
           break;
         }
-        case 'b': pop(); break;  // BUILD: an OrderedDict's _metadata, which condbench does not need
+        case 'b':
+          pop();
+          break;  // BUILD: an OrderedDict's _metadata, which condbench does not need
         default:
           fail_at("pickle opcode 0x" + hex(op) + " is not supported");
       }
@@ -360,15 +402,16 @@ class PickleMachine {
     for (size_t d = 0; d < view.sizes.size(); ++d) {
       numel = checked_mul(numel, static_cast<uint64_t>(view.sizes[d]), "tensor bytes");
       if (view.sizes[d] > 0)
-        last = checked_add(last, checked_mul(static_cast<uint64_t>(view.sizes[d] - 1),
-                                             static_cast<uint64_t>(view.strides[d]), "tensor bytes"),
+        last = checked_add(last,
+                           checked_mul(static_cast<uint64_t>(view.sizes[d] - 1), static_cast<uint64_t>(view.strides[d]),
+                                       "tensor bytes"),
                            "tensor bytes");
     }
     if (numel > 0 && last >= storage.numel)
       fail_at("a tensor reaches element " + std::to_string(last) + " of storage '" + printable(storage.key) +
               "', which holds " + std::to_string(storage.numel) + " (strides and offset must lie inside the storage)");
-    tensor_bytes_ = checked_add(tensor_bytes_, checked_mul(numel, c10::elementSize(storage.dtype), "tensor bytes"),
-                                "tensor bytes");
+    tensor_bytes_ =
+        checked_add(tensor_bytes_, checked_mul(numel, c10::elementSize(storage.dtype), "tensor bytes"), "tensor bytes");
     if (tensor_bytes_ > file_size_)
       fail_at("the tensors total " + std::to_string(tensor_bytes_) + " bytes, more than the file's " +
               std::to_string(file_size_) + " (limit: tensor bytes)");
@@ -479,8 +522,10 @@ SavedObject read_archive(std::istream& in, uint64_t size, const HeaderCheck& che
   }
   for (const auto& [name, value] : tensors) {
     at::Tensor t = materialize(archive, machine, *value);
-    if (saved.kind == SavedObject::Kind::tensor) saved.tensor = t;
-    else saved.items.emplace_back(name, t);
+    if (saved.kind == SavedObject::Kind::tensor)
+      saved.tensor = t;
+    else
+      saved.items.emplace_back(name, t);
   }
   return saved;
 }

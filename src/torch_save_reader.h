@@ -36,7 +36,7 @@ constexpr size_t kMaxTensorDims = 64;
 struct SavedObject {
   enum class Kind { tensor, dict_of_tensors };
   Kind kind;
-  at::Tensor tensor;                                       // Kind::tensor
+  at::Tensor tensor;                                      // Kind::tensor
   std::vector<std::pair<std::string, at::Tensor>> items;  // Kind::dict_of_tensors, in file order
 };
 

@@ -3,12 +3,12 @@
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
 
+#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <unistd.h>
 
 #include "condbench/error.h"
 #include "condbench/output_file.h"
@@ -19,9 +19,10 @@ namespace {
 
 const std::map<at::ScalarType, const char*>& storage_names() {
   static const std::map<at::ScalarType, const char*> names = {
-      {at::kFloat, "FloatStorage"}, {at::kDouble, "DoubleStorage"}, {at::kHalf, "HalfStorage"},
-      {at::kBFloat16, "BFloat16Storage"}, {at::kLong, "LongStorage"}, {at::kInt, "IntStorage"},
-      {at::kShort, "ShortStorage"}, {at::kChar, "CharStorage"}, {at::kByte, "ByteStorage"}, {at::kBool, "BoolStorage"}};
+      {at::kFloat, "FloatStorage"},       {at::kDouble, "DoubleStorage"}, {at::kHalf, "HalfStorage"},
+      {at::kBFloat16, "BFloat16Storage"}, {at::kLong, "LongStorage"},     {at::kInt, "IntStorage"},
+      {at::kShort, "ShortStorage"},       {at::kChar, "CharStorage"},     {at::kByte, "ByteStorage"},
+      {at::kBool, "BoolStorage"}};
   return names;
 }
 

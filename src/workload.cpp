@@ -35,8 +35,8 @@ std::vector<float> Workload::thresholds(const std::string& scenario) const {
   auto it = calibrated_.find(scenario);
   if (it == calibrated_.end())
     it = calibrated_
-             .emplace(scenario, calibrate_thresholds(confidences_, static_cast<int>(pool_.size(0)),
-                                                     config().blocks, spec.target_shares))
+             .emplace(scenario, calibrate_thresholds(confidences_, static_cast<int>(pool_.size(0)), config().blocks,
+                                                     spec.target_shares))
              .first;
   return it->second;
 }

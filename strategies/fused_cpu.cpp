@@ -154,10 +154,10 @@ class FusedCpu final : public Strategy {
   NativeModel native_;
   std::vector<PanelLinear> panel_blocks_;  // the blocks repacked for batches > 1
   std::vector<double> stage_flops_;
-  std::vector<float> hidden_[2];         // [batch][hidden] activations, ping-pong between blocks
-  std::vector<int64_t> active_;          // rows still running
-  std::vector<const float*> rows_in_;    // each row's input to the next block
-  std::vector<float> scratch_;           // where padding rows of a short group write
+  std::vector<float> hidden_[2];       // [batch][hidden] activations, ping-pong between blocks
+  std::vector<int64_t> active_;        // rows still running
+  std::vector<const float*> rows_in_;  // each row's input to the next block
+  std::vector<float> scratch_;         // where padding rows of a short group write
   at::Tensor exit_id_, logits_;
 };
 

@@ -101,13 +101,13 @@ std::vector<const StrategyInfo*> strategies_on(Device device) {
   const int64_t classes = logits.size(1);
   for (int64_t r = 0; r < rows; ++r) {
     if (ids.data_ptr<int32_t>()[r] != ref.exit_id[r])
-      return ::testing::AssertionFailure() << "row " << r << ": exit " << ids.data_ptr<int32_t>()[r]
-                                           << ", reference exit " << ref.exit_id[r];
+      return ::testing::AssertionFailure()
+             << "row " << r << ": exit " << ids.data_ptr<int32_t>()[r] << ", reference exit " << ref.exit_id[r];
     for (int64_t c = 0; c < classes; ++c) {
       const double got = logits.data_ptr<float>()[r * classes + c], want = ref.logits[r][c];
       if (std::abs(got - want) > rtol * std::max({std::abs(want), ref.magnitude[r][c], 1e-30}))
-        return ::testing::AssertionFailure() << "row " << r << " logit " << c << ": " << got << ", reference "
-                                             << want << " (exit " << ref.exit_id[r] << ")";
+        return ::testing::AssertionFailure() << "row " << r << " logit " << c << ": " << got << ", reference " << want
+                                             << " (exit " << ref.exit_id[r] << ")";
     }
   }
   return ::testing::AssertionSuccess();

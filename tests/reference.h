@@ -15,8 +15,8 @@
 namespace condbench::testing {
 
 struct ReferenceResult {
-  std::vector<int> exit_id;                  // [rows]
-  std::vector<std::vector<double>> logits;   // [rows][num_classes]
+  std::vector<int> exit_id;                 // [rows]
+  std::vector<std::vector<double>> logits;  // [rows][num_classes]
   // For each logit, sum_i |w_i h_i| + |b|: the size of what its dot product added up. Float error
   // in a logit is relative to this (cancellation can make the logit itself tiny), so tolerances
   // are taken relative to max(|logit|, magnitude).

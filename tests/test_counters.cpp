@@ -36,9 +36,7 @@ Observed run_once(Device device, Engine engine, const std::string& name, const W
 
 class CountersTest : public ::testing::TestWithParam<std::string> {
  protected:
-  static std::shared_ptr<const Workload> workload(int64_t batch) {
-    return shared_workload(ModelSource{}, batch);
-  }
+  static std::shared_ptr<const Workload> workload(int64_t batch) { return shared_workload(ModelSource{}, batch); }
 };
 
 TEST_P(CountersTest, EagerHostDecidesOnceOnTheHostPerExitTestReached) {
@@ -80,8 +78,8 @@ TEST_P(CountersTest, UsefulNeverExceedsExecuted) {
   for (const StrategyInfo* info : strategies_on(Device::cpu))
     for (int64_t batch : {1, 64}) {
       auto w = workload(batch);
-      const Observed seen = run_once(info->device, info->engine, info->name, *w, w->thresholds(GetParam()),
-                                     w->batches()[0]);
+      const Observed seen =
+          run_once(info->device, info->engine, info->name, *w, w->thresholds(GetParam()), w->batches()[0]);
       EXPECT_LE(seen.useful, seen.counters.flops_executed) << info->key();
       EXPECT_GT(seen.useful, 0.0) << info->key();
     }

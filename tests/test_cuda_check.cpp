@@ -25,7 +25,8 @@ TEST(CudaCheck, AFailureResetsTheLastErrorAndNamesTheCall) {
     FAIL() << "throw_error returned";
   } catch (const Error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("cudaMemcpyAsync(dst, src, n, kind, stream) failed at src/x.cpp:42"), std::string::npos) << what;
+    EXPECT_NE(what.find("cudaMemcpyAsync(dst, src, n, kind, stream) failed at src/x.cpp:42"), std::string::npos)
+        << what;
     EXPECT_NE(what.find("cudaErrorInvalidValue"), std::string::npos) << what;
   }
   EXPECT_EQ(resets, 1);

@@ -52,8 +52,9 @@ RandomCase draw_case(SplitMix64& rng, int index) {
   c.config.blocks = 1 + static_cast<int>(rng.next() % 6);
   c.seed = rng.next();
   const uint64_t size_class = rng.next() % 20;
-  c.batch = size_class < 5 ? 1 : size_class < 12 ? 2 + static_cast<int64_t>(rng.next() % 15)
-                                                  : 17 + static_cast<int64_t>(rng.next() % 284);
+  c.batch = size_class < 5    ? 1
+            : size_class < 12 ? 2 + static_cast<int64_t>(rng.next() % 15)
+                              : 17 + static_cast<int64_t>(rng.next() % 284);
   (void)index;
   return c;
 }
@@ -64,7 +65,8 @@ std::vector<float> draw_thresholds(const RandomCase& c, const ReferenceResult& p
   for (int k = 0; k < c.config.blocks; ++k) {
     const int mode = kind == 3 ? static_cast<int>(rng.next() % 3) : kind;
     if (mode == 0) {
-      do t[k] = rng.uniform(); while (near_any(probe, k, t[k]));
+      do t[k] = rng.uniform();
+      while (near_any(probe, k, t[k]));
     } else if (mode == 1) {
       t[k] = splitting_threshold(probe, k, rng);
     } else {

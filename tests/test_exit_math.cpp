@@ -3,9 +3,9 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "condbench/agreement.h"
 #include "condbench/exit_math.h"
 #include "condbench/native_model.h"
-#include "condbench/agreement.h"
 #include "reference.h"
 
 namespace condbench::testing {
@@ -18,15 +18,16 @@ TEST(ExitMath, LinearRowAndLinearOutputMatchTorchLinear) {
     NativeModel native = NativeModel::from_parameters(
         ModelConfig{in, out, 1, 1},
         {std::vector<float>(w.data_ptr<float>(), w.data_ptr<float>() + w.numel()),
-         std::vector<float>(b.data_ptr<float>(), b.data_ptr<float>() + b.numel()),
-         std::vector<float>(out), std::vector<float>(1), std::vector<float>(out), std::vector<float>(1)});
+         std::vector<float>(b.data_ptr<float>(), b.data_ptr<float>() + b.numel()), std::vector<float>(out),
+         std::vector<float>(1), std::vector<float>(out), std::vector<float>(1)});
     const NativeLinear& l = native.blocks[0];
     std::vector<float> row(out);
     math::linear_row(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, out, l.pitch, row.data(), false);
     for (int o = 0; o < out; ++o) {
       const float one = math::linear_output(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, l.pitch, o);
       EXPECT_NEAR(one, row[o], 1e-6 * std::max(1.0f, std::abs(row[o])) * std::sqrt(in)) << "the two forms";
-      EXPECT_NEAR(row[o], want[o].item<float>(), 1e-5 * std::max(1.0f, std::abs(want[o].item<float>())) * std::sqrt(in));
+      EXPECT_NEAR(row[o], want[o].item<float>(),
+                  1e-5 * std::max(1.0f, std::abs(want[o].item<float>())) * std::sqrt(in));
     }
     // The GPU kernels' form: the sum over i in slices (math::linear_partial) added to the bias.
     for (int o = 0; o < out; ++o) {
@@ -57,7 +58,7 @@ TEST(ExitMath, MaxSoftmaxMatchesTorch) {
 TEST(ExitMath, ExitFiresOnlyAboveItsThreshold) {
   EXPECT_FALSE(math::exit_fires(0.5f, 0.5f));
   EXPECT_TRUE(math::exit_fires(std::nextafter(0.5f, 1.0f), 0.5f));
-  EXPECT_FALSE(math::exit_fires(1.0f, 1.0f));  // t = 1 never fires
+  EXPECT_FALSE(math::exit_fires(1.0f, 1.0f));   // t = 1 never fires
   EXPECT_TRUE(math::exit_fires(1e-30f, 0.0f));  // t = 0 always fires for a softmax max
   // torch's comparison, as the torch-engine strategies run it, agrees on the boundary
   const at::Tensor conf = at::full({1}, 0.1f);

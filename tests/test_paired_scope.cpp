@@ -67,7 +67,8 @@ TEST(PairedScope, AFailingBeginLeavesNothingToEnd) {
 
 TEST(PairedScope, AFailingEndIsTidiedUpAndReported) {
   Log log;
-  PairedScope scope(log.add("begin"), [] { throw std::runtime_error("end failed halfway"); }, log.add("abandon"));
+  PairedScope scope(
+      log.add("begin"), [] { throw std::runtime_error("end failed halfway"); }, log.add("abandon"));
   EXPECT_THROW(scope.close(), std::runtime_error);
   EXPECT_FALSE(scope.open());
   EXPECT_EQ(log.events, (std::vector<std::string>{"begin", "abandon"}));

@@ -40,9 +40,9 @@ TEST_F(StateDictFile, ParameterNamesAreThoseOfThePyTorchModule) {
   std::vector<std::string> names;
   for (const auto& p : model->named_parameters()) names.push_back(p.key());
   EXPECT_EQ(names, (std::vector<std::string>{"backbone.0.weight", "backbone.0.bias", "backbone.1.weight",
-                                             "backbone.1.bias", "backbone.2.weight", "backbone.2.bias",
-                                             "exit1.weight", "exit1.bias", "exit2.weight", "exit2.bias",
-                                             "exit3.weight", "exit3.bias", "final.weight", "final.bias"}));
+                                             "backbone.1.bias", "backbone.2.weight", "backbone.2.bias", "exit1.weight",
+                                             "exit1.bias", "exit2.weight", "exit2.bias", "exit3.weight", "exit3.bias",
+                                             "final.weight", "final.bias"}));
   EXPECT_EQ(model->named_parameters()["backbone.0.weight"].sizes(), (std::vector<int64_t>{64, 32}));
 }
 

@@ -19,8 +19,8 @@ struct ModelConfig {
   std::string describe() const;  // "in_features=32 hidden=64 num_classes=10 blocks=3"
 
   friend bool operator==(const ModelConfig& a, const ModelConfig& b) {
-    return a.in_features == b.in_features && a.hidden == b.hidden &&
-           a.num_classes == b.num_classes && a.blocks == b.blocks;
+    return a.in_features == b.in_features && a.hidden == b.hidden && a.num_classes == b.num_classes &&
+           a.blocks == b.blocks;
   }
   friend bool operator!=(const ModelConfig& a, const ModelConfig& b) { return !(a == b); }
 };

@@ -18,16 +18,14 @@ namespace condbench::math {
 
 // Part of one output of a Linear: sum over i in [begin, end) of x[i] * weight[o][i], ascending.
 // GPU kernels split the sum over i across threads and add the parts to the bias.
-CONDBENCH_HD inline float linear_partial(const float* wt, const float* x, int begin, int end,
-                                         int pitch, int o) {
+CONDBENCH_HD inline float linear_partial(const float* wt, const float* x, int begin, int end, int pitch, int o) {
   float acc = 0.0f;
   for (int i = begin; i < end; ++i) acc += x[i] * wt[i * pitch + o];
   return acc;
 }
 
 // One output of a Linear: bias[o] + sum_i x[i] * weight[o][i], summed in ascending i.
-CONDBENCH_HD inline float linear_output(const float* wt, const float* bias, const float* x,
-                                        int in, int pitch, int o) {
+CONDBENCH_HD inline float linear_output(const float* wt, const float* bias, const float* x, int in, int pitch, int o) {
   float acc = bias[o];
   for (int i = 0; i < in; ++i) acc += x[i] * wt[i * pitch + o];
   return acc;
@@ -40,8 +38,8 @@ namespace detail {
 // splits the sum over i into Split interleaved partial sums to keep enough chains in flight.
 template <int Width, int Split>
 CONDBENCH_HD inline void linear_tile(const float* __restrict__ wt, const float* __restrict__ bias,
-                                     const float* __restrict__ x, int in, int pitch, int o0,
-                                     int valid, float* __restrict__ y, bool relu) {
+                                     const float* __restrict__ x, int in, int pitch, int o0, int valid,
+                                     float* __restrict__ y, bool relu) {
   float acc[Split][Width];
   for (int s = 0; s < Split; ++s)
     for (int j = 0; j < Width; ++j) acc[s][j] = s == 0 ? bias[o0 + j] : 0.0f;
@@ -68,8 +66,8 @@ CONDBENCH_HD inline void linear_tile(const float* __restrict__ wt, const float* 
 // tiles of 32 outputs (eight 4-wide chains), narrow ones such as exit heads in tiles of 8 with the
 // sum over i split four ways.
 CONDBENCH_HD inline void linear_row(const float* __restrict__ wt, const float* __restrict__ bias,
-                                    const float* __restrict__ x, int in, int out, int pitch,
-                                    float* __restrict__ y, bool relu) {
+                                    const float* __restrict__ x, int in, int out, int pitch, float* __restrict__ y,
+                                    bool relu) {
   int o = 0;
   for (; o + 32 <= out; o += 32) detail::linear_tile<32, 1>(wt, bias, x, in, pitch, o, 32, y, relu);
   for (; o < out; o += 8) detail::linear_tile<8, 4>(wt, bias, x, in, pitch, o, out - o, y, relu);
@@ -86,8 +84,6 @@ CONDBENCH_HD inline float max_softmax(const float* logits, int n) {
 
 // docs/design.md §1: an exit fires when its confidence is strictly greater than its threshold, so a
 // confidence equal to the threshold does not fire (t = 1.0 never fires, t = 0.0 always does).
-CONDBENCH_HD inline bool exit_fires(float confidence, float threshold) {
-  return confidence > threshold;
-}
+CONDBENCH_HD inline bool exit_fires(float confidence, float threshold) { return confidence > threshold; }
 
 }  // namespace condbench::math

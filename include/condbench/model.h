@@ -54,7 +54,7 @@ class EarlyExitModelImpl : public torch::nn::Module {
 
   ModelConfig config_;
   torch::nn::ModuleList backbone_{nullptr};  // owns the names backbone.{i}
-  std::vector<torch::nn::Linear> blocks_;      // the same modules, typed
+  std::vector<torch::nn::Linear> blocks_;    // the same modules, typed
   std::vector<torch::nn::Linear> exits_;
   torch::nn::Linear final_{nullptr};
 };

@@ -11,9 +11,9 @@
 //   ... capture ...
 //   capture.close();
 //
-// close() runs `end` and lets its errors propagate (after `abandon` tidied up). If the scope is left without close() (an
-// exception is unwinding), the destructor runs `abandon` instead, which must not throw: the
-// exception already in flight is the one worth reporting. Nested scopes unwind innermost first.
+// close() runs `end` and lets its errors propagate (after `abandon` tidied up). If the scope is left without close()
+// (an exception is unwinding), the destructor runs `abandon` instead, which must not throw: the exception already in
+// flight is the one worth reporting. Nested scopes unwind innermost first.
 #include <functional>
 #include <utility>
 

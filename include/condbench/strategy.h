@@ -89,9 +89,8 @@ class StrategyRegistry {
 
 #define CONDBENCH_CONCAT_INNER(a, b) a##b
 #define CONDBENCH_CONCAT(a, b) CONDBENCH_CONCAT_INNER(a, b)
-#define CONDBENCH_REGISTER_STRATEGY(Type, name, engine, device)                           \
-  static const bool CONDBENCH_CONCAT(condbench_registered_, __LINE__) =                   \
-      ::condbench::StrategyRegistry::instance().add(                                      \
-          {name, engine, device, [] { return std::make_unique<Type>(device); }})
+#define CONDBENCH_REGISTER_STRATEGY(Type, name, engine, device)                                                        \
+  static const bool CONDBENCH_CONCAT(condbench_registered_, __LINE__) = ::condbench::StrategyRegistry::instance().add( \
+      {name, engine, device, [] { return std::make_unique<Type>(device); }})
 
 }  // namespace condbench

@@ -9,8 +9,8 @@ namespace condbench::cuda {
 
 namespace {
 std::string describe(cudaError_t error, const char* call, const char* file, int line) {
-  return std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + cudaGetErrorName(error) +
-         " (" + cudaGetErrorString(error) + ")";
+  return std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + cudaGetErrorName(error) + " (" +
+         cudaGetErrorString(error) + ")";
 }
 }  // namespace
 

@@ -13,8 +13,10 @@ DeviceModel::DeviceModel(const NativeModel& model, cudaStream_t stream) : config
   for (const NativeLinear* l : layers) {
     float* wt = weights_.get() + offset;
     float* bias = wt + l->wt.size();
-    CONDBENCH_CUDA_CHECK(cudaMemcpyAsync(wt, l->wt.data(), l->wt.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
-    CONDBENCH_CUDA_CHECK(cudaMemcpyAsync(bias, l->bias.data(), l->bias.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+    CONDBENCH_CUDA_CHECK(
+        cudaMemcpyAsync(wt, l->wt.data(), l->wt.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+    CONDBENCH_CUDA_CHECK(
+        cudaMemcpyAsync(bias, l->bias.data(), l->bias.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
     host_table_.push_back({wt, bias, l->in, l->out, l->pitch});
     offset += l->wt.size() + l->bias.size();
   }

@@ -55,7 +55,8 @@ __global__ void linear_kernel(InferenceState st, const DeviceLinear* table, Stag
     const int row = row0 + r;
     live[r] = row < st.batch && st.active[row];
     partial[threadIdx.y][r][threadIdx.x] =
-        live[r] && o < layer.out ? math::linear_partial(layer.wt, x + row * layer.in, begin, end, layer.pitch, o) : 0.0f;
+        live[r] && o < layer.out ? math::linear_partial(layer.wt, x + row * layer.in, begin, end, layer.pitch, o)
+                                 : 0.0f;
   }
   __syncthreads();
   if (threadIdx.y != 0 || o >= layer.out) return;
@@ -98,8 +99,8 @@ __global__ void exit_test_kernel(InferenceState st, const DeviceLinear* table, S
   const int rows_left = block_sum(staying, &total);
   if (threadIdx.x != 0) return;
   const DeviceLinear block = table[s], head = table[st.blocks + s];
-  *st.flops += static_cast<double>(rows_in) * 2.0 * (static_cast<double>(block.in) * block.out +
-                                                       static_cast<double>(head.in) * head.out);
+  *st.flops += static_cast<double>(rows_in) * 2.0 *
+               (static_cast<double>(block.in) * block.out + static_cast<double>(head.in) * head.out);
   *st.active_count = rows_left;
   if (next.is_loop) *st.stage = s + 1;
   // Set on every launch: the handle has no default value.
@@ -135,14 +136,14 @@ void launch_begin(const InferenceState& state, ConditionSink loop, cudaStream_t 
 
 void launch_block(const InferenceState& state, const DeviceLinear* table, StageRef stage, cudaStream_t stream) {
   // Every block has `hidden` outputs, so the grid is the same whatever the stage.
-  linear_kernel<<<linear_grid(state.hidden_size, state.batch), dim3(kTileOutputs, kSlices), 0, stream>>>(
-      state, table, stage, 0);
+  linear_kernel<<<linear_grid(state.hidden_size, state.batch), dim3(kTileOutputs, kSlices), 0, stream>>>(state, table,
+                                                                                                         stage, 0);
   CONDBENCH_CUDA_CHECK_LAUNCH();
 }
 
 void launch_head(const InferenceState& state, const DeviceLinear* table, StageRef stage, cudaStream_t stream) {
-  linear_kernel<<<linear_grid(state.num_classes, state.batch), dim3(kTileOutputs, kSlices), 0, stream>>>(
-      state, table, stage, 1);
+  linear_kernel<<<linear_grid(state.num_classes, state.batch), dim3(kTileOutputs, kSlices), 0, stream>>>(state, table,
+                                                                                                         stage, 1);
   CONDBENCH_CUDA_CHECK_LAUNCH();
 }
 

@@ -32,8 +32,8 @@ CaptureScope::CaptureScope(cudaStream_t stream, cudaGraph_t into) : stream_(stre
   // Thread-local mode: only this thread's unsafe calls (e.g. a synchronous cudaMalloc) are
   // forbidden during capture, not those of unrelated threads.
   if (into)
-    CONDBENCH_CUDA_CHECK(cudaStreamBeginCaptureToGraph(stream, into, nullptr, nullptr, 0,
-                                                       cudaStreamCaptureModeThreadLocal));
+    CONDBENCH_CUDA_CHECK(
+        cudaStreamBeginCaptureToGraph(stream, into, nullptr, nullptr, 0, cudaStreamCaptureModeThreadLocal));
   else
     CONDBENCH_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
 }
@@ -64,8 +64,8 @@ struct CaptureInfo {
 CaptureInfo capture_info(cudaStream_t stream) {
   CaptureInfo info;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  CONDBENCH_CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &status, nullptr, &info.graph, &info.dependencies,
-                                                &info.edges, &info.count));
+  CONDBENCH_CUDA_CHECK(
+      cudaStreamGetCaptureInfo(stream, &status, nullptr, &info.graph, &info.dependencies, &info.edges, &info.count));
   if (status != cudaStreamCaptureStatusActive) fail("CUDA graph building: the stream is not capturing");
   return info;
 }
@@ -96,7 +96,8 @@ cudaGraph_t add_conditional(cudaStream_t capturing, cudaGraphConditionalHandle h
   params.conditional.size = 1;
   cudaGraphNode_t node = nullptr;
   CONDBENCH_CUDA_CHECK(cudaGraphAddNode(&node, info.graph, info.dependencies, info.edges, info.count, &params));
-  CONDBENCH_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(capturing, &node, nullptr, 1, cudaStreamSetCaptureDependencies));
+  CONDBENCH_CUDA_CHECK(
+      cudaStreamUpdateCaptureDependencies(capturing, &node, nullptr, 1, cudaStreamSetCaptureDependencies));
   return params.conditional.phGraph_out[0];
 }
 

@@ -1,8 +1,8 @@
 // fused (engine native, CUDA): the floor. The whole early-exit forward in one kernel launch, one
 // thread block per row, each block stopping at its row's own exit: no host decision, no per-stage
 // launches, nothing captured.
-#include "condbench/flops.h"
 #include "fused_cuda.h"
+#include "condbench/flops.h"
 #include "native_cuda_strategy.h"
 
 namespace condbench::cuda {

@@ -46,8 +46,7 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(InferenceState st, cons
   for (int s = 0; s < st.blocks; ++s) {
     linear_in_block(table[s], s == 0 ? x : h[(s - 1) & 1], h[s & 1], true, partial);
     linear_in_block(table[st.blocks + s], h[s & 1], logits, false, partial);
-    if (threadIdx.x == 0)
-      leaves = math::exit_fires(math::max_softmax(logits, st.num_classes), st.thresholds[s]);
+    if (threadIdx.x == 0) leaves = math::exit_fires(math::max_softmax(logits, st.num_classes), st.thresholds[s]);
     __syncthreads();
     if (leaves) {
       exit_id = s + 1;
@@ -79,7 +78,7 @@ void fused_prepare(int hidden, int num_classes) {
 
 void launch_fused(const InferenceState& state, const DeviceLinear* table, cudaStream_t stream) {
   fused_kernel<<<state.batch, kThreads, fused_shared_bytes(state.hidden_size, state.num_classes), stream>>>(state,
-                                                                                                          table);
+                                                                                                            table);
   CONDBENCH_CUDA_CHECK_LAUNCH();
 }
 

@@ -51,8 +51,8 @@ class SegmentedGraph final : public TorchStrategy {
     for (int k = 0; k < blocks; ++k) {
       graphs_[k]->replay();
       ++counters_.launches;
-      counters_.flops_executed += static_cast<double>(io_.input.size(0)) *
-                                  2.0 * (layers_.block_weight[k].numel() + layers_.head_weight[k].numel());
+      counters_.flops_executed += static_cast<double>(io_.input.size(0)) * 2.0 *
+                                  (layers_.block_weight[k].numel() + layers_.head_weight[k].numel());
       readback_.read(any_left_[k].view({1}), any_left_host_);  // the host decides
       ++counters_.host_syncs;
       if (!any_left_host_.data_ptr<bool>()[0]) return {io_.exit_id, io_.logits};
@@ -77,7 +77,8 @@ class SegmentedGraph final : public TorchStrategy {
     const at::Tensor& x = k == 0 ? io_.input : hidden_[k - 1];
     hidden_[k] = at::relu(at::linear(x, layers_.block_weight[k], layers_.block_bias[k]));
     const at::Tensor logits = at::linear(hidden_[k], layers_.head_weight[k], layers_.head_bias[k]);
-    const at::Tensor fire = (at::softmax(logits, -1).amax(-1) > thresholds_.at(k)).logical_and_(io_.decided.logical_not());
+    const at::Tensor fire =
+        (at::softmax(logits, -1).amax(-1) > thresholds_.at(k)).logical_and_(io_.decided.logical_not());
     merge_exit(fire, logits, k + 1, io_.logits, io_.exit_id, io_.decided);
     any_left_[k] = io_.decided.logical_not().any();
   }

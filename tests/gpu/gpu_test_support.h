@@ -3,7 +3,7 @@
 #include <ATen/Context.h>
 #include <gtest/gtest.h>
 
-#define skip_without_gpu()                                                        \
-  do {                                                                            \
-    if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device on this machine";         \
+#define skip_without_gpu()                                                \
+  do {                                                                    \
+    if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device on this machine"; \
   } while (0)

@@ -54,8 +54,10 @@ const ReferenceHeads& reference_for(const ModelSource& source) {
   auto it = cache.find(key);
   if (it == cache.end()) {
     const auto largest = shared_workload(source, 256);
-    it = cache.emplace(key, reference_heads(largest->config(), largest->model()->flat_parameters(),
-                                            largest->batches()[0])).first;
+    it = cache
+             .emplace(key,
+                      reference_heads(largest->config(), largest->model()->flat_parameters(), largest->batches()[0]))
+             .first;
   }
   return it->second;
 }
@@ -91,11 +93,12 @@ TEST_P(CudaStrategies, CountersSayWhatTheStrategyDoes) {
   const at::Tensor input = workload->batches()[0].to(at::kCUDA);
   const std::map<std::string, int64_t> single_launch = {
       {"native/device_flag_graph", 1}, {"native/graph_cond", 1}, {"native/graph_while", 1}, {"native/fused", 1},
-      {"torch/masked_graph", 2}, {"torch/graph_cond", 2}};  // torch graphs: the input copy and the replay
+      {"torch/masked_graph", 2},       {"torch/graph_cond", 2}};  // torch graphs: the input copy and the replay
   const std::string key = std::string(to_string(info().engine)) + "/" + info().name;
   auto strategy = info().make();
   strategy->prepare(workload->model(), 7);
-  for (const std::string& scenario : {std::string("exit:1"), std::string("mix:uniform"), "exit:" + std::to_string(c.blocks + 1)}) {
+  for (const std::string& scenario :
+       {std::string("exit:1"), std::string("mix:uniform"), "exit:" + std::to_string(c.blocks + 1)}) {
     SCOPED_TRACE(scenario);
     const ExitOutput out = strategy->run(input, workload->thresholds(scenario));
     strategy->finish();
@@ -147,12 +150,14 @@ TEST_P(CudaStrategies, ANewInputIsPickedUp) {
     strategy->finish();
     const ReferenceResult ref = reference_forward(workload->config(), workload->model()->flat_parameters(),
                                                   workload->batches()[pool_batches[i]], thresholds);
-    EXPECT_TRUE(matches_reference(out, ref, kGpuLogitTolerance)) << "input " << i << " (pool batch " << pool_batches[i] << ")";
+    EXPECT_TRUE(matches_reference(out, ref, kGpuLogitTolerance))
+        << "input " << i << " (pool batch " << pool_batches[i] << ")";
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, CudaStrategies,
-                         ::testing::Combine(::testing::ValuesIn(strategies_on(Device::cuda)), ::testing::ValuesIn(kConfigs)),
+                         ::testing::Combine(::testing::ValuesIn(strategies_on(Device::cuda)),
+                                            ::testing::ValuesIn(kConfigs)),
                          case_name);
 
 // The registry holds every CUDA strategy this test file knows about: a strategy that failed to
