@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "condbench/flops.h"
 #include "condbench/nvtx.h"
+#include "condbench/result_format.h"
 #include "condbench/torch_device.h"
 #include "device_timing.h"
 #include "test_slowdown.h"
@@ -17,9 +18,17 @@
 namespace condbench {
 
 std::string BenchmarkCase::name() const {
-  return std::string("early_exit/") + to_string(strategy->device) + "/" + to_string(strategy->engine) + "/" +
-         strategy->name + "/" + scenario + "/batch:" + std::to_string(batch) +
-         "/hidden:" + std::to_string(config.hidden) + "/blocks:" + std::to_string(config.blocks);
+  const size_t colon = scenario.find(':');
+  return BenchmarkName()
+      .label("early_exit")
+      .label(to_string(strategy->device))
+      .label(to_string(strategy->engine))
+      .label(strategy->name)
+      .axis(scenario.substr(0, colon), scenario.substr(colon + 1))
+      .axis("batch", std::to_string(batch))
+      .axis("hidden", std::to_string(config.hidden))
+      .axis("blocks", std::to_string(config.blocks))
+      .str();
 }
 
 namespace {

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "condbench/nvtx.h"
+#include "condbench/result_format.h"
 #include "revision.h"
 
 #if CONDBENCH_CUDA

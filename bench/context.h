@@ -7,9 +7,6 @@
 
 namespace condbench {
 
-// Bumped when the meaning of names, counters or context keys changes; condbench-report checks it.
-constexpr const char* kResultSchema = "1";
-
 std::vector<std::pair<std::string, std::string>> run_context();
 std::string cpu_model();
 

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "condbench/cuda/primitives.h"
 #include "condbench/cuda/resources.h"
+#include "condbench/result_format.h"
 #include "device_timing.h"
 
 namespace condbench {
@@ -101,7 +102,7 @@ void read4_sync(benchmark::State& state) {
 
 template <typename Body>
 void add(const char* name, Body body) {
-  benchmark::RegisterBenchmark((std::string("primitive/cuda/") + name).c_str(),
+  benchmark::RegisterBenchmark(BenchmarkName().label("primitive").label("cuda").label(name).str().c_str(),
                                [body](benchmark::State& state) {
                                  if (skip_without_gpu(state)) return;
                                  try {

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <set>
 
+#include "condbench/result_format.h"
+
 namespace condbench::report {
 
 namespace {
@@ -49,17 +51,23 @@ std::optional<double> Group::speedup_over_eager(const std::string& strategy, con
   return base->median_us / other->median_us;
 }
 
+std::string Group::model_text() const {
+  return "hidden " + std::to_string(hidden) + ", " + std::to_string(blocks) + " blocks" +
+         (extra_axes.empty() ? "" : ", " + extra_axes);
+}
+
 std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unstable_cv) {
-  std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, Group> groups;
+  std::map<std::tuple<std::string, int64_t, int64_t, std::string, int64_t>, Group> groups;
   for (const ResultFile& file : files)
     for (const Series& s : file.series) {
       if (s.primitive || s.times_us.empty()) continue;
       const std::string label = file.device_label(s.device);
-      Group& g = groups[{label, s.hidden, s.blocks, s.batch}];
+      Group& g = groups[{label, s.hidden, s.blocks, s.extra_axes, s.batch}];
       g.device_label = label;
       g.batch = s.batch;
       g.hidden = s.hidden;
       g.blocks = s.blocks;
+      g.extra_axes = s.extra_axes;
       // A benchmark present in several files keeps the first file's numbers.
       Cell cell = make_cell(s.times_us, unstable_cv);
       cell.counters = s.counters;
@@ -97,6 +105,7 @@ std::vector<Winner> best_strategies(const std::vector<Group>& groups) {
       w.batch = g.batch;
       w.hidden = g.hidden;
       w.blocks = g.blocks;
+      w.extra_axes = g.extra_axes;
       w.strategy = ranked[0].second;
       w.median_us = ranked[0].first;
       w.interval = best.interval;
@@ -157,8 +166,8 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups) {
       if (ranked.empty()) continue;
       std::sort(ranked.begin(), ranked.end());
       const std::string& best = ranked[0].second;
-      const std::string where = "At batch " + std::to_string(g.batch) + " (hidden " + std::to_string(g.hidden) + ", " +
-                                std::to_string(g.blocks) + " blocks) on " + g.device_label + ", ";
+      const std::string where =
+          "At batch " + std::to_string(g.batch) + " (" + g.model_text() + ") on " + g.device_label + ", ";
       // Compare the winner with eager_host where it ran, else with the runner-up.
       const bool against_eager = best != kEager && g.cell(kEager, scenario);
       if (!against_eager && ranked.size() < 2) continue;
@@ -225,6 +234,8 @@ const char* to_string(Verdict verdict) {
       return "SLOWER";
     case Verdict::too_few_repetitions:
       return "TOO FEW REPETITIONS";
+    case Verdict::too_few_benchmarks:
+      return "TOO FEW BENCHMARKS";
   }
   return "?";
 }
@@ -271,10 +282,39 @@ ComparisonSummary summarize(const std::vector<Comparison>& rows) {
         ++summary.same;
         break;
       case Verdict::too_few_repetitions:
+      case Verdict::too_few_benchmarks:
         ++summary.too_few;
         break;
     }
   return summary;
+}
+
+std::vector<StrategyComparison> compare_strategies(const std::vector<Comparison>& rows, double min_effect) {
+  std::map<std::string, std::vector<double>> changes;
+  for (const Comparison& c : rows) {
+    const std::optional<BenchmarkName> name = BenchmarkName::parse(c.name);
+    changes[name ? name->without_axes() : c.name].push_back(c.change);
+  }
+  std::vector<StrategyComparison> out;
+  for (const auto& [strategy, list] : changes) {
+    StrategyComparison s;
+    s.strategy = strategy;
+    s.benchmarks = list.size();
+    for (double change : list) {
+      s.slower += change > 0;
+      s.faster += change < 0;
+    }
+    s.median_change = median(list);
+    s.interval = median_interval(list);
+    if (s.interval.confidence < kIntervalConfidence)
+      s.verdict = Verdict::too_few_benchmarks;
+    else if (s.interval.low >= min_effect)
+      s.verdict = Verdict::slower;
+    else if (s.interval.high <= -min_effect)
+      s.verdict = Verdict::faster;
+    out.push_back(s);
+  }
+  return out;
 }
 
 }  // namespace condbench::report

@@ -32,6 +32,7 @@ Cell make_cell(const std::vector<double>& times_us, double unstable_cv = kDefaul
 struct Group {
   std::string device_label;  // "cpu · AMD EPYC"
   int64_t batch = 0, hidden = 0, blocks = 0;
+  std::string extra_axes;                                     // axes the report does not know, "seq:128"
   std::vector<std::string> strategies;                        // "engine/strategy", in a stable order
   std::vector<std::string> scenarios;                         // exit:1.., then mix:early, mix:uniform, mix:late
   std::map<std::pair<std::string, std::string>, Cell> cells;  // (strategy, scenario)
@@ -39,6 +40,8 @@ struct Group {
   const Cell* cell(const std::string& strategy, const std::string& scenario) const;
   // median(eager_host) / median(strategy): > 1 means faster than eager_host (torch engine).
   std::optional<double> speedup_over_eager(const std::string& strategy, const std::string& scenario) const;
+  // "hidden 64, 3 blocks" (", seq:128" when the names carried axes the report does not know).
+  std::string model_text() const;
 };
 
 std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unstable_cv = kDefaultUnstableCv);
@@ -46,6 +49,7 @@ std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unst
 struct Winner {
   std::string device_label, scenario;
   int64_t batch = 0, hidden = 0, blocks = 0;
+  std::string extra_axes;
   std::string strategy, runner_up;  // the lowest median and the next; runner_up empty when only one ran
   double median_us = 0;
   MedianInterval interval;
@@ -66,7 +70,7 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups);
 // The primitives a run measured on a device (name -> median µs).
 std::map<std::string, std::map<std::string, double>> primitive_floors(const std::vector<ResultFile>& files);
 
-enum class Verdict { same, faster, slower, too_few_repetitions };
+enum class Verdict { same, faster, slower, too_few_repetitions, too_few_benchmarks };
 const char* to_string(Verdict verdict);
 
 struct Comparison {
@@ -91,6 +95,23 @@ struct ComparisonSummary {
   int faster = 0, slower = 0, same = 0, too_few = 0;
 };
 ComparisonSummary summarize(const std::vector<Comparison>& rows);
+
+// Every benchmark of one strategy, taken together. On a shared machine the spread between two runs
+// hides a 20% change in most single benchmarks; the same change moves all of a strategy's
+// benchmarks one way, which their medians show. The verdict is a sign test in interval form: the
+// distribution-free 95% interval of the median change over the strategy's benchmarks
+// (median_interval), FASTER or SLOWER only when the whole interval lies beyond `min_effect`, so
+// the margin is the conservative edge and a whole run drifting by less than `min_effect` is SAME.
+// Fewer than 6 benchmarks cannot reach 95%: TOO FEW BENCHMARKS.
+struct StrategyComparison {
+  std::string strategy;  // the benchmark name without its key:value axes: "early_exit/cpu/native/fused"
+  size_t benchmarks = 0, slower = 0, faster = 0;  // how many medians went up, went down
+  double median_change = 0;
+  MedianInterval interval;  // of median_change
+  Verdict verdict = Verdict::same;
+};
+std::vector<StrategyComparison> compare_strategies(const std::vector<Comparison>& rows,
+                                                   double min_effect = kDefaultMinEffect);
 
 // "6.1×", "55×": speedups as the sentences and tables print them.
 std::string format_ratio(double ratio);

@@ -228,7 +228,7 @@ std::string draw(const std::string& gnuplot, const fs::path& work, const std::st
 
 std::string group_title(const Group& g) {
   return g.device_label + " · batch " + std::to_string(g.batch) + " · hidden " + std::to_string(g.hidden) + " · " +
-         std::to_string(g.blocks) + " blocks";
+         std::to_string(g.blocks) + " blocks" + (g.extra_axes.empty() ? "" : " · " + g.extra_axes);
 }
 
 std::string chart_id(const Group& g, const char* kind, size_t index) {
@@ -344,7 +344,8 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
     for (const std::string& t : w.tied) winner += ", " + t;
     if (!w.tied.empty()) winner = "tie: " + winner;
     best.rows.push_back({w.device_label, std::to_string(w.batch), std::to_string(w.hidden), std::to_string(w.blocks),
-                         w.scenario, winner, number(w.median_us), interval_text(w.interval),
+                         w.extra_axes.empty() ? w.scenario : w.scenario + " · " + w.extra_axes, winner,
+                         number(w.median_us), interval_text(w.interval),
                          w.margin > 0 ? "≥" + format_at_least(w.margin) : "-",
                          w.runner_up.empty() ? "-" : w.runner_up});
   }
@@ -524,6 +525,24 @@ std::string comparison_markdown(const std::vector<Comparison>& rows, const std::
      << " too few repetitions, of " << rows.size() << " (FASTER/SLOWER: median changed by at least "
      << number(100 * min_effect, 3) << "%, U test p < " << number(kSignificance)
      << ", intervals of the medians apart)\n";
+
+  const std::vector<StrategyComparison> strategies = compare_strategies(rows, min_effect);
+  md << "\n| strategy (all its benchmarks) | benchmarks | medians up / down | median change | interval | verdict |\n"
+     << "|---|---:|---:|---:|---|---|\n";
+  const auto percent = [](double fraction) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%+.1f%%", 100 * fraction);
+    return std::string(text);
+  };
+  for (const StrategyComparison& s : strategies)
+    md << "| " << escape_markdown(s.strategy) << " | " << s.benchmarks << " | " << s.slower << " / " << s.faster
+       << " | " << percent(s.median_change) << " | "
+       << (std::isnan(s.interval.low) ? std::string("-")
+                                      : "\\[" + percent(s.interval.low) + " – " + percent(s.interval.high) + "\\]")
+       << " | " << to_string(s.verdict) << " |\n";
+  md << "\nBy strategy: FASTER/SLOWER when the whole distribution-free " << number(100 * kIntervalConfidence)
+     << "% interval of the median change over the strategy's benchmarks lies beyond " << number(100 * min_effect, 3)
+     << "% (a sign test); fewer than 6 benchmarks cannot reach that (TOO FEW BENCHMARKS).\n";
   return md.str();
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "condbench/error.h"
+#include "condbench/result_format.h"
 
 namespace condbench::report {
 
@@ -29,12 +30,13 @@ double to_microseconds(double value, const std::string& unit) {
   return us;
 }
 
-// The N of "batch:N": 1 to 9 digits, so that it always fits (a bigger model is not condbench's).
-int64_t size_field(const std::string& part, const std::string& key) {
-  const std::string digits = part.rfind(key + ":", 0) == 0 ? part.substr(key.size() + 1) : "";
-  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
-    fail("benchmark name part '" + printable(part) + "' is not " + key + ":N");
-  return std::stoll(digits);
+// The N of an axis "batch:N": 1 to 9 digits, so that it always fits (a bigger model is not condbench's).
+int64_t size_axis(const BenchmarkName& name, const std::string& key) {
+  const std::optional<std::string> digits = name.axis_value(key);
+  if (!digits) fail("benchmark name '" + printable(name.str()) + "' has no " + key + ":N");
+  if (digits->size() > 9 || digits->find_first_not_of("0123456789") != std::string::npos)
+    fail("benchmark name part '" + printable(key + ":" + *digits) + "' is not " + key + ":N");
+  return std::stoll(*digits);
 }
 
 // exit:K with K of 1 to 4 digits, or mix:<shape>; the report sorts and ranks scenarios by K.
@@ -51,25 +53,37 @@ bool parse_name(const std::string& run_name, Series& s) {
   const std::string suffix = "/real_time";
   if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
     name.resize(name.size() - suffix.size());
-  std::vector<std::string> parts;
-  std::stringstream in(name);
-  for (std::string part; std::getline(in, part, '/');) parts.push_back(part);
   s.name = name;
-  if (parts.size() == 3 && parts[0] == "primitive") {
+  const bool ours = name.rfind("early_exit/", 0) == 0 || name.rfind("primitive/", 0) == 0;
+  const std::optional<BenchmarkName> parsed = BenchmarkName::parse(name);
+  if (!parsed) {
+    if (ours) fail("benchmark name '" + printable(name) + "' is not parts and key:value axes");
+    return false;
+  }
+  const std::vector<std::string> labels = parsed->labels();
+  if (labels.size() == 3 && labels[0] == "primitive" && labels.size() == parsed->parts().size()) {
     s.primitive = true;
-    s.device = parts[1];
-    s.primitive_name = parts[2];
+    s.device = labels[1];
+    s.primitive_name = labels[2];
     return true;
   }
-  if (parts.size() != 8 || parts[0] != "early_exit") return false;
-  s.device = parts[1];
-  s.engine = parts[2];
-  s.strategy = parts[3];
-  s.scenario = parts[4];
+  if (labels.empty() || labels[0] != "early_exit") return false;
+  if (labels.size() != 4)
+    fail("benchmark name '" + printable(name) + "' is not early_exit/<device>/<engine>/<strategy>/<axes>");
+  s.device = labels[1];
+  s.engine = labels[2];
+  s.strategy = labels[3];
+  const std::optional<std::string> scenario = parsed->scenario();
+  if (!scenario) fail("benchmark name '" + printable(name) + "' has no scenario (exit:K or mix:SHAPE)");
+  s.scenario = *scenario;
   check_scenario(s.scenario);
-  s.batch = size_field(parts[5], "batch");
-  s.hidden = size_field(parts[6], "hidden");
-  s.blocks = size_field(parts[7], "blocks");
+  s.batch = size_axis(*parsed, "batch");
+  s.hidden = size_axis(*parsed, "hidden");
+  s.blocks = size_axis(*parsed, "blocks");
+  for (const BenchmarkName::Part& p : parsed->parts())
+    if (!p.key.empty() && p.key != "exit" && p.key != "mix" && p.key != "batch" && p.key != "hidden" &&
+        p.key != "blocks")
+      s.extra_axes += (s.extra_axes.empty() ? "" : "/") + p.key + ":" + p.value;
   return true;
 }
 
@@ -160,9 +174,9 @@ ResultFile parse_result_file(const std::string& path, const std::string& text) {
     file.context[key] = value.is_string() ? value.get<std::string>() : value.dump();
   if (!file.context.count("condbench_schema"))
     fail(path + ": not a condbench result (its context has no condbench_schema)");
-  if (file.context["condbench_schema"] != kSupportedSchema)
+  if (file.context["condbench_schema"] != kResultSchema)
     fail(path + ": unknown condbench schema '" + printable(file.context["condbench_schema"]) +
-         "' (this report reads schema " + kSupportedSchema + ")");
+         "' (this report reads schema " + kResultSchema + ")");
 
   std::map<std::string, size_t> index;  // series name -> position
   size_t entry = 0;

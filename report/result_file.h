@@ -14,6 +14,8 @@ struct Series {
   // early_exit/<device>/<engine>/<strategy>/<scenario>/batch:<b>/hidden:<h>/blocks:<n>
   std::string device, engine, strategy, scenario;
   int64_t batch = 0, hidden = 0, blocks = 0;
+  // Axes of the name the report does not know ("seq:128/heads:4"): kept, grouped on and shown.
+  std::string extra_axes;
   std::string primitive_name;              // primitive/<device>/<name>
   std::vector<double> times_us;            // wall time of each repetition
   std::map<std::string, double> counters;  // per inference, from the first repetition
@@ -30,8 +32,6 @@ struct ResultFile {
   // "cpu · AMD EPYC" or "cuda · NVIDIA H200": the machine a series ran on.
   std::string device_label(const std::string& device) const;
 };
-
-constexpr const char* kSupportedSchema = "1";
 
 // Result files come from other machines: the reader refuses one larger than this...
 constexpr uint64_t kMaxResultFileBytes = 256ull << 20;

@@ -94,8 +94,7 @@ std::vector<std::string> flat_work_evidence(const std::vector<Group>& groups) {
                          " FLOPs per inference) but took " + span(fast->second->median_us, slow->second->median_us) +
                          " (median, " + fast->first + " vs " + slow->first + ", intervals " + span(lo.low, lo.high) +
                          " and " + span(hi.low, hi.high) + ") on " + g.device_label + ", batch " +
-                         std::to_string(g.batch) + ", hidden " + std::to_string(g.hidden) + ", " +
-                         std::to_string(g.blocks) + " blocks");
+                         std::to_string(g.batch) + ", " + g.model_text());
     }
   return evidence;
 }

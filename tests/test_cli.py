@@ -2,10 +2,15 @@
 state_dict files Python's torch.save writes. Usage: test_cli.py CONDBENCH CONDBENCH_INFER."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import unittest
+
+# The schema the C++ side writes (include/condbench/result_format.h), read from the source of truth.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "include", "condbench", "result_format.h")) as f:
+    RESULT_SCHEMA = re.search(r'kResultSchema = "([^"]+)"', f.read()).group(1)
 
 CONDBENCH, INFER = sys.argv[1], sys.argv[2]
 del sys.argv[1:3]
@@ -191,7 +196,7 @@ class BenchmarkOutput(unittest.TestCase):
     def test_context_has_the_required_keys(self):
         for key in REQUIRED_CONTEXT:
             self.assertIn(key, self.data["context"])
-        self.assertEqual(self.data["context"]["condbench_schema"], "1")
+        self.assertEqual(self.data["context"]["condbench_schema"], RESULT_SCHEMA)
         # the machine as the run found it, before and after (values depend on this machine)
         for key in ["condbench_machine_busy", "condbench_machine_busy_end", "condbench_loadavg_start",
                     "condbench_loadavg_end", "condbench_cpu_governor", "condbench_cpu_boost"]:

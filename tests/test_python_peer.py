@@ -4,10 +4,15 @@ and logits (1e-5 relative); the peer's JSON is Google Benchmark JSON that condbe
 beside condbench's. Usage: test_python_peer.py CONDBENCH CONDBENCH_INFER CONDBENCH_REPORT PEER_DIR."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import unittest
+
+# The schema the C++ side writes (include/condbench/result_format.h), read from the source of truth.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "include", "condbench", "result_format.h")) as f:
+    RESULT_SCHEMA = re.search(r'kResultSchema = "([^"]+)"', f.read()).group(1)
 
 CONDBENCH, INFER, REPORT, PEER = sys.argv[1:5]
 del sys.argv[1:5]
@@ -85,7 +90,7 @@ class PythonPeer(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("py_cond_cudagraph: skipped (CUDA only)", result.stdout)
         data = json.load(open(out))
-        self.assertEqual(data["context"]["condbench_schema"], "1")
+        self.assertEqual(data["context"]["condbench_schema"], RESULT_SCHEMA)
         self.assertEqual(data["context"]["torch_version"], torch.__version__)
         runs = {b["run_name"]: b for b in data["benchmarks"] if b["run_type"] == "iteration"}
         eager4 = runs["early_exit/cpu/python/py_eager_if/exit:4/batch:1/hidden:24/blocks:3"]

@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from early_exit import load_model, variants  # noqa: E402
 
-SCHEMA = "1"  # condbench's result schema (bench/context.h)
+SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
 
 
 def fail(message):

@@ -2,7 +2,11 @@
 // generated sentences from a small fixture (tests/report/fixtures/small.json).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -78,6 +82,40 @@ TEST(ResultFileTest, ReadsRepetitionsCountersAndErrors) {
   EXPECT_EQ(eager.times_us, (std::vector<double>{10.0, 12.0, 11.0}));  // 12000 ns read as 12 us
   EXPECT_DOUBLE_EQ(eager.counters.at("host_syncs"), 1.4);
   EXPECT_EQ(f.series.back().error, "skipped: no CUDA device on this machine");
+}
+
+TEST(ResultFileTest, ANameWithAnUnknownAxisIsReadGroupedAndShown) {
+  // The fixture again, every early_exit benchmark also under a name with one more axis (seq:128):
+  // a second model, read beside the first, never merged with it and never dropped.
+  std::ifstream in(kFixture);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (size_t at; (at = text.find("NaN")) != std::string::npos;) text.replace(at, 3, "null");  // as Python writes it
+  nlohmann::json data = nlohmann::json::parse(text);
+  nlohmann::json more = nlohmann::json::array();
+  for (nlohmann::json b : data["benchmarks"]) {
+    for (const char* key : {"name", "run_name"}) {
+      std::string name = b.value(key, "");
+      if (name.rfind("early_exit/", 0) != 0) continue;
+      name.insert(name.find("/hidden:"), "/seq:128");
+      b[key] = name;
+    }
+    more.push_back(b);
+  }
+  for (const nlohmann::json& b : more) data["benchmarks"].push_back(b);
+  const ResultFile f = parse_result_file("extra-axis.json", data.dump());
+  ASSERT_EQ(f.series.size(), 14u);
+  EXPECT_EQ(f.series[0].extra_axes, "");
+  EXPECT_EQ(f.series[7].extra_axes, "seq:128");
+  EXPECT_EQ(f.series[7].name, "early_exit/cpu/torch/eager_host/mix:early/batch:1/seq:128/hidden:64/blocks:3");
+  EXPECT_EQ(f.series[7].times_us, f.series[0].times_us);
+  const std::vector<Group> groups = make_groups({f});
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].model_text(), "hidden 64, 3 blocks");
+  EXPECT_EQ(groups[1].model_text(), "hidden 64, 3 blocks, seq:128");
+  EXPECT_EQ(groups[1].strategies, groups[0].strategies);
+  const std::vector<Winner> winners = best_strategies(groups);
+  ASSERT_EQ(winners.size(), 4u);
+  EXPECT_EQ(winners[2].extra_axes, "seq:128");
 }
 
 TEST(Analysis, TablesSpeedupsAndWinners) {
@@ -222,6 +260,60 @@ TEST(Analysis, CompareGivesChangeTestAndVerdict) {
   EXPECT_EQ(rows[1].verdict, Verdict::too_few_repetitions);
   EXPECT_EQ(compare(b, a)[0].verdict, Verdict::faster);
   EXPECT_EQ(compare(a, a)[0].verdict, Verdict::same);
+}
+
+// Rows of a --compare as compare() makes them: `count` benchmarks of `strategy`, medians changed
+// by `shift` plus a per-benchmark drift uniform in +-`drift`.
+std::vector<Comparison> changed_rows(std::mt19937_64& rng, const std::string& strategy, int count, double shift,
+                                     double drift) {
+  std::uniform_real_distribution<double> noise(-drift, drift);
+  std::vector<Comparison> rows;
+  for (int i = 0; i < count; ++i) {
+    Comparison c;
+    c.name = strategy + "/exit:" + std::to_string(i + 1) + "/batch:1/hidden:64/blocks:3";
+    c.change = shift + noise(rng);
+    rows.push_back(c);
+  }
+  return rows;
+}
+
+TEST(CompareStrategies, AllBenchmarksOfAStrategyTogether) {
+  std::mt19937_64 rng(3);
+  // What a shared machine gives: single benchmarks drift by up to 15% between runs, so few of
+  // them alone show a 20% slowdown; together they do.
+  std::vector<Comparison> rows = changed_rows(rng, "early_exit/cpu/native/fused", 28, 0.20, 0.15);
+  for (const Comparison& c : changed_rows(rng, "early_exit/cpu/torch/masked", 28, 0.0, 0.15)) rows.push_back(c);
+  for (const Comparison& c : changed_rows(rng, "early_exit/cpu/torch/eager_host", 28, -0.03, 0.01)) rows.push_back(c);
+  for (const Comparison& c : changed_rows(rng, "early_exit/cpu/torch/few", 5, 0.5, 0.01)) rows.push_back(c);
+  const std::vector<StrategyComparison> out = compare_strategies(rows);
+  ASSERT_EQ(out.size(), 4u);  // by name
+  EXPECT_EQ(out[0].strategy, "early_exit/cpu/native/fused");
+  EXPECT_EQ(out[0].benchmarks, 28u);
+  EXPECT_EQ(out[0].slower + out[0].faster, 28u);
+  EXPECT_EQ(out[0].verdict, Verdict::slower);
+  EXPECT_GE(out[0].interval.low, kDefaultMinEffect);
+  EXPECT_LE(out[0].interval.low, out[0].median_change);
+  EXPECT_GE(out[0].interval.confidence, kIntervalConfidence);
+  // A whole run 3% faster: every sign agrees, but the change is under the 5% floor.
+  EXPECT_EQ(out[1].strategy, "early_exit/cpu/torch/eager_host");
+  EXPECT_EQ(out[1].faster, 28u);
+  EXPECT_EQ(out[1].verdict, Verdict::same);
+  EXPECT_EQ(compare_strategies(rows, 0.02)[1].verdict, Verdict::faster);
+  EXPECT_EQ(out[2].verdict, Verdict::too_few_benchmarks);
+  EXPECT_EQ(out[3].strategy, "early_exit/cpu/torch/masked");
+  EXPECT_EQ(out[3].verdict, Verdict::same);
+}
+
+TEST(CompareStrategies, SameDistributionIsSameAndTwentyPercentIsSlowerAtTheExpectedRates) {
+  std::mt19937_64 rng(17);
+  constexpr int kTrials = 2000;
+  int same = 0, slower = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    same += compare_strategies(changed_rows(rng, "s", 28, 0.0, 0.2))[0].verdict == Verdict::same;
+    slower += compare_strategies(changed_rows(rng, "s", 28, 0.2, 0.2))[0].verdict == Verdict::slower;
+  }
+  EXPECT_GE(same, kTrials * 0.99);
+  EXPECT_GE(slower, kTrials * 0.95);
 }
 
 TEST(MedianIntervalTest, OrderStatisticsAndTheConfidenceTheyReach) {

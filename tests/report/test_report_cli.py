@@ -153,6 +153,9 @@ class Report(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("Summary: 0 faster, 0 slower, 3 same, 0 too few repetitions, of 3", result.stdout)
         self.assertNotIn("WARNING", result.stdout)
+        # one benchmark per strategy: too few to take together
+        self.assertIn("| early_exit/cpu/native/fused | 1 | ", result.stdout)
+        self.assertEqual(result.stdout.count("| TOO FEW BENCHMARKS |"), 3)
         slow = self.write_json("slow.json", self.five_repetition_run(3, scale=1.2))
         result = run("--compare", a, slow)
         self.assertIn("Summary: 0 faster, 3 slower, 0 same", result.stdout)
