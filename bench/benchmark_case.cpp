@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -18,13 +19,14 @@
 namespace condbench {
 
 std::string BenchmarkCase::name() const {
-  const size_t colon = scenario.find(':');
+  const std::string axis = scenario.str();
+  const size_t colon = axis.find(':');
   return BenchmarkName()
       .label("early_exit")
       .label(to_string(strategy->device))
       .label(to_string(strategy->engine))
       .label(strategy->name)
-      .axis(scenario.substr(0, colon), scenario.substr(colon + 1))
+      .axis(axis.substr(0, colon), axis.substr(colon + 1))
       .axis("batch", std::to_string(batch))
       .axis("hidden", std::to_string(config.hidden))
       .axis("blocks", std::to_string(config.blocks))
@@ -42,11 +44,11 @@ struct BatchRecord {
   std::vector<int64_t> exits;  // rows leaving at exit k+1
 };
 
-BatchRecord record(const Strategy& strategy, const ExitOutput& out, const ModelConfig& config) {
+BatchRecord record(const Strategy::Observed& observed, const ModelConfig& config) {
   BatchRecord rec;
-  rec.counters = strategy.counters();
+  rec.counters = observed.counters;
   rec.exits.assign(config.num_exits(), 0);
-  const at::Tensor ids = out.exit_id.to(at::kCPU, at::kInt).contiguous();
+  const at::Tensor ids = observed.output.exit_id.to(at::kCPU, at::kInt).contiguous();
   const int32_t* id = ids.data_ptr<int32_t>();
   for (int64_t r = 0; r < ids.numel(); ++r) {
     ++rec.exits.at(id[r] - 1);
@@ -60,22 +62,21 @@ void report_counters(benchmark::State& state, const std::vector<BatchRecord>& re
                      int64_t batch) {
   const int64_t n = static_cast<int64_t>(records.size());
   const int64_t iterations = static_cast<int64_t>(state.iterations());
-  double syncs = 0, launches = 0, executed = 0, useful = 0, weight_sum = 0;
+  InferenceCounters recorded;  // visit-weighted sums
+  double useful = 0, weight_sum = 0;
   std::vector<double> exits(config.num_exits(), 0.0);
   for (int64_t j = 0; j < n; ++j) {
     const double visits = static_cast<double>(iterations / n + (j < iterations % n ? 1 : 0));
     const BatchRecord& rec = records[j];
-    syncs += visits * rec.counters.host_syncs;
-    launches += visits * rec.counters.launches;
-    executed += visits * rec.counters.flops_executed;
+    for (const CounterSpec& spec : kCounters)
+      if (spec.field) recorded.*spec.field += visits * rec.counters.*spec.field;
     useful += visits * rec.flops_useful;
     for (size_t k = 0; k < exits.size(); ++k) exits[k] += visits * rec.exits[k];
     weight_sum += visits;
   }
   const double rows = weight_sum * batch;
-  state.counters["host_syncs"] = syncs / weight_sum;
-  state.counters["launches"] = launches / weight_sum;
-  state.counters["flops_executed"] = executed / weight_sum;
+  for (const CounterSpec& spec : kCounters)
+    if (spec.field) state.counters[std::string(spec.name)] = recorded.*spec.field / weight_sum;
   state.counters["flops_useful"] = useful / weight_sum;
   double exit_mean = 0;
   for (size_t k = 0; k < exits.size(); ++k) {
@@ -150,12 +151,12 @@ PreparedCase& prepared(const BenchmarkCase& c) {
   if (device == Device::cuda) synchronize_cuda_device();
 
   // Untimed pass over the whole pool: warms caches and lazy initialisation, and records what each
-  // inference does, so the timed loop holds nothing but the inferences.
-  for (const at::Tensor& input : current.inputs) {
-    const ExitOutput out = current.strategy->run(input, current.thresholds);
-    current.strategy->finish();
-    current.records.push_back(record(*current.strategy, out, config));
-  }
+  // inference does, so the timed loop holds nothing but the inferences. One inference first, so
+  // that the thresholds' upload is not counted as part of the first.
+  current.strategy->run(current.inputs.front(), current.thresholds);
+  current.strategy->finish();
+  for (const at::Tensor& input : current.inputs)
+    current.records.push_back(record(current.strategy->observed_run(input, current.thresholds), config));
   current.name = name;  // complete: a failure above leaves no half-made case behind
   return current;
 }
@@ -164,6 +165,10 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
   const Device device = c.strategy->device;
   if (device == Device::cuda && !cli::cuda_available()) {
     state.SkipWithError("skipped: no CUDA device on this machine");
+    return;
+  }
+  if (const Unsupported why = c.strategy->unsupported(c.config, c.batch)) {
+    state.SkipWithError(("skipped: " + *why).c_str());
     return;
   }
   PreparedCase& p = prepared(c);
@@ -184,7 +189,8 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
     InferenceShape shape;
     for (const BatchRecord& rec : p.records) {
       shape.waits_on_host |= rec.counters.host_syncs > 0;
-      shape.launches_per_inference = std::max(shape.launches_per_inference, rec.counters.launches);
+      shape.launches_per_inference =
+          std::max(shape.launches_per_inference, static_cast<int64_t>(std::ceil(rec.counters.launches)));
     }
     p.gpu_us = gpu_time_us(strategy, p.inputs, p.thresholds, kGpuTimedInferences, shape);
     p.gpu_measured = true;

@@ -15,7 +15,7 @@ struct BenchmarkCase {
   ModelSource source;
   ModelConfig config;  // the source's config (read from the file when there is one)
   int64_t batch = 1;
-  std::string scenario;
+  Scenario scenario;
 
   // early_exit/<device>/<engine>/<strategy>/<scenario>/batch:<b>/hidden:<h>/blocks:<n>
   std::string name() const;

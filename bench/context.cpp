@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "cli.h"
+#include "condbench/counters.h"
 #include "condbench/nvtx.h"
 #include "condbench/result_format.h"
 #include "revision.h"
@@ -71,6 +72,11 @@ std::vector<std::pair<std::string, std::string>> run_context() {
 #endif
     {"threads", std::to_string(at::get_num_threads())},
   };
+  // The counters describe themselves in the file (condbench/counters.h): "counter:launches" ->
+  // "launches; work the host issued: ...".
+  for (const CounterSpec& spec : kCounters)
+    context.emplace_back("counter:" + std::string(spec.name),
+                         std::string(spec.unit) + "; " + std::string(spec.meaning));
   return context;
 }
 

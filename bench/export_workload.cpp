@@ -38,7 +38,7 @@ void write_json(const fs::path& path, const nlohmann::json& value) {
 }  // namespace
 
 std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& cases, const std::string& dir) {
-  std::map<std::string, std::pair<ModelSource, std::set<std::string>>> models;  // key -> (source, scenarios)
+  std::map<std::string, std::pair<ModelSource, std::set<Scenario>>> models;  // key -> (source, scenarios)
   for (const BenchmarkCase& c : cases) {
     auto& entry = models[c.source.key()];
     entry.first = c.source;
@@ -68,9 +68,9 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
       meta["weight_seed"] = entry.first.seed;
     else
       meta["weights_file"] = entry.first.weights_path;
-    for (const std::string& scenario : entry.second) {
-      meta["thresholds"][scenario] = workload->thresholds(scenario);
-      meta["walk_order"][scenario] = workload->walk_order(scenario);  // the rows in condbench's visiting order
+    for (const Scenario& scenario : entry.second) {
+      meta["thresholds"][scenario.str()] = workload->thresholds(scenario);
+      meta["walk_order"][scenario.str()] = workload->walk_order(scenario);  // the rows in condbench's visiting order
     }
     write_json(out / "workload.json", meta);
     written.push_back(out.string());

@@ -48,9 +48,14 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     options.blocks = {config.blocks};
   }
   if (given("--scenario")) {
-    options.scenarios = cli::split_list("--scenario", flags.at("--scenario"));
     const int64_t deepest = *std::max_element(options.blocks.begin(), options.blocks.end());
-    for (const std::string& name : options.scenarios) parse_scenario(name, static_cast<int>(deepest));
+    for (const std::string& text : cli::split_list("--scenario", flags.at("--scenario"))) {
+      const Scenario scenario = Scenario::parse(text);
+      if (!scenario.fits(static_cast<int>(deepest)))
+        fail("--scenario: " + text + " needs a model of at least " + std::to_string(scenario.forced_exit() - 1) +
+             " blocks (the deepest given has " + std::to_string(deepest) + ")");
+      options.scenarios.push_back(scenario);
+    }
   }
   return options;
 }
@@ -70,12 +75,12 @@ std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
       source.config.blocks = static_cast<int>(blocks);
       source.config = options.weights.empty() ? source.config : shared_model(source)->config();
       source.config.validate();
-      const std::vector<std::string> scenarios =
-          options.scenarios.empty() ? scenario_names(static_cast<int>(blocks)) : options.scenarios;
+      const std::vector<Scenario> scenarios =
+          options.scenarios.empty() ? all_scenarios(static_cast<int>(blocks)) : options.scenarios;
       for (int64_t batch : options.batches)
-        for (const std::string& scenario : scenarios) {
+        for (const Scenario& scenario : scenarios) {
           // exit:K beyond this depth's final exit does not exist here; other depths may have it
-          if (scenario.rfind("exit:", 0) == 0 && std::stoi(scenario.substr(5)) > blocks + 1) continue;
+          if (!scenario.fits(static_cast<int>(blocks))) continue;
           for (const StrategyInfo& info : StrategyRegistry::instance().entries())
             if (wanted(info)) cases.push_back({&info, source, source.config, batch, scenario});
         }

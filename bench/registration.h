@@ -11,7 +11,7 @@ namespace condbench {
 struct RunnerOptions {
   std::vector<Device> devices;
   std::vector<std::string> strategies;  // empty: all
-  std::vector<std::string> scenarios;   // empty: all of each model depth
+  std::vector<Scenario> scenarios;      // empty: all of each model depth
   std::vector<int64_t> batches{1, 64};
   std::vector<int64_t> hidden{64, 1024};
   std::vector<int64_t> blocks{3};

@@ -289,30 +289,52 @@ ComparisonSummary summarize(const std::vector<Comparison>& rows) {
   return summary;
 }
 
-std::vector<StrategyComparison> compare_strategies(const std::vector<Comparison>& rows, double min_effect) {
-  std::map<std::string, std::vector<double>> changes;
+namespace {
+
+// `log_changes`: log(b / a) per benchmark, so that a change and its inverse weigh alike.
+ChangeSummary summarize_changes(const std::vector<double>& log_changes, double min_effect) {
+  ChangeSummary s;
+  s.benchmarks = log_changes.size();
+  for (double c : log_changes) {
+    s.slower += c > 0;
+    s.faster += c < 0;
+  }
+  const MedianInterval logs = median_interval(log_changes);
+  s.median_change = std::expm1(median(log_changes));
+  s.interval = {std::expm1(logs.low), std::expm1(logs.high), logs.confidence};
+  if (s.interval.confidence < kIntervalConfidence)
+    s.verdict = Verdict::too_few_benchmarks;
+  else if (s.interval.low >= min_effect)
+    s.verdict = Verdict::slower;
+  else if (s.interval.high <= -min_effect)
+    s.verdict = Verdict::faster;
+  return s;
+}
+
+}  // namespace
+
+StrategyComparisons compare_strategies(const std::vector<Comparison>& rows, double min_effect) {
+  std::map<std::string, std::vector<double>> by_strategy;
+  std::vector<double> all;
   for (const Comparison& c : rows) {
     const std::optional<BenchmarkName> name = BenchmarkName::parse(c.name);
-    changes[name ? name->without_axes() : c.name].push_back(c.change);
+    const double log_change = std::log1p(c.change);
+    by_strategy[name ? name->without_axes() : c.name].push_back(log_change);
+    all.push_back(log_change);
   }
-  std::vector<StrategyComparison> out;
-  for (const auto& [strategy, list] : changes) {
+  StrategyComparisons out;
+  out.whole_run = summarize_changes(all, min_effect);
+  const double drift = all.empty() ? 0.0 : median(all);
+  for (const auto& [strategy, changes] : by_strategy) {
     StrategyComparison s;
     s.strategy = strategy;
-    s.benchmarks = list.size();
-    for (double change : list) {
-      s.slower += change > 0;
-      s.faster += change < 0;
+    s.change = summarize_changes(changes, min_effect);
+    if (by_strategy.size() > 1) {
+      std::vector<double> beyond;
+      for (double c : changes) beyond.push_back(c - drift);
+      s.against_run = summarize_changes(beyond, min_effect);
     }
-    s.median_change = median(list);
-    s.interval = median_interval(list);
-    if (s.interval.confidence < kIntervalConfidence)
-      s.verdict = Verdict::too_few_benchmarks;
-    else if (s.interval.low >= min_effect)
-      s.verdict = Verdict::slower;
-    else if (s.interval.high <= -min_effect)
-      s.verdict = Verdict::faster;
-    out.push_back(s);
+    out.strategies.push_back(s);
   }
   return out;
 }

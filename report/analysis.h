@@ -96,22 +96,36 @@ struct ComparisonSummary {
 };
 ComparisonSummary summarize(const std::vector<Comparison>& rows);
 
-// Every benchmark of one strategy, taken together. On a shared machine the spread between two runs
-// hides a 20% change in most single benchmarks; the same change moves all of a strategy's
-// benchmarks one way, which their medians show. The verdict is a sign test in interval form: the
-// distribution-free 95% interval of the median change over the strategy's benchmarks
-// (median_interval), FASTER or SLOWER only when the whole interval lies beyond `min_effect`, so
-// the margin is the conservative edge and a whole run drifting by less than `min_effect` is SAME.
+// Many benchmarks taken together. On a shared machine the spread between two runs hides a 20%
+// change in most single benchmarks; the same change moves all of a strategy's benchmarks one way,
+// which the median of their changes shows. Its interval is distribution-free (median_interval over
+// the benchmarks' changes; a sign test in interval form), and the verdict is FASTER or SLOWER only
+// when the whole interval lies beyond `min_effect`: the conservative edge, as everywhere else.
 // Fewer than 6 benchmarks cannot reach 95%: TOO FEW BENCHMARKS.
-struct StrategyComparison {
-  std::string strategy;  // the benchmark name without its key:value axes: "early_exit/cpu/native/fused"
+struct ChangeSummary {
   size_t benchmarks = 0, slower = 0, faster = 0;  // how many medians went up, went down
-  double median_change = 0;
-  MedianInterval interval;  // of median_change
+  double median_change = 0;                       // (b - a) / a
+  MedianInterval interval;                        // of median_change
   Verdict verdict = Verdict::same;
 };
-std::vector<StrategyComparison> compare_strategies(const std::vector<Comparison>& rows,
-                                                   double min_effect = kDefaultMinEffect);
+
+struct StrategyComparison {
+  std::string strategy;  // the benchmark name without its key:value axes: "early_exit/cpu/native/fused"
+  ChangeSummary change;  // its benchmarks as they are
+  // Its benchmarks against the whole run: each change divided by the whole run's median change.
+  // Between two runs the machine drifts, and drift moves every strategy alike; this is what one
+  // strategy did beyond that. Only when the run has another strategy to compare with.
+  std::optional<ChangeSummary> against_run;
+  const ChangeSummary& decisive() const { return against_run ? *against_run : change; }
+};
+
+struct StrategyComparisons {
+  // Every benchmark: a shift here is a change to everything, or the machine drifting between the
+  // runs; two runs cannot tell which (an A/A pair can).
+  ChangeSummary whole_run;
+  std::vector<StrategyComparison> strategies;  // by name
+};
+StrategyComparisons compare_strategies(const std::vector<Comparison>& rows, double min_effect = kDefaultMinEffect);
 
 // "6.1×", "55×": speedups as the sentences and tables print them.
 std::string format_ratio(double ratio);

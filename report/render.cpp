@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "condbench/counters.h"
 #include "condbench/error.h"
 #include "condbench/output_file.h"
 #include "stability.h"
@@ -284,33 +285,26 @@ std::string find_gnuplot() {
   return "";
 }
 
-RenderResult write_report(const std::vector<ResultFile>& files, const std::string& dir, const std::string& gnuplot,
-                          double unstable_cv) {
-  RenderResult result;
-  const fs::path out(dir), charts = out / "charts", work = out / ".gnuplot";
-  if (!gnuplot.empty()) {
-    fs::create_directories(charts);
-    fs::create_directories(work);
-  } else {
-    result.notes.push_back("Charts were skipped: gnuplot is not installed (scripts/setup installs it).");
-  }
-  const std::vector<Group> groups = make_groups(files, unstable_cv);
-  const auto floors = primitive_floors(files);
-  const RunCheck check = check_run(files, groups);
-  result.disturbed = check.disturbed();
-  Document doc;
-  doc.heading(1, "condbench report");
-  if (check.disturbed()) {
-    doc.paragraph(
-        "This run was disturbed, so this report gives no recommendations: its timings measure the machine "
-        "as much as the code. Rerun on a quiet machine (see \"Trusting the numbers\" in the README). "
-        "The evidence:");
-    doc.bullets(check.evidence);
-  }
-  if (!check.notes.empty()) doc.bullets(check.notes);
-  for (const std::string& note : result.notes) doc.paragraph(note);
+namespace {
 
-  doc.heading(2, "What was compared");
+// Everything a section reads: the result files and the analysis of them, made once.
+struct ReportInput {
+  const std::vector<ResultFile>& files;
+  const std::vector<Group>& groups;
+  const std::map<std::string, std::map<std::string, double>>& floors;  // device -> primitive -> µs
+  const RunCheck& check;
+  double unstable_cv;
+};
+
+// Where a section draws its charts: gnuplot ("" for none), the charts folder, gnuplot's scratch.
+struct Charts {
+  std::string gnuplot;
+  fs::path dir, work;
+  int drawn = 0;
+};
+
+void what_was_compared(const ReportInput& in, Charts& /*out*/, Document& doc) {
+  const auto& files = in.files;
   Table runs{{"file", "GPU", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision", "load"}, {}};
   for (const ResultFile& f : files) {
     auto get = [&](const char* key) { return f.context.count(key) ? f.context.at(key) : std::string("-"); };
@@ -319,8 +313,11 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
                          get("git_revision"), load_text(f)});
   }
   doc.table(runs);
+}
 
-  doc.heading(2, "Recommendations");
+void recommendations_section(const ReportInput& in, Charts& /*out*/, Document& doc) {
+  const auto& groups = in.groups;
+  const auto& check = in.check;
   const std::vector<std::string> sentences = recommendations(groups);
   if (check.disturbed()) {
     doc.paragraph("None: this run was disturbed (see the top of the report).");
@@ -329,8 +326,10 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
   } else {
     doc.bullets(sentences);
   }
+}
 
-  doc.heading(2, "Best strategy");
+void best_strategy(const ReportInput& in, Charts& /*out*/, Document& doc) {
+  const auto& groups = in.groups;
   doc.paragraph(
       "The fastest strategy (lowest median wall time) for each device, model, batch and scenario, the "
       "interval of its median, and its margin over the runner-up at the interval edges (runner-up's low "
@@ -350,8 +349,11 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
                          w.runner_up.empty() ? "-" : w.runner_up});
   }
   doc.table(best);
+}
 
-  doc.heading(2, "Latency by scenario");
+void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
+  const auto& groups = in.groups;
+  const auto& unstable_cv = in.unstable_cv;
   const std::string confidence = confidence_text(groups), threshold = number(100 * unstable_cv, 3);
   doc.paragraph(
       "Median wall time per inference in µs over the repetitions, in brackets the distribution-free "
@@ -408,7 +410,7 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
       data << "\n";
     }
     doc.table(t);
-    if (!gnuplot.empty()) {
+    if (!out.gnuplot.empty()) {
       const std::string id = chart_id(g, "latency", gi);
       // Titles come from the data file's header line (columnheader), never from the script.
       std::string plot = "plot ";
@@ -426,44 +428,62 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
       const std::string settings =
           std::string(hi / std::max(lo, 1e-9) > 20 ? "set logscale y\n" : "") +
           "set ylabel 'median latency (µs)'\nset xtics rotate by -30\nset offsets 0.3,0.3,0,0\n";
-      const std::string svg = draw(gnuplot, work, id, data.str(), settings, plot);
+      const std::string svg = draw(out.gnuplot, out.work, id, data.str(), settings, plot);
       if (!svg.empty()) {
-        write_text(charts / (id + ".svg"), svg);
+        write_text(out.dir / (id + ".svg"), svg);
         doc.chart("charts/" + id + ".svg", svg, "Latency by exit scenario, " + group_title(g));
-        ++result.charts;
+        ++out.drawn;
       }
     }
   }
+}
 
-  doc.heading(2, "Where the time goes");
+void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
+  const auto& groups = in.groups;
+  const auto& floors = in.floors;
   doc.paragraph(
       "Per strategy at the uniform mix (or the first scenario run): latency beside host syncs and launches "
       "per inference and the share of executed FLOPs no row needed. Where the run has the primitive "
-      "microbenchmarks, the chart draws them as floors.");
+      "microbenchmarks, the chart draws them as floors. The columns:");
+  std::vector<std::string> legend;
+  for (const CounterSpec& spec : kCounters)
+    if (spec.in_breakdown)
+      legend.push_back(std::string(spec.name) + " (" + std::string(spec.unit) + "): " + std::string(spec.meaning));
+  legend.push_back("wasted FLOPs: the share of flops_executed that no row needed (1 - flops_useful / flops_executed)");
+  doc.bullets(legend);
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const Group& g = groups[gi];
     const std::string scenario = std::find(g.scenarios.begin(), g.scenarios.end(), "mix:uniform") != g.scenarios.end()
                                      ? "mix:uniform"
                                      : g.scenarios.front();
     doc.heading(3, group_title(g) + " · " + scenario);
-    Table t{{"strategy", "median (µs)", "gpu (µs)", "host syncs", "launches", "wasted FLOPs"}, {}};
+    // The counters' own descriptions (condbench/counters.h) make the columns.
+    Table t{{"strategy", "median (µs)"}, {}};
+    for (const CounterSpec& spec : kCounters)
+      if (spec.in_breakdown) t.header.emplace_back(spec.name);
+    t.header.push_back("wasted FLOPs");
     std::ostringstream data;
     bool any_unstable = false;
     for (const std::string& s : g.strategies) {
       const Cell* c = g.cell(s, scenario);
       if (!c) continue;
-      auto counter = [&](const char* k) { return c->counters.count(k) ? c->counters.at(k) : NAN; };
+      auto counter = [&](std::string_view k) {
+        const auto it = c->counters.find(std::string(k));
+        return it != c->counters.end() ? it->second : NAN;
+      };
+      std::vector<std::string> row = {s, number(c->median_us) + (c->unstable ? " unstable" : "")};
+      for (const CounterSpec& spec : kCounters)
+        if (spec.in_breakdown) row.push_back(number(counter(spec.name)));
       const double executed = counter("flops_executed"), useful = counter("flops_useful");
       const double wasted = executed > 0 ? 1.0 - useful / executed : NAN;
-      t.rows.push_back({s, number(c->median_us) + (c->unstable ? " unstable" : ""), number(counter("gpu_us")),
-                        number(counter("host_syncs")), number(counter("launches")),
-                        std::isfinite(wasted) ? number(100 * wasted, 3) + "%" : "-"});
+      row.push_back(std::isfinite(wasted) ? number(100 * wasted, 3) + "%" : "-");
+      t.rows.push_back(std::move(row));
       data << gnuplot_label(s) << " " << number(c->median_us, 6) << " "
            << (c->unstable ? number(c->median_us, 6) : "NaN") << "\n";
       any_unstable = any_unstable || c->unstable;
     }
     doc.table(t);
-    if (!gnuplot.empty()) {
+    if (!out.gnuplot.empty()) {
       const std::string id = chart_id(g, "time", gi);
       std::string plot = "plot '" + id + ".dat' using 0:2:xtic(1) with boxes fill solid 0.6 title 'median latency'";
       if (any_unstable) plot += ", '" + id + ".dat' using 0:3 with boxes fill pattern 4 lc rgb 'red' title 'unstable'";
@@ -472,14 +492,14 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
           if (floors.at(g.device_label).count(p))
             plot +=
                 ", " + number(floors.at(g.device_label).at(p), 6) + " with lines lw 2 dt 2 title 'floor: " + p + "'";
-      const std::string svg = draw(gnuplot, work, id, data.str(),
+      const std::string svg = draw(out.gnuplot, out.work, id, data.str(),
                                    "set ylabel 'median latency (µs)'\nset style fill solid\nset boxwidth 0.6\n"
                                    "set xtics rotate by -30\nset yrange [0:*]\nset offsets 0.5,0.5,0,0\n",
                                    plot);
       if (!svg.empty()) {
-        write_text(charts / (id + ".svg"), svg);
+        write_text(out.dir / (id + ".svg"), svg);
         doc.chart("charts/" + id + ".svg", svg, "Latency per strategy and primitive floors, " + group_title(g));
-        ++result.charts;
+        ++out.drawn;
       }
     }
   }
@@ -490,19 +510,81 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
       for (const auto& [name, us] : prims) t.rows.push_back({device, name, number(us)});
     doc.table(t);
   }
+}
 
-  std::vector<std::string> skipped;
-  for (const ResultFile& f : files)
+void skipped_benchmarks(const ReportInput& in, Charts& /*out*/, Document& doc) {
+  size_t count = 0;
+  std::string first;
+  for (const ResultFile& f : in.files)
     for (const Series& s : f.series)
-      if (!s.error.empty()) skipped.push_back(s.name + ": " + s.error);
-  if (!skipped.empty()) {
-    doc.heading(2, "Skipped");
-    doc.paragraph(std::to_string(skipped.size()) + " benchmarks did not run (for example: " + skipped.front() + ").");
+      if (!s.error.empty() && count++ == 0) first = s.name + ": " + s.error;
+  doc.paragraph(std::to_string(count) + " benchmarks did not run (for example: " + first + ").");
+}
+
+bool any_skipped(const ReportInput& in) {
+  for (const ResultFile& f : in.files)
+    for (const Series& s : f.series)
+      if (!s.error.empty()) return true;
+  return false;
+}
+
+// One section of the report: its heading, whether it has anything to say (nullptr: always), and
+// what it writes under the heading. The report is this list, in order.
+struct Section {
+  const char* title;
+  bool (*applies)(const ReportInput&);
+  void (*write)(const ReportInput&, Charts&, Document&);
+};
+
+constexpr Section kSections[] = {
+    {"What was compared", nullptr, what_was_compared},
+    {"Recommendations", nullptr, recommendations_section},
+    {"Best strategy", nullptr, best_strategy},
+    {"Latency by scenario", nullptr, latency_by_scenario},
+    {"Where the time goes", nullptr, where_the_time_goes},
+    {"Skipped", any_skipped, skipped_benchmarks},
+};
+
+}  // namespace
+
+RenderResult write_report(const std::vector<ResultFile>& files, const std::string& dir, const std::string& gnuplot,
+                          double unstable_cv) {
+  RenderResult result;
+  const fs::path out(dir);
+  Charts charts{gnuplot, out / "charts", out / ".gnuplot"};
+  if (!gnuplot.empty()) {
+    fs::create_directories(charts.dir);
+    fs::create_directories(charts.work);
+  } else {
+    result.notes.push_back("Charts were skipped: gnuplot is not installed (scripts/setup installs it).");
   }
+  const std::vector<Group> groups = make_groups(files, unstable_cv);
+  const auto floors = primitive_floors(files);
+  const RunCheck check = check_run(files, groups);
+  const ReportInput input{files, groups, floors, check, unstable_cv};
+  result.disturbed = check.disturbed();
+
+  Document doc;
+  doc.heading(1, "condbench report");
+  if (check.disturbed()) {
+    doc.paragraph(
+        "This run was disturbed, so this report gives no recommendations: its timings measure the machine "
+        "as much as the code. Rerun on a quiet machine (see \"Trusting the numbers\" in the README). "
+        "The evidence:");
+    doc.bullets(check.evidence);
+  }
+  if (!check.notes.empty()) doc.bullets(check.notes);
+  for (const std::string& note : result.notes) doc.paragraph(note);
+  for (const Section& section : kSections) {
+    if (section.applies && !section.applies(input)) continue;
+    doc.heading(2, section.title);
+    section.write(input, charts, doc);
+  }
+  result.charts = charts.drawn;
 
   write_text(out / "report.md", doc.markdown());
   write_text(out / "report.html", doc.html("condbench report"));
-  if (fs::exists(work)) fs::remove_all(work);
+  if (fs::exists(charts.work)) fs::remove_all(charts.work);
   return result;
 }
 
@@ -526,23 +608,36 @@ std::string comparison_markdown(const std::vector<Comparison>& rows, const std::
      << number(100 * min_effect, 3) << "%, U test p < " << number(kSignificance)
      << ", intervals of the medians apart)\n";
 
-  const std::vector<StrategyComparison> strategies = compare_strategies(rows, min_effect);
-  md << "\n| strategy (all its benchmarks) | benchmarks | medians up / down | median change | interval | verdict |\n"
-     << "|---|---:|---:|---:|---|---|\n";
+  const StrategyComparisons together = compare_strategies(rows, min_effect);
   const auto percent = [](double fraction) {
     char text[32];
     std::snprintf(text, sizeof text, "%+.1f%%", 100 * fraction);
     return std::string(text);
   };
-  for (const StrategyComparison& s : strategies)
-    md << "| " << escape_markdown(s.strategy) << " | " << s.benchmarks << " | " << s.slower << " / " << s.faster
-       << " | " << percent(s.median_change) << " | "
-       << (std::isnan(s.interval.low) ? std::string("-")
-                                      : "\\[" + percent(s.interval.low) + " – " + percent(s.interval.high) + "\\]")
-       << " | " << to_string(s.verdict) << " |\n";
-  md << "\nBy strategy: FASTER/SLOWER when the whole distribution-free " << number(100 * kIntervalConfidence)
-     << "% interval of the median change over the strategy's benchmarks lies beyond " << number(100 * min_effect, 3)
-     << "% (a sign test); fewer than 6 benchmarks cannot reach that (TOO FEW BENCHMARKS).\n";
+  const auto change_text = [&](const ChangeSummary& c) {
+    return percent(c.median_change) + " " +
+           (std::isnan(c.interval.low) ? std::string("-")
+                                       : "\\[" + percent(c.interval.low) + " – " + percent(c.interval.high) + "\\]");
+  };
+  const ChangeSummary& run = together.whole_run;
+  md << "\nWhole run: " << change_text(run) << " over " << run.benchmarks << " benchmarks (" << run.slower << " up, "
+     << run.faster << " down), " << to_string(run.verdict)
+     << ". A shift of the whole run is a change to every strategy or the machine drifting between the runs; two runs "
+        "cannot tell which, an A/A pair can.\n";
+  md << "\n| strategy (all its benchmarks) | benchmarks | medians up / down | median change | against the whole run "
+        "| verdict |\n"
+     << "|---|---:|---:|---|---|---|\n";
+  for (const StrategyComparison& s : together.strategies)
+    md << "| " << escape_markdown(s.strategy) << " | " << s.change.benchmarks << " | " << s.change.slower << " / "
+       << s.change.faster << " | " << change_text(s.change) << " | "
+       << (s.against_run ? change_text(*s.against_run) : std::string("-")) << " | " << to_string(s.decisive().verdict)
+       << " |\n";
+  md << "\nBy strategy: the median change over the strategy's benchmarks, with its distribution-free "
+     << number(100 * kIntervalConfidence)
+     << "% interval (a sign test); where the run has several strategies, the verdict is on the change against the "
+        "whole run's median change (each benchmark's change divided by it), so that drift of the machine, which "
+        "moves every strategy alike, is not called a change. FASTER/SLOWER when the whole interval lies beyond "
+     << number(100 * min_effect, 3) << "%; fewer than 6 benchmarks cannot reach that (TOO FEW BENCHMARKS).\n";
   return md.str();
 }
 

@@ -50,34 +50,47 @@ bool parse_int(const std::string& text, int& value) {
 
 }  // namespace
 
-std::vector<std::string> scenario_names(int blocks) {
-  std::vector<std::string> names;
-  for (int k = 1; k <= blocks + 1; ++k) names.push_back("exit:" + std::to_string(k));
-  for (const char* shape : kMixShapes) names.push_back(std::string("mix:") + shape);
-  return names;
+Scenario Scenario::forced(int exit_id) {
+  if (exit_id < 1) fail("scenario exit:" + std::to_string(exit_id) + ": exits are numbered from 1");
+  Scenario s;
+  s.kind_ = ScenarioKind::forced_exit;
+  s.forced_exit_ = exit_id;
+  return s;
 }
 
-ScenarioSpec parse_scenario(const std::string& name, int blocks) {
-  ScenarioSpec spec;
-  spec.name = name;
-  if (name.rfind("exit:", 0) == 0) {
+Scenario Scenario::mix(const std::string& shape) {
+  if (std::find(std::begin(kMixShapes), std::end(kMixShapes), shape) == std::end(kMixShapes))
+    fail("scenario 'mix:" + shape + "': unknown mix (expected mix:early, mix:uniform or mix:late)");
+  Scenario s;
+  s.kind_ = ScenarioKind::mix;
+  s.shape_ = shape;
+  return s;
+}
+
+Scenario Scenario::parse(const std::string& text) {
+  if (text.rfind("exit:", 0) == 0) {
     int k = 0;
-    if (!parse_int(name.substr(5), k) || k < 1 || k > blocks + 1)
-      fail("scenario '" + name + "': exit must be 1.." + std::to_string(blocks + 1) + " for " + std::to_string(blocks) +
-           " blocks");
-    spec.kind = ScenarioKind::forced_exit;
-    spec.forced_exit = k;
-    return spec;
+    if (!parse_int(text.substr(5), k) || k < 1) fail("scenario '" + text + "': exit:K needs a whole K >= 1");
+    return forced(k);
   }
-  if (name.rfind("mix:", 0) == 0) {
-    const std::string shape = name.substr(4);
-    if (std::find(std::begin(kMixShapes), std::end(kMixShapes), shape) == std::end(kMixShapes))
-      fail("scenario '" + name + "': unknown mix (expected mix:early, mix:uniform or mix:late)");
-    spec.kind = ScenarioKind::mix;
-    spec.target_shares = mix_target_shares(shape, blocks + 1);
-    return spec;
-  }
-  fail("unknown scenario '" + name + "' (expected exit:K or mix:early|uniform|late)");
+  if (text.rfind("mix:", 0) == 0) return mix(text.substr(4));
+  fail("unknown scenario '" + text + "' (expected exit:K or mix:early|uniform|late)");
+}
+
+std::vector<double> Scenario::target_shares(int blocks) const {
+  if (kind_ != ScenarioKind::mix) fail("scenario " + str() + " forces its exit: it has no target shares");
+  return mix_target_shares(shape_, blocks + 1);
+}
+
+std::string Scenario::str() const {
+  return kind_ == ScenarioKind::mix ? "mix:" + shape_ : "exit:" + std::to_string(forced_exit_);
+}
+
+std::vector<Scenario> all_scenarios(int blocks) {
+  std::vector<Scenario> out;
+  for (int k = 1; k <= blocks + 1; ++k) out.push_back(Scenario::forced(k));
+  for (const char* shape : kMixShapes) out.push_back(Scenario::mix(shape));
+  return out;
 }
 
 std::vector<double> mix_target_shares(const std::string& shape, int num_exits) {

@@ -28,22 +28,25 @@ Workload::Workload(EarlyExitModel model, int64_t batch) : model_(std::move(model
   confidences_.assign(conf.data_ptr<float>(), conf.data_ptr<float>() + conf.numel());
 }
 
-std::vector<float> Workload::thresholds(const std::string& scenario) const {
-  const ScenarioSpec spec = parse_scenario(scenario, config().blocks);
-  if (spec.kind == ScenarioKind::forced_exit) return forced_thresholds(config().blocks, spec.forced_exit);
+std::vector<float> Workload::thresholds(const Scenario& scenario) const {
+  const int blocks = config().blocks;
+  if (!scenario.fits(blocks))
+    fail("scenario '" + scenario.str() + "': exit must be 1.." + std::to_string(blocks + 1) + " for " +
+         std::to_string(blocks) + " blocks");
+  if (scenario.kind() == ScenarioKind::forced_exit) return forced_thresholds(blocks, scenario.forced_exit());
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = calibrated_.find(scenario);
+  auto it = calibrated_.find(scenario.str());
   if (it == calibrated_.end())
     it = calibrated_
-             .emplace(scenario, calibrate_thresholds(confidences_, static_cast<int>(pool_.size(0)), config().blocks,
-                                                     spec.target_shares))
+             .emplace(scenario.str(), calibrate_thresholds(confidences_, static_cast<int>(pool_.size(0)), blocks,
+                                                           scenario.target_shares(blocks)))
              .first;
   return it->second;
 }
 
-std::vector<int64_t> Workload::walk_order(const std::string& scenario) const {
+std::vector<int64_t> Workload::walk_order(const Scenario& scenario) const {
   const int rows = static_cast<int>(pool_.size(0)), blocks = config().blocks;
-  if (parse_scenario(scenario, blocks).kind == ScenarioKind::forced_exit) {
+  if (scenario.kind() == ScenarioKind::forced_exit) {
     std::vector<int64_t> order(rows);
     std::iota(order.begin(), order.end(), 0);
     return order;
@@ -51,8 +54,8 @@ std::vector<int64_t> Workload::walk_order(const std::string& scenario) const {
   return interleaved_order(exits_for(confidences_, rows, blocks, thresholds(scenario)), blocks + 1);
 }
 
-std::vector<at::Tensor> Workload::batches_for(const std::string& scenario) const {
-  if (parse_scenario(scenario, config().blocks).kind == ScenarioKind::forced_exit) return batches_;
+std::vector<at::Tensor> Workload::batches_for(const Scenario& scenario) const {
+  if (scenario.kind() == ScenarioKind::forced_exit) return batches_;
   const int64_t rows = pool_.size(0);
   const at::Tensor walked = pool_.index_select(0, at::tensor(walk_order(scenario), at::kLong));
   std::vector<at::Tensor> batches;

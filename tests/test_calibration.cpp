@@ -43,12 +43,22 @@ TEST(Scenario, ForcedThresholdsFireExactlyAtK) {
   EXPECT_EQ(forced_thresholds(3, 4), (std::vector<float>{1.0f, 1.0f, 1.0f}));
 }
 
-TEST(Scenario, NamesParseAndBadNamesAreRejected) {
-  EXPECT_EQ(scenario_names(3).size(), 7u);
-  EXPECT_EQ(parse_scenario("exit:4", 3).forced_exit, 4);
-  EXPECT_EQ(parse_scenario("mix:late", 3).target_shares.size(), 4u);
-  for (const char* bad : {"exit:0", "exit:5", "exit:x", "exit:", "mix:sideways", "late", ""})
-    EXPECT_THROW(parse_scenario(bad, 3), Error) << bad;
+TEST(Scenario, ParsedOnceAndPassedAsAValue) {
+  const std::vector<Scenario> all = all_scenarios(3);
+  ASSERT_EQ(all.size(), 7u);
+  EXPECT_EQ(all.front().str(), "exit:1");
+  EXPECT_EQ(all.back().str(), "mix:late");
+  const Scenario four = Scenario::parse("exit:4");
+  EXPECT_EQ(four.kind(), ScenarioKind::forced_exit);
+  EXPECT_EQ(four.forced_exit(), 4);
+  EXPECT_TRUE(four.fits(3));
+  EXPECT_FALSE(Scenario::parse("exit:5").fits(3));  // exists, but not for 3 blocks
+  EXPECT_EQ(Scenario::parse("mix:late").target_shares(3).size(), 4u);
+  EXPECT_EQ(Scenario::parse("mix:late").target_shares(12).size(), 13u);
+  EXPECT_EQ(Scenario::parse("mix:uniform"), Scenario::mix("uniform"));
+  for (const char* bad : {"exit:0", "exit:x", "exit:", "exit:-1", "exit:1234567890", "mix:sideways", "late", ""})
+    EXPECT_THROW(Scenario::parse(bad), Error) << bad;
+  EXPECT_THROW(shared_workload(ModelSource{}, 64)->thresholds(Scenario::parse("exit:5")), Error);
 }
 
 // The realised histogram on the pool, with the thresholds calibrated on it, is within 3
@@ -66,7 +76,7 @@ TEST(Calibration, RealisedHistogramIsWithinThreePointsOfTheTarget) {
     strategy->prepare(workload->model(), pool.size(0));
     for (const char* shape : {"early", "uniform", "late"}) {
       const std::string name = std::string("mix:") + shape;
-      const ExitOutput out = strategy->run(pool, workload->thresholds(name));
+      const ExitOutput out = strategy->run(pool, workload->thresholds(Scenario::parse(name)));
       std::vector<double> share(blocks + 1, 0.0);
       for (int64_t r = 0; r < pool.size(0); ++r) share[out.exit_id[r].item<int>() - 1] += 1.0 / pool.size(0);
       const std::vector<double> target = mix_target_shares(shape, blocks + 1);
@@ -111,9 +121,9 @@ TEST(Scenario, InterleavedOrderKeepsEveryPrefixCloseToTheShares) {
 
 TEST(Workload, MixBatchesHoldTheCalibratedShares) {
   const auto w = shared_workload(ModelSource{}, 64);
-  const std::vector<at::Tensor> batches = w->batches_for("mix:early");
+  const std::vector<at::Tensor> batches = w->batches_for(Scenario::mix("early"));
   ASSERT_EQ(batches.size(), 16u);
-  const std::vector<float> t = w->thresholds("mix:early");
+  const std::vector<float> t = w->thresholds(Scenario::mix("early"));
   for (const at::Tensor& b : batches) {
     const at::Tensor conf = w->model()->exit_confidences(b).contiguous();
     const std::vector<int> exits =
@@ -121,7 +131,7 @@ TEST(Workload, MixBatchesHoldTheCalibratedShares) {
     const double early = std::count(exits.begin(), exits.end(), 1) / 64.0;
     EXPECT_NEAR(early, 0.70, 2.0 / 64);  // each batch, not just the pool, is 70% early
   }
-  EXPECT_TRUE(w->batches_for("exit:2")[3].equal(w->batches()[3]));  // forced: pool order
+  EXPECT_TRUE(w->batches_for(Scenario::forced(2))[3].equal(w->batches()[3]));  // forced: pool order
 }
 
 TEST(Workload, PoolIsSeededAndWalkedInWholeBatches) {
@@ -130,7 +140,7 @@ TEST(Workload, PoolIsSeededAndWalkedInWholeBatches) {
   EXPECT_EQ(a->batches().size(), 16u);
   EXPECT_EQ(b->batches().size(), 1024u);
   EXPECT_TRUE(a->pool().equal(b->pool()));  // the same inputs whatever the batch
-  EXPECT_EQ(a->thresholds("mix:early"), b->thresholds("mix:early"));
+  EXPECT_EQ(a->thresholds(Scenario::mix("early")), b->thresholds(Scenario::mix("early")));
 }
 
 }  // namespace

@@ -10,17 +10,34 @@ namespace condbench {
 
 enum class ScenarioKind { forced_exit, mix };
 
-struct ScenarioSpec {
-  std::string name;  // "exit:2", "mix:early", ...
-  ScenarioKind kind = ScenarioKind::forced_exit;
-  int forced_exit = 0;                // exit:k
-  std::vector<double> target_shares;  // mix:*, one per exit, summing to 1
+// A scenario, parsed once (at the command line) and passed as a value: exit:K or mix:SHAPE.
+class Scenario {
+ public:
+  // Throws condbench::Error naming the text when it is not exit:K (K of 1 to 9 digits, >= 1) or
+  // mix:early|uniform|late. Whether exit:K exists for a model depth is fits()'s question.
+  static Scenario parse(const std::string& text);
+  static Scenario forced(int exit_id);
+  static Scenario mix(const std::string& shape);
+
+  ScenarioKind kind() const { return kind_; }
+  int forced_exit() const { return forced_exit_; }  // exit:K's K
+  // Every scenario exists for every depth except exit:K past the final exit (K > blocks + 1).
+  bool fits(int blocks) const { return kind_ == ScenarioKind::mix || forced_exit_ <= blocks + 1; }
+  // mix: the target share of rows per exit for a model of `blocks` blocks, summing to 1.
+  std::vector<double> target_shares(int blocks) const;
+  std::string str() const;  // "exit:2", "mix:early": the benchmark name's axis
+
+  friend bool operator==(const Scenario& a, const Scenario& b) { return a.str() == b.str(); }
+  friend bool operator<(const Scenario& a, const Scenario& b) { return a.str() < b.str(); }
+
+ private:
+  ScenarioKind kind_ = ScenarioKind::forced_exit;
+  int forced_exit_ = 1;
+  std::string shape_;
 };
 
 // exit:1 .. exit:{blocks+1}, then mix:early, mix:uniform, mix:late.
-std::vector<std::string> scenario_names(int blocks);
-// Parses and checks a scenario name for a model depth; throws condbench::Error naming it.
-ScenarioSpec parse_scenario(const std::string& name, int blocks);
+std::vector<Scenario> all_scenarios(int blocks);
 
 // The target shapes of docs/design.md §3 for 4 exits (early 70/20/5/5, uniform 25 each, late 5/5/20/70),
 // spread to any number of exits by reading the 4-bin histogram as a step density on [0, 1) and

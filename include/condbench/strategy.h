@@ -3,6 +3,11 @@
 // A strategy is one file that defines its class and registers it in one line:
 //
 //   CONDBENCH_REGISTER_STRATEGY(FusedCpu, "fused", Engine::native, Device::cpu);
+//
+// The contract lives here, in the base class: callers use the public, non-virtual run(),
+// counters() and observed_run(); a strategy implements the protected do_* hooks. What a strategy
+// can run is declared by the strategy (a static supports(), found by the registration macro), so
+// the harness, the tests and --list ask it rather than checking names.
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -12,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "condbench/counters.h"
 #include "condbench/model.h"
 
 namespace condbench {
@@ -28,13 +34,9 @@ struct ExitOutput {
   at::Tensor logits;
 };
 
-// What one inference did. FLOPs useful are a property of the exit ids (flops.h), not of the
-// strategy, so the harness derives them; everything here is what the strategy itself knows.
-struct InferenceCounters {
-  int64_t host_syncs = 0;       // times the host waited on the device to decide (CPU: host decisions)
-  int64_t launches = 0;         // kernel launches plus graph launches issued by the host (see README)
-  double flops_executed = 0.0;  // FLOPs of the Linears actually computed, all rows
-};
+// Why a strategy cannot run a configuration ("needs 80 KiB of shared memory per block, the GPU
+// has 48"), or nullopt when it can.
+using Unsupported = std::optional<std::string>;
 
 class Strategy {
  public:
@@ -45,25 +47,60 @@ class Strategy {
 
   Device device() const { return device_; }
 
+  // Whether a strategy of this kind can run `config` at `batch` on `device`. The base answers yes;
+  // a strategy with limits declares its own (same signature, static) and the registration finds it.
+  static Unsupported supports(const ModelConfig& config, Device device, int64_t batch);
+  // What a strategy says of itself, declared the same way (a static member of its own hides
+  // these), checked by the tests against its counters and shown by --list:
+  // the exit decision is read back to the host, one wait per exit test reached...
+  static constexpr bool kHostDecides = false;
+  // ...an inference is one launch (a graph, or one kernel), plus the input copy on the torch engine.
+  static constexpr bool kSingleLaunch = false;
+
   // Everything that allocates, uploads weights or captures graphs, for inputs of `batch` rows.
   virtual void prepare(const EarlyExitModel& model, int64_t batch) = 0;
+
   // One inference. input: contiguous float32 [batch, in_features] on device(); thresholds: one per
-  // exit head, on the host. Returns with the work enqueued (the harness synchronises the stream).
-  virtual ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) = 0;
+  // exit head, on the host. Starts a fresh per-inference record, then calls do_run. Returns with
+  // the work enqueued (finish() waits for it).
+  ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) {
+    record_ = {};
+    return do_run(input, thresholds);
+  }
   // Blocks until the last run's result is ready on the device: nothing on the CPU, one stream
   // synchronisation on CUDA. The harness times it as part of the inference.
   virtual void finish() {}
-  // What the last run() did. Called outside the timed region; may synchronise with the device.
-  virtual InferenceCounters counters() const { return counters_; }
+
+  // One inference outside the timed region, and what it did: the record do_run kept, completed by
+  // do_read_device_counters, with what can be observed counted rather than recorded by hand — for
+  // the torch engine, the ATen operators the host dispatched (a RecordFunction callback, top-level
+  // calls only) are its launches. run() then finish(); may synchronise with the device. Counters
+  // describe steady state: run once with the same thresholds first (an upload is not an inference).
+  struct Observed {
+    ExitOutput output;
+    InferenceCounters counters;
+  };
+  Observed observed_run(const at::Tensor& input, const std::vector<float>& thresholds);
+
   // The CUDA stream the strategy's work runs on (a cudaStream_t; the legacy default stream is
   // nullptr), for GPU timing; nullopt for a CPU strategy.
   virtual std::optional<void*> cuda_stream() const { return std::nullopt; }
 
  protected:
-  InferenceCounters counters_;
+  virtual ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) = 0;
+  // Counters only the device knows (FLOPs a kernel counted, which stages a graph ran), added to
+  // the record after the run. May synchronise.
+  virtual void do_read_device_counters(InferenceCounters& /*record*/) const {}
+  // Whether the host's ATen operator calls are this strategy's launches (the torch engine: yes).
+  virtual bool launches_are_aten_calls() const { return false; }
+
+  // The per-inference record: do_run adds to it what the strategy itself knows (host decisions,
+  // graph launches, FLOPs of the rows it chose to compute).
+  InferenceCounters& record() { return record_; }
 
  private:
   Device device_;
+  InferenceCounters record_;
 };
 
 struct StrategyInfo {
@@ -71,8 +108,13 @@ struct StrategyInfo {
   Engine engine;
   Device device;
   std::function<std::unique_ptr<Strategy>()> make;
+  std::function<Unsupported(const ModelConfig&, Device, int64_t)> supports;
+  bool host_decides = false;   // Strategy::kHostDecides
+  bool single_launch = false;  // Strategy::kSingleLaunch
 
   std::string key() const;  // "cpu/torch/eager_host"
+  // Why this strategy cannot run `config` at `batch`, or nullopt.
+  Unsupported unsupported(const ModelConfig& config, int64_t batch) const { return supports(config, device, batch); }
 };
 
 class StrategyRegistry {
@@ -91,6 +133,7 @@ class StrategyRegistry {
 #define CONDBENCH_CONCAT(a, b) CONDBENCH_CONCAT_INNER(a, b)
 #define CONDBENCH_REGISTER_STRATEGY(Type, name, engine, device)                                                        \
   static const bool CONDBENCH_CONCAT(condbench_registered_, __LINE__) = ::condbench::StrategyRegistry::instance().add( \
-      {name, engine, device, [] { return std::make_unique<Type>(device); }})
+      {name, engine, device, [] { return std::make_unique<Type>(device); }, &Type::supports, Type::kHostDecides,       \
+       Type::kSingleLaunch})
 
 }  // namespace condbench

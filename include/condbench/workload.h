@@ -43,12 +43,13 @@ class Workload {
   // exits interleave: any prefix of the walk, and every batch, holds close to the calibrated
   // shares, so a slow strategy timed over a few hundred inferences sees the same mix as a fast
   // one timed over the whole pool many times. Forced scenarios keep pool order.
-  std::vector<at::Tensor> batches_for(const std::string& scenario) const;
+  std::vector<at::Tensor> batches_for(const Scenario& scenario) const;
   // The pool rows in the order iterations visit them for a scenario (what batches_for cuts up).
-  std::vector<int64_t> walk_order(const std::string& scenario) const;
+  std::vector<int64_t> walk_order(const Scenario& scenario) const;
 
-  // Thresholds for a scenario name; mix:* are calibrated on the pool once and cached.
-  std::vector<float> thresholds(const std::string& scenario) const;
+  // Thresholds for a scenario; mix:* are calibrated on the pool once and cached. Throws
+  // condbench::Error for exit:K past this model's final exit.
+  std::vector<float> thresholds(const Scenario& scenario) const;
 
   static int64_t pool_rows_for(int64_t batch);
 

@@ -15,7 +15,7 @@
 #include "condbench/cuda/resources.h"
 #include "condbench/error.h"
 #include "gpu_test_support.h"
-#include "torch_graph_support.h"
+#include "torch/cuda/torch_graph_support.h"
 
 namespace condbench::testing {
 namespace {

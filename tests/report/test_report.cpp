@@ -282,26 +282,53 @@ TEST(CompareStrategies, AllBenchmarksOfAStrategyTogether) {
   // What a shared machine gives: single benchmarks drift by up to 15% between runs, so few of
   // them alone show a 20% slowdown; together they do.
   std::vector<Comparison> rows = changed_rows(rng, "early_exit/cpu/native/fused", 28, 0.20, 0.15);
+  const StrategyComparisons alone = compare_strategies(rows);
+  ASSERT_EQ(alone.strategies.size(), 1u);
+  EXPECT_FALSE(alone.strategies[0].against_run);  // nothing to compare with
+  EXPECT_EQ(alone.strategies[0].decisive().verdict, Verdict::slower);
+
   for (const Comparison& c : changed_rows(rng, "early_exit/cpu/torch/masked", 28, 0.0, 0.15)) rows.push_back(c);
   for (const Comparison& c : changed_rows(rng, "early_exit/cpu/torch/eager_host", 28, -0.03, 0.01)) rows.push_back(c);
   for (const Comparison& c : changed_rows(rng, "early_exit/cpu/torch/few", 5, 0.5, 0.01)) rows.push_back(c);
-  const std::vector<StrategyComparison> out = compare_strategies(rows);
-  ASSERT_EQ(out.size(), 4u);  // by name
-  EXPECT_EQ(out[0].strategy, "early_exit/cpu/native/fused");
-  EXPECT_EQ(out[0].benchmarks, 28u);
-  EXPECT_EQ(out[0].slower + out[0].faster, 28u);
-  EXPECT_EQ(out[0].verdict, Verdict::slower);
-  EXPECT_GE(out[0].interval.low, kDefaultMinEffect);
-  EXPECT_LE(out[0].interval.low, out[0].median_change);
-  EXPECT_GE(out[0].interval.confidence, kIntervalConfidence);
-  // A whole run 3% faster: every sign agrees, but the change is under the 5% floor.
-  EXPECT_EQ(out[1].strategy, "early_exit/cpu/torch/eager_host");
-  EXPECT_EQ(out[1].faster, 28u);
-  EXPECT_EQ(out[1].verdict, Verdict::same);
-  EXPECT_EQ(compare_strategies(rows, 0.02)[1].verdict, Verdict::faster);
-  EXPECT_EQ(out[2].verdict, Verdict::too_few_benchmarks);
-  EXPECT_EQ(out[3].strategy, "early_exit/cpu/torch/masked");
-  EXPECT_EQ(out[3].verdict, Verdict::same);
+  const StrategyComparisons out = compare_strategies(rows);
+  EXPECT_EQ(out.whole_run.benchmarks, 89u);
+  ASSERT_EQ(out.strategies.size(), 4u);  // by name
+  const StrategyComparison& fused = out.strategies[0];
+  EXPECT_EQ(fused.strategy, "early_exit/cpu/native/fused");
+  EXPECT_EQ(fused.change.benchmarks, 28u);
+  EXPECT_EQ(fused.change.slower + fused.change.faster, 28u);
+  EXPECT_EQ(fused.change.verdict, Verdict::slower);
+  EXPECT_GE(fused.change.interval.low, kDefaultMinEffect);
+  EXPECT_LE(fused.change.interval.low, fused.change.median_change);
+  EXPECT_GE(fused.change.interval.confidence, kIntervalConfidence);
+  ASSERT_TRUE(fused.against_run);
+  EXPECT_EQ(fused.decisive().verdict, Verdict::slower);
+  // 3% faster everywhere: every sign agrees, but the change is under the 5% floor.
+  EXPECT_EQ(out.strategies[1].strategy, "early_exit/cpu/torch/eager_host");
+  EXPECT_EQ(out.strategies[1].change.faster, 28u);
+  EXPECT_EQ(out.strategies[1].change.verdict, Verdict::same);
+  EXPECT_EQ(compare_strategies(rows, 0.02).strategies[1].change.verdict, Verdict::faster);
+  EXPECT_EQ(out.strategies[2].decisive().verdict, Verdict::too_few_benchmarks);
+  EXPECT_EQ(out.strategies[3].strategy, "early_exit/cpu/torch/masked");
+  EXPECT_EQ(out.strategies[3].decisive().verdict, Verdict::same);
+}
+
+TEST(CompareStrategies, DriftOfTheWholeRunIsNotAChangeOfOneStrategy) {
+  // Run B 10% faster throughout (the machine), and one strategy 30% slower on top of that.
+  std::mt19937_64 rng(5);
+  std::vector<Comparison> rows;
+  for (const char* s : {"early_exit/cpu/torch/a", "early_exit/cpu/torch/b", "early_exit/cpu/torch/c"})
+    for (const Comparison& c : changed_rows(rng, s, 28, -0.10, 0.05)) rows.push_back(c);
+  for (const Comparison& c : changed_rows(rng, "early_exit/cpu/native/slowed", 28, 0.9 * 1.3 - 1, 0.05))
+    rows.push_back(c);
+  const StrategyComparisons out = compare_strategies(rows);
+  EXPECT_EQ(out.whole_run.verdict, Verdict::faster);  // said once, for the whole run
+  EXPECT_NEAR(out.whole_run.median_change, -0.10, 0.03);
+  for (const StrategyComparison& s : out.strategies) {
+    EXPECT_EQ(s.change.verdict, s.strategy == "early_exit/cpu/native/slowed" ? Verdict::slower : Verdict::faster);
+    EXPECT_EQ(s.decisive().verdict, s.strategy == "early_exit/cpu/native/slowed" ? Verdict::slower : Verdict::same)
+        << s.strategy;
+  }
 }
 
 TEST(CompareStrategies, SameDistributionIsSameAndTwentyPercentIsSlowerAtTheExpectedRates) {
@@ -309,8 +336,9 @@ TEST(CompareStrategies, SameDistributionIsSameAndTwentyPercentIsSlowerAtTheExpec
   constexpr int kTrials = 2000;
   int same = 0, slower = 0;
   for (int t = 0; t < kTrials; ++t) {
-    same += compare_strategies(changed_rows(rng, "s", 28, 0.0, 0.2))[0].verdict == Verdict::same;
-    slower += compare_strategies(changed_rows(rng, "s", 28, 0.2, 0.2))[0].verdict == Verdict::slower;
+    same += compare_strategies(changed_rows(rng, "s", 28, 0.0, 0.2)).strategies[0].decisive().verdict == Verdict::same;
+    slower +=
+        compare_strategies(changed_rows(rng, "s", 28, 0.2, 0.2)).strategies[0].decisive().verdict == Verdict::slower;
   }
   EXPECT_GE(same, kTrials * 0.99);
   EXPECT_GE(slower, kTrials * 0.95);

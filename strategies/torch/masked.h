@@ -8,9 +8,6 @@
 
 namespace condbench {
 
-// ATen operator calls of one masked forward: per stage 6 ops and 2 wheres, and the final linear.
-inline int64_t masked_ops(int blocks) { return 8 * blocks + 1; }
-
 // threshold(k) gives exit k+1's threshold as a float or a 0-dim tensor.
 template <typename ThresholdOf>
 ExitOutput masked_forward(const TorchLayers& layers, const at::Tensor& x, const at::Tensor& final_exit_id,

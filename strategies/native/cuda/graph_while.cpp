@@ -2,7 +2,7 @@
 // stage named by a device-side counter (block, head, exit test); the exit test advances the
 // counter and sets the loop's handle to "some row is active and a block is left". The graph has
 // the same size whatever the depth: a 12-block model is one loop node, not a 12-deep nest.
-#include "native_cuda_strategy.h"
+#include "native/cuda/native_cuda_strategy.h"
 
 namespace condbench::cuda {
 namespace {

@@ -1,4 +1,4 @@
-#include "torch_strategy.h"
+#include "torch/torch_strategy.h"
 
 #if CONDBENCH_CUDA
 #include "condbench/torch_cuda.h"

@@ -79,7 +79,8 @@ class FusedCpu final : public Strategy {
     for (int k = 0; k < config.blocks; ++k) stage_flops_.push_back(block_flops(config, k) + head_flops(config));
   }
 
-  ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) override {
+ protected:
+  ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
     const ModelConfig& config = native_.config;
     const int64_t batch = input.size(0);
     const float* x = input.data_ptr<float>();
@@ -118,7 +119,7 @@ class FusedCpu final : public Strategy {
       exit_id[r] = config.final_exit();
     }
     flops += static_cast<double>(active_.size()) * head_flops(config);
-    counters_.flops_executed = flops;
+    record().flops_executed = flops;
     return {exit_id_, logits_};
   }
 

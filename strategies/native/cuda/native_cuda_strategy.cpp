@@ -1,4 +1,4 @@
-#include "native_cuda_strategy.h"
+#include "native/cuda/native_cuda_strategy.h"
 
 #include "condbench/cuda/check.h"
 #include "condbench/error.h"
@@ -45,7 +45,7 @@ void NativeCudaStrategy::prepare(const EarlyExitModel& model, int64_t batch) {
   CONDBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
 }
 
-ExitOutput NativeCudaStrategy::run(const at::Tensor& input, const std::vector<float>& thresholds) {
+ExitOutput NativeCudaStrategy::do_run(const at::Tensor& input, const std::vector<float>& thresholds) {
   if (thresholds != uploaded_thresholds_) {  // a benchmark keeps its thresholds: no copy while timed
     // The pinned staging buffer may still feed the previous upload: let it finish first.
     CONDBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
@@ -55,7 +55,7 @@ ExitOutput NativeCudaStrategy::run(const at::Tensor& input, const std::vector<fl
     uploaded_thresholds_ = thresholds;
   }
   state_.input = input.data_ptr<float>();
-  launches_ = enqueue();
+  record().launches = static_cast<double>(enqueue());
   return {exit_id_, logits_};
 }
 
@@ -67,14 +67,9 @@ double NativeCudaStrategy::executed_flops() const {
   return flops;
 }
 
-InferenceCounters NativeCudaStrategy::counters() const {
-  // Read outside the timed region only (the harness asks after the untimed pass).
+void NativeCudaStrategy::do_read_device_counters(InferenceCounters& record) const {
   CONDBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-  InferenceCounters c;
-  c.host_syncs = 0;  // the exit decisions never leave the device
-  c.launches = launches_;
-  c.flops_executed = executed_flops();
-  return c;
+  record.flops_executed = executed_flops();
 }
 
 void NativeCudaStrategy::enqueue_all_stages() {

@@ -3,11 +3,11 @@
 // host, which decides; with batch > 1 the rows that exited are scattered into the output and the
 // rest continue compacted, so later blocks run only on rows still active (docs/design.md §2).
 // eager_host_pinned is the same code reading each test into pinned memory with an async copy and
-// an event sync instead of a blocking copy (strategies/cuda/eager_host_pinned.cpp).
+// an event sync instead of a blocking copy (strategies/torch/cuda/eager_host_pinned.cpp).
 #include <ATen/ATen.h>
 
 #include "condbench/nvtx.h"
-#include "torch_strategy.h"
+#include "torch/torch_strategy.h"
 
 #if CONDBENCH_CUDA
 #include "condbench/torch_cuda.h"
@@ -17,13 +17,16 @@ namespace condbench {
 
 class EagerHost : public TorchStrategy {
  public:
+  static constexpr bool kHostDecides = true;
   enum class ReadBack { blocking_copy, pinned_event };
 
   explicit EagerHost(Device device, ReadBack read_back = ReadBack::blocking_copy)
       : TorchStrategy(device), read_back_(read_back) {}
 
   void prepare(const EarlyExitModel& model, int64_t batch) override;
-  ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) override;
+
+ protected:
+  ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) override;
 
  private:
   // The exit test's mask for `active` rows, on the host.

@@ -1,9 +1,9 @@
 // fused (engine native, CUDA): the floor. The whole early-exit forward in one kernel launch, one
 // thread block per row, each block stopping at its row's own exit: no host decision, no per-stage
 // launches, nothing captured.
-#include "fused_cuda.h"
+#include "native/cuda/fused.h"
 #include "condbench/flops.h"
-#include "native_cuda_strategy.h"
+#include "native/cuda/native_cuda_strategy.h"
 
 namespace condbench::cuda {
 namespace {
@@ -11,6 +11,11 @@ namespace {
 class FusedCuda final : public NativeCudaStrategy {
  public:
   using NativeCudaStrategy::NativeCudaStrategy;
+  static constexpr bool kSingleLaunch = true;
+
+  static Unsupported supports(const ModelConfig& config, Device /*device*/, int64_t /*batch*/) {
+    return fused_unsupported(config.hidden, config.num_classes);
+  }
 
  protected:
   void build() override { fused_prepare(state().hidden_size, state().num_classes); }

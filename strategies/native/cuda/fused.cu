@@ -1,7 +1,7 @@
 #include "condbench/cuda/check.h"
 #include "condbench/error.h"
 #include "condbench/exit_math.h"
-#include "fused_cuda.h"
+#include "native/cuda/fused.h"
 
 namespace condbench::cuda {
 
@@ -64,14 +64,24 @@ size_t fused_shared_bytes(int hidden, int num_classes) {
   return (2 * static_cast<size_t>(hidden) + num_classes + kThreads) * sizeof(float);
 }
 
-void fused_prepare(int hidden, int num_classes) {
+std::optional<std::string> fused_unsupported(int hidden, int num_classes) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    (void)cudaGetLastError();  // no GPU: nothing to say here; the harness skips for that itself
+    return std::nullopt;
+  }
   const size_t bytes = fused_shared_bytes(hidden, num_classes);
   int device = 0, limit = 0;
   CONDBENCH_CUDA_CHECK(cudaGetDevice(&device));
   CONDBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (bytes > static_cast<size_t>(limit))
-    fail("fused (cuda): hidden " + std::to_string(hidden) + " needs " + std::to_string(bytes) +
-         " bytes of shared memory per block; this GPU allows " + std::to_string(limit));
+  if (bytes <= static_cast<size_t>(limit)) return std::nullopt;
+  return "hidden " + std::to_string(hidden) + " needs " + std::to_string(bytes) +
+         " bytes of shared memory per block; this GPU allows " + std::to_string(limit);
+}
+
+void fused_prepare(int hidden, int num_classes) {
+  const size_t bytes = fused_shared_bytes(hidden, num_classes);
+  if (const std::optional<std::string> why = fused_unsupported(hidden, num_classes)) fail("fused (cuda): " + *why);
   CONDBENCH_CUDA_CHECK(
       cudaFuncSetAttribute(fused_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }

@@ -1,9 +1,9 @@
 // masked (engine torch): every block and every head for every row; each row's result is picked
 // on the device with `where`, so nothing is read on the host until the caller wants the result.
-#include "masked.h"
+#include "torch/masked.h"
 
 #include "condbench/flops.h"
-#include "torch_strategy.h"
+#include "torch/torch_strategy.h"
 
 namespace condbench {
 namespace {
@@ -16,18 +16,19 @@ class Masked final : public TorchStrategy {
     layers_ = model->layers(torch_device(device()));
     final_exit_id_ = at::full({batch}, layers_.config.final_exit(),
                               at::TensorOptions().device(torch_device(device())).dtype(at::kInt));
-    // The same work whatever the input: fixed counters.
-    counters_.launches = masked_ops(layers_.config.blocks);
-    counters_.flops_executed = static_cast<double>(batch) * full_model_flops(layers_.config);
+    flops_ = static_cast<double>(batch) * full_model_flops(layers_.config);
   }
 
-  ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) override {
+ protected:
+  ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
+    record().flops_executed = flops_;  // the same work whatever the input
     return masked_forward(layers_, input, final_exit_id_, [&](int k) { return thresholds[k]; });
   }
 
  private:
   TorchLayers layers_;
   at::Tensor final_exit_id_;
+  double flops_ = 0;
 };
 
 }  // namespace

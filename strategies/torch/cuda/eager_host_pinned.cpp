@@ -1,7 +1,7 @@
 // eager_host_pinned (engine torch, CUDA): eager_host with each exit test read into pinned host
 // memory by an asynchronous copy and an event sync, instead of .item()'s pageable copy. Whether
 // that helps is what the benchmark shows.
-#include "../eager_host.h"
+#include "torch/eager_host.h"
 
 namespace condbench {
 namespace {

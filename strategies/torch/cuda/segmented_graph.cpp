@@ -6,15 +6,16 @@
 
 #include <memory>
 
-#include "../torch_strategy.h"
 #include "condbench/torch_cuda.h"
-#include "torch_graph_support.h"
+#include "torch/cuda/torch_graph_support.h"
+#include "torch/torch_strategy.h"
 
 namespace condbench {
 namespace {
 
 class SegmentedGraph final : public TorchStrategy {
  public:
+  static constexpr bool kHostDecides = true;
   using TorchStrategy::TorchStrategy;
 
   void prepare(const EarlyExitModel& model, int64_t batch) override {
@@ -42,24 +43,23 @@ class SegmentedGraph final : public TorchStrategy {
     side.synchronize();
   }
 
-  ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) override {
+ protected:
+  ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
     const int blocks = layers_.config.blocks;
-    counters_ = {};
     thresholds_.update(thresholds);
     io_.input.copy_(input, /*non_blocking=*/true);
-    counters_.launches = 1;
     for (int k = 0; k < blocks; ++k) {
       graphs_[k]->replay();
-      ++counters_.launches;
-      counters_.flops_executed += static_cast<double>(io_.input.size(0)) * 2.0 *
-                                  (layers_.block_weight[k].numel() + layers_.head_weight[k].numel());
+      ++record().launches;  // a replay is not an ATen call: recorded here
+      record().flops_executed += static_cast<double>(io_.input.size(0)) * 2.0 *
+                                 (layers_.block_weight[k].numel() + layers_.head_weight[k].numel());
       readback_.read(any_left_[k].view({1}), any_left_host_);  // the host decides
-      ++counters_.host_syncs;
+      ++record().host_syncs;
       if (!any_left_host_.data_ptr<bool>()[0]) return {io_.exit_id, io_.logits};
     }
     graphs_[blocks]->replay();
-    ++counters_.launches;
-    counters_.flops_executed += static_cast<double>(io_.input.size(0)) * 2.0 * layers_.head_weight[blocks].numel();
+    ++record().launches;
+    record().flops_executed += static_cast<double>(io_.input.size(0)) * 2.0 * layers_.head_weight[blocks].numel();
     return {io_.exit_id, io_.logits};
   }
 

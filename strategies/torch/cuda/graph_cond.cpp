@@ -23,18 +23,19 @@
 #include <algorithm>
 #include <memory>
 
-#include "../torch_strategy.h"
 #include "condbench/cuda/primitives.h"
 #include "condbench/cuda/resources.h"
 #include "condbench/flops.h"
 #include "condbench/torch_cuda.h"
-#include "torch_graph_support.h"
+#include "torch/cuda/torch_graph_support.h"
+#include "torch/torch_strategy.h"
 
 namespace condbench {
 namespace {
 
 class GraphCondTorch final : public TorchStrategy {
  public:
+  static constexpr bool kSingleLaunch = true;
   using TorchStrategy::TorchStrategy;
 
   void prepare(const EarlyExitModel& model, int64_t batch) override {
@@ -58,27 +59,25 @@ class GraphCondTorch final : public TorchStrategy {
     side.synchronize();
   }
 
-  ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) override {
+ protected:
+  ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
     thresholds_.update(thresholds);
     io_.input.copy_(input, /*non_blocking=*/true);
     launch();
+    record().launches += 1;  // the graph launch; the copy is an ATen call, counted as one
     return {io_.exit_id, io_.logits};
   }
 
-  // Outside the timed region: which stages ran follows from the deepest exit taken, and each
-  // stage that ran computed every row of the batch.
-  InferenceCounters counters() const override {
+  // Which stages ran follows from the deepest exit taken, and each stage that ran computed every
+  // row of the batch.
+  void do_read_device_counters(InferenceCounters& record) const override {
     const ModelConfig& config = layers_.config;
     const at::Tensor ids = io_.exit_id.to(at::kCPU);
     const int deepest = ids.numel() ? ids.max().item<int>() : 1;
-    InferenceCounters c;
-    c.launches = 2;  // the input copy and the graph launch
-    c.host_syncs = 0;
-    for (int k = 0; k < std::min(deepest, config.blocks); ++k)
-      c.flops_executed += block_flops(config, k) + head_flops(config);
-    if (deepest == config.final_exit()) c.flops_executed += head_flops(config);
-    c.flops_executed *= static_cast<double>(ids.numel());
-    return c;
+    double flops = 0;
+    for (int k = 0; k < std::min(deepest, config.blocks); ++k) flops += block_flops(config, k) + head_flops(config);
+    if (deepest == config.final_exit()) flops += head_flops(config);
+    record.flops_executed = flops * static_cast<double>(ids.numel());
   }
 
  private:

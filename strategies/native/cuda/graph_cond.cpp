@@ -3,7 +3,7 @@
 // that guards stage s+1 to "some row is still active", so the GPU skips the rest of the model
 // when every row has left, without the host ever looking. A 3-block model is three nested IFs;
 // graph_while does the same with one WHILE node.
-#include "native_cuda_strategy.h"
+#include "native/cuda/native_cuda_strategy.h"
 
 namespace condbench::cuda {
 namespace {

@@ -1,16 +1,11 @@
 // eager_host (engine torch): see eager_host.h.
-#include "eager_host.h"
+#include "torch/eager_host.h"
 
 #include <algorithm>
 
 #include "condbench/flops.h"
 
 namespace condbench {
-
-namespace {
-// ATen operator calls per block + exit test: linear, relu, linear, softmax, amax, gt.
-constexpr int kOpsPerStage = 6;
-}  // namespace
 
 void EagerHost::prepare(const EarlyExitModel& model, int64_t batch) {
   layers_ = model->layers(torch_device(device()));
@@ -37,9 +32,8 @@ at::Tensor EagerHost::read_decision(const at::Tensor& fire, [[maybe_unused]] int
   return fire.to(at::kCPU);  // on CUDA: a device->host copy that waits for the stream
 }
 
-ExitOutput EagerHost::run(const at::Tensor& input, const std::vector<float>& thresholds) {
+ExitOutput EagerHost::do_run(const at::Tensor& input, const std::vector<float>& thresholds) {
   const ModelConfig& config = layers_.config;
-  counters_ = {};
   at::Tensor h = input;
   at::Tensor rows;  // batch indices of the active rows; undefined while all rows are active
   int64_t active = input.size(0);
@@ -52,12 +46,11 @@ ExitOutput EagerHost::run(const at::Tensor& input, const std::vector<float>& thr
     }
     const nvtx::ScopedRange range(nvtx::Level::stage, stages_.exit_test(k + 1));
     const at::Tensor fire = at::softmax(logits, -1).amax(-1) > thresholds[k];
-    counters_.launches += kOpsPerStage;
-    counters_.flops_executed += active * (block_flops(config, k) + head_flops(config));
+    record().flops_executed += active * (block_flops(config, k) + head_flops(config));
 
     // The host decision: one device->host read of the exit test.
     const at::Tensor fire_host = read_decision(fire, active);
-    ++counters_.host_syncs;
+    ++record().host_syncs;
     const bool* fires = fire_host.data_ptr<bool>();
     const int64_t fired = std::count(fires, fires + active, true);
     if (fired == 0) continue;
@@ -77,11 +70,9 @@ ExitOutput EagerHost::run(const at::Tensor& input, const std::vector<float>& thr
     h = h.index_select(0, stay);
     rows = had_rows ? rows.index_select(0, stay) : stay;
     active -= fired;
-    counters_.launches += had_rows ? 4 : 2;  // the index_selects
   }
   const at::Tensor logits = at::linear(h, layers_.head_weight[config.blocks], layers_.head_bias[config.blocks]);
-  counters_.launches += 1;
-  counters_.flops_executed += active * head_flops(config);
+  record().flops_executed += active * head_flops(config);
   write_rows(rows, logits, config.final_exit());
   return {exit_id_, logits_};
 }
@@ -95,7 +86,6 @@ void EagerHost::write_rows(const at::Tensor& rows, const at::Tensor& logits, int
     logits_.copy_(logits);
     exit_id_.fill_(exit_id);
   }
-  counters_.launches += 2;
 }
 
 CONDBENCH_REGISTER_STRATEGY(EagerHost, "eager_host", Engine::torch, Device::cpu);

@@ -1,7 +1,7 @@
 // device_flag (engine native, CUDA): every stage's kernels are launched; each reads the on-device
 // active mask and skips rows already exited, and block and head kernels return at once when no
 // row is left. The host never waits: the decision stays on the device, the launches do not.
-#include "native_cuda_strategy.h"
+#include "native/cuda/native_cuda_strategy.h"
 
 namespace condbench::cuda {
 namespace {

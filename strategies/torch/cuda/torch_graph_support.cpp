@@ -1,4 +1,4 @@
-#include "torch_graph_support.h"
+#include "torch/cuda/torch_graph_support.h"
 
 #include <ATen/core/CachingHostAllocator.h>
 #include <c10/cuda/CUDACachingAllocator.h>

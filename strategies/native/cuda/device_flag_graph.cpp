@@ -1,6 +1,6 @@
 // device_flag_graph (engine native, CUDA): device_flag's kernel sequence captured once into a CUDA
 // graph and replayed: one launch per inference, however deep the model.
-#include "native_cuda_strategy.h"
+#include "native/cuda/native_cuda_strategy.h"
 
 namespace condbench::cuda {
 namespace {

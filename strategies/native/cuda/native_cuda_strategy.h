@@ -20,15 +20,18 @@ class NativeCudaStrategy : public Strategy {
   using Strategy::Strategy;
 
   void prepare(const EarlyExitModel& model, int64_t batch) final;
-  ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) final;
   void finish() final;
-  InferenceCounters counters() const final;
   std::optional<void*> cuda_stream() const final { return stream_.get(); }
 
  protected:
+  ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) final;
+  // No host decision ever; FLOPs from the kernels' own device counter (executed_flops).
+  void do_read_device_counters(InferenceCounters& record) const final;
+
   // Called once at the end of prepare(): capture graphs here.
   virtual void build() {}
-  // Enqueues one inference of state().input on stream(); returns the host-issued launches.
+  // Enqueues one inference of state().input on stream(); returns the launches it issued (each
+  // launch site counts its own: a kernel, or a graph).
   virtual int64_t enqueue() = 0;
 
   const InferenceState& state() const { return state_; }
@@ -54,7 +57,6 @@ class NativeCudaStrategy : public Strategy {
   std::vector<float> uploaded_thresholds_;
   at::Tensor exit_id_, logits_;
   InferenceState state_{};
-  int64_t launches_ = 0;
 };
 
 // A captured inference: the graph, its executable and the begin kernel's node. The graph reads
@@ -84,6 +86,7 @@ namespace condbench::cuda {
 // on stream(): capture_begin_kernel() first, then the stages, then instantiate().
 class GraphedNativeStrategy : public NativeCudaStrategy {
  public:
+  static constexpr bool kSingleLaunch = true;
   using NativeCudaStrategy::NativeCudaStrategy;
 
  protected:

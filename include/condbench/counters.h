@@ -1,0 +1,75 @@
+#pragma once
+// condbench's counters, each described once (docs/design.md §4): the runner writes every counter
+// of this table into the result file, condbench-report's "where the time goes" and
+// scripts/summary.py show them by these descriptions, and the result file's context carries the
+// descriptions, so a reader that does not know a counter can still say what it is.
+//
+// Adding a counter: a line in kCounters, and the place it is measured — a field of
+// InferenceCounters that do_run adds to (source strategy), or the harness (exit ids, GPU timing).
+// Torch-free: condbench-report uses it.
+#include <cstddef>
+#include <string_view>
+
+namespace condbench {
+
+// What one inference did, as the strategy records it (Strategy::record) or the device reports it
+// (Strategy::do_read_device_counters). FLOPs useful are a property of the exit ids (flops.h), not
+// of the strategy, so the harness derives them.
+struct InferenceCounters {
+  double host_syncs = 0;
+  double launches = 0;
+  double flops_executed = 0;
+};
+
+// Who measures a counter.
+enum class CounterSource {
+  strategy,    // a field of InferenceCounters, per inference
+  exit_ids,    // the harness, from the exit ids an inference returned
+  gpu_timing,  // the harness, from CUDA events around held-back inferences (CUDA strategies only)
+};
+
+// How the per-inference values become the number in the result file.
+enum class Averaging {
+  per_inference,  // mean over the timed inferences, each pool batch weighted by how often it ran
+  per_row,        // the same, divided by the batch: a share of rows
+  per_timed_run,  // one measurement over a run of inferences, divided by their number
+};
+
+struct CounterSpec {
+  std::string_view name;  // the result file's key
+  std::string_view unit;
+  CounterSource source;
+  Averaging averaging;
+  double InferenceCounters::*field;  // for source strategy; nullptr otherwise
+  bool in_breakdown;                 // a column of the report's "where the time goes"
+  std::string_view meaning;          // one line
+};
+
+inline constexpr CounterSpec kCounters[] = {
+    {"host_syncs", "waits", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::host_syncs, true,
+     "times the host waited for the device to decide an exit (on the CPU: exit decisions taken by host code)"},
+    {"launches", "launches", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::launches, true,
+     "work the host issued: ATen operator calls, counted by a RecordFunction callback, for the torch engine; kernel "
+     "and graph launches, counted where they are issued, for the native engine; plus graph replays"},
+    {"flops_executed", "FLOPs", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::flops_executed,
+     false, "FLOPs of the Linears actually computed, all rows"},
+    {"flops_useful", "FLOPs", CounterSource::exit_ids, Averaging::per_inference, nullptr, false,
+     "FLOPs of the Linears each row needed up to its own exit"},
+    {"exit_mean", "exit id", CounterSource::exit_ids, Averaging::per_row, nullptr, false,
+     "mean exit id over the rows (1 = first exit)"},
+    {"exit_", "share of rows", CounterSource::exit_ids, Averaging::per_row, nullptr, false,
+     "exit_K: the share of rows that left at exit K"},
+    {"gpu_us", "µs", CounterSource::gpu_timing, Averaging::per_timed_run, nullptr, true,
+     "GPU time per inference: CUDA events around inferences enqueued behind a held stream"},
+};
+
+// The description of `name` ("exit_3" finds the exit_ family), or nullptr.
+inline const CounterSpec* find_counter(std::string_view name) {
+  for (const CounterSpec& c : kCounters) {
+    const bool family = c.name.back() == '_';
+    if (name == c.name || (family && name.size() > c.name.size() && name.substr(0, c.name.size()) == c.name)) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace condbench

@@ -1,0 +1,96 @@
+#include "condbench/strategy.h"
+
+#include <ATen/record_function.h>
+
+#include <algorithm>
+
+#include "condbench/error.h"
+
+namespace condbench {
+
+const char* to_string(Device device) { return device == Device::cpu ? "cpu" : "cuda"; }
+const char* to_string(Engine engine) { return engine == Engine::torch ? "torch" : "native"; }
+
+namespace {
+
+// Counts the ATen operators this thread dispatches while it lives, top-level calls only (an
+// at::linear that calls addmm is one): a RecordFunction callback, added on construction and removed
+// on destruction, so nothing observes an inference outside the untimed pass.
+class AtenCallCount {
+ public:
+  AtenCallCount()
+      : handle_(at::addThreadLocalCallback(
+            at::RecordFunctionCallback(&enter, &leave).scopes({at::RecordScope::FUNCTION}).needsInputs(false))) {
+    calls_ = 0;
+    depth_ = 0;
+  }
+  ~AtenCallCount() { at::removeCallback(handle_); }
+  AtenCallCount(const AtenCallCount&) = delete;
+  AtenCallCount& operator=(const AtenCallCount&) = delete;
+
+  int64_t calls() const { return calls_; }
+
+ private:
+  static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& /*fn*/) {
+    if (depth_++ == 0) ++calls_;
+    return nullptr;
+  }
+  static void leave(const at::RecordFunction& /*fn*/, at::ObserverContext* /*context*/) { --depth_; }
+
+  static thread_local int64_t calls_, depth_;
+  at::RecordFunctionGuard enabled_{true};
+  at::CallbackHandle handle_;
+};
+thread_local int64_t AtenCallCount::calls_ = 0;
+thread_local int64_t AtenCallCount::depth_ = 0;
+
+}  // namespace
+
+Unsupported Strategy::supports(const ModelConfig& /*config*/, Device /*device*/, int64_t /*batch*/) {
+  return std::nullopt;
+}
+
+Strategy::Observed Strategy::observed_run(const at::Tensor& input, const std::vector<float>& thresholds) {
+  Observed observed;
+  int64_t aten_calls = 0;
+  if (launches_are_aten_calls()) {
+    const AtenCallCount count;
+    observed.output = run(input, thresholds);
+    aten_calls = count.calls();
+  } else {
+    observed.output = run(input, thresholds);
+  }
+  finish();
+  observed.counters = record_;
+  do_read_device_counters(observed.counters);
+  observed.counters.launches += static_cast<double>(aten_calls);
+  return observed;
+}
+
+std::string StrategyInfo::key() const { return std::string(to_string(device)) + "/" + to_string(engine) + "/" + name; }
+
+StrategyRegistry& StrategyRegistry::instance() {
+  static StrategyRegistry registry;
+  return registry;
+}
+
+bool StrategyRegistry::add(StrategyInfo info) {
+  if (find(info.device, info.engine, info.name)) fail("strategy " + info.key() + " registered twice");
+  entries_.push_back(std::move(info));
+  // Registration order depends on link order; keep listings stable.
+  std::sort(entries_.begin(), entries_.end(),
+            [](const StrategyInfo& a, const StrategyInfo& b) { return a.key() < b.key(); });
+  return true;
+}
+
+const StrategyInfo* StrategyRegistry::find(Device device, Engine engine, const std::string& name) const {
+  for (const StrategyInfo& info : entries_)
+    if (info.device == device && info.engine == engine && info.name == name) return &info;
+  return nullptr;
+}
+
+bool StrategyRegistry::knows(const std::string& name) const {
+  return std::any_of(entries_.begin(), entries_.end(), [&](const StrategyInfo& info) { return info.name == name; });
+}
+
+}  // namespace condbench
