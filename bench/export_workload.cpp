@@ -1,4 +1,5 @@
 #include "export_workload.h"
+#include "condbench/model_files.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -56,7 +57,7 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
     std::error_code ec;
     fs::create_directories(out, ec);
     if (ec) fail("--export-workload: cannot create '" + out.string() + "': " + ec.message());
-    save_state_dict_file(workload->model()->state(), (out / "weights.pt").string());
+    save_state_dict_file(workload->model()->state_dict(), (out / "weights.pt").string());
     save_tensor_file(workload->pool(), (out / "pool.pt").string());
     nlohmann::json meta;
     meta["config"] = {{"in_features", config.in_features},

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "condbench/agreement.h"
 #include "condbench/error.h"
+#include "condbench/model_files.h"
 #include "condbench/torch_device.h"
 #include "condbench/workload.h"
 

@@ -78,6 +78,10 @@ class AtomicBenchmarkOut {
 int main(int argc, char** argv) {
   try {
     condbench::RunnerOptions options = condbench::parse_runner_options(argc, argv);
+    if (options.list) {
+      condbench::print_strategies(options, std::cout);
+      return 0;
+    }
     if (!options.export_dir.empty()) {
       for (const std::string& dir : condbench::export_workloads(condbench::select_cases(options), options.export_dir))
         std::cout << "wrote " << dir << "\n";

@@ -3,6 +3,9 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <ostream>
+#include <set>
+#include <sstream>
 
 #include "cli.h"
 #include "condbench/error.h"
@@ -13,7 +16,7 @@ namespace {
 const std::vector<std::string> kValueFlags = {"--device",  "--strategy",        "--scenario",      "--batch",
                                               "--hidden",  "--blocks",          "--weights",       "--nvtx",
                                               "--threads", "--export-workload", "--checkpoint-out"};
-const std::vector<std::string> kSwitches = {"--full", "--require-quiet", "--in-order"};
+const std::vector<std::string> kSwitches = {"--full", "--require-quiet", "--in-order", "--list"};
 }  // namespace
 
 RunnerOptions parse_runner_options(int& argc, char** argv) {
@@ -23,6 +26,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   options.full = given("--full");
   options.require_quiet = given("--require-quiet");
   options.in_order = given("--in-order");
+  options.list = given("--list");
   if (options.full) {
     options.batches = {1, 8, 64, 512};
     options.hidden = {64, 256, 1024, 4096};
@@ -87,6 +91,23 @@ std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
     }
   if (cases.empty()) fail("no benchmark matches the flags given (--device, --strategy, --scenario)");
   return cases;
+}
+
+void print_strategies(const RunnerOptions& options, std::ostream& out) {
+  for (const StrategyInfo& info : StrategyRegistry::instance().entries()) {
+    out << info.key();
+    if (info.host_decides) out << "  decides on the host";
+    if (info.single_launch) out << "  one launch per inference";
+    out << "\n";
+  }
+  std::set<std::string> said;
+  for (const BenchmarkCase& c : select_cases(options))
+    if (const Unsupported why = c.strategy->unsupported(c.config, c.batch)) {
+      std::ostringstream line;
+      line << c.strategy->key() << " cannot run hidden " << c.config.hidden << ", " << c.config.blocks
+           << " blocks, batch " << c.batch << ": " << *why;
+      if (said.insert(line.str()).second) out << line.str() << "\n";
+    }
 }
 
 void register_cases(const std::vector<BenchmarkCase>& cases) {

@@ -1,5 +1,6 @@
 #pragma once
 // The project flags of condbench (docs/design.md §4) and the benchmarks they register with Google Benchmark.
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct RunnerOptions {
   std::string checkpoint_out;  // --checkpoint-out: JSON of every finished benchmark, as they finish
   bool require_quiet = false;  // refuse to start on a busy machine
   bool in_order = false;       // repetitions in registration order, not randomly interleaved
+  bool list = false;           // --list: print the strategies and what they declare, run nothing
 };
 
 // Takes condbench's own flags out of argv (Google Benchmark parses the rest) and validates them.
@@ -32,5 +34,9 @@ RunnerOptions parse_runner_options(int& argc, char** argv);
 std::vector<BenchmarkCase> select_cases(const RunnerOptions& options);
 
 void register_cases(const std::vector<BenchmarkCase>& cases);
+
+// --list: every registered strategy (device/engine/name) with what it declares, then, for the
+// models and batches the flags select, the cases a strategy cannot run and why.
+void print_strategies(const RunnerOptions& options, std::ostream& out);
 
 }  // namespace condbench

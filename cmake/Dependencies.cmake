@@ -59,8 +59,6 @@ if(CONDBENCH_CUDA)
   # cudart would be a second runtime with its own state beside LibTorch's, and CUDA objects
   # (graphs, handles, streams) handed between the two are a source of subtle failures.
   set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
-  set(CMAKE_CUDA_STANDARD 17)
-  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
 endif()

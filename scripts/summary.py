@@ -6,8 +6,12 @@ usage: scripts/summary.py [--markdown] RESULT.json...   (flags in any position; 
                                                        read as one, e.g. a run and its peer)
 """
 import json
+import os
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "python"))
+import benchmark_name  # noqa: E402  (the names' one definition on the Python side)
 
 
 def load(path):
@@ -30,9 +34,14 @@ def medians(data):
             continue
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
             continue
-        parts = b["run_name"].split("/")
-        _, device, engine, strategy, scenario, batch, hidden, blocks = parts[:8]
-        key = (device, int(hidden.split(":")[1]), int(blocks.split(":")[1]), int(batch.split(":")[1]), scenario)
+        name = benchmark_name.parse(b["run_name"].removesuffix("/real_time"))
+        if name is None or len(name[0]) != 4:
+            continue
+        (_, device, engine, strategy), axes = name
+        known = dict(axes)
+        extra = "/".join(f"{k}:{v}" for k, v in axes if k not in ("exit", "mix", "batch", "hidden", "blocks"))
+        scenario = benchmark_name.scenario(axes) + (f" ({extra})" if extra else "")
+        key = (device, int(known["hidden"]), int(known["blocks"]), int(known["batch"]), scenario)
         value = b["real_time"] * scale[b["time_unit"]]
         # with repetitions the median aggregate wins over single runs
         if b.get("run_type") == "aggregate" or f"{engine}/{strategy}" not in table[key]:
@@ -41,7 +50,7 @@ def medians(data):
 
 
 def scenario_order(name):
-    kind, _, rest = name.partition(":")
+    kind, _, rest = name.split(" ")[0].partition(":")
     return (0, int(rest), "") if kind == "exit" else (1, 0, ["early", "uniform", "late"].index(rest))
 
 

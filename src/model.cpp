@@ -37,7 +37,7 @@ EarlyExitModelImpl::EarlyExitModelImpl(const ModelConfig& config, uint64_t seed)
 EarlyExitModelImpl::EarlyExitModelImpl(const ModelConfig& config, const StateDict& state_dict) : config_(config) {
   config_.validate();
   build();
-  load(state_dict);
+  load_state_dict(state_dict);
 }
 
 void EarlyExitModelImpl::build() {
@@ -78,7 +78,7 @@ void check_state_dict(const ModelConfig& config, const StateDict& state_dict) {
     if (!expected.count(name)) fail("weights: unexpected key '" + printable(name) + "'");
 }
 
-void EarlyExitModelImpl::load(const StateDict& state_dict) {
+void EarlyExitModelImpl::load_state_dict(const StateDict& state_dict) {
   // Check everything before changing anything, so a bad file leaves the model as it was.
   check_state_dict(config_, state_dict);
   std::map<std::string, at::Tensor> given(state_dict.begin(), state_dict.end());
@@ -93,7 +93,7 @@ void EarlyExitModelImpl::load(const StateDict& state_dict) {
     named[spec.name].copy_(given[spec.name].to(at::kCPU, at::kFloat));
 }
 
-StateDict EarlyExitModelImpl::state() const {
+StateDict EarlyExitModelImpl::state_dict() const {
   StateDict out;
   const auto named = named_parameters();
   for (const ParameterSpec& spec : parameter_specs(config_))
@@ -103,7 +103,7 @@ StateDict EarlyExitModelImpl::state() const {
 
 FlatParameters EarlyExitModelImpl::flat_parameters() const {
   FlatParameters params;
-  for (const auto& [name, tensor] : state()) {
+  for (const auto& [name, tensor] : state_dict()) {
     const at::Tensor t = tensor.contiguous();
     params.emplace_back(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
   }

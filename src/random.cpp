@@ -11,13 +11,6 @@ float SplitMix64::normal() {
   return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
 }
 
-std::vector<float> uniform_floats(uint64_t seed, size_t n, float lo, float hi) {
-  SplitMix64 rng(seed);
-  std::vector<float> values(n);
-  for (float& v : values) v = rng.uniform(lo, hi);
-  return values;
-}
-
 std::vector<float> normal_floats(uint64_t seed, size_t n) {
   SplitMix64 rng(seed);
   std::vector<float> values(n);

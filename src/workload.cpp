@@ -1,4 +1,5 @@
 #include "condbench/workload.h"
+#include "condbench/model_files.h"
 
 #include <ATen/ATen.h>
 

@@ -256,6 +256,25 @@ class BenchmarkOutput(unittest.TestCase):
                           "read4_pageable_sync", "read4_pinned_sync"]:
             self.assertIn(f"primitive/cuda/{primitive}", result.stdout)
 
+    def test_list_is_the_registry_and_the_docs_tables_match_it(self):
+        result = run(CONDBENCH, "--list")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        listed = {line.split()[0] for line in result.stdout.splitlines() if line and " cannot run " not in line}
+        self.assertIn("cpu/native/fused", listed)
+        self.assertIn("cpu/torch/eager_host  decides on the host", result.stdout)
+        if self.data["context"]["cuda_build"] == "yes":
+            self.assertIn("cuda/native/graph_while  one launch per inference", result.stdout)
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+        for doc in ["README.md", os.path.join("docs", "design.md")]:
+            with open(os.path.join(root, doc)) as f:
+                rows = [[c.strip() for c in line.split("|")[1:4]] for line in f
+                        if re.match(r"^\| `[a-z_]+` \| (cpu|cuda)", line)]
+            documented = {f"{device}/{engine}/{name.strip('`')}" for name, devices, engines in rows
+                          for device in devices.split(", ") for engine in engines.split(", ")}
+            # a CPU-only build registers the CPU strategies only; the docs list every one
+            self.assertEqual({k for k in documented if self.data["context"]["cuda_build"] == "yes"
+                              or k.startswith("cpu/")}, listed, doc)
+
     def test_listing_needs_no_run(self):
         result = run(CONDBENCH, "--device=cpu", "--benchmark_list_tests=true")
         self.assertEqual(result.returncode, 0, result.stderr)

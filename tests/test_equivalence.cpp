@@ -114,10 +114,10 @@ TEST(Equivalence, ConfidenceEqualToItsThresholdDoesNotFire) {
     config.num_classes = classes;
     config.blocks = 3;
     EarlyExitModel model(config, 7);
-    StateDict state = model->state();
+    StateDict state = model->state_dict();
     for (auto& [name, tensor] : state)
       if (name.rfind("exit2.", 0) == 0) tensor.zero_();
-    model->load(state);
+    model->load_state_dict(state);
     const FlatParameters params = model->flat_parameters();
     const at::Tensor x = seeded_input(config, 5, 11);
     const float equal = 1.0f / static_cast<float>(classes);

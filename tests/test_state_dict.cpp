@@ -7,6 +7,7 @@
 
 #include "condbench/error.h"
 #include "condbench/model.h"
+#include "condbench/model_files.h"
 #include "condbench/random.h"
 
 namespace condbench::testing {
@@ -25,7 +26,7 @@ class StateDictFile : public ::testing::Test {
   static std::string load_error(const StateDict& state) {
     EarlyExitModel model(ModelConfig{}, 1);
     try {
-      model->load(state);
+      model->load_state_dict(state);
     } catch (const Error& e) {
       return e.what();
     }
@@ -57,29 +58,29 @@ TEST_F(StateDictFile, SeedGivesTheSameWeightsEveryTime) {
 TEST_F(StateDictFile, SaveThenLoadRoundTripsBitExactly) {
   ModelConfig config{7, 13, 5, 4};
   const EarlyExitModel model(config, 3);
-  save_state_dict_file(model->state(), path("w.pt"));
+  save_state_dict_file(model->state_dict(), path("w.pt"));
   const StateDict loaded = load_state_dict_file(path("w.pt"));
   EXPECT_EQ(infer_config(loaded), config);
   const EarlyExitModel again(infer_config(loaded), loaded);
   EXPECT_EQ(again->flat_parameters(), model->flat_parameters());  // bit for bit
-  ASSERT_EQ(loaded.size(), model->state().size());
-  for (size_t i = 0; i < loaded.size(); ++i) EXPECT_EQ(loaded[i].first, model->state()[i].first);  // order kept
+  ASSERT_EQ(loaded.size(), model->state_dict().size());
+  for (size_t i = 0; i < loaded.size(); ++i) EXPECT_EQ(loaded[i].first, model->state_dict()[i].first);  // order kept
 }
 
 TEST_F(StateDictFile, MissingKeyIsNamed) {
-  StateDict state = EarlyExitModel(ModelConfig{}, 1)->state();
+  StateDict state = EarlyExitModel(ModelConfig{}, 1)->state_dict();
   state.erase(state.begin() + 8);  // exit2.weight
   EXPECT_NE(load_error(state).find("missing key 'exit2.weight'"), std::string::npos) << load_error(state);
 }
 
 TEST_F(StateDictFile, ExtraKeyIsNamed) {
-  StateDict state = EarlyExitModel(ModelConfig{}, 1)->state();
+  StateDict state = EarlyExitModel(ModelConfig{}, 1)->state_dict();
   state.emplace_back("exit9.weight", at::zeros({10, 64}));
   EXPECT_NE(load_error(state).find("unexpected key 'exit9.weight'"), std::string::npos) << load_error(state);
 }
 
 TEST_F(StateDictFile, WrongShapeIsNamed) {
-  StateDict state = EarlyExitModel(ModelConfig{}, 1)->state();
+  StateDict state = EarlyExitModel(ModelConfig{}, 1)->state_dict();
   state[2].second = at::zeros({64, 63});  // backbone.1.weight
   const std::string message = load_error(state);
   EXPECT_NE(message.find("'backbone.1.weight' has shape [64, 63], expected [64, 64]"), std::string::npos) << message;
@@ -88,9 +89,9 @@ TEST_F(StateDictFile, WrongShapeIsNamed) {
 TEST_F(StateDictFile, FailedLoadLeavesTheModelAsItWas) {
   EarlyExitModel model(ModelConfig{}, 1);
   const FlatParameters before = model->flat_parameters();
-  StateDict state = EarlyExitModel(ModelConfig{}, 2)->state();
+  StateDict state = EarlyExitModel(ModelConfig{}, 2)->state_dict();
   state.pop_back();
-  EXPECT_THROW(model->load(state), Error);
+  EXPECT_THROW(model->load_state_dict(state), Error);
   EXPECT_EQ(model->flat_parameters(), before);
 }
 
@@ -109,8 +110,8 @@ TEST_F(StateDictFile, UnreadableOrForeignFilesGiveOneLineErrors) {
 
 TEST_F(StateDictFile, ConfigIsReadFromTheShapes) {
   const ModelConfig config{11, 17, 3, 5};
-  EXPECT_EQ(infer_config(EarlyExitModel(config, 1)->state()), config);
-  StateDict no_final = EarlyExitModel(config, 1)->state();
+  EXPECT_EQ(infer_config(EarlyExitModel(config, 1)->state_dict()), config);
+  StateDict no_final = EarlyExitModel(config, 1)->state_dict();
   no_final.pop_back();
   no_final.pop_back();
   EXPECT_THROW(infer_config(no_final), Error);

@@ -20,6 +20,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchmark_name  # noqa: E402
 from early_exit import load_model, variants  # noqa: E402
 
 SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
@@ -146,8 +147,10 @@ def main():
                             "exit_mean": sum(visited) / len(visited)}
                 for k in range(1, config["blocks"] + 2):
                     counters[f"exit_{k}"] = visited.count(k) / len(visited)
-                bench_name = (f"early_exit/{args.device}/python/{name}/{scenario}/batch:1/"
-                              f"hidden:{config['hidden']}/blocks:{config['blocks']}")
+                kind, _, value = scenario.partition(":")
+                bench_name = benchmark_name.build(
+                    ["early_exit", args.device, "python", name],
+                    [(kind, value), ("batch", 1), ("hidden", config["hidden"]), ("blocks", config["blocks"])])
                 benchmarks += [entry(bench_name, r, args.repetitions, iterations, t, counters)
                                for r, t in enumerate(times)]
                 benchmarks += aggregates(bench_name, args.repetitions, times, counters)

@@ -38,8 +38,8 @@ class EarlyExitModelImpl : public torch::nn::Module {
 
   // Replaces every parameter. Throws condbench::Error naming the first missing, unexpected or
   // wrongly shaped key; on error the model is unchanged.
-  void load(const StateDict& state_dict);
-  StateDict state() const;  // named_parameters() in spec order, on the CPU
+  void load_state_dict(const StateDict& state_dict);
+  StateDict state_dict() const;  // named_parameters() in spec order, on the CPU
 
   FlatParameters flat_parameters() const;
   NativeModel native() const { return NativeModel::from_parameters(config_, flat_parameters()); }
@@ -67,17 +67,5 @@ ModelConfig infer_config(const StateDict& state_dict);
 // Throws condbench::Error naming the first missing, unexpected, non-float or wrongly shaped key of
 // `state_dict` for a model of `config`. Reads no tensor data, so it also checks meta tensors.
 void check_state_dict(const ModelConfig& config, const StateDict& state_dict);
-
-// torch.save(model.state_dict(), path) files (zip format), read with LibTorch's unpickler. Throws condbench::Error
-// ("weights FILE: ...") when the file is unreadable or holds anything but a dict of tensors.
-StateDict load_state_dict_file(const std::string& path);
-// Writes a file that Python's torch.load (with its default weights_only=True) and
-// load_state_dict_file read: an OrderedDict of tensors, like model.state_dict(). Atomic.
-void save_state_dict_file(const StateDict& state_dict, const std::string& path);
-
-// A tensor saved with torch.save (condbench-infer's --input). Throws condbench::Error.
-at::Tensor load_tensor_file(const std::string& path);
-// Writes a tensor as torch.save does (torch.load reads it, weights_only too); atomic.
-void save_tensor_file(const at::Tensor& tensor, const std::string& path);
 
 }  // namespace condbench

@@ -25,8 +25,6 @@ class SplitMix64 {
   uint64_t state_;
 };
 
-// n floats uniform in [lo, hi).
-std::vector<float> uniform_floats(uint64_t seed, size_t n, float lo, float hi);
 // n floats from N(0, 1).
 std::vector<float> normal_floats(uint64_t seed, size_t n);
 

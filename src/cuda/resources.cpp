@@ -16,12 +16,6 @@ Event make_event(bool timing) {
   return Event(event);
 }
 
-Graph make_graph() {
-  cudaGraph_t graph = nullptr;
-  CONDBENCH_CUDA_CHECK(cudaGraphCreate(&graph, 0));
-  return Graph(graph);
-}
-
 GraphExec instantiate(const Graph& graph) {
   cudaGraphExec_t exec = nullptr;
   CONDBENCH_CUDA_CHECK(cudaGraphInstantiate(&exec, graph.get(), 0));

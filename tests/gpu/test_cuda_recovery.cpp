@@ -11,10 +11,10 @@
 #include <stdexcept>
 
 #include "condbench/cuda/check.h"
-#include "condbench/cuda/primitives.h"
 #include "condbench/cuda/resources.h"
 #include "condbench/error.h"
 #include "gpu_test_support.h"
+#include "torch/cuda/graph_cond.h"
 #include "torch/cuda/torch_graph_support.h"
 
 namespace condbench::testing {

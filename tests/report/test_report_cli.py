@@ -48,7 +48,7 @@ class Report(unittest.TestCase):
         # conservative margin: masked's low edge over fused's high edge
         self.assertIn("| cpu · Test CPU | 1 | 64 | 3 | mix:late | native/fused | 5 | \\[5–5\\] | ≥4.2× | torch/masked |", md)
         self.assertNotIn("disturbed", md)
-        self.assertIn("| torch/masked | 21 | - | 0 | 25 | 64.8% |", md)  # 1 - 9000/25600 wasted
+        self.assertIn("| torch/masked | 21 | 0 | 25 | - | 64.8% |", md)  # 1 - 9000/25600 wasted
         # self-contained: nothing fetched from anywhere
         self.assertNotRegex(html, r"<script[^>]*src=|<link[^>]*href=|src=\"https?:|url\(https?:")
         if shutil.which("gnuplot"):
@@ -59,6 +59,23 @@ class Report(unittest.TestCase):
         else:
             self.assertIn("Charts were skipped", md)
         self.assertEqual(sorted(os.listdir(self.dir)), ["report"])  # no temporary directory left
+
+    def test_summary_reads_names_by_their_axes_and_keeps_unknown_ones(self):
+        with open(SMALL) as f:
+            data = json.loads(f.read().replace("NaN", "null"))
+        extra = copy.deepcopy([b for b in data["benchmarks"] if b["name"].startswith("early_exit/")])
+        for b in extra:
+            for key in ("name", "run_name"):
+                b[key] = b[key].replace("/hidden:", "/seq:128/hidden:")
+        data["benchmarks"] += extra
+        path = self.write_json("extra-axis.json", data)
+        summary = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "summary.py")
+        result = subprocess.run([sys.executable, summary, path], capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = [line.split() for line in result.stdout.splitlines()[1:]]
+        self.assertEqual(len(rows), 4, result.stdout)  # two scenarios, with and without the extra axis
+        self.assertIn(["cpu", "64", "3", "1", "mix:early", "(seq:128)"], [r[:6] for r in rows])
+        self.assertIn(["cpu", "64", "3", "1", "mix:early"], [r[:5] for r in rows])
 
     def test_report_replaces_an_older_one_whole(self):
         out = os.path.join(self.dir, "report")

@@ -21,13 +21,12 @@ class DeviceModel {
 
   const ModelConfig& config() const { return config_; }
   const DeviceLinear* table() const { return table_.get(); }  // device pointer
-  const DeviceLinear& host_layer(int index) const { return host_table_[index]; }
 
  private:
   ModelConfig config_;
   DeviceBuffer<float> weights_;
   DeviceBuffer<DeviceLinear> table_;
-  std::vector<DeviceLinear> host_table_;
+  std::vector<DeviceLinear> host_table_;  // the source of table_'s asynchronous upload: kept alive
 };
 
 }  // namespace condbench::cuda

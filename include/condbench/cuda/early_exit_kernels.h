@@ -58,9 +58,6 @@ void launch_exit_test(const InferenceState& state, const DeviceLinear* table, St
 // Rows still active after the final head leave with exit id blocks+1.
 void launch_finish(const InferenceState& state, const DeviceLinear* table, cudaStream_t stream);
 
-// Number of kernel launches launch_* make for one inference of `blocks` blocks.
-constexpr int kernels_per_inference(int blocks) { return 1 + 3 * blocks + 2; }
-
 // The begin kernel's launch as a graph kernel node's parameters, so a graph can be pointed at a
 // new input without recapture (cudaGraphExecKernelNodeSetParams). `args` must outlive the call.
 struct BeginNodeParams {

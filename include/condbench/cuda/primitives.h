@@ -7,7 +7,5 @@ namespace condbench::cuda {
 void launch_empty(cudaStream_t stream);
 // Sets a conditional handle to `value` (captured into a graph ahead of the IF node it drives).
 void launch_set_condition(cudaGraphConditionalHandle handle, unsigned value, cudaStream_t stream);
-// Sets a conditional handle from a flag in device memory (graph_cond's torch engine, runtime route).
-void launch_set_condition_from(cudaGraphConditionalHandle handle, const bool* flag, cudaStream_t stream);
 
 }  // namespace condbench::cuda

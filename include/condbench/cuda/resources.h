@@ -47,7 +47,6 @@ using GraphExec = Owned<cudaGraphExec_t, cudaGraphExecDestroy>;
 Stream make_stream();
 // An event for ordering (no timing) or, with timing = true, for cudaEventElapsedTime.
 Event make_event(bool timing);
-Graph make_graph();
 GraphExec instantiate(const Graph& graph);
 
 // count elements of T from Allocate, returned with Release exactly once: device memory

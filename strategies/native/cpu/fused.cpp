@@ -17,7 +17,7 @@ namespace {
 
 // Eight floats as one value (GCC/Clang vector extension); aligned(4) makes loads from any float
 // address legal. With -march=native the compiler picks the widest registers the CPU has.
-typedef float Float8 __attribute__((vector_size(32), aligned(4)));
+typedef float Vec8f __attribute__((vector_size(32), aligned(4)));
 
 // A Linear's weights repacked for batches: panel p holds outputs [8p, 8p + 8) for every i,
 // contiguous ([p][i][8]), so one panel (in x 8 floats) is read front to back and stays in cache
@@ -41,18 +41,18 @@ struct PanelLinear {
 // ascending order, so a row gets the same bits whether it runs alone or in a group. CPU-only: a
 // schedule of the shared math, not new math.
 void linear_rows4(const PanelLinear& l, int p, const float* const x[4], float* const y[4], bool relu) {
-  const Float8 b = *reinterpret_cast<const Float8*>(l.bias + 8 * p);
-  Float8 acc0 = b, acc1 = b, acc2 = b, acc3 = b;
+  const Vec8f b = *reinterpret_cast<const Vec8f*>(l.bias + 8 * p);
+  Vec8f acc0 = b, acc1 = b, acc2 = b, acc3 = b;
   const float* w = l.panel.data() + static_cast<size_t>(p) * l.in * 8;
   const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
   for (int i = 0; i < l.in; ++i, w += 8) {
-    const Float8 wi = *reinterpret_cast<const Float8*>(w);
+    const Vec8f wi = *reinterpret_cast<const Vec8f*>(w);
     acc0 += x0[i] * wi;
     acc1 += x1[i] * wi;
     acc2 += x2[i] * wi;
     acc3 += x3[i] * wi;
   }
-  const Float8 acc[4] = {acc0, acc1, acc2, acc3};
+  const Vec8f acc[4] = {acc0, acc1, acc2, acc3};
   const int valid = std::min(8, l.out - 8 * p);
   for (int r = 0; r < 4; ++r)
     for (int j = 0; j < valid; ++j) y[r][8 * p + j] = relu && acc[r][j] < 0.0f ? 0.0f : acc[r][j];

@@ -72,14 +72,17 @@ void NativeCudaStrategy::do_read_device_counters(InferenceCounters& record) cons
   record.flops_executed = executed_flops();
 }
 
-void NativeCudaStrategy::enqueue_all_stages() {
+int64_t NativeCudaStrategy::enqueue_all_stages() {
+  int64_t launches = 0;
   for (int s = 0; s < blocks(); ++s) {
     launch_block(state_, table(), {s, nullptr}, stream());
     launch_head(state_, table(), {s, nullptr}, stream());
     launch_exit_test(state_, table(), {s, nullptr}, kNoCondition, stream());
+    launches += 3;
   }
   launch_head(state_, table(), {blocks(), nullptr}, stream());
   launch_finish(state_, table(), stream());
+  return launches + 2;
 }
 
 void CapturedInference::instantiate(cudaGraph_t graph, cudaGraphNode_t begin_node, const InferenceState& state,

@@ -44,8 +44,8 @@ class NativeCudaStrategy : public Strategy {
   const at::Tensor& exit_ids() const { return exit_id_; }
 
   // Every stage after begin, without conditionals: what device_flag launches and
-  // device_flag_graph captures.
-  void enqueue_all_stages();
+  // device_flag_graph captures. Returns the kernels it launched, counted as it launches them.
+  int64_t enqueue_all_stages();
 
  private:
   Stream stream_;

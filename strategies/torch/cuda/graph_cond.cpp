@@ -23,10 +23,10 @@
 #include <algorithm>
 #include <memory>
 
-#include "condbench/cuda/primitives.h"
 #include "condbench/cuda/resources.h"
 #include "condbench/flops.h"
 #include "condbench/torch_cuda.h"
+#include "torch/cuda/graph_cond.h"
 #include "torch/cuda/torch_graph_support.h"
 #include "torch/torch_strategy.h"
 

@@ -75,7 +75,6 @@ class DeviceThresholds {
     values_ = at::zeros({blocks}, at::TensorOptions().device(at::kCUDA, 0).dtype(at::kFloat));
     uploaded_.clear();
   }
-  const at::Tensor& tensor() const { return values_; }
   at::Tensor at(int k) const { return values_[k]; }
   void update(const std::vector<float>& thresholds) {
     if (thresholds == uploaded_) return;  // a benchmark keeps its thresholds: no copy while timed

@@ -10,7 +10,7 @@
 #include <iterator>
 
 #include "condbench/error.h"
-#include "condbench/model.h"
+#include "condbench/model_files.h"
 #include "torch_save_reader.h"
 #include "torch_save_writer.h"
 

@@ -1,0 +1,12 @@
+#pragma once
+// graph_cond (engine torch), runtime_api route: the one kernel it adds to the graph LibTorch's
+// ops are captured into, callable from the C++ side.
+#include <cuda_runtime_api.h>
+
+namespace condbench::cuda {
+
+// Sets a conditional node's handle from a flag in device memory: captured ahead of the IF node
+// it drives, so the flag an earlier kernel wrote decides whether the body runs.
+void launch_set_condition_from(cudaGraphConditionalHandle handle, const bool* flag, cudaStream_t stream);
+
+}  // namespace condbench::cuda
