@@ -66,7 +66,8 @@ void report_counters(benchmark::State& state, const std::vector<BatchRecord>& re
   double useful = 0, weight_sum = 0;
   std::vector<double> exits(config.num_exits(), 0.0);
   for (int64_t j = 0; j < n; ++j) {
-    const double visits = static_cast<double>(iterations / n + (j < iterations % n ? 1 : 0));
+    const int64_t whole_walks = iterations / n;  // every pool batch ran this often, the first ones once more
+    const double visits = static_cast<double>(whole_walks + (j < iterations % n ? 1 : 0));
     const BatchRecord& rec = records[j];
     for (const CounterSpec& spec : kCounters)
       if (spec.field) recorded.*spec.field += visits * rec.counters.*spec.field;

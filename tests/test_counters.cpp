@@ -50,6 +50,10 @@ TEST_P(CountersTest, EagerHostDecidesOnceOnTheHostPerExitTestReached) {
           run_once(Device::cpu, Engine::torch, "eager_host", *w, w->thresholds(Scenario::parse(GetParam())), input);
       const int deepest = *std::max_element(seen.exits.begin(), seen.exits.end());
       EXPECT_EQ(seen.counters.host_syncs, std::min(deepest, w->config().blocks)) << "batch " << batch;
+      // each decision reads one bool per row still active: at least one, and all of them the first time
+      EXPECT_GE(seen.counters.bytes_read_back, seen.counters.host_syncs);
+      EXPECT_LE(seen.counters.bytes_read_back, seen.counters.host_syncs * batch);
+      if (batch == 1) EXPECT_EQ(seen.counters.bytes_read_back, seen.counters.host_syncs);
       // compaction: each row's blocks and heads run once, up to its own exit
       EXPECT_DOUBLE_EQ(seen.counters.flops_executed, seen.useful);
     }

@@ -19,6 +19,7 @@ struct InferenceCounters {
   double host_syncs = 0;
   double launches = 0;
   double flops_executed = 0;
+  double bytes_read_back = 0;
 };
 
 // Who measures a counter.
@@ -53,6 +54,8 @@ inline constexpr CounterSpec kCounters[] = {
      "and graph launches, counted where they are issued, for the native engine; plus graph replays"},
     {"flops_executed", "FLOPs", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::flops_executed,
      false, "FLOPs of the Linears actually computed, all rows"},
+    {"bytes_read_back", "bytes", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::bytes_read_back,
+     true, "bytes the host read back from the device to decide exits (on the CPU: the exit masks host code reads)"},
     {"flops_useful", "FLOPs", CounterSource::exit_ids, Averaging::per_inference, nullptr, false,
      "FLOPs of the Linears each row needed up to its own exit"},
     {"exit_mean", "exit id", CounterSource::exit_ids, Averaging::per_row, nullptr, false,

@@ -26,8 +26,7 @@ PinnedReadback::PinnedReadback() : ready_(std::make_unique<Event>()) {}
 PinnedReadback::~PinnedReadback() = default;
 
 void PinnedReadback::read(const at::Tensor& device_src, const at::Tensor& pinned_dst) {
-  at::Tensor destination = pinned_dst;  // a view of the caller's pinned buffer
-  destination.copy_(device_src, /*non_blocking=*/true);
+  pinned_dst.copy_(device_src, /*non_blocking=*/true);  // a view of the caller's pinned buffer
   ready_->event.record(c10::cuda::getCurrentCUDAStream(0));
   ready_->event.synchronize();
 }

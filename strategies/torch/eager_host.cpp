@@ -51,6 +51,7 @@ ExitOutput EagerHost::do_run(const at::Tensor& input, const std::vector<float>& 
     // The host decision: one device->host read of the exit test.
     const at::Tensor fire_host = read_decision(fire, active);
     ++record().host_syncs;
+    record().bytes_read_back += static_cast<double>(active);  // one bool per active row
     const bool* fires = fire_host.data_ptr<bool>();
     const int64_t fired = std::count(fires, fires + active, true);
     if (fired == 0) continue;

@@ -55,6 +55,7 @@ class SegmentedGraph final : public TorchStrategy {
                                  (layers_.block_weight[k].numel() + layers_.head_weight[k].numel());
       readback_.read(any_left_[k].view({1}), any_left_host_);  // the host decides
       ++record().host_syncs;
+      record().bytes_read_back += 1;  // one bool: is any row left?
       if (!any_left_host_.data_ptr<bool>()[0]) return {io_.exit_id, io_.logits};
     }
     graphs_[blocks]->replay();
