@@ -324,14 +324,18 @@ StrategyComparisons compare_strategies(const std::vector<Comparison>& rows, doub
   }
   StrategyComparisons out;
   out.whole_run = summarize_changes(all, min_effect);
-  const double drift = all.empty() ? 0.0 : median(all);
+  std::vector<double> strategy_medians;
+  for (const auto& entry : by_strategy) strategy_medians.push_back(median(entry.second));
+  const std::optional<double> log_drift =
+      by_strategy.size() >= kMinStrategiesForDrift ? std::optional<double>(median(strategy_medians)) : std::nullopt;
+  if (log_drift) out.drift = std::expm1(*log_drift);
   for (const auto& [strategy, changes] : by_strategy) {
     StrategyComparison s;
     s.strategy = strategy;
     s.change = summarize_changes(changes, min_effect);
-    if (by_strategy.size() > 1) {
+    if (log_drift) {
       std::vector<double> beyond;
-      for (double c : changes) beyond.push_back(c - drift);
+      for (double c : changes) beyond.push_back(c - *log_drift);
       s.against_run = summarize_changes(beyond, min_effect);
     }
     out.strategies.push_back(s);

@@ -112,9 +112,10 @@ struct ChangeSummary {
 struct StrategyComparison {
   std::string strategy;  // the benchmark name without its key:value axes: "early_exit/cpu/native/fused"
   ChangeSummary change;  // its benchmarks as they are
-  // Its benchmarks against the whole run: each change divided by the whole run's median change.
+  // Its benchmarks against the run's drift: each change divided by StrategyComparisons::drift.
   // Between two runs the machine drifts, and drift moves every strategy alike; this is what one
-  // strategy did beyond that. Only when the run has another strategy to compare with.
+  // strategy did beyond that. Only when the run has 3 or more strategies, so that one strategy
+  // that changed cannot move the drift estimate.
   std::optional<ChangeSummary> against_run;
   const ChangeSummary& decisive() const { return against_run ? *against_run : change; }
 };
@@ -123,8 +124,13 @@ struct StrategyComparisons {
   // Every benchmark: a shift here is a change to everything, or the machine drifting between the
   // runs; two runs cannot tell which (an A/A pair can).
   ChangeSummary whole_run;
+  // The drift each strategy is judged against: the median of the strategies' median changes. With
+  // 3 or more strategies, one that changed (however many benchmarks it has) cannot move it; the
+  // median over all benchmarks could (a third of them 20% slower moves it by several percent).
+  std::optional<double> drift;
   std::vector<StrategyComparison> strategies;  // by name
 };
+constexpr size_t kMinStrategiesForDrift = 3;
 StrategyComparisons compare_strategies(const std::vector<Comparison>& rows, double min_effect = kDefaultMinEffect);
 
 // "6.1×", "55×": speedups as the sentences and tables print them.

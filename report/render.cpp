@@ -623,8 +623,10 @@ std::string comparison_markdown(const std::vector<Comparison>& rows, const std::
   md << "\nWhole run: " << change_text(run) << " over " << run.benchmarks << " benchmarks (" << run.slower << " up, "
      << run.faster << " down), " << to_string(run.verdict)
      << ". A shift of the whole run is a change to every strategy or the machine drifting between the runs; two runs "
-        "cannot tell which, an A/A pair can.\n";
-  md << "\n| strategy (all its benchmarks) | benchmarks | medians up / down | median change | against the whole run "
+        "cannot tell which, an A/A pair can.";
+  if (together.drift) md << " Drift, the median of the strategies' median changes: " << percent(*together.drift) << ".";
+  md << "\n";
+  md << "\n| strategy (all its benchmarks) | benchmarks | medians up / down | median change | against the drift "
         "| verdict |\n"
      << "|---|---:|---:|---|---|---|\n";
   for (const StrategyComparison& s : together.strategies)
@@ -634,9 +636,9 @@ std::string comparison_markdown(const std::vector<Comparison>& rows, const std::
        << " |\n";
   md << "\nBy strategy: the median change over the strategy's benchmarks, with its distribution-free "
      << number(100 * kIntervalConfidence)
-     << "% interval (a sign test); where the run has several strategies, the verdict is on the change against the "
-        "whole run's median change (each benchmark's change divided by it), so that drift of the machine, which "
-        "moves every strategy alike, is not called a change. FASTER/SLOWER when the whole interval lies beyond "
+     << "% interval (a sign test); where the run has 3 or more strategies, the verdict is on the change against the "
+        "drift (each benchmark's change divided by it), so that drift of the machine, which moves every strategy "
+        "alike, is not called a change. FASTER/SLOWER when the whole interval lies beyond "
      << number(100 * min_effect, 3) << "%; fewer than 6 benchmarks cannot reach that (TOO FEW BENCHMARKS).\n";
   return md.str();
 }
