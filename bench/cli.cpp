@@ -31,6 +31,8 @@ std::map<std::string, std::string> take_flags(int& argc, char** argv, const std:
     if (is_switch) {
       if (eq != std::string::npos) fail(name + ": takes no value");
       flags[name] = "";
+    } else if (eq == std::string::npos && i + 1 < argc && argv[i + 1][0] != '-') {
+      flags[name] = argv[++i];  // --name value
     } else {
       if (eq == std::string::npos || eq + 1 == arg.size()) fail(name + ": needs a value (" + name + "=...)");
       flags[name] = arg.substr(eq + 1);

@@ -12,8 +12,9 @@
 
 namespace condbench::cli {
 
-// Takes the flags named in `known` out of argv (so Google Benchmark never sees them) and returns
-// them by name. A known flag without its value, or given twice, is an error.
+// Takes the flags named in `known` (with a value: --name=value, or --name value when the next
+// argument does not start with '-') and `switches` out of argv, so Google Benchmark never sees
+// them, and returns them by name. A known flag without its value, or given twice, is an error.
 std::map<std::string, std::string> take_flags(int& argc, char** argv, const std::vector<std::string>& known,
                                               const std::vector<std::string>& switches);
 

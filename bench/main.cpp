@@ -77,6 +77,16 @@ class AtomicBenchmarkOut {
 
 int main(int argc, char** argv) {
   try {
+    for (int i = 1; i < argc; ++i)
+      if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+        condbench::print_flags(std::cout);
+        std::cout.flush();
+        static char help[] = "--help";
+        char* args[] = {argv[0], help, nullptr};
+        int count = 2;
+        benchmark::Initialize(&count, args);  // prints Google Benchmark's flags and exits 0
+        return 0;
+      }
     condbench::RunnerOptions options = condbench::parse_runner_options(argc, argv);
     if (options.list) {
       condbench::print_strategies(options, std::cout);

@@ -13,14 +13,53 @@
 namespace condbench {
 
 namespace {
-const std::vector<std::string> kValueFlags = {"--device",  "--strategy",        "--scenario",      "--batch",
-                                              "--hidden",  "--blocks",          "--weights",       "--nvtx",
-                                              "--threads", "--export-workload", "--checkpoint-out"};
-const std::vector<std::string> kSwitches = {"--full", "--require-quiet", "--in-order", "--list"};
+
+// condbench's own flags, each defined once: what parses them and what --help prints.
+struct FlagSpec {
+  const char* name;
+  const char* value;  // the value's form; nullptr for a switch
+  const char* help;   // one line, with the default
+};
+constexpr FlagSpec kFlags[] = {
+    {"--device", "cpu|cuda|all", "devices to run (default: cpu, and cuda where a GPU is)"},
+    {"--strategy", "NAME[,NAME...]", "strategies by name (default: all; --list shows them)"},
+    {"--scenario", "S[,S...]", "exit:K or mix:early|uniform|late (default: every one of each depth)"},
+    {"--batch", "N[,N...]", "rows per inference (default 1,64)"},
+    {"--hidden", "N[,N...]", "hidden width (default 64,1024)"},
+    {"--blocks", "N[,N...]", "blocks, the model's depth (default 3)"},
+    {"--weights", "FILE", "a PyTorch state_dict (torch.save); the sizes come from it (default: seeded weights)"},
+    {"--full", nullptr, "the full grid: batch 1,8,64,512, hidden 64,256,1024,4096, blocks 3,12"},
+    {"--threads", "N", "LibTorch's intra-op threads (default: LibTorch's choice)"},
+    {"--nvtx", "off|run|iter|stage", "NVTX ranges for Nsight Systems (default off)"},
+    {"--require-quiet", nullptr, "refuse to start on a busy machine (exit 2)"},
+    {"--in-order", nullptr, "repetitions in registration order (default: randomly interleaved)"},
+    {"--checkpoint-out", "FILE", "Google Benchmark JSON of every finished benchmark, as they finish"},
+    {"--export-workload", "DIR", "write weights, input pool and thresholds for the Python peer; run nothing"},
+    {"--list", nullptr, "the strategies, what they declare, and what they cannot run here; run nothing"},
+};
+
+std::vector<std::string> flag_names(bool switches) {
+  std::vector<std::string> names;
+  for (const FlagSpec& f : kFlags)
+    if ((f.value == nullptr) == switches) names.emplace_back(f.name);
+  return names;
+}
+
 }  // namespace
 
+void print_flags(std::ostream& out) {
+  out << "condbench: data-dependent exits of an early-exit model, written each way a PyTorch user can, under\n"
+         "Google Benchmark (README.md, \"Running\"). Flags take --name=value or --name value.\n\n"
+         "condbench's flags:\n";
+  for (const FlagSpec& f : kFlags) {
+    const std::string form = std::string(f.name) + (f.value ? std::string("=") + f.value : "");
+    out << "  " << form << std::string(form.size() < 32 ? 32 - form.size() : 1, ' ') << f.help << "\n";
+  }
+  out << "\nGoogle Benchmark's flags:\n";
+}
+
 RunnerOptions parse_runner_options(int& argc, char** argv) {
-  const auto flags = cli::take_flags(argc, argv, kValueFlags, kSwitches);
+  const auto flags = cli::take_flags(argc, argv, flag_names(false), flag_names(true));
   auto given = [&](const char* name) { return flags.count(name) > 0; };
   RunnerOptions options;
   options.full = given("--full");

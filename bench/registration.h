@@ -27,6 +27,9 @@ struct RunnerOptions {
   bool list = false;           // --list: print the strategies and what they declare, run nothing
 };
 
+// --help: condbench's flags, one line each with its default (Google Benchmark's follow).
+void print_flags(std::ostream& out);
+
 // Takes condbench's own flags out of argv (Google Benchmark parses the rest) and validates them.
 RunnerOptions parse_runner_options(int& argc, char** argv);
 

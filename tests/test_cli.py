@@ -59,6 +59,23 @@ class BadFlags(unittest.TestCase):
             with self.subTest(flag_args=flag_args):
                 self.assert_rejected(CONDBENCH, flag_args, names)
 
+    def test_help_lists_every_flag_of_condbench_then_google_benchmarks(self):
+        for flag in ["--help", "-h"]:
+            result = run(CONDBENCH, flag)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            for name in ["--device=cpu|cuda|all", "--strategy", "--scenario", "--batch", "--hidden", "--blocks",
+                         "--weights", "--full", "--threads", "--nvtx", "--require-quiet", "--in-order",
+                         "--checkpoint-out", "--export-workload", "--list", "--benchmark_filter"]:
+                self.assertIn(name, result.stdout, flag)
+            self.assertIn("(default 1,64)", result.stdout)
+            self.assertLess(result.stdout.index("--list"), result.stdout.index("--benchmark_filter"))
+
+    def test_a_value_may_follow_its_flag(self):
+        result = run(CONDBENCH, "--device", "cpu", "--strategy", "fused", "--hidden", "16", "--batch", "1",
+                     "--scenario", "exit:1", "--benchmark_list_tests=true")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["early_exit/cpu/native/fused/exit:1/batch:1/hidden:16/blocks:3/real_time"])
+
     def test_condbench_rejects_unknown_flags(self):
         result = run(CONDBENCH, "--benchmark_nonsense=1")
         self.assertEqual(result.returncode, 2)

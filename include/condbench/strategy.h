@@ -4,8 +4,8 @@
 //
 //   CONDBENCH_REGISTER_STRATEGY(FusedCpu, "fused", Engine::native, Device::cpu);
 //
-// The contract lives here, in the base class: callers use the public, non-virtual run(),
-// counters() and observed_run(); a strategy implements the protected do_* hooks. What a strategy
+// The contract lives here, in the base class: callers use the public, non-virtual run() and
+// observed_run(); a strategy implements the protected do_* hooks. What a strategy
 // can run is declared by the strategy (a static supports(), found by the registration macro), so
 // the harness, the tests and --list ask it rather than checking names.
 #include <ATen/core/Tensor.h>
