@@ -304,9 +304,8 @@ struct Charts {
 };
 
 void what_was_compared(const ReportInput& in, Charts& /*out*/, Document& doc) {
-  const auto& files = in.files;
   Table runs{{"file", "GPU", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision", "load"}, {}};
-  for (const ResultFile& f : files) {
+  for (const ResultFile& f : in.files) {
     auto get = [&](const char* key) { return f.context.count(key) ? f.context.at(key) : std::string("-"); };
     runs.rows.push_back({fs::path(f.path).filename().string(), get("device_name"), get("cpu_model"), get("threads"),
                          get("torch_version"), get("cuda_runtime_version"), get("cuda_driver_version"), get("date"),
@@ -316,10 +315,8 @@ void what_was_compared(const ReportInput& in, Charts& /*out*/, Document& doc) {
 }
 
 void recommendations_section(const ReportInput& in, Charts& /*out*/, Document& doc) {
-  const auto& groups = in.groups;
-  const auto& check = in.check;
-  const std::vector<std::string> sentences = recommendations(groups);
-  if (check.disturbed()) {
+  const std::vector<std::string> sentences = recommendations(in.groups);
+  if (in.check.disturbed()) {
     doc.paragraph("None: this run was disturbed (see the top of the report).");
   } else if (sentences.empty()) {
     doc.paragraph("No group has two strategies to compare.");
@@ -329,7 +326,6 @@ void recommendations_section(const ReportInput& in, Charts& /*out*/, Document& d
 }
 
 void best_strategy(const ReportInput& in, Charts& /*out*/, Document& doc) {
-  const auto& groups = in.groups;
   doc.paragraph(
       "The fastest strategy (lowest median wall time) for each device, model, batch and scenario, the "
       "interval of its median, and its margin over the runner-up at the interval edges (runner-up's low "
@@ -338,7 +334,7 @@ void best_strategy(const ReportInput& in, Charts& /*out*/, Document& doc) {
   Table best{{"device", "batch", "hidden", "blocks", "scenario", "winner", "median (µs)", "interval (µs)", "margin",
               "runner-up"},
              {}};
-  for (const Winner& w : best_strategies(groups)) {
+  for (const Winner& w : best_strategies(in.groups)) {
     std::string winner = w.strategy + (w.unstable ? " (unstable)" : "");
     for (const std::string& t : w.tied) winner += ", " + t;
     if (!w.tied.empty()) winner = "tie: " + winner;
