@@ -63,6 +63,8 @@ void report_counters(benchmark::State& state, const std::vector<BatchRecord>& re
   const int64_t n = static_cast<int64_t>(records.size());
   const int64_t iterations = static_cast<int64_t>(state.iterations());
   InferenceCounters recorded;  // visit-weighted sums
+  for (const CounterSpec& spec : kCounters)
+    if (spec.field) recorded.*spec.field = 0.0;
   double useful = 0, weight_sum = 0;
   std::vector<double> exits(config.num_exits(), 0.0);
   for (int64_t j = 0; j < n; ++j) {
@@ -76,8 +78,8 @@ void report_counters(benchmark::State& state, const std::vector<BatchRecord>& re
     weight_sum += visits;
   }
   const double rows = weight_sum * batch;
-  for (const CounterSpec& spec : kCounters)
-    if (spec.field) state.counters[std::string(spec.name)] = recorded.*spec.field / weight_sum;
+  for (const CounterSpec& spec : kCounters)  // a counter the strategy does not know (NaN) is left out
+    if (spec.field && !std::isnan(recorded.*spec.field)) state.counters[std::string(spec.name)] = recorded.*spec.field / weight_sum;
   state.counters["flops_useful"] = useful / weight_sum;
   double exit_mean = 0;
   for (size_t k = 0; k < exits.size(); ++k) {

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "checkpoint_reporter.h"
+#include "cpu_primitives.h"
 #include "condbench/error.h"
 #include "condbench/nvtx.h"
 #include "condbench/output_file.h"
@@ -127,8 +128,11 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("weights", options.weights.empty() ? "seeded" : options.weights);
     // The primitives first: they are the floors the report judges every strategy against, and a run
     // cut short (a time limit on a lent GPU machine) should still have them.
-    if (std::find(options.devices.begin(), options.devices.end(), condbench::Device::cuda) != options.devices.end())
-      condbench::register_cuda_primitives();
+    const auto runs_on = [&](condbench::Device d) {
+      return std::find(options.devices.begin(), options.devices.end(), d) != options.devices.end();
+    };
+    if (runs_on(condbench::Device::cpu)) condbench::register_cpu_primitives();
+    if (runs_on(condbench::Device::cuda)) condbench::register_cuda_primitives();
     condbench::register_cases(condbench::select_cases(options));
 
     // Last before the run, so a flag error is never preceded by warnings.

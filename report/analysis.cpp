@@ -224,6 +224,60 @@ std::map<std::string, std::map<std::string, double>> primitive_floors(const std:
   return floors;
 }
 
+std::optional<double> CpuLimits::read_rate(double bytes) const {
+  if (read.empty()) return std::nullopt;
+  double rate = read.front().bytes_per_us;
+  for (const Read& r : read)
+    if (r.bytes <= bytes) rate = r.bytes_per_us;
+  return rate;
+}
+
+std::map<std::string, CpuLimits> cpu_limits(const std::vector<ResultFile>& files) {
+  std::map<std::string, CpuLimits> limits;
+  for (const ResultFile& file : files)
+    for (const Series& s : file.series) {
+      if (!s.primitive || s.device != "cpu" || s.times_us.empty()) continue;
+      const double us = median(s.times_us);
+      if (!(us > 0)) continue;
+      const auto counter = [&](const char* key) {
+        const auto it = s.counters.find(key);
+        return it != s.counters.end() && it->second > 0 ? std::optional<double>(it->second) : std::nullopt;
+      };
+      CpuLimits& l = limits[file.device_label(s.device)];
+      if (s.primitive_name.rfind("read_bandwidth_", 0) == 0 && counter("bytes")) {
+        l.read.push_back({s.primitive_name, *counter("bytes"), *counter("bytes") / us});
+        std::sort(l.read.begin(), l.read.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+      } else if (s.primitive_name == "fma_peak" && counter("flops")) {
+        l.flops_per_us = *counter("flops") / us;
+      } else if (s.primitive_name == "torch_op") {
+        l.torch_op_us = us;
+      }
+    }
+  return limits;
+}
+
+const char* Floor::bound() const {
+  if (calls_us > std::max(memory_us, compute_us)) return "calls";
+  return memory_us >= compute_us ? "memory" : "compute";
+}
+
+std::optional<Floor> floor_of(const CpuLimits& limits, const Cell& cell, const std::string& engine) {
+  const auto bytes = cell.counters.find("bytes_read"), flops = cell.counters.find("flops_executed");
+  if (bytes == cell.counters.end() || flops == cell.counters.end() || !limits.flops_per_us) return std::nullopt;
+  const std::optional<double> rate = limits.read_rate(bytes->second);
+  if (!rate) return std::nullopt;
+  Floor f;
+  f.memory_us = bytes->second / *rate;
+  f.compute_us = flops->second / *limits.flops_per_us;
+  if (engine == "torch") {
+    const auto launches = cell.counters.find("launches");
+    if (!limits.torch_op_us || launches == cell.counters.end()) return std::nullopt;
+    f.calls_us = launches->second * *limits.torch_op_us;
+  }
+  f.us = std::max(f.memory_us, f.compute_us) + f.calls_us;
+  return f;
+}
+
 const char* to_string(Verdict verdict) {
   switch (verdict) {
     case Verdict::same:

@@ -70,6 +70,36 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups);
 // The primitives a run measured on a device (name -> median µs).
 std::map<std::string, std::map<std::string, double>> primitive_floors(const std::vector<ResultFile>& files);
 
+// What one core of a machine can do at most, from the run's primitive/cpu/... benchmarks.
+struct CpuLimits {
+  struct Read {
+    std::string primitive;   // read_bandwidth_<size>
+    double bytes = 0;        // the buffer read in one iteration
+    double bytes_per_us = 0;
+  };
+  std::vector<Read> read;                       // by buffer size
+  std::optional<double> flops_per_us;           // fma_peak
+  std::optional<double> torch_op_us;            // torch_op: one LibTorch operator call
+  // Bytes per µs for a strategy that reads `bytes` per inference: the rate of the largest buffer
+  // no larger (a smaller buffer is read at least as fast, so the floor is never above the truth),
+  // or of the smallest one.
+  std::optional<double> read_rate(double bytes) const;
+};
+// By device label, for the devices whose run has CPU primitives.
+std::map<std::string, CpuLimits> cpu_limits(const std::vector<ResultFile>& files);
+
+// The least time an inference can take on one core, from what it did (its counters) and the
+// machine's limits: the weights cannot come in faster than the read rate, the multiply-adds cannot
+// go faster than the FMA peak, and each LibTorch operator call (the torch engine's launches)
+// costs at least torch_op. memory and compute overlap at best, so the floor is the larger plus
+// the calls.
+struct Floor {
+  double us = 0, memory_us = 0, compute_us = 0, calls_us = 0;
+  const char* bound() const;  // "memory", "compute" or "calls": the largest part
+};
+// nullopt where the cell lacks bytes_read or flops_executed, or the limits lack a rate.
+std::optional<Floor> floor_of(const CpuLimits& limits, const Cell& cell, const std::string& engine);
+
 enum class Verdict { same, faster, slower, too_few_repetitions, too_few_benchmarks };
 const char* to_string(Verdict verdict);
 

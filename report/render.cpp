@@ -292,6 +292,7 @@ struct ReportInput {
   const std::vector<ResultFile>& files;
   const std::vector<Group>& groups;
   const std::map<std::string, std::map<std::string, double>>& floors;  // device -> primitive -> µs
+  const std::map<std::string, CpuLimits>& limits;                      // device -> one core's limits
   const RunCheck& check;
   double unstable_cv;
 };
@@ -302,6 +303,13 @@ struct Charts {
   fs::path dir, work;
   int drawn = 0;
 };
+
+// The one-core floor of a strategy's cell, where the run measured the CPU primitives.
+std::optional<Floor> cell_floor(const ReportInput& in, const Group& g, const std::string& strategy, const Cell& c) {
+  const auto limits = in.limits.find(g.device_label);
+  if (limits == in.limits.end()) return std::nullopt;
+  return floor_of(limits->second, c, strategy.substr(0, strategy.find('/')));
+}
 
 void what_was_compared(const ReportInput& in, Charts& /*out*/, Document& doc) {
   Table runs{{"file", "GPU", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision", "load"}, {}};
@@ -359,7 +367,9 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
       "where that exceeds " +
       threshold +
       "%, and in parentheses the speedup of medians over "
-      "torch/eager_host on the same device (above 1× is faster). Charts ring unstable points.");
+      "torch/eager_host on the same device (above 1× is faster). Where the run measured the CPU "
+      "primitives, \"× floor\" is the median over the strategy's one-core floor (see \"Where the time "
+      "goes\"). Charts ring unstable points.");
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const Group& g = groups[gi];
     doc.heading(3, group_title(g));
@@ -386,6 +396,7 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
         if (c->unstable) text += " unstable";
         if (auto up = g.speedup_over_eager(s, sc); up && s != "torch/eager_host")
           text += " (" + format_ratio(*up) + ")";
+        if (const auto floor = cell_floor(in, g, s, *c)) text += " · " + number(c->median_us / floor->us, 2) + "× floor";
         row.push_back(text);
       }
       t.rows.push_back(row);
@@ -446,6 +457,14 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
     if (spec.in_breakdown)
       legend.push_back(std::string(spec.name) + " (" + std::string(spec.unit) + "): " + std::string(spec.meaning));
   legend.push_back("wasted FLOPs: the share of flops_executed that no row needed (1 - flops_useful / flops_executed)");
+  const bool any_limits = !in.limits.empty();
+  if (any_limits)
+    legend.push_back(
+        "floor (µs): the least one core can take for what the strategy did, from this run's CPU primitives: "
+        "the larger of bytes_read over the read bandwidth (of the largest measured buffer no larger) and "
+        "flops_executed over fma_peak, plus launches × torch_op for the torch engine; bound: which of the three "
+        "dominates; × floor: the median over the floor (1× is the machine's limit; with more threads than one a "
+        "strategy can go below it)");
   doc.bullets(legend);
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const Group& g = groups[gi];
@@ -458,7 +477,10 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
     for (const CounterSpec& spec : kCounters)
       if (spec.in_breakdown) t.header.emplace_back(spec.name);
     t.header.push_back("wasted FLOPs");
+    const bool with_floor = in.limits.count(g.device_label) > 0;
+    if (with_floor) t.header.insert(t.header.end(), {"floor (µs)", "bound", "× floor"});
     std::ostringstream data;
+    bool any_floor = false;
     bool any_unstable = false;
     for (const std::string& s : g.strategies) {
       const Cell* c = g.cell(s, scenario);
@@ -473,9 +495,18 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
       const double executed = counter("flops_executed"), useful = counter("flops_useful");
       const double wasted = executed > 0 ? 1.0 - useful / executed : NAN;
       row.push_back(std::isfinite(wasted) ? number(100 * wasted, 3) + "%" : "-");
+      const std::optional<Floor> floor = cell_floor(in, g, s, *c);
+      if (with_floor) {
+        if (floor)
+          row.insert(row.end(), {number(floor->us), floor->bound(), number(c->median_us / floor->us, 2) + "×"});
+        else
+          row.insert(row.end(), {"-", "-", "-"});
+      }
+      any_floor = any_floor || floor.has_value();
       t.rows.push_back(std::move(row));
       data << gnuplot_label(s) << " " << number(c->median_us, 6) << " "
-           << (c->unstable ? number(c->median_us, 6) : "NaN") << "\n";
+           << (c->unstable ? number(c->median_us, 6) : "NaN") << " " << (floor ? number(floor->us, 6) : "NaN")
+           << "\n";
       any_unstable = any_unstable || c->unstable;
     }
     doc.table(t);
@@ -483,6 +514,8 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
       const std::string id = chart_id(g, "time", gi);
       std::string plot = "plot '" + id + ".dat' using 0:2:xtic(1) with boxes fill solid 0.6 title 'median latency'";
       if (any_unstable) plot += ", '" + id + ".dat' using 0:3 with boxes fill pattern 4 lc rgb 'red' title 'unstable'";
+      if (any_floor)
+        plot += ", '" + id + ".dat' using 0:4 with points pt 9 ps 1.8 lc rgb 'black' title 'one-core floor'";
       if (floors.count(g.device_label))
         for (const char* p : kFloorPrimitives)
           if (floors.at(g.device_label).count(p))
@@ -501,9 +534,18 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
   }
   if (!floors.empty()) {
     doc.heading(3, "Primitive floors");
-    Table t{{"device", "primitive", "median (µs)"}, {}};
+    Table t{{"device", "primitive", "median (µs)", "rate"}, {}};
     for (const auto& [device, prims] : floors)
-      for (const auto& [name, us] : prims) t.rows.push_back({device, name, number(us)});
+      for (const auto& [name, us] : prims) {
+        std::string rate = "-";
+        if (const auto limits = in.limits.find(device); limits != in.limits.end()) {
+          const CpuLimits& l = limits->second;
+          if (name == "fma_peak" && l.flops_per_us) rate = number(*l.flops_per_us / 1e3) + " GFLOP/s";
+          for (const CpuLimits::Read& r : l.read)
+            if (name == r.primitive) rate = number(r.bytes_per_us / 1e3) + " GB/s";
+        }
+        t.rows.push_back({device, name, number(us), rate});
+      }
     doc.table(t);
   }
 }
@@ -557,7 +599,8 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
   const std::vector<Group> groups = make_groups(files, unstable_cv);
   const auto floors = primitive_floors(files);
   const RunCheck check = check_run(files, groups);
-  const ReportInput input{files, groups, floors, check, unstable_cv};
+  const auto limits = cpu_limits(files);
+  const ReportInput input{files, groups, floors, limits, check, unstable_cv};
   result.disturbed = check.disturbed();
 
   Document doc;

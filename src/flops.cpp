@@ -20,4 +20,17 @@ double useful_flops(const ModelConfig& config, int exit_id) {
 
 double full_model_flops(const ModelConfig& config) { return useful_flops(config, config.final_exit()); }
 
+double block_bytes(const ModelConfig& config, int block) {
+  // 2 FLOPs per weight, 4 bytes per weight, and the bias
+  return 2.0 * block_flops(config, block) + 4.0 * config.hidden;
+}
+
+double head_bytes(const ModelConfig& config) { return 2.0 * head_flops(config) + 4.0 * config.num_classes; }
+
+double full_model_bytes(const ModelConfig& config) {
+  double bytes = (config.blocks + 1) * head_bytes(config);
+  for (int b = 0; b < config.blocks; ++b) bytes += block_bytes(config, b);
+  return bytes;
+}
+
 }  // namespace condbench

@@ -98,6 +98,26 @@ TEST_P(CountersTest, WhatEachStrategyDeclaresItsCountersShow) {
   }
 }
 
+// Bytes: the weights of every stage some row reached, once whatever the batch, and the input.
+TEST_P(CountersTest, BytesReadAreTheWeightsOfTheStagesRun) {
+  for (int64_t batch : {1, 64}) {
+    auto w = workload(batch);
+    const ModelConfig& config = w->config();
+    const at::Tensor& input = w->batches()[0];
+    const double input_bytes = static_cast<double>(input.numel()) * sizeof(float);
+    for (const char* name : {"fused", "eager_host", "masked"}) {
+      const Engine engine = std::string(name) == "fused" ? Engine::native : Engine::torch;
+      const Observed seen = run_once(Device::cpu, engine, name, *w, w->thresholds(Scenario::parse(GetParam())), input);
+      const int deepest = std::string(name) == "masked" ? config.final_exit()
+                                                         : *std::max_element(seen.exits.begin(), seen.exits.end());
+      double want = input_bytes;
+      for (int k = 0; k < std::min(deepest, config.blocks); ++k) want += block_bytes(config, k) + head_bytes(config);
+      if (deepest == config.final_exit()) want += head_bytes(config);
+      EXPECT_DOUBLE_EQ(seen.counters.bytes_read, want) << name << " batch " << batch;
+    }
+  }
+}
+
 TEST_P(CountersTest, UsefulNeverExceedsExecuted) {
   for (const StrategyInfo* info : strategies_on(Device::cpu))
     for (int64_t batch : {1, 64}) {
@@ -124,6 +144,14 @@ TEST(Flops, PathsAddUp) {
   EXPECT_DOUBLE_EQ(useful_flops(config, 3), block0 + 2 * block + 3 * head);
   EXPECT_DOUBLE_EQ(useful_flops(config, 4), block0 + 2 * block + 4 * head);
   EXPECT_DOUBLE_EQ(full_model_flops(config), useful_flops(config, 4));
+}
+
+TEST(Bytes, WeightsAndBiasesInFloats) {
+  ModelConfig config;  // 32 -> 64 x3, 10 classes
+  EXPECT_DOUBLE_EQ(block_bytes(config, 0), 4.0 * (32 * 64 + 64));
+  EXPECT_DOUBLE_EQ(block_bytes(config, 1), 4.0 * (64 * 64 + 64));
+  EXPECT_DOUBLE_EQ(head_bytes(config), 4.0 * (64 * 10 + 10));
+  EXPECT_DOUBLE_EQ(full_model_bytes(config), block_bytes(config, 0) + 2 * block_bytes(config, 1) + 4 * head_bytes(config));
 }
 
 }  // namespace

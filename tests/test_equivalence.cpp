@@ -106,6 +106,30 @@ TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceOnRandomCases) {
   EXPECT_GE(cases_with_mixed_exits, kCases / 4);
 }
 
+// The sizes the benchmarks run and odd ones near them, where the CPU kernels take their wide
+// paths (many panels, six-row groups and their remainders).
+TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceAtWideLayers) {
+  SplitMix64 rng(1024);
+  for (const int hidden : {100, 1000, 1024})
+    for (const int64_t batch : {1, 7, 64}) {
+      ModelConfig config;
+      config.hidden = hidden;
+      const EarlyExitModel model(config, static_cast<uint64_t>(hidden + batch));
+      const FlatParameters params = model->flat_parameters();
+      const at::Tensor x = seeded_input(config, batch, 17);
+      const ReferenceResult probe = reference_forward(config, params, x, std::vector<float>(config.blocks, 1.0f));
+      std::vector<float> thresholds;
+      for (int k = 0; k < config.blocks; ++k) thresholds.push_back(splitting_threshold(probe, k, rng));
+      const ReferenceResult ref = reference_forward(config, params, x, thresholds);
+      for (const StrategyInfo* info : strategies_on(Device::cpu)) {
+        SCOPED_TRACE(info->key() + " " + config.describe() + " batch=" + std::to_string(batch));
+        auto strategy = info->make();
+        strategy->prepare(model, batch);
+        ASSERT_TRUE(matches_reference(strategy->run(x, thresholds), ref, kLogitTolerance));
+      }
+    }
+}
+
 // An exit head with zero weights gives equal logits, so its confidence is exactly 1/num_classes
 // in any arithmetic; a threshold equal to it must not fire (strict >), one just below must.
 TEST(Equivalence, ConfidenceEqualToItsThresholdDoesNotFire) {

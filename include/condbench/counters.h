@@ -8,6 +8,7 @@
 // InferenceCounters that do_run adds to (source strategy), or the harness (exit ids, GPU timing).
 // Torch-free: condbench-report uses it.
 #include <cstddef>
+#include <limits>
 #include <string_view>
 
 namespace condbench {
@@ -20,6 +21,9 @@ struct InferenceCounters {
   double launches = 0;
   double flops_executed = 0;
   double bytes_read_back = 0;
+  // Not every strategy knows what it reads: NaN is "not known", and the runner then leaves the
+  // counter out. A strategy that knows assigns it (adding to NaN stays NaN).
+  double bytes_read = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Who measures a counter.
@@ -56,6 +60,9 @@ inline constexpr CounterSpec kCounters[] = {
      false, "FLOPs of the Linears actually computed, all rows"},
     {"bytes_read_back", "bytes", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::bytes_read_back,
      true, "bytes the host read back from the device to decide exits (on the CPU: the exit masks host code reads)"},
+    {"bytes_read", "bytes", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::bytes_read, false,
+     "bytes of weights and biases of the Linears computed, each once per inference whatever the batch, and the "
+     "input: what an ideal cache would read from memory (the report's memory floor); absent where not known"},
     {"flops_useful", "FLOPs", CounterSource::exit_ids, Averaging::per_inference, nullptr, false,
      "FLOPs of the Linears each row needed up to its own exit"},
     {"exit_mean", "exit id", CounterSource::exit_ids, Averaging::per_row, nullptr, false,

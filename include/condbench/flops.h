@@ -1,5 +1,5 @@
 #pragma once
-// FLOP accounting shared by every strategy. A Linear in->out costs 2*in*out FLOPs per row (one
+// FLOP and byte accounting shared by every strategy. A Linear in->out costs 2*in*out FLOPs per row (one
 // multiply and one add per weight); bias, ReLU and the exit test are not counted. A row that
 // leaves at exit k needed blocks 1..k and heads exit1..exit{k}; the final exit also needs the
 // final head. That is the row's useful work: what it could not have done without.
@@ -15,5 +15,12 @@ double head_flops(const ModelConfig& config);              // one exit head or t
 double useful_flops(const ModelConfig& config, int exit_id);
 // Every block and every head, once: what `masked` runs for each row.
 double full_model_flops(const ModelConfig& config);
+
+// Bytes of a Linear's weights and bias (float): what computing it reads at the least, once per
+// inference whatever the batch (the bytes_read counter, the report's memory floor).
+double block_bytes(const ModelConfig& config, int block);
+double head_bytes(const ModelConfig& config);
+// Every block and every head.
+double full_model_bytes(const ModelConfig& config);
 
 }  // namespace condbench

@@ -37,6 +37,7 @@ ExitOutput EagerHost::do_run(const at::Tensor& input, const std::vector<float>& 
   at::Tensor h = input;
   at::Tensor rows;  // batch indices of the active rows; undefined while all rows are active
   int64_t active = input.size(0);
+  record().bytes_read = static_cast<double>(input.numel()) * sizeof(float);
   for (int k = 0; k < config.blocks; ++k) {
     at::Tensor logits;
     {
@@ -47,6 +48,7 @@ ExitOutput EagerHost::do_run(const at::Tensor& input, const std::vector<float>& 
     const nvtx::ScopedRange range(nvtx::Level::stage, stages_.exit_test(k + 1));
     const at::Tensor fire = at::softmax(logits, -1).amax(-1) > thresholds[k];
     record().flops_executed += active * (block_flops(config, k) + head_flops(config));
+    record().bytes_read += block_bytes(config, k) + head_bytes(config);
 
     // The host decision: one device->host read of the exit test.
     const at::Tensor fire_host = read_decision(fire, active);
@@ -74,6 +76,7 @@ ExitOutput EagerHost::do_run(const at::Tensor& input, const std::vector<float>& 
   }
   const at::Tensor logits = at::linear(h, layers_.head_weight[config.blocks], layers_.head_bias[config.blocks]);
   record().flops_executed += active * head_flops(config);
+  record().bytes_read += head_bytes(config);
   write_rows(rows, logits, config.final_exit());
   return {exit_id_, logits_};
 }

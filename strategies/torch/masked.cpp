@@ -17,18 +17,20 @@ class Masked final : public TorchStrategy {
     final_exit_id_ = at::full({batch}, layers_.config.final_exit(),
                               at::TensorOptions().device(torch_device(device())).dtype(at::kInt));
     flops_ = static_cast<double>(batch) * full_model_flops(layers_.config);
+    bytes_ = full_model_bytes(layers_.config);
   }
 
  protected:
   ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
     record().flops_executed = flops_;  // the same work whatever the input
+    record().bytes_read = bytes_ + static_cast<double>(input.numel()) * sizeof(float);
     return masked_forward(layers_, input, final_exit_id_, [&](int k) { return thresholds[k]; });
   }
 
  private:
   TorchLayers layers_;
   at::Tensor final_exit_id_;
-  double flops_ = 0;
+  double flops_ = 0, bytes_ = 0;
 };
 
 }  // namespace

@@ -1,0 +1,80 @@
+// The CPU fused strategy's Linear kernels (strategies/native/cpu/panel_linear.h) against a double
+// sum, at both vector widths whatever this machine has: every row count a kernel call can get
+// (1..6 and their combinations), odd and power-of-two sizes, ReLU on and off.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "condbench/random.h"
+#include "native/cpu/panel_linear.h"
+
+namespace condbench::testing {
+namespace {
+
+NativeLinear random_linear(int in, int out, SplitMix64& rng) {
+  NativeLinear l;
+  l.in = in;
+  l.out = out;
+  l.pitch = (out + NativeLinear::kPitchMultiple - 1) / NativeLinear::kPitchMultiple * NativeLinear::kPitchMultiple;
+  l.wt.assign(static_cast<size_t>(in) * l.pitch, 0.0f);
+  l.bias.assign(l.pitch, 0.0f);
+  for (int i = 0; i < in; ++i)
+    for (int o = 0; o < out; ++o) l.wt[static_cast<size_t>(i) * l.pitch + o] = 2.0f * rng.uniform() - 1.0f;
+  for (int o = 0; o < out; ++o) l.bias[o] = 2.0f * rng.uniform() - 1.0f;
+  return l;
+}
+
+template <int Lanes>
+void check(int in, int out, int rows, bool relu, uint64_t seed) {
+  SCOPED_TRACE("lanes=" + std::to_string(Lanes) + " in=" + std::to_string(in) + " out=" + std::to_string(out) +
+               " rows=" + std::to_string(rows) + (relu ? " relu" : ""));
+  SplitMix64 rng(seed);
+  const NativeLinear l = random_linear(in, out, rng);
+  const cpu::PanelLinear<Lanes> panels(l);
+  // Rows scattered in one buffer, in no particular order, as fused's active rows are.
+  std::vector<float> x(static_cast<size_t>(rows) * in);
+  for (float& v : x) v = 2.0f * rng.uniform() - 1.0f;
+  // Each output row has a sentinel after it: the kernels must not write past `out`.
+  const size_t stride = static_cast<size_t>(out) + 1;
+  std::vector<float> y(rows * stride, -7.0f);
+  std::vector<const float*> xs;
+  std::vector<float*> ys;
+  for (int r = rows - 1; r >= 0; --r) {
+    xs.push_back(x.data() + static_cast<size_t>(r) * in);
+    ys.push_back(y.data() + r * stride);
+  }
+  panels.forward(xs.data(), ys.data(), rows, relu);
+  for (int r = 0; r < rows; ++r) {
+    for (int o = 0; o < out; ++o) {
+      double want = l.bias[o], magnitude = std::abs(l.bias[o]);
+      for (int i = 0; i < in; ++i) {
+        const double term = static_cast<double>(x[static_cast<size_t>(r) * in + i]) * l.wt[static_cast<size_t>(i) * l.pitch + o];
+        want += term;
+        magnitude += std::abs(term);
+      }
+      if (relu && want < 0) want = 0;
+      ASSERT_NEAR(y[r * stride + o], want, 1e-5 * magnitude + 1e-30) << "row " << r << " output " << o;
+    }
+    ASSERT_EQ(y[r * stride + out], -7.0f) << "row " << r << ": written past the last output";
+  }
+}
+
+TEST(PanelLinear, MatchesADoubleSumAtEveryRowCountAndWidth) {
+  uint64_t seed = 1;
+  for (int rows = 1; rows <= 13; ++rows)
+    for (const auto& [in, out] : {std::pair{1, 1}, {3, 17}, {32, 64}, {64, 10}, {100, 100}, {33, 48}}) {
+      check<8>(in, out, rows, rows % 2 == 0, ++seed);
+      check<16>(in, out, rows, rows % 2 == 1, ++seed);
+    }
+}
+
+TEST(PanelLinear, WideLayersAtTheBenchmarkSizes) {
+  for (const auto& [in, out, rows] : {std::tuple{1024, 1024, 1}, {1000, 1000, 7}, {1024, 1024, 64}, {1024, 10, 7}}) {
+    check<8>(in, out, rows, true, 99);
+    check<16>(in, out, rows, false, 98);
+  }
+}
+
+}  // namespace
+}  // namespace condbench::testing
