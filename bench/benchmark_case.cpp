@@ -79,7 +79,8 @@ void report_counters(benchmark::State& state, const std::vector<BatchRecord>& re
   }
   const double rows = weight_sum * batch;
   for (const CounterSpec& spec : kCounters)  // a counter the strategy does not know (NaN) is left out
-    if (spec.field && !std::isnan(recorded.*spec.field)) state.counters[std::string(spec.name)] = recorded.*spec.field / weight_sum;
+    if (spec.field && !std::isnan(recorded.*spec.field))
+      state.counters[std::string(spec.name)] = recorded.*spec.field / weight_sum;
   state.counters["flops_useful"] = useful / weight_sum;
   double exit_mean = 0;
   for (size_t k = 0; k < exits.size(); ++k) {

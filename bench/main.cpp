@@ -14,11 +14,11 @@
 #include <memory>
 
 #include "checkpoint_reporter.h"
-#include "cpu_primitives.h"
 #include "condbench/error.h"
 #include "condbench/nvtx.h"
 #include "condbench/output_file.h"
 #include "context.h"
+#include "cpu_primitives.h"
 #include "device_timing.h"
 #include "export_workload.h"
 #include "machine_check.h"

@@ -73,13 +73,13 @@ std::map<std::string, std::map<std::string, double>> primitive_floors(const std:
 // What one core of a machine can do at most, from the run's primitive/cpu/... benchmarks.
 struct CpuLimits {
   struct Read {
-    std::string primitive;   // read_bandwidth_<size>
-    double bytes = 0;        // the buffer read in one iteration
+    std::string primitive;  // read_bandwidth_<size>
+    double bytes = 0;       // the buffer read in one iteration
     double bytes_per_us = 0;
   };
-  std::vector<Read> read;                       // by buffer size
-  std::optional<double> flops_per_us;           // fma_peak
-  std::optional<double> torch_op_us;            // torch_op: one LibTorch operator call
+  std::vector<Read> read;              // by buffer size
+  std::optional<double> flops_per_us;  // fma_peak
+  std::optional<double> torch_op_us;   // torch_op: one LibTorch operator call
   // Bytes per µs for a strategy that reads `bytes` per inference: the rate of the largest buffer
   // no larger (a smaller buffer is read at least as fast, so the floor is never above the truth),
   // or of the smallest one.

@@ -396,7 +396,8 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
         if (c->unstable) text += " unstable";
         if (auto up = g.speedup_over_eager(s, sc); up && s != "torch/eager_host")
           text += " (" + format_ratio(*up) + ")";
-        if (const auto floor = cell_floor(in, g, s, *c)) text += " · " + number(c->median_us / floor->us, 2) + "× floor";
+        if (const auto floor = cell_floor(in, g, s, *c))
+          text += " · " + number(c->median_us / floor->us, 2) + "× floor";
         row.push_back(text);
       }
       t.rows.push_back(row);
@@ -505,8 +506,7 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
       any_floor = any_floor || floor.has_value();
       t.rows.push_back(std::move(row));
       data << gnuplot_label(s) << " " << number(c->median_us, 6) << " "
-           << (c->unstable ? number(c->median_us, 6) : "NaN") << " " << (floor ? number(floor->us, 6) : "NaN")
-           << "\n";
+           << (c->unstable ? number(c->median_us, 6) : "NaN") << " " << (floor ? number(floor->us, 6) : "NaN") << "\n";
       any_unstable = any_unstable || c->unstable;
     }
     doc.table(t);

@@ -108,8 +108,8 @@ TEST_P(CountersTest, BytesReadAreTheWeightsOfTheStagesRun) {
     for (const char* name : {"fused", "eager_host", "masked"}) {
       const Engine engine = std::string(name) == "fused" ? Engine::native : Engine::torch;
       const Observed seen = run_once(Device::cpu, engine, name, *w, w->thresholds(Scenario::parse(GetParam())), input);
-      const int deepest = std::string(name) == "masked" ? config.final_exit()
-                                                         : *std::max_element(seen.exits.begin(), seen.exits.end());
+      const int deepest =
+          std::string(name) == "masked" ? config.final_exit() : *std::max_element(seen.exits.begin(), seen.exits.end());
       double want = input_bytes;
       for (int k = 0; k < std::min(deepest, config.blocks); ++k) want += block_bytes(config, k) + head_bytes(config);
       if (deepest == config.final_exit()) want += head_bytes(config);
@@ -151,7 +151,8 @@ TEST(Bytes, WeightsAndBiasesInFloats) {
   EXPECT_DOUBLE_EQ(block_bytes(config, 0), 4.0 * (32 * 64 + 64));
   EXPECT_DOUBLE_EQ(block_bytes(config, 1), 4.0 * (64 * 64 + 64));
   EXPECT_DOUBLE_EQ(head_bytes(config), 4.0 * (64 * 10 + 10));
-  EXPECT_DOUBLE_EQ(full_model_bytes(config), block_bytes(config, 0) + 2 * block_bytes(config, 1) + 4 * head_bytes(config));
+  EXPECT_DOUBLE_EQ(full_model_bytes(config),
+                   block_bytes(config, 0) + 2 * block_bytes(config, 1) + 4 * head_bytes(config));
 }
 
 }  // namespace

@@ -49,7 +49,8 @@ void check(int in, int out, int rows, bool relu, uint64_t seed) {
     for (int o = 0; o < out; ++o) {
       double want = l.bias[o], magnitude = std::abs(l.bias[o]);
       for (int i = 0; i < in; ++i) {
-        const double term = static_cast<double>(x[static_cast<size_t>(r) * in + i]) * l.wt[static_cast<size_t>(i) * l.pitch + o];
+        const double term =
+            static_cast<double>(x[static_cast<size_t>(r) * in + i]) * l.wt[static_cast<size_t>(i) * l.pitch + o];
         want += term;
         magnitude += std::abs(term);
       }

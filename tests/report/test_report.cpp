@@ -588,7 +588,7 @@ TEST(Floors, TheRateOfTheLargestBufferNoLargerThanTheBytes) {
   const CpuLimits& l = limits.begin()->second;
   ASSERT_EQ(l.read.size(), 2u);
   EXPECT_EQ(l.read[0].primitive, "read_bandwidth_1MiB");  // sorted by size, not by name or order
-  EXPECT_DOUBLE_EQ(*l.read_rate(1000), 100);  // below every buffer: the smallest one's rate
+  EXPECT_DOUBLE_EQ(*l.read_rate(1000), 100);              // below every buffer: the smallest one's rate
   EXPECT_DOUBLE_EQ(*l.read_rate(1048576), 100);
   EXPECT_DOUBLE_EQ(*l.read_rate(67108863), 100);
   EXPECT_DOUBLE_EQ(*l.read_rate(67108864), 10);

@@ -60,12 +60,23 @@ class PanelLinear {
       size_t r = 0;
       for (; r + kMaxRows <= rows; r += kMaxRows) rows_panel<kMaxRows, 1>(p, x + r, y + r, relu);
       switch (rows - r) {
-        case 0: break;
-        case 1: rows_panel<1, 4>(p, x + r, y + r, relu); break;
-        case 2: rows_panel<2, 3>(p, x + r, y + r, relu); break;
-        case 3: rows_panel<3, 2>(p, x + r, y + r, relu); break;
-        case 4: rows_panel<4, 1>(p, x + r, y + r, relu); break;
-        default: rows_panel<5, 1>(p, x + r, y + r, relu); break;
+        case 0:
+          break;
+        case 1:
+          rows_panel<1, 4>(p, x + r, y + r, relu);
+          break;
+        case 2:
+          rows_panel<2, 3>(p, x + r, y + r, relu);
+          break;
+        case 3:
+          rows_panel<3, 2>(p, x + r, y + r, relu);
+          break;
+        case 4:
+          rows_panel<4, 1>(p, x + r, y + r, relu);
+          break;
+        default:
+          rows_panel<5, 1>(p, x + r, y + r, relu);
+          break;
       }
     }
   }
