@@ -30,8 +30,11 @@ class FusedCpu final : public Strategy {
     for (const NativeLinear& head : native.heads) heads_.emplace_back(head);
     exit_id_ = at::empty({batch}, at::kInt);
     logits_ = at::empty({batch, config_.num_classes}, at::kFloat);
-    hidden_[0].assign(static_cast<size_t>(batch) * config_.hidden, 0.0f);
-    hidden_[1].assign(static_cast<size_t>(batch) * config_.hidden, 0.0f);
+    // Rows of activations a little more than the width apart: at a power-of-two width, rows
+    // exactly 4 KiB apart would put the six rows a kernel reads (and writes) in one cache set.
+    row_pitch_ = config_.hidden + 16;
+    hidden_[0].assign(static_cast<size_t>(batch) * row_pitch_, 0.0f);
+    hidden_[1].assign(static_cast<size_t>(batch) * row_pitch_, 0.0f);
     rows_.assign(batch, 0);
     in_.assign(batch, nullptr);
     out_.assign(batch, nullptr);
@@ -62,7 +65,7 @@ class FusedCpu final : public Strategy {
     double flops = 0.0, bytes = static_cast<double>(input.numel()) * sizeof(float);
     for (int k = 0; k < config_.blocks && active > 0; ++k) {
       float* h = hidden_[k % 2].data();
-      for (size_t a = 0; a < active; ++a) out_[a] = h + rows_[a] * config_.hidden;
+      for (size_t a = 0; a < active; ++a) out_[a] = h + rows_[a] * row_pitch_;
       blocks_[k].forward(in_.data(), out_.data(), active, true);
       heads_[k].forward(out_.data(), logit_rows_.data(), active, false);
       flops += static_cast<double>(active) * stage_flops_[k];
@@ -93,10 +96,11 @@ class FusedCpu final : public Strategy {
 
  private:
   ModelConfig config_;
+  size_t row_pitch_ = 0;                // floats between two rows' activations
   std::vector<Linear> blocks_, heads_;  // heads_[k] is exit k+1; heads_[blocks] is the final head
   std::vector<double> stage_flops_;     // block k and exit head k, per row
   std::vector<double> stage_bytes_;     // their weights and biases
-  std::vector<float> hidden_[2];        // [batch][hidden] activations, ping-pong between blocks
+  std::vector<float> hidden_[2];        // [batch][row_pitch_] activations, ping-pong between blocks
   std::vector<size_t> rows_;            // the active rows
   std::vector<const float*> in_;        // each active row's input to the next block
   std::vector<float*> out_;             // each active row's output of the current block

@@ -9,11 +9,12 @@
 // made every load of a 32-output tile a conflict miss on a new page), and a panel is read once
 // per inference while every active row passes through it.
 //
-// Kernels. rows_panel<Rows, Split> computes one panel for Rows rows: each weight vector is loaded
-// once and used for every row, each broadcast x[r][i] is used for both vectors of the panel, and
-// the Rows x 2 accumulators (x Split interleaved partial sums over i, for few rows) stay in
-// registers for the whole sum. Six rows fill twelve of AVX2's sixteen registers; one row splits
-// the sum four ways so that eight multiply-add chains are in flight.
+// Kernels. tile<Rows, Panels, Split> computes Panels panels for Rows rows: each weight vector is
+// loaded once and used for every row, each broadcast x[r][i] is used for every vector of the
+// panels, and the accumulators (times Split interleaved partial sums over i, where there are few)
+// stay in registers for the whole sum. Six rows of one panel fill twelve of AVX2's sixteen
+// registers; one row takes four panels at a time (eight chains), or one panel with the sum split
+// four ways, so that enough multiply-add chains are always in flight.
 //
 // Vector width: Lanes floats per vector, simd::kLanes in fused (16 where the compiler targets
 // AVX-512, 8 otherwise). Both widths are ordinary vector-extension code, so the tests check both
@@ -53,29 +54,48 @@ class PanelLinear {
   int out() const { return out_; }
   int panels() const { return panels_; }
 
-  // y[r][0..out) = act(bias + x[r] W^T) for rows r < rows (any number): each panel is read once
-  // while the rows pass through it in groups of up to kMaxRows.
+  // y[r][0..out) = act(bias + x[r] W^T) for rows r < rows (any number). Several rows: each panel
+  // is read once while the rows pass through it in groups of up to kMaxRows. One row: up to four
+  // panels at a time, so that each x[i] serves eight vectors and nothing is split.
   void forward(const float* const* x, float* const* y, size_t rows, bool relu) const {
+    if (rows == 1) {
+      int p = 0;
+      for (; p + 4 <= panels_; p += 4) tile<1, 4, 1>(p, x, y, relu);
+      switch (panels_ - p) {
+        case 0:
+          break;
+        case 1:
+          tile<1, 1, 4>(p, x, y, relu);
+          break;
+        case 2:
+          tile<1, 2, 2>(p, x, y, relu);
+          break;
+        default:
+          tile<1, 3, 2>(p, x, y, relu);
+          break;
+      }
+      return;
+    }
     for (int p = 0; p < panels_; ++p) {
       size_t r = 0;
-      for (; r + kMaxRows <= rows; r += kMaxRows) rows_panel<kMaxRows, 1>(p, x + r, y + r, relu);
+      for (; r + kMaxRows <= rows; r += kMaxRows) tile<kMaxRows, 1, 1>(p, x + r, y + r, relu);
       switch (rows - r) {
         case 0:
           break;
         case 1:
-          rows_panel<1, 4>(p, x + r, y + r, relu);
+          tile<1, 1, 4>(p, x + r, y + r, relu);
           break;
         case 2:
-          rows_panel<2, 3>(p, x + r, y + r, relu);
+          tile<2, 1, 3>(p, x + r, y + r, relu);
           break;
         case 3:
-          rows_panel<3, 2>(p, x + r, y + r, relu);
+          tile<3, 1, 2>(p, x + r, y + r, relu);
           break;
         case 4:
-          rows_panel<4, 1>(p, x + r, y + r, relu);
+          tile<4, 1, 1>(p, x + r, y + r, relu);
           break;
         default:
-          rows_panel<5, 1>(p, x + r, y + r, relu);
+          tile<5, 1, 1>(p, x + r, y + r, relu);
           break;
       }
     }
@@ -83,6 +103,7 @@ class PanelLinear {
 
  private:
   using V = simd::Vec<Lanes>;
+  static constexpr int kVectors = kWidth / Lanes;  // per panel
 
   struct AlignedDelete {
     void operator()(float* p) const { ::operator delete[](p, std::align_val_t{64}); }
@@ -92,52 +113,58 @@ class PanelLinear {
   // The biases follow the panels, padded like them: [panels][kWidth].
   float* bias() const { return data_.get() + static_cast<size_t>(panels_) * in_ * kWidth; }
 
-  template <int Rows, int Split>
-  void rows_panel(int p, const float* const* x, float* const* y, bool relu) const {
-    const float* w = panel(p);
-    const float* b = bias() + p * kWidth;
-    V acc[Split][Rows][2];
+  // Panels [p0, p0 + Panels) for Rows rows, with the sum over i split Split ways: Rows x Panels x
+  // kVectors accumulators (times Split) in registers for the whole sum, each weight vector loaded
+  // once for all rows, each x[r][i] broadcast once for all panels.
+  template <int Rows, int Panels, int Split>
+  void tile(int p0, const float* const* x, float* const* y, bool relu) const {
+    constexpr int kAcc = Panels * kVectors;
+    V acc[Split][Rows][kAcc];
+    const float* b = bias() + p0 * kWidth;
     for (int s = 0; s < Split; ++s)
-      for (int r = 0; r < Rows; ++r) {
-        acc[s][r][0] = acc[s][r][1] = V{};
-        if (s == 0) {
-          simd::load<Lanes>(acc[0][r][0], b);
-          simd::load<Lanes>(acc[0][r][1], b + Lanes);
+      for (int r = 0; r < Rows; ++r)
+        for (int v = 0; v < kAcc; ++v) {
+          acc[s][r][v] = V{};
+          if (s == 0) simd::load<Lanes>(acc[0][r][v], b + v * Lanes);
         }
-      }
+    const float* w[Panels];
+    for (int q = 0; q < Panels; ++q) w[q] = panel(p0 + q);
     int i = 0;
-    for (; i + Split <= in_; i += Split, w += Split * kWidth)
-      for (int s = 0; s < Split; ++s) {
-        V w0, w1;
-        simd::load<Lanes>(w0, w + s * kWidth);
-        simd::load<Lanes>(w1, w + s * kWidth + Lanes);
-        for (int r = 0; r < Rows; ++r) {
-          const float xi = x[r][i + s];
-          acc[s][r][0] += xi * w0;
-          acc[s][r][1] += xi * w1;
+    for (; i + Split <= in_; i += Split)
+      for (int s = 0; s < Split; ++s)
+        for (int q = 0; q < Panels; ++q) {
+          V wv[kVectors];
+          for (int v = 0; v < kVectors; ++v) simd::load<Lanes>(wv[v], w[q] + (i + s) * kWidth + v * Lanes);
+          for (int r = 0; r < Rows; ++r) {
+            const float xi = x[r][i + s];
+            for (int v = 0; v < kVectors; ++v) acc[s][r][q * kVectors + v] += xi * wv[v];
+          }
         }
+    for (; i < in_; ++i)
+      for (int q = 0; q < Panels; ++q) {
+        V wv[kVectors];
+        for (int v = 0; v < kVectors; ++v) simd::load<Lanes>(wv[v], w[q] + i * kWidth + v * Lanes);
+        for (int r = 0; r < Rows; ++r)
+          for (int v = 0; v < kVectors; ++v) acc[0][r][q * kVectors + v] += x[r][i] * wv[v];
       }
-    for (; i < in_; ++i, w += kWidth) {
-      V w0, w1;
-      simd::load<Lanes>(w0, w);
-      simd::load<Lanes>(w1, w + Lanes);
-      for (int r = 0; r < Rows; ++r) {
-        acc[0][r][0] += x[r][i] * w0;
-        acc[0][r][1] += x[r][i] * w1;
-      }
-    }
-    const int valid = std::min(kWidth, out_ - p * kWidth);
     for (int r = 0; r < Rows; ++r) {
-      for (int s = 1; s < Split; ++s) {
-        acc[0][r][0] += acc[s][r][0];
-        acc[0][r][1] += acc[s][r][1];
-      }
-      float sum[kWidth];
-      simd::store<Lanes>(sum, acc[0][r][0]);
-      simd::store<Lanes>(sum + Lanes, acc[0][r][1]);
-      float* out = y[r] + p * kWidth;
-      for (int j = 0; j < valid; ++j) out[j] = relu && sum[j] < 0.0f ? 0.0f : sum[j];
+      for (int s = 1; s < Split; ++s)
+        for (int v = 0; v < kAcc; ++v) acc[0][r][v] += acc[s][r][v];
+      for (int q = 0; q < Panels; ++q) store(y[r] + (p0 + q) * kWidth, &acc[0][r][q * kVectors], p0 + q, relu);
     }
+  }
+
+  // One panel's outputs of one row, ReLU'd if asked; a last panel stores only its real outputs.
+  void store(float* out, const V* sums, int p, bool relu) const {
+    float sum[kWidth];
+    for (int v = 0; v < kVectors; ++v) simd::store<Lanes>(sum + v * Lanes, sums[v]);
+    if (relu)
+      for (float& value : sum) value = value < 0.0f ? 0.0f : value;  // fixed length: vectorised
+    const int valid = std::min(kWidth, out_ - p * kWidth);
+    if (valid == kWidth)
+      std::copy(sum, sum + kWidth, out);  // fixed length: vector moves, not a memmove call
+    else
+      for (int j = 0; j < valid; ++j) out[j] = sum[j];
   }
 
   int in_ = 0, out_ = 0, panels_ = 0;
