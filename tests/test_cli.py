@@ -202,7 +202,9 @@ class BenchmarkOutput(unittest.TestCase):
         assert result.returncode == 0, result.stderr
         with open(cls.out) as f:
             cls.data = json.load(f)
-        cls.runs = [b for b in cls.data["benchmarks"] if b.get("run_type") == "iteration"]
+        iterations = [b for b in cls.data["benchmarks"] if b.get("run_type") == "iteration"]
+        cls.runs = [b for b in iterations if b["run_name"].startswith("early_exit/")]
+        cls.primitives = {b["run_name"]: b for b in iterations if b["run_name"].startswith("primitive/")}
 
     @classmethod
     def tearDownClass(cls):
@@ -233,6 +235,26 @@ class BenchmarkOutput(unittest.TestCase):
                 self.assertIn(counter, b, b["name"])
             self.assertLessEqual(b["flops_useful"], b["flops_executed"] * (1 + 1e-12), b["name"])
             self.assertAlmostEqual(sum(b[f"exit_{k}"] for k in range(1, 5)), 1.0, places=9)
+
+    def test_the_cpu_floors_ran_with_what_the_report_divides_by(self):
+        reads = [b for name, b in self.primitives.items() if name.startswith("primitive/cpu/read_bandwidth_")]
+        self.assertEqual(len(reads), 8)
+        for b in reads:
+            self.assertGreater(b["bytes"], 0, b["run_name"])
+        self.assertGreater(self.primitives["primitive/cpu/fma_peak/real_time"]["flops"], 0)
+        self.assertIn("primitive/cpu/torch_op/real_time", self.primitives)
+        # every CPU strategy says what it read: the weights of the stages it ran, and the input
+        for b in self.runs:
+            self.assertGreater(b["bytes_read"], 0, b["name"])
+            if "/masked/" in b["name"]:
+                self.assertEqual(b["bytes_read"], self.masked_bytes(b["name"]), b["name"])
+
+    @staticmethod
+    def masked_bytes(name):
+        # hidden 16, in_features 32, 10 classes, 3 blocks: every Linear, weights and biases, and the input rows
+        batch = int(name.split("/batch:")[1].split("/")[0])
+        floats = (32 * 16 + 16) + 2 * (16 * 16 + 16) + 4 * (16 * 10 + 10) + batch * 32
+        return 4.0 * floats
 
     def test_forced_scenarios_report_where_rows_left(self):
         for b in self.runs:

@@ -82,7 +82,8 @@ class Checkpoint(unittest.TestCase):
             self.assertEqual(result.returncode, 0, result.stderr)
             data = json.loads(read(path))
             self.assertIn("context", data)
-            iterations = [b for b in data["benchmarks"] if b.get("run_type") == "iteration"]
+            iterations = [b for b in data["benchmarks"]
+                          if b.get("run_type") == "iteration" and b["run_name"].startswith("early_exit/")]
             self.assertEqual(len(iterations), 4)  # 2 scenarios x 2 repetitions
             self.assertFalse([f for f in os.listdir(tmp) if ".tmp" in f])
 
