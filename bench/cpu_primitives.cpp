@@ -89,10 +89,10 @@ void add(const std::string& name, Body body) {
 }  // namespace
 
 void register_cpu_primitives() {
-  // From L2-sized to DRAM-sized, in steps of 2 where caches end: the report takes, for a strategy
+  // From L1-sized to DRAM-sized, in steps of 2 where caches end: the report takes, for a strategy
   // reading B bytes per inference, the rate of the largest buffer of at most B bytes (a smaller
   // buffer is read at least as fast, so the floor stays a floor).
-  for (const int kib : {256, 1024, 2048, 4096, 8192, 16384, 65536, 262144})
+  for (const int kib : {16, 64, 256, 1024, 2048, 4096, 8192, 16384, 65536, 262144})
     add("read_bandwidth_" + (kib < 1024 ? std::to_string(kib) + "KiB" : std::to_string(kib / 1024) + "MiB"),
         [kib](benchmark::State& s) { read_bandwidth(s, static_cast<size_t>(kib) << 10); });
   add("fma_peak", fma_peak);

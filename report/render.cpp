@@ -535,17 +535,20 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
   if (!floors.empty()) {
     doc.heading(3, "Primitive floors");
     Table t{{"device", "primitive", "median (µs)", "rate"}, {}};
-    for (const auto& [device, prims] : floors)
+    for (const auto& [device, prims] : floors) {
+      const auto limits = in.limits.find(device);
+      // The reads first, from the smallest buffer to the largest, each with its rate.
+      if (limits != in.limits.end())
+        for (const CpuLimits::Read& r : limits->second.read)
+          t.rows.push_back(
+              {device, r.primitive, number(r.bytes / r.bytes_per_us), number(r.bytes_per_us / 1e3) + " GB/s"});
       for (const auto& [name, us] : prims) {
-        std::string rate = "-";
-        if (const auto limits = in.limits.find(device); limits != in.limits.end()) {
-          const CpuLimits& l = limits->second;
-          if (name == "fma_peak" && l.flops_per_us) rate = number(*l.flops_per_us / 1e3) + " GFLOP/s";
-          for (const CpuLimits::Read& r : l.read)
-            if (name == r.primitive) rate = number(r.bytes_per_us / 1e3) + " GB/s";
-        }
-        t.rows.push_back({device, name, number(us), rate});
+        if (limits != in.limits.end() && name.rfind("read_bandwidth_", 0) == 0) continue;
+        const bool peak = name == "fma_peak" && limits != in.limits.end() && limits->second.flops_per_us;
+        t.rows.push_back(
+            {device, name, number(us), peak ? number(*limits->second.flops_per_us / 1e3) + " GFLOP/s" : "-"});
       }
+    }
     doc.table(t);
   }
 }
