@@ -590,11 +590,24 @@ TEST(Floors, TheRateOfTheLargestBufferNoLargerThanTheBytes) {
   EXPECT_EQ(l.read[0].primitive, "read_bandwidth_1MiB");  // sorted by size, not by name or order
   EXPECT_DOUBLE_EQ(*l.read_rate(1000), 100);              // below every buffer: the smallest one's rate
   EXPECT_DOUBLE_EQ(*l.read_rate(1048576), 100);
-  EXPECT_DOUBLE_EQ(*l.read_rate(67108863), 100);
+  EXPECT_DOUBLE_EQ(*l.read_rate(67108863), 100);  // no buffer within 4x: the largest no larger
   EXPECT_DOUBLE_EQ(*l.read_rate(67108864), 10);
   EXPECT_DOUBLE_EQ(*l.read_rate(1e12), 10);
   EXPECT_DOUBLE_EQ(*l.flops_per_us, 1000);
   EXPECT_DOUBLE_EQ(*l.torch_op_us, 0.5);
+}
+
+TEST(Floors, TheFastestReadOfABufferWithinAQuarterOfTheBytes) {
+  // 8 MiB read slower than 4 MiB and 16 MiB slower still, as at a cache's edge on a shared machine
+  ResultFile f;
+  f.series = {primitive("read_bandwidth_4MiB", 4194304.0 / 60, {{"bytes", 4194304}}),
+              primitive("read_bandwidth_8MiB", 8388608.0 / 40, {{"bytes", 8388608}}),
+              primitive("read_bandwidth_16MiB", 16777216.0 / 20, {{"bytes", 16777216}})};
+  const CpuLimits l = cpu_limits({f}).begin()->second;
+  EXPECT_DOUBLE_EQ(*l.read_rate(8.7e6), 60);   // 4 and 8 MiB both within a quarter: the faster
+  EXPECT_DOUBLE_EQ(*l.read_rate(16.8e6), 40);  // 8 and 16 MiB: 4 MiB is less than a quarter
+  EXPECT_DOUBLE_EQ(*l.read_rate(1e9), 20);
+  EXPECT_FALSE(l.flops_per_us);  // not measured: no compute floor, so no floor at all
 }
 
 TEST(Floors, MemoryComputeAndCalls) {
