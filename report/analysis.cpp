@@ -280,6 +280,8 @@ std::optional<Floor> floor_of(const CpuLimits& limits, const Cell& cell, const s
     f.calls_us = launches->second * *limits.torch_op_us;
   }
   f.us = std::max(f.memory_us, f.compute_us) + f.calls_us;
+  // Counters from another machine's file can be anything JSON holds: no floor rather than 0 or inf.
+  if (!(f.us > 0) || !std::isfinite(f.us)) return std::nullopt;
   return f;
 }
 

@@ -630,6 +630,11 @@ TEST(Floors, MemoryComputeAndCalls) {
   EXPECT_FALSE(floor_of(l, c, "native"));
   // nor does a run without the primitives
   EXPECT_TRUE(cpu_limits({}).empty());
+  // nor a cell whose counters make no time (another machine's file can say anything)
+  c.counters = {{"bytes_read", 0}, {"flops_executed", 0}};
+  EXPECT_FALSE(floor_of(l, c, "native"));
+  c.counters = {{"bytes_read", -5000}, {"flops_executed", -20000}, {"launches", -10}};
+  EXPECT_FALSE(floor_of(l, c, "torch"));
 }
 
 }  // namespace
