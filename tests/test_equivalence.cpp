@@ -2,6 +2,8 @@
 // exact boundary cases, and row independence.
 #include <gtest/gtest.h>
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -128,6 +130,30 @@ TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceAtWideLayers) {
         ASSERT_TRUE(matches_reference(strategy->run(x, thresholds), ref, kLogitTolerance));
       }
     }
+}
+
+// With more than one intra-op thread, fused splits wide Linears across threads by panels: the
+// same results, whichever thread computed which outputs.
+TEST(Equivalence, FusedSplitAcrossThreadsMatchesTheReference) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  ModelConfig config;
+  config.hidden = 1024;
+  const EarlyExitModel model(config, 5);
+  const FlatParameters params = model->flat_parameters();
+  SplitMix64 rng(2);
+  for (const int64_t batch : {1, 7, 64}) {
+    SCOPED_TRACE("batch=" + std::to_string(batch));
+    const at::Tensor x = seeded_input(config, batch, 23);
+    const ReferenceResult probe = reference_forward(config, params, x, std::vector<float>(config.blocks, 1.0f));
+    std::vector<float> thresholds;
+    for (int k = 0; k < config.blocks; ++k) thresholds.push_back(splitting_threshold(probe, k, rng));
+    auto fused = StrategyRegistry::instance().find(Device::cpu, Engine::native, "fused")->make();
+    fused->prepare(model, batch);
+    EXPECT_TRUE(matches_reference(fused->run(x, thresholds), reference_forward(config, params, x, thresholds),
+                                  kLogitTolerance));
+  }
+  at::set_num_threads(threads);
 }
 
 // An exit head with zero weights gives equal logits, so its confidence is exactly 1/num_classes

@@ -6,6 +6,7 @@
 // loaded weight serves up to six rows. Results go straight into the output buffers made in
 // prepare(); nothing is allocated while timed.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include "condbench/exit_math.h"
 #include "condbench/flops.h"
@@ -17,6 +18,12 @@ namespace {
 
 using Linear = cpu::PanelLinear<simd::kLanes>;
 
+// A Linear is split across LibTorch's intra-op threads (the ones --threads sets), in disjoint
+// panel ranges, when its multiply-adds over the active rows reach this; below it, waking a thread
+// costs more than it saves. Measured on the reference machine (README, "Floors"): with every Linear
+// split, two threads were slower up to 0.5 M multiply-adds per Linear and faster from 1 M.
+constexpr double kParallelMultiplyAdds = 1 << 20;
+
 class FusedCpu final : public Strategy {
  public:
   using Strategy::Strategy;
@@ -24,6 +31,7 @@ class FusedCpu final : public Strategy {
   void prepare(const EarlyExitModel& model, int64_t batch) override {
     const NativeModel native = model->native();
     config_ = native.config;
+    threads_ = at::get_num_threads();
     blocks_.clear();
     heads_.clear();
     for (const NativeLinear& block : native.blocks) blocks_.emplace_back(block);
@@ -66,8 +74,8 @@ class FusedCpu final : public Strategy {
     for (int k = 0; k < config_.blocks && active > 0; ++k) {
       float* h = hidden_[k % 2].data();
       for (size_t a = 0; a < active; ++a) out_[a] = h + rows_[a] * row_pitch_;
-      blocks_[k].forward(in_.data(), out_.data(), active, true);
-      heads_[k].forward(out_.data(), logit_rows_.data(), active, false);
+      linear(blocks_[k], in_.data(), out_.data(), active, true);
+      linear(heads_[k], out_.data(), logit_rows_.data(), active, false);
       flops += static_cast<double>(active) * stage_flops_[k];
       bytes += stage_bytes_[k];
       size_t kept = 0;
@@ -84,7 +92,7 @@ class FusedCpu final : public Strategy {
       active = kept;
     }
     if (active > 0) {
-      heads_[config_.blocks].forward(in_.data(), logit_rows_.data(), active, false);
+      linear(heads_[config_.blocks], in_.data(), logit_rows_.data(), active, false);
       for (size_t a = 0; a < active; ++a) exit_id[rows_[a]] = config_.final_exit();
       flops += static_cast<double>(active) * head_flops(config_);
       bytes += head_bytes(config_);
@@ -95,7 +103,18 @@ class FusedCpu final : public Strategy {
   }
 
  private:
+  void linear(const Linear& l, const float* const* x, float* const* y, size_t rows, bool relu) const {
+    if (threads_ > 1 && static_cast<double>(rows) * l.in() * l.out() >= kParallelMultiplyAdds) {
+      at::parallel_for(0, l.panels(), 1, [&](int64_t begin, int64_t end) {
+        l.forward_panels(static_cast<int>(begin), static_cast<int>(end), x, y, rows, relu);
+      });
+    } else {
+      l.forward(x, y, rows, relu);
+    }
+  }
+
   ModelConfig config_;
+  int threads_ = 1;                     // LibTorch's intra-op threads when prepared
   size_t row_pitch_ = 0;                // floats between two rows' activations
   std::vector<Linear> blocks_, heads_;  // heads_[k] is exit k+1; heads_[blocks] is the final head
   std::vector<double> stage_flops_;     // block k and exit head k, per row

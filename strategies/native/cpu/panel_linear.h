@@ -58,10 +58,15 @@ class PanelLinear {
   // is read once while the rows pass through it in groups of up to kMaxRows. One row: up to four
   // panels at a time, so that each x[i] serves eight vectors and nothing is split.
   void forward(const float* const* x, float* const* y, size_t rows, bool relu) const {
+    forward_panels(0, panels_, x, y, rows, relu);
+  }
+
+  // The same for the outputs of panels [begin, end) only: threads take disjoint panel ranges.
+  void forward_panels(int begin, int end, const float* const* x, float* const* y, size_t rows, bool relu) const {
     if (rows == 1) {
-      int p = 0;
-      for (; p + 4 <= panels_; p += 4) tile<1, 4, 1>(p, x, y, relu);
-      switch (panels_ - p) {
+      int p = begin;
+      for (; p + 4 <= end; p += 4) tile<1, 4, 1>(p, x, y, relu);
+      switch (end - p) {
         case 0:
           break;
         case 1:
@@ -76,7 +81,7 @@ class PanelLinear {
       }
       return;
     }
-    for (int p = 0; p < panels_; ++p) {
+    for (int p = begin; p < end; ++p) {
       size_t r = 0;
       for (; r + kMaxRows <= rows; r += kMaxRows) tile<kMaxRows, 1, 1>(p, x + r, y + r, relu);
       switch (rows - r) {
