@@ -18,38 +18,31 @@ using V = simd::Vec<simd::kLanes>;
 constexpr int kLanes = simd::kLanes;
 
 // One pass over `bytes` of floats as 8 sequential streams (the buffer in eighths, read side by
-// side), each summed in its own vector chain: one stream leaves the hardware prefetchers idle (a
-// single stream read a 16 MiB buffer at half the rate of eight on this project's reference
-// machine), eight chains cover the adds' latency at two loads a cycle, and eight accumulators stay
-// in AVX2's sixteen registers (sixteen spilled and read L1 a third slower), so the loads are all
-// that limit it. A buffer that
-// fits a cache level is read from that level (every iteration reads the same buffer); the counter
-// `bytes` says how much one iteration read, so the report divides it by the median time.
+// side), each summed in its own vector accumulator. One stream leaves the hardware prefetchers
+// idle (it read a 16 MiB buffer at half the rate of eight on this project's reference machine);
+// eight accumulators cover the adds' latency at two loads a cycle and stay in AVX2's sixteen
+// registers (sixteen spilled, and read L1 a third slower), so the loads are all that limit it. A
+// buffer that fits a cache level is read from that level (every iteration reads the same buffer);
+// the counter `bytes` says how much one iteration read, so the report divides it by the median.
 void read_bandwidth(benchmark::State& state, size_t bytes) {
-  constexpr int kStreams = 8, kChains = 1, kStep = kChains * kLanes;
-  const size_t per_stream = bytes / sizeof(float) / kStreams / kStep * kStep;
+  constexpr int kStreams = 8;
+  const size_t per_stream = bytes / sizeof(float) / kStreams / kLanes * kLanes;
   const std::vector<float> buffer(per_stream * kStreams, 1.0f);
   for (auto _ : state) {
-    V sum[kStreams][kChains];
-#pragma GCC unroll 16
-    for (int s = 0; s < kStreams; ++s)
-#pragma GCC unroll 16
-      for (int c = 0; c < kChains; ++c) sum[s][c] = V{};
-    for (size_t i = 0; i < per_stream; i += kStep)
-#pragma GCC unroll 16
-      for (int s = 0; s < kStreams; ++s)
-#pragma GCC unroll 16
-        for (int c = 0; c < kChains; ++c) {
-          V v;
-          simd::load<kLanes>(v, buffer.data() + s * per_stream + i + c * kLanes);
-          sum[s][c] += v;
-        }
+    V sum[kStreams];
+#pragma GCC unroll 8
+    for (V& s : sum) s = V{};
+    for (size_t i = 0; i < per_stream; i += kLanes)
+#pragma GCC unroll 8
+      for (int s = 0; s < kStreams; ++s) {
+        V v;
+        simd::load<kLanes>(v, buffer.data() + s * per_stream + i);
+        sum[s] += v;
+      }
     // Unrolled like the loop, so the accumulators are registers, never stored back each step.
     V total = V{};
-#pragma GCC unroll 16
-    for (int s = 0; s < kStreams; ++s)
-#pragma GCC unroll 16
-      for (int c = 0; c < kChains; ++c) total += sum[s][c];
+#pragma GCC unroll 8
+    for (const V& s : sum) total += s;
     benchmark::DoNotOptimize(total);
   }
   state.counters["bytes"] = static_cast<double>(buffer.size() * sizeof(float));
@@ -98,8 +91,8 @@ void add(const std::string& name, Body body) {
 
 void register_cpu_primitives() {
   // From L1-sized to DRAM-sized, in steps of 2 where caches end: the report takes, for a strategy
-  // reading B bytes per inference, the rate of the largest buffer of at most B bytes (a smaller
-  // buffer is read at least as fast, so the floor stays a floor).
+  // reading B bytes per inference, the fastest read of a buffer between B/4 and B bytes (a smaller
+  // buffer is read at least as fast, so the floor stays a floor; CpuLimits::read_rate).
   for (const int kib : {16, 64, 256, 1024, 2048, 4096, 8192, 16384, 65536, 262144})
     add("read_bandwidth_" + (kib < 1024 ? std::to_string(kib) + "KiB" : std::to_string(kib / 1024) + "MiB"),
         [kib](benchmark::State& s) { read_bandwidth(s, static_cast<size_t>(kib) << 10); });
