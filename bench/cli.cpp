@@ -97,6 +97,13 @@ bool cuda_built() {
 
 bool cuda_available() { return cuda_built() && at::hasCUDA(); }
 
+Unsupported device_unavailable(Device device) {
+  if (device == Device::cpu) return std::nullopt;
+  if (!cuda_built()) return "this build of condbench has no CUDA support";
+  if (!at::hasCUDA()) return "no CUDA device is visible";
+  return std::nullopt;
+}
+
 std::vector<Device> default_devices() {
   if (cuda_available()) return {Device::cpu, Device::cuda};
   return {Device::cpu};

@@ -30,5 +30,7 @@ std::vector<std::string> parse_strategies(const std::string& flag, const std::st
 std::vector<Device> default_devices();
 bool cuda_built();      // the CUDA parts of condbench were compiled
 bool cuda_available();  // ... and a CUDA device is present
+// Why this machine cannot run anything on `device` ("no CUDA device is visible"), or nullopt.
+Unsupported device_unavailable(Device device);
 
 }  // namespace condbench::cli

@@ -93,6 +93,8 @@ int main(int argc, char** argv) {
       condbench::print_strategies(options, std::cout);
       return 0;
     }
+    if (options.export_dir.empty() && !has_flag(argc, argv, "--benchmark_list_tests"))
+      condbench::require_devices_present(options);
     if (!options.export_dir.empty()) {
       for (const std::string& dir : condbench::export_workloads(condbench::select_cases(options), options.export_dir))
         std::cout << "wrote " << dir << "\n";

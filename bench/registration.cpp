@@ -72,7 +72,19 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     options.blocks = {3, 12};
   }
   options.devices = given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
-  if (given("--strategy")) options.strategies = cli::parse_strategies("--strategy", flags.at("--strategy"));
+  if (given("--strategy")) {
+    options.strategies = cli::parse_strategies("--strategy", flags.at("--strategy"));
+    for (const std::string& name : options.strategies) {
+      std::string runs_on;  // the devices `name` is registered on
+      bool selected = false;
+      for (const StrategyInfo& info : StrategyRegistry::instance().entries())
+        if (info.name == name && runs_on.find(to_string(info.device)) == std::string::npos) {
+          runs_on += (runs_on.empty() ? "" : ", ") + std::string(to_string(info.device));
+          selected |= std::find(options.devices.begin(), options.devices.end(), info.device) != options.devices.end();
+        }
+      if (!selected) fail("--strategy: " + name + " runs on " + runs_on + " only, which --device does not select");
+    }
+  }
   if (given("--batch")) options.batches = cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 20);
   if (given("--hidden")) options.hidden = cli::parse_int_list("--hidden", flags.at("--hidden"), 1, 1 << 16);
   if (given("--blocks")) options.blocks = cli::parse_int_list("--blocks", flags.at("--blocks"), 1, 256);
@@ -101,6 +113,14 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     }
   }
   return options;
+}
+
+void require_devices_present(const RunnerOptions& options) {
+  for (Device device : options.devices)
+    if (const Unsupported why = cli::device_unavailable(device))
+      fail(std::string("--device: ") + to_string(device) + " asked for, but " + *why +
+           (device == Device::cuda ? " (no GPU, no driver, or CUDA_VISIBLE_DEVICES hides it)" : "") +
+           "; --list shows what runs here");
 }
 
 std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
@@ -133,19 +153,29 @@ std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
 }
 
 void print_strategies(const RunnerOptions& options, std::ostream& out) {
+  constexpr size_t kKeyWidth = 30;
+  const std::string indent(kKeyWidth, ' ');
   for (const StrategyInfo& info : StrategyRegistry::instance().entries()) {
-    out << info.key();
-    if (info.host_decides) out << "  decides on the host";
-    if (info.single_launch) out << "  one launch per inference";
-    out << "\n";
+    const std::string key = info.key();
+    out << key << std::string(key.size() < kKeyWidth ? kKeyWidth - key.size() : 1, ' ') << info.summary << "\n";
+    std::string traits;
+    const auto add = [&](const std::string& trait) { traits += (traits.empty() ? "" : "; ") + trait; };
+    if (info.host_decides) add("decides on the host");
+    if (info.single_launch) add("one launch per inference");
+    if (const Unsupported why = cli::device_unavailable(info.device)) add("cannot run here: " + *why);
+    if (!traits.empty()) out << indent << traits << "\n";
   }
+  bool headed = false;
   std::set<std::string> said;
   for (const BenchmarkCase& c : select_cases(options))
     if (const Unsupported why = c.strategy->unsupported(c.config, c.batch)) {
       std::ostringstream line;
-      line << c.strategy->key() << " cannot run hidden " << c.config.hidden << ", " << c.config.blocks
+      line << "  " << c.strategy->key() << " at hidden " << c.config.hidden << ", " << c.config.blocks
            << " blocks, batch " << c.batch << ": " << *why;
-      if (said.insert(line.str()).second) out << line.str() << "\n";
+      if (!said.insert(line.str()).second) continue;
+      if (!headed) out << "\nCases the flags select that a strategy cannot run (skipped, with this reason):\n";
+      headed = true;
+      out << line.str() << "\n";
     }
 }
 

@@ -33,6 +33,10 @@ void print_flags(std::ostream& out);
 // Takes condbench's own flags out of argv (Google Benchmark parses the rest) and validates them.
 RunnerOptions parse_runner_options(int& argc, char** argv);
 
+// A run (not a listing) on a device this machine lacks is a flag error: one line, exit code 2,
+// rather than every benchmark of that device skipped.
+void require_devices_present(const RunnerOptions& options);
+
 // Every (device, engine, strategy) x model x batch x scenario the options select, in run order.
 std::vector<BenchmarkCase> select_cases(const RunnerOptions& options);
 

@@ -59,6 +59,21 @@ class BadFlags(unittest.TestCase):
             with self.subTest(flag_args=flag_args):
                 self.assert_rejected(CONDBENCH, flag_args, names)
 
+    def test_a_device_this_machine_lacks_is_one_line_and_exit_2(self):
+        listing = run(CONDBENCH, "--list").stdout
+        if "cuda/" in listing and "cannot run here" not in listing:
+            self.skipTest("this machine has a GPU")
+        for flag_args in [["--device=cuda"], ["--device=all"], ["--device", "cuda", "--strategy=fused"]]:
+            with self.subTest(flag_args=flag_args):
+                self.assert_rejected(CONDBENCH, flag_args, "--device")
+
+    def test_a_strategy_on_a_device_it_does_not_run_on_is_named_with_its_devices(self):
+        result = run(CONDBENCH, "--device=cpu", "--strategy=fused,graph_while")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        if "unknown strategy" not in result.stderr:  # a CPU-only build does not register CUDA strategies
+            self.assertEqual(result.stderr.strip(), "condbench: --strategy: graph_while runs on cuda only, which "
+                                                    "--device does not select")
+
     def test_help_lists_every_flag_of_condbench_then_google_benchmarks(self):
         for flag in ["--help", "-h"]:
             result = run(CONDBENCH, flag)
@@ -299,11 +314,22 @@ class BenchmarkOutput(unittest.TestCase):
     def test_list_is_the_registry_and_the_docs_tables_match_it(self):
         result = run(CONDBENCH, "--list")
         self.assertEqual(result.returncode, 0, result.stderr)
-        listed = {line.split()[0] for line in result.stdout.splitlines() if line and " cannot run " not in line}
+        # a strategy's line starts at column 0 (key, then its one-line summary); what it declares, and
+        # whether it can run here, follows on an indented line
+        lines = result.stdout.split("\n\n")[0].splitlines()
+        listed = {line.split()[0] for line in lines if not line.startswith(" ")}
+        summaries = {line.split()[0]: line.split(None, 1)[1] for line in lines if not line.startswith(" ")}
         self.assertIn("cpu/native/fused", listed)
-        self.assertIn("cpu/torch/eager_host  decides on the host", result.stdout)
+        self.assertTrue(all(len(summary) >= 20 for summary in summaries.values()), summaries)
+        self.assertIn("loop nest", summaries["cpu/native/fused"])
+        declared = {lines[i - 1].split()[0]: line.strip() for i, line in enumerate(lines) if line.startswith(" ")}
+        self.assertEqual(declared["cpu/torch/eager_host"], "decides on the host")
+        self.assertNotIn("cpu/native/fused", declared)
         if self.data["context"]["cuda_build"] == "yes":
-            self.assertIn("cuda/native/graph_while  one launch per inference", result.stdout)
+            here = "" if self.data["context"].get("cuda_device_count", "0") != "0" else \
+                "; cannot run here: no CUDA device is visible"
+            self.assertTrue(declared["cuda/native/graph_while"].startswith("one launch per inference" + here),
+                            declared["cuda/native/graph_while"])
         root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
         for doc in ["README.md", os.path.join("docs", "design.md")]:
             with open(os.path.join(root, doc)) as f:

@@ -2,8 +2,11 @@
 // The one interface every strategy implements (docs/design.md §2) and the registry that lists them.
 // A strategy is one file that defines its class and registers it in one line:
 //
-//   CONDBENCH_REGISTER_STRATEGY(FusedCpu, "fused", Engine::native, Device::cpu);
+//   CONDBENCH_REGISTER_STRATEGY(FusedCpu, "fused", Engine::native, Device::cpu,
+//                               "the whole early-exit forward in one hand-written loop nest: the CPU floor");
 //
+// The last argument is what --list says of the strategy: one line, at most 90 characters (checked
+// when it compiles).
 // The contract lives here, in the base class: callers use the public, non-virtual run() and
 // observed_run(); a strategy implements the protected do_* hooks. What a strategy
 // can run is declared by the strategy (a static supports(), found by the registration macro), so
@@ -107,6 +110,7 @@ struct StrategyInfo {
   std::string name;
   Engine engine;
   Device device;
+  std::string summary;  // one line: what it does
   std::function<std::unique_ptr<Strategy>()> make;
   std::function<Unsupported(const ModelConfig&, Device, int64_t)> supports;
   bool host_decides = false;   // Strategy::kHostDecides
@@ -131,9 +135,11 @@ class StrategyRegistry {
 
 #define CONDBENCH_CONCAT_INNER(a, b) a##b
 #define CONDBENCH_CONCAT(a, b) CONDBENCH_CONCAT_INNER(a, b)
-#define CONDBENCH_REGISTER_STRATEGY(Type, name, engine, device)                                                        \
+#define CONDBENCH_REGISTER_STRATEGY(Type, name, engine, device, summary)                                               \
+  static_assert(sizeof(summary) > 1 && sizeof(summary) <= 91,                                                          \
+                "a strategy's summary is one line of 1 to 90 characters");                                             \
   static const bool CONDBENCH_CONCAT(condbench_registered_, __LINE__) = ::condbench::StrategyRegistry::instance().add( \
-      {name, engine, device, [] { return std::make_unique<Type>(device); }, &Type::supports, Type::kHostDecides,       \
-       Type::kSingleLaunch})
+      {name, engine, device, summary, [] { return std::make_unique<Type>(device); }, &Type::supports,                  \
+       Type::kHostDecides, Type::kSingleLaunch})
 
 }  // namespace condbench

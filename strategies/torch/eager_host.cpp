@@ -92,9 +92,11 @@ void EagerHost::write_rows(const at::Tensor& rows, const at::Tensor& logits, int
   }
 }
 
-CONDBENCH_REGISTER_STRATEGY(EagerHost, "eager_host", Engine::torch, Device::cpu);
+CONDBENCH_REGISTER_STRATEGY(EagerHost, "eager_host", Engine::torch, Device::cpu,
+                            "reads every exit test back to the host, which decides; active rows go on compacted");
 #if CONDBENCH_CUDA
-CONDBENCH_REGISTER_STRATEGY(EagerHost, "eager_host", Engine::torch, Device::cuda);
+CONDBENCH_REGISTER_STRATEGY(EagerHost, "eager_host", Engine::torch, Device::cuda,
+                            "reads every exit test back to the host, which decides; active rows go on compacted");
 #endif
 
 }  // namespace condbench

@@ -35,9 +35,11 @@ class Masked final : public TorchStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(Masked, "masked", Engine::torch, Device::cpu);
+CONDBENCH_REGISTER_STRATEGY(Masked, "masked", Engine::torch, Device::cpu,
+                            "runs every block and head for every row; picks each row's logits with where");
 #if CONDBENCH_CUDA
-CONDBENCH_REGISTER_STRATEGY(Masked, "masked", Engine::torch, Device::cuda);
+CONDBENCH_REGISTER_STRATEGY(Masked, "masked", Engine::torch, Device::cuda,
+                            "runs every block and head for every row; picks each row's logits with where");
 #endif
 
 }  // namespace condbench

@@ -129,6 +129,7 @@ class FusedCpu final : public Strategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(FusedCpu, "fused", Engine::native, Device::cpu);
+CONDBENCH_REGISTER_STRATEGY(FusedCpu, "fused", Engine::native, Device::cpu,
+                            "the whole early-exit forward in one hand-written loop nest: the CPU floor");
 
 }  // namespace condbench

@@ -19,6 +19,7 @@ class DeviceFlag final : public NativeCudaStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(DeviceFlag, "device_flag", Engine::native, Device::cuda);
+CONDBENCH_REGISTER_STRATEGY(DeviceFlag, "device_flag", Engine::native, Device::cuda,
+                            "launches every stage; kernels skip rows whose on-device active flag is cleared");
 
 }  // namespace condbench::cuda

@@ -20,6 +20,7 @@ class DeviceFlagGraph final : public GraphedNativeStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(DeviceFlagGraph, "device_flag_graph", Engine::native, Device::cuda);
+CONDBENCH_REGISTER_STRATEGY(DeviceFlagGraph, "device_flag_graph", Engine::native, Device::cuda,
+                            "device_flag captured into one CUDA graph, replayed per inference");
 
 }  // namespace condbench::cuda

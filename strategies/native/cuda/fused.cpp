@@ -41,6 +41,7 @@ class FusedCuda final : public NativeCudaStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(FusedCuda, "fused", Engine::native, Device::cuda);
+CONDBENCH_REGISTER_STRATEGY(FusedCuda, "fused", Engine::native, Device::cuda,
+                            "the whole early-exit forward in one kernel: the GPU floor");
 
 }  // namespace condbench::cuda

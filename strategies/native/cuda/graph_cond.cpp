@@ -48,6 +48,7 @@ class GraphCondNative final : public GraphedNativeStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(GraphCondNative, "graph_cond", Engine::native, Device::cuda);
+CONDBENCH_REGISTER_STRATEGY(GraphCondNative, "graph_cond", Engine::native, Device::cuda,
+                            "one graph of nested IF nodes; an exit-test kernel sets each node's handle");
 
 }  // namespace condbench::cuda

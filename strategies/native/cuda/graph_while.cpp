@@ -38,6 +38,7 @@ class GraphWhile final : public GraphedNativeStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(GraphWhile, "graph_while", Engine::native, Device::cuda);
+CONDBENCH_REGISTER_STRATEGY(GraphWhile, "graph_while", Engine::native, Device::cuda,
+                            "one WHILE node looping over the blocks; constant graph size at any depth");
 
 }  // namespace condbench::cuda

@@ -13,6 +13,7 @@ class EagerHostPinned final : public EagerHost {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(EagerHostPinned, "eager_host_pinned", Engine::torch, Device::cuda);
+CONDBENCH_REGISTER_STRATEGY(EagerHostPinned, "eager_host_pinned", Engine::torch, Device::cuda,
+                            "eager_host reading each exit test into pinned memory: async copy, event sync");
 
 }  // namespace condbench

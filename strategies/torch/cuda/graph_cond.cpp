@@ -197,6 +197,7 @@ class GraphCondTorch final : public TorchStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(GraphCondTorch, "graph_cond", Engine::torch, Device::cuda);
+CONDBENCH_REGISTER_STRATEGY(GraphCondTorch, "graph_cond", Engine::torch, Device::cuda,
+                            "LibTorch ops captured into nested IF nodes; an exit-test kernel sets each handle");
 
 }  // namespace condbench

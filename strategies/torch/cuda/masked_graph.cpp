@@ -61,6 +61,7 @@ class MaskedGraph final : public TorchStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(MaskedGraph, "masked_graph", Engine::torch, Device::cuda);
+CONDBENCH_REGISTER_STRATEGY(MaskedGraph, "masked_graph", Engine::torch, Device::cuda,
+                            "masked captured once into a CUDA graph, replayed per inference");
 
 }  // namespace condbench

@@ -95,6 +95,7 @@ class SegmentedGraph final : public TorchStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(SegmentedGraph, "segmented_graph", Engine::torch, Device::cuda);
+CONDBENCH_REGISTER_STRATEGY(SegmentedGraph, "segmented_graph", Engine::torch, Device::cuda,
+                            "one CUDA graph per block and head; the host reads the decision between replays");
 
 }  // namespace condbench
