@@ -74,6 +74,26 @@ class AtomicBenchmarkOut {
   std::string arg_;
 };
 
+// --trace=FILE: condbench-trace.so, built beside this executable, records every NVTX range and
+// writes FILE when the process exits (bench/trace/nvtx_injection.cpp).
+void attach_trace(const std::string& file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path library = fs::read_symlink("/proc/self/exe", ec).parent_path() / "condbench-trace.so";
+  if (ec || !fs::is_regular_file(library, ec))
+    condbench::fail("--trace: condbench-trace.so is not beside this condbench (a build with NVTX makes it)");
+  const fs::path target = fs::absolute(file, ec);
+  if (ec || !fs::is_directory(target.parent_path(), ec))
+    condbench::fail("--trace: the folder of '" + file + "' does not exist");
+  if (fs::exists(target, ec) && !fs::is_regular_file(target, ec))
+    condbench::fail("--trace: '" + file + "' exists and is not a regular file");
+  try {
+    condbench::nvtx::attach_tool(library.string(), {{"CONDBENCH_TRACE_OUT", target.string()}});
+  } catch (const condbench::Error& e) {
+    condbench::fail(std::string("--trace: ") + e.what());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,6 +120,7 @@ int main(int argc, char** argv) {
         std::cout << "wrote " << dir << "\n";
       return 0;
     }
+    if (!options.trace_out.empty()) attach_trace(options.trace_out);
     // Defaults a serious run wants, unless the user chose: 5 repetitions (medians, spread, and the
     // samples condbench-report's U test needs) of at least 0.1 s each.
     std::vector<std::string> extra;

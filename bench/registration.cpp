@@ -31,6 +31,7 @@ constexpr FlagSpec kFlags[] = {
     {"--full", nullptr, "the full grid: batch 1,8,64,512, hidden 64,256,1024,4096, blocks 3,12"},
     {"--threads", "N", "LibTorch's intra-op threads (default: LibTorch's choice)"},
     {"--nvtx", "off|run|iter|stage", "NVTX ranges for Nsight Systems (default off)"},
+    {"--trace", "FILE", "the NVTX ranges as a Chrome trace for Perfetto, without Nsight (--nvtx=stage unless given)"},
     {"--require-quiet", nullptr, "refuse to start on a busy machine (exit 2)"},
     {"--in-order", nullptr, "repetitions in registration order (default: randomly interleaved)"},
     {"--checkpoint-out", "FILE", "Google Benchmark JSON of every finished benchmark, as they finish"},
@@ -88,6 +89,10 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   if (given("--batch")) options.batches = cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 20);
   if (given("--hidden")) options.hidden = cli::parse_int_list("--hidden", flags.at("--hidden"), 1, 1 << 16);
   if (given("--blocks")) options.blocks = cli::parse_int_list("--blocks", flags.at("--blocks"), 1, 256);
+  if (given("--trace")) {
+    options.trace_out = flags.at("--trace");
+    options.nvtx = nvtx::Level::stage;
+  }
   if (given("--nvtx")) options.nvtx = nvtx::parse_level(flags.at("--nvtx"));
   if (given("--export-workload")) options.export_dir = flags.at("--export-workload");
   if (given("--checkpoint-out")) options.checkpoint_out = flags.at("--checkpoint-out");

@@ -21,6 +21,7 @@ struct RunnerOptions {
   bool full = false;
   int threads = 0;             // 0: LibTorch's default
   std::string export_dir;      // --export-workload: write the workloads and run nothing
+  std::string trace_out;       // --trace: the NVTX ranges as a Chrome trace
   std::string checkpoint_out;  // --checkpoint-out: JSON of every finished benchmark, as they finish
   bool require_quiet = false;  // refuse to start on a busy machine
   bool in_order = false;       // repetitions in registration order, not randomly interleaved

@@ -1,6 +1,7 @@
 #include "condbench/nvtx.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 
@@ -93,6 +94,21 @@ const RegisteredString& exit_test_string(int exit) {
 StageRanges::StageRanges(int blocks) {
   for (int i = 0; i < blocks; ++i) blocks_.push_back(&block_string(i));
   for (int k = 1; k <= blocks; ++k) exit_tests_.push_back(&exit_test_string(k));
+}
+
+void attach_tool(const std::string& library, const std::vector<std::pair<std::string, std::string>>& environment) {
+#if CONDBENCH_HAVE_NVTX
+  const char* attached = std::getenv("NVTX_INJECTION64_PATH");
+  if (attached != nullptr && *attached != '\0' && library != attached)
+    fail("another NVTX tool is attached (NVTX_INJECTION64_PATH=" + printable(attached) + ")");
+  for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
+  setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
+  nvtxInitialize(nullptr);
+#else
+  (void)library;
+  (void)environment;
+  fail("this build has no NVTX (the CUDA toolkit's NVTX3 headers were not found when it was configured)");
+#endif
 }
 
 void push(const RegisteredString& message) {

@@ -353,6 +353,88 @@ class BenchmarkOutput(unittest.TestCase):
         self.assertEqual(result.stdout.split()[:len(primitives)], primitives)
 
 
+class NvtxRanges(unittest.TestCase):
+    """The NVTX ranges scripts/profile and the README promise, as condbench-trace.so (--trace) records
+    them: domain condbench; "benchmarks" around the run, the benchmark's name around each of its
+    runs (--nvtx=run), "inference" around each timed inference (iter), and "block i" / "exit test k"
+    inside the inferences of a host-driven strategy (stage)."""
+
+    EAGER = "early_exit/cpu/torch/eager_host/exit:2/batch:1/hidden:16/blocks:3"
+    FUSED = "early_exit/cpu/native/fused/exit:2/batch:1/hidden:16/blocks:3"
+
+    def setUp(self):
+        if not os.path.exists(os.path.join(os.path.dirname(CONDBENCH), "condbench-trace.so")):
+            self.skipTest("this build has no NVTX, so no condbench-trace.so")
+
+    def trace(self, *flags):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "trace.json")
+            result = run(CONDBENCH, "--device=cpu", "--strategy=eager_host,fused", "--hidden=16", "--batch=1",
+                         "--scenario=exit:2", "--benchmark_filter=^early_exit/", "--benchmark_min_time=0.001",
+                         "--benchmark_repetitions=1", f"--trace={path}", *flags)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(os.listdir(d), ["trace.json"])  # written whole, no temporary left
+            with open(path) as f:
+                trace = json.load(f)
+        self.assertEqual(trace["otherData"]["dropped"], 0)
+        self.assertEqual(trace["otherData"]["unmatched_pops"], 0)
+        ranges = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+        self.assertTrue(all(r["cat"] == "condbench" for r in ranges), {r["cat"] for r in ranges})
+        return ranges
+
+    def at_depth(self, ranges, depth):
+        return [r for r in ranges if r["args"]["depth"] == depth]
+
+    def parent(self, ranges, child):
+        """The range one level up that holds `child` in time, on its thread."""
+        eps = 0.002  # the file's microseconds have three decimals
+        holders = [r for r in self.at_depth(ranges, child["args"]["depth"] - 1) if r["tid"] == child["tid"]
+                   and r["ts"] - eps <= child["ts"] and child["ts"] + child["dur"] <= r["ts"] + r["dur"] + eps]
+        self.assertEqual(len(holders), 1, child)
+        return holders[0]
+
+    def test_off_records_no_range(self):
+        self.assertEqual(self.trace("--nvtx=off"), [])
+
+    def test_run_level_is_the_run_and_each_benchmark(self):
+        ranges = self.trace("--nvtx=run")
+        self.assertEqual([r["name"] for r in self.at_depth(ranges, 0)], ["benchmarks"])
+        self.assertEqual({r["name"] for r in self.at_depth(ranges, 1)}, {self.EAGER, self.FUSED})
+        self.assertEqual(max(r["args"]["depth"] for r in ranges), 1)
+
+    def test_iter_level_adds_each_inference_inside_its_benchmark(self):
+        ranges = self.trace("--nvtx=iter")
+        inferences = self.at_depth(ranges, 2)
+        self.assertEqual({r["name"] for r in inferences}, {"inference"})
+        self.assertEqual({self.parent(ranges, r)["name"] for r in inferences}, {self.EAGER, self.FUSED})
+        self.assertEqual(max(r["args"]["depth"] for r in ranges), 2)
+
+    def test_stage_level_adds_blocks_and_exit_tests_of_host_driven_strategies(self):
+        ranges = self.trace()  # --trace alone means --nvtx=stage
+        stages = self.at_depth(ranges, 3)
+        # exit:2 runs blocks 0 and 1 and tests exits 1 and 2 in every inference
+        self.assertEqual({r["name"] for r in stages}, {"block 0", "block 1", "exit test 1", "exit test 2"})
+        for stage in stages[:200]:
+            inference = self.parent(ranges, stage)
+            self.assertEqual(inference["name"], "inference")
+            self.assertEqual(self.parent(ranges, inference)["name"], self.EAGER)
+        # each of eager_host's inferences holds its four stages, in order
+        first = next(r for r in self.at_depth(ranges, 2) if self.parent(ranges, r)["name"] == self.EAGER)
+        inside = sorted((r for r in stages if first["ts"] <= r["ts"] <= first["ts"] + first["dur"]),
+                        key=lambda r: r["ts"])
+        self.assertEqual([r["name"] for r in inside], ["block 0", "exit test 1", "block 1", "exit test 2"])
+
+    def test_trace_refuses_a_missing_folder_and_another_tool(self):
+        result = run(CONDBENCH, "--device=cpu", "--trace=/nonexistent/dir/t.json")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--trace", result.stderr)
+        env = dict(os.environ, NVTX_INJECTION64_PATH="/opt/nsight/libToolsInjection64.so")
+        result = subprocess.run([CONDBENCH, "--device=cpu", "--hidden=16", "--trace=t.json"], env=env,
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("another NVTX tool is attached", result.stderr)
+
+
 class Infer(unittest.TestCase):
     def test_seeded_run_agrees_and_prints_every_cpu_strategy(self):
         result = run(INFER, "--device=cpu", "--batch=5", "--thresholds=0.12,0.12,0.12")

@@ -3,6 +3,7 @@
 // run, per inference and per block / exit test of host-driven strategies. The level is chosen at
 // run time (--nvtx=off|run|iter|stage); without the NVTX3 headers everything compiles to nothing.
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace condbench::nvtx {
@@ -41,6 +42,13 @@ class StageRanges {
  private:
   std::vector<const RegisteredString*> blocks_, exit_tests_;
 };
+
+// Attaches an NVTX tool for the rest of the process: sets NVTX_INJECTION64_PATH to `library` (an
+// injection library such as condbench-trace.so) and `environment` (its settings), then initialises
+// NVTX at once, so the tool is loaded before any range and sees the run even at --nvtx=off.
+// Must come before the first NVTX call. Throws condbench::Error when this build has no NVTX or
+// another tool is already attached.
+void attach_tool(const std::string& library, const std::vector<std::pair<std::string, std::string>>& environment);
 
 void push(const RegisteredString& message);
 void push(const std::string& message);  // unregistered: for once-per-run ranges
