@@ -81,23 +81,26 @@ void torch_op(benchmark::State& state) {
 }
 
 template <typename Body>
-void add(const std::string& name, Body body) {
-  benchmark::RegisterBenchmark(BenchmarkName().label("primitive").label("cpu").label(name).str().c_str(), body)
-      ->UseRealTime()
-      ->Unit(benchmark::kMicrosecond);
+std::string add(const std::string& name, Body body) {
+  const std::string full = BenchmarkName().label("primitive").label("cpu").label(name).str();
+  benchmark::RegisterBenchmark(full.c_str(), body)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  return full;
 }
 
 }  // namespace
 
-void register_cpu_primitives() {
+std::vector<std::string> register_cpu_primitives() {
+  std::vector<std::string> names;
   // From L1-sized to DRAM-sized, in steps of 2 where caches end: the report takes, for a strategy
   // reading B bytes per inference, the fastest read of a buffer between B/4 and B bytes (a smaller
   // buffer is read at least as fast, so the floor stays a floor; CpuLimits::read_rate).
   for (const int kib : {16, 64, 256, 1024, 2048, 4096, 8192, 16384, 65536, 262144})
-    add("read_bandwidth_" + (kib < 1024 ? std::to_string(kib) + "KiB" : std::to_string(kib / 1024) + "MiB"),
-        [kib](benchmark::State& s) { read_bandwidth(s, static_cast<size_t>(kib) << 10); });
-  add("fma_peak", fma_peak);
-  add("torch_op", torch_op);
+    names.push_back(
+        add("read_bandwidth_" + (kib < 1024 ? std::to_string(kib) + "KiB" : std::to_string(kib / 1024) + "MiB"),
+            [kib](benchmark::State& s) { read_bandwidth(s, static_cast<size_t>(kib) << 10); }));
+  names.push_back(add("fma_peak", fma_peak));
+  names.push_back(add("torch_op", torch_op));
+  return names;
 }
 
 }  // namespace condbench

@@ -33,6 +33,6 @@ std::optional<double> gpu_time_us(Strategy& strategy, const std::vector<at::Tens
                                   const std::vector<float>& thresholds, int count, const InferenceShape& shape);
 
 // Registers the primitive/cuda/... microbenchmarks (docs/design.md §4).
-void register_cuda_primitives();
+std::vector<std::string> register_cuda_primitives();  // the names registered
 
 }  // namespace condbench

@@ -17,6 +17,7 @@
 #include "condbench/error.h"
 #include "condbench/nvtx.h"
 #include "condbench/output_file.h"
+#include "console_reporter.h"
 #include "context.h"
 #include "cpu_primitives.h"
 #include "device_timing.h"
@@ -32,6 +33,31 @@ bool has_flag(int argc, char** argv, const char* name) {
   for (int i = 1; i < argc; ++i)
     if (std::strncmp(argv[i], name, n) == 0 && (argv[i][n] == '=' || argv[i][n] == '\0')) return true;
   return false;
+}
+
+// The value of a Google Benchmark flag given as --name=value; `otherwise` when absent.
+std::string flag_value(int argc, char** argv, const char* name, const std::string& otherwise) {
+  const size_t n = std::strlen(name);
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], name, n) == 0 && argv[i][n] == '=') return argv[i] + n + 1;
+  return otherwise;
+}
+
+// Before a run that shows progress: how many repetitions of how many benchmarks, and the least
+// time they take (each repetition runs for at least --benchmark_min_time; setup comes on top).
+void announce(std::ostream& out, size_t benchmarks, const std::string& repetitions, const std::string& min_time) {
+  char* end = nullptr;
+  const double reps = std::strtod(repetitions.c_str(), &end);
+  const double seconds = std::strtod(min_time.c_str(), &end);
+  out << "condbench: " << benchmarks << (benchmarks == 1 ? " benchmark" : " benchmarks") << " x " << repetitions
+      << (repetitions == "1" ? " repetition" : " repetitions");
+  if (reps > 0 && seconds > 0 && (*end == '\0' || *end == 's')) {
+    const long least = std::lround(static_cast<double>(benchmarks) * reps * seconds);
+    out << " of at least " << min_time << (*end == 's' ? "" : " s") << " each: at least ";
+    if (least >= 60) out << least / 60 << " min ";
+    out << least % 60 << " s";
+  }
+  out << "\n";
 }
 
 // Result files are written atomically. Google Benchmark writes --benchmark_out in place, so point
@@ -135,6 +161,11 @@ int main(int argc, char** argv) {
     args.push_back(nullptr);
     int args_count = static_cast<int>(args.size()) - 1;
 
+    // Read before Google Benchmark takes its flags out of args: what the table and progress need.
+    const std::string format = flag_value(args_count, args.data(), "--benchmark_format", "console");
+    const std::string filter = flag_value(args_count, args.data(), "--benchmark_filter", "");
+    const std::string repetitions = flag_value(args_count, args.data(), "--benchmark_repetitions", "1");
+    const std::string min_time = flag_value(args_count, args.data(), "--benchmark_min_time", "0.5");
     AtomicBenchmarkOut out(args_count, args.data());
     benchmark::Initialize(&args_count, args.data());
     if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
@@ -154,9 +185,13 @@ int main(int argc, char** argv) {
     const auto runs_on = [&](condbench::Device d) {
       return std::find(options.devices.begin(), options.devices.end(), d) != options.devices.end();
     };
-    if (runs_on(condbench::Device::cpu)) condbench::register_cpu_primitives();
-    if (runs_on(condbench::Device::cuda)) condbench::register_cuda_primitives();
-    condbench::register_cases(condbench::select_cases(options));
+    std::vector<std::string> registered;
+    if (runs_on(condbench::Device::cpu)) registered = condbench::register_cpu_primitives();
+    if (runs_on(condbench::Device::cuda))
+      for (std::string& name : condbench::register_cuda_primitives()) registered.push_back(std::move(name));
+    const std::vector<condbench::BenchmarkCase> cases = condbench::select_cases(options);
+    condbench::register_cases(cases);
+    for (const condbench::BenchmarkCase& c : cases) registered.push_back(c.name());
 
     // Last before the run, so a flag error is never preceded by warnings.
     const bool runs = !has_flag(argc, argv, "--benchmark_list_tests");
@@ -167,10 +202,24 @@ int main(int argc, char** argv) {
       // The whole run in one range: scripts/profile starts and stops Nsight Systems on it.
       static const condbench::nvtx::RegisteredString kAll("benchmarks");
       const condbench::nvtx::ScopedRange all(condbench::nvtx::Level::run, kAll);
-      if (options.checkpoint_out.empty()) {
-        benchmark::RunSpecifiedBenchmarks();
+      // condbench's own table and progress unless another format is asked for (console_reporter.h)
+      std::unique_ptr<condbench::ConsoleReporter> table;
+      benchmark::BenchmarkReporter* display = nullptr;
+      if (runs && format == "console") {
+        const size_t selected = condbench::count_selected(registered, filter);
+        const bool progress = options.progress || isatty(STDERR_FILENO);
+        if (progress) announce(std::cerr, selected, repetitions, min_time);
+        table = std::make_unique<condbench::ConsoleReporter>(
+            std::cout, std::cerr, selected * static_cast<size_t>(std::max(1L, std::atol(repetitions.c_str()))),
+            progress);
+        display = table.get();
       } else {
-        condbench::CheckpointReporter checkpoint(*benchmark::CreateDefaultDisplayReporter(), options.checkpoint_out);
+        display = benchmark::CreateDefaultDisplayReporter();  // Google Benchmark's, which it keeps
+      }
+      if (options.checkpoint_out.empty()) {
+        benchmark::RunSpecifiedBenchmarks(display);
+      } else {
+        condbench::CheckpointReporter checkpoint(*display, options.checkpoint_out);
         benchmark::RunSpecifiedBenchmarks(&checkpoint);
       }
     }

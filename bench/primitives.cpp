@@ -101,8 +101,9 @@ void read4_sync(benchmark::State& state) {
 }
 
 template <typename Body>
-void add(const char* name, Body body) {
-  benchmark::RegisterBenchmark(BenchmarkName().label("primitive").label("cuda").label(name).str().c_str(),
+std::string add(const char* name, Body body) {
+  const std::string full = BenchmarkName().label("primitive").label("cuda").label(name).str();
+  benchmark::RegisterBenchmark(full.c_str(),
                                [body](benchmark::State& state) {
                                  if (skip_without_gpu(state)) return;
                                  try {
@@ -113,18 +114,21 @@ void add(const char* name, Body body) {
                                })
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond);
+  return full;
 }
 
 }  // namespace
 
-void register_cuda_primitives() {
-  add("launch", launch);
-  add("launch_sync", launch_sync);
-  add("graph_launch_sync", graph_launch_sync);
-  add("if_taken_sync", [](benchmark::State& s) { if_node_sync(s, 1); });
-  add("if_not_taken_sync", [](benchmark::State& s) { if_node_sync(s, 0); });
-  add("read4_pageable_sync", read4_sync<false>);
-  add("read4_pinned_sync", read4_sync<true>);
+std::vector<std::string> register_cuda_primitives() {
+  return {
+      add("launch", launch),
+      add("launch_sync", launch_sync),
+      add("graph_launch_sync", graph_launch_sync),
+      add("if_taken_sync", [](benchmark::State& s) { if_node_sync(s, 1); }),
+      add("if_not_taken_sync", [](benchmark::State& s) { if_node_sync(s, 0); }),
+      add("read4_pageable_sync", read4_sync<false>),
+      add("read4_pinned_sync", read4_sync<true>),
+  };
 }
 
 }  // namespace condbench

@@ -33,6 +33,7 @@ constexpr FlagSpec kFlags[] = {
     {"--nvtx", "off|run|iter|stage", "NVTX ranges for Nsight Systems (default off)"},
     {"--trace", "FILE", "the NVTX ranges as a Chrome trace for Perfetto, without Nsight (--nvtx=stage unless given)"},
     {"--require-quiet", nullptr, "refuse to start on a busy machine (exit 2)"},
+    {"--progress", nullptr, "progress and the time left on stderr even when it is not a terminal (default: on one)"},
     {"--in-order", nullptr, "repetitions in registration order (default: randomly interleaved)"},
     {"--checkpoint-out", "FILE", "Google Benchmark JSON of every finished benchmark, as they finish"},
     {"--export-workload", "DIR", "write weights, input pool and thresholds for the Python peer; run nothing"},
@@ -67,6 +68,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   options.require_quiet = given("--require-quiet");
   options.in_order = given("--in-order");
   options.list = given("--list");
+  options.progress = given("--progress");
   if (options.full) {
     options.batches = {1, 8, 64, 512};
     options.hidden = {64, 256, 1024, 4096};

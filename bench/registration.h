@@ -25,6 +25,7 @@ struct RunnerOptions {
   std::string checkpoint_out;  // --checkpoint-out: JSON of every finished benchmark, as they finish
   bool require_quiet = false;  // refuse to start on a busy machine
   bool in_order = false;       // repetitions in registration order, not randomly interleaved
+  bool progress = false;       // --progress: on stderr even when it is not a terminal
   bool list = false;           // --list: print the strategies and what they declare, run nothing
 };
 

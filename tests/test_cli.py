@@ -80,7 +80,7 @@ class BadFlags(unittest.TestCase):
             self.assertEqual(result.returncode, 0, result.stderr)
             for name in ["--device=cpu|cuda|all", "--strategy", "--scenario", "--batch", "--hidden", "--blocks",
                          "--weights", "--full", "--threads", "--nvtx", "--require-quiet", "--in-order",
-                         "--checkpoint-out", "--export-workload", "--list", "--benchmark_filter"]:
+                         "--checkpoint-out", "--export-workload", "--list", "--trace", "--progress", "--benchmark_filter"]:
                 self.assertIn(name, result.stdout, flag)
             self.assertIn("(default 1,64)", result.stdout)
             self.assertLess(result.stdout.index("--list"), result.stdout.index("--benchmark_filter"))
@@ -351,6 +351,46 @@ class BenchmarkOutput(unittest.TestCase):
                                                              "8MiB", "16MiB", "64MiB", "256MiB"]]
                       + ["fma_peak", "torch_op"]]
         self.assertEqual(result.stdout.split()[:len(primitives)], primitives)
+
+
+class Console(unittest.TestCase):
+    """What a person sees: a table in 100 columns on stdout, progress on stderr when asked (or on a
+    terminal), Google Benchmark's own display when another --benchmark_format is asked for."""
+
+    BASE = ["--device=cpu", "--scenario=exit:1", "--benchmark_min_time=0.01", "--benchmark_repetitions=2"]
+
+    def test_table_reads_in_100_columns_without_exponents(self):
+        result = run(CONDBENCH, *self.BASE, "--strategy=fused,eager_host", "--hidden=1024", "--batch=64",
+                     "--benchmark_filter=^early_exit/")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertTrue(all(len(line) <= 100 for line in lines), max(lines, key=len))
+        self.assertIn("cpu · hidden 1024 · 3 blocks · batch 64", result.stdout)
+        rows = {l.split()[1]: l.split() for l in lines if l.startswith("  exit:1 ")}
+        self.assertEqual(set(rows), {"native/fused", "torch/eager_host"})
+        for row in rows.values():
+            median, cv, syncs = row[2], row[3], row[4]
+            self.assertRegex(median, r"^[0-9]+(\.[0-9]+)?$")  # never 1.2e+03 or 2.9451n
+            self.assertRegex(cv, r"^[0-9.]+%$")
+        self.assertEqual(rows["torch/eager_host"][4], "1")  # one host sync: every row leaves at exit 1
+        self.assertNotRegex(result.stdout, r"nan|e\+|e-0")
+        self.assertNotIn("[1/", result.stderr)  # stderr is not a terminal here
+
+    def test_progress_counts_the_repetitions_and_states_the_least_time_first(self):
+        result = run(CONDBENCH, *self.BASE, "--strategy=fused,eager_host", "--hidden=16", "--batch=1",
+                     "--benchmark_filter=eager_host", "--progress")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stderr.replace("\r", "\n").splitlines()
+        self.assertEqual(lines[0], "condbench: 1 benchmark x 2 repetitions of at least 0.01 s each: at least 0 s")
+        self.assertIn("[1/2]", result.stderr)
+        self.assertIn("[2/2]", result.stderr)
+        self.assertIn("left  early_exit/cpu/torch/eager_host/exit:1", result.stderr)
+
+    def test_another_format_gets_google_benchmarks_display(self):
+        result = run(CONDBENCH, *TINY, "--benchmark_format=json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        names = {b["name"] for b in json.loads(result.stdout)["benchmarks"]}
+        self.assertIn("early_exit/cpu/native/fused/exit:1/batch:1/hidden:16/blocks:3/real_time_median", names)
 
 
 class NvtxRanges(unittest.TestCase):

@@ -55,9 +55,7 @@ class Recorder {
     return it->second;
   }
 
-  void push(const std::string* domain, const std::string* name) {
-    stack().push_back({domain, name, now_ns()});
-  }
+  void push(const std::string* domain, const std::string* name) { stack().push_back({domain, name, now_ns()}); }
   void pop(const std::string* domain) {
     const int64_t end = now_ns();
     std::vector<Open>& open = stack();
@@ -88,15 +86,19 @@ class Recorder {
       std::fprintf(stderr, "condbench-trace: cannot write %s\n", path);
       return;
     }
-    std::fprintf(out, "{\"displayTimeUnit\": \"ns\",\n \"otherData\": {\"ranges\": %zu, \"dropped\": %zu, "
-                 "\"unmatched_pops\": %zu},\n \"traceEvents\": [\n", ranges_.size(), dropped_, unmatched_pops_);
+    std::fprintf(out,
+                 "{\"displayTimeUnit\": \"ns\",\n \"otherData\": {\"ranges\": %zu, \"dropped\": %zu, "
+                 "\"unmatched_pops\": %zu},\n \"traceEvents\": [\n",
+                 ranges_.size(), dropped_, unmatched_pops_);
     std::fprintf(out, "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"condbench\"}}",
                  static_cast<int>(getpid()));
     for (const Range& r : ranges_) {
-      std::fprintf(out, ",\n  {\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %d, \"tid\": %" PRIu32
+      std::fprintf(out,
+                   ",\n  {\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %d, \"tid\": %" PRIu32
                    ", \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"depth\": %" PRIu32 "}}",
                    json_text(*r.domain).c_str(), json_text(*r.name).c_str(), static_cast<int>(getpid()), r.thread,
-                   static_cast<double>(r.start_ns - origin_ns_) / 1e3, static_cast<double>(r.end_ns - r.start_ns) / 1e3, r.depth);
+                   static_cast<double>(r.start_ns - origin_ns_) / 1e3, static_cast<double>(r.end_ns - r.start_ns) / 1e3,
+                   r.depth);
     }
     std::fprintf(out, "\n]}\n");
     const bool written = std::fflush(out) == 0 && std::ferror(out) == 0;
@@ -214,8 +216,7 @@ bool assign(NvtxFunctionTable table, unsigned int size, unsigned int id, Functio
 }
 
 void write_at_exit() {
-  if (const char* path = std::getenv("CONDBENCH_TRACE_OUT"); path != nullptr && *path != '\0')
-    recorder().write(path);
+  if (const char* path = std::getenv("CONDBENCH_TRACE_OUT"); path != nullptr && *path != '\0') recorder().write(path);
 }
 
 }  // namespace

@@ -1,0 +1,228 @@
+#include "console_reporter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <regex>
+#include <sstream>
+
+#include "condbench/result_format.h"
+
+namespace condbench {
+
+namespace {
+
+constexpr size_t kWidth = 100;
+
+std::string clock_text(double seconds) {
+  const long total = std::lround(std::max(0.0, seconds));
+  char text[32];
+  if (total >= 3600)
+    std::snprintf(text, sizeof text, "%ld:%02ld:%02ld", total / 3600, total / 60 % 60, total % 60);
+  else
+    std::snprintf(text, sizeof text, "%ld:%02ld", total / 60, total % 60);
+  return text;
+}
+
+// Where a benchmark goes in the table: its block (sorted by key, titled) and its row.
+struct Place {
+  std::string block_key, block_title, row_key, row_label;
+};
+
+std::string padded(const std::optional<std::string>& number) {
+  const std::string text = number.value_or("");
+  return std::string(text.size() < 12 ? 12 - text.size() : 0, '0') + text;
+}
+
+Place place_of(const std::string& name) {
+  const std::optional<BenchmarkName> parsed = BenchmarkName::parse(name);
+  if (!parsed || parsed->labels().size() < 3) return {"9", "other", name, name};
+  const std::vector<std::string> labels = parsed->labels();
+  const std::string& device = labels[1];
+  if (labels[0] == "primitive") return {"0/" + device, device + " primitives", name, labels[2]};
+  const auto axis = [&](const char* key) { return parsed->axis_value(key).value_or("?"); };
+  Place place;
+  place.block_key = "1/" + device + "/" + padded(parsed->axis_value("blocks")) + "/" +
+                    padded(parsed->axis_value("hidden")) + "/" + padded(parsed->axis_value("batch"));
+  place.block_title =
+      device + " · hidden " + axis("hidden") + " · " + axis("blocks") + " blocks · batch " + axis("batch");
+  const std::string scenario = parsed->scenario().value_or("");
+  // exit:1, exit:2, ... then mix:early, mix:uniform, mix:late: the order of the scenarios' depth
+  std::string rank = "9";
+  if (scenario.rfind("exit:", 0) == 0) rank = "0" + padded(scenario.substr(5));
+  if (scenario == "mix:early") rank = "1";
+  if (scenario == "mix:uniform") rank = "2";
+  if (scenario == "mix:late") rank = "3";
+  std::string strategy;
+  for (size_t i = 2; i < labels.size(); ++i) strategy += (i > 2 ? "/" : "") + labels[i];
+  place.row_key = rank + "/" + strategy + "/" + name;
+  place.row_label = scenario + std::string(scenario.size() < 13 ? 13 - scenario.size() : 1, ' ') + strategy;
+  return place;
+}
+
+std::string without_time_suffix(const std::string& name) {
+  constexpr std::string_view kSuffix = "/real_time";
+  if (name.size() > kSuffix.size() && name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0)
+    return name.substr(0, name.size() - kSuffix.size());
+  return name;
+}
+
+double to_us(double time, benchmark::TimeUnit unit) { return time / benchmark::GetTimeUnitMultiplier(unit) * 1e6; }
+
+}  // namespace
+
+ConsoleReporter::ConsoleReporter(std::ostream& table, std::ostream& progress, size_t expected_runs, bool show_progress)
+    : table_(table), progress_(progress), expected_runs_(expected_runs), show_progress_(show_progress) {}
+
+std::string ConsoleReporter::number(double value) {
+  if (!std::isfinite(value)) return "-";
+  const double magnitude = std::fabs(value);
+  int decimals = 0;
+  if (magnitude > 0 && magnitude < 100 && value != std::round(value))
+    decimals = std::min(9, 2 - static_cast<int>(std::floor(std::log10(magnitude))));
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(decimals) << value;
+  return out.str();
+}
+
+bool ConsoleReporter::ReportContext(const Context& /*context*/) {
+  // The machine, the build and the flags are in the JSON's context; the terminal gets the table.
+  start_ = std::chrono::steady_clock::now();
+  return true;
+}
+
+void ConsoleReporter::ReportRuns(const std::vector<Run>& runs) {
+  for (const Run& run : runs) {
+    const std::string name = without_time_suffix(run.run_name.str());
+    if (run.error_occurred) {
+      skipped_.emplace(name, run.error_message);
+      if (run.run_type == Run::RT_Iteration) note_progress(run);
+      continue;
+    }
+    if (run.run_type == Run::RT_Iteration) {
+      note_progress(run);
+      // One repetition: the run is the row. With more, the median and cv aggregates replace it.
+      if (run.repetitions <= 1) {
+        Row& row = rows_[name];
+        row.median_us = to_us(run.GetAdjustedRealTime(), run.time_unit);
+        for (const auto& [key, counter] : run.counters) row.counters[key] = counter.value;
+      }
+      continue;
+    }
+    Row& row = rows_[name];
+    if (run.aggregate_name == "median") {
+      row.median_us = to_us(run.GetAdjustedRealTime(), run.time_unit);
+      for (const auto& [key, counter] : run.counters) row.counters[key] = counter.value;
+    } else if (run.aggregate_name == "cv") {
+      row.cv = run.real_accumulated_time;  // a fraction: Google Benchmark's percentage statistic
+    }
+  }
+}
+
+void ConsoleReporter::note_progress(const Run& run) {
+  ++finished_runs_;
+  if (!show_progress_) return;
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const size_t total = std::max(expected_runs_, finished_runs_);
+  std::ostringstream line;
+  line << "[" << finished_runs_ << "/" << total << "] " << clock_text(elapsed) << " elapsed";
+  if (finished_runs_ < total)
+    line << ", ~"
+         << clock_text(elapsed / static_cast<double>(finished_runs_) * static_cast<double>(total - finished_runs_))
+         << " left";
+  line << "  " << without_time_suffix(run.run_name.str());
+  std::string text = line.str();
+  if (text.size() > kWidth - 1) text = text.substr(0, kWidth - 4) + "...";
+  progress_ << "\r\033[K" << text << std::flush;
+}
+
+void ConsoleReporter::Finalize() {
+  if (show_progress_ && finished_runs_ > 0) progress_ << "\r\033[K" << std::flush;
+  print_table();
+}
+
+void ConsoleReporter::print_table() {
+  // block key -> title and rows (row key -> label, row)
+  struct Block {
+    std::string title;
+    std::map<std::string, std::pair<std::string, const Row*>> rows;
+  };
+  std::map<std::string, Block> blocks;
+  for (const auto& [name, row] : rows_) {
+    if (skipped_.count(name)) continue;
+    const Place place = place_of(name);
+    Block& block = blocks[place.block_key];
+    block.title = place.block_title;
+    // primitives by the size they read, then by name; strategies by scenario, then by name
+    const auto bytes = row.counters.find("bytes");
+    const std::string order =
+        bytes == row.counters.end() ? "~" : padded(std::to_string(static_cast<long long>(bytes->second)));
+    std::string row_key = place.row_key;
+    if (place.block_key.rfind("0/", 0) == 0) row_key.insert(0, order + "/");
+    block.rows[row_key] = {place.row_label, &row};
+  }
+  const auto cell = [](const std::string& text, size_t width) {
+    return std::string(text.size() < width ? width - text.size() : 1, ' ') + text;
+  };
+  const auto counter = [](const Row& row, const char* key) {
+    const auto it = row.counters.find(key);
+    return it == row.counters.end() ? std::string("-") : number(it->second);
+  };
+  const auto cv_text = [](const Row& row) {
+    if (row.cv < 0 || !std::isfinite(row.cv)) return std::string("-");
+    char text[32];
+    std::snprintf(text, sizeof text, row.cv < 0.1 ? "%.1f%%" : "%.0f%%", row.cv * 100);
+    return std::string(text);
+  };
+  constexpr size_t kLabel = 44;
+  for (const auto& [key, block] : blocks) {
+    const bool primitives = key.rfind("0/", 0) == 0;
+    const bool gpu = std::any_of(block.rows.begin(), block.rows.end(),
+                                 [](const auto& r) { return r.second.second->counters.count("gpu_us") > 0; });
+    std::string title = block.title;
+    title += std::string(title.size() < kLabel ? kLabel - title.size() : 1, ' ');
+    table_ << "\n" << title << cell("median us", 11) << cell("cv", 8);
+    if (primitives)
+      table_ << cell("rate", 14) << "\n";
+    else
+      table_ << cell("syncs", 7) << cell("launches", 10) << cell("exit", 6) << (gpu ? cell("gpu us", 10) : "") << "\n";
+    for (const auto& [row_key, labelled] : block.rows) {
+      const auto& [label, row] = labelled;
+      std::string text = "  " + label;
+      if (text.size() > kLabel - 1) text = text.substr(0, kLabel - 4) + "...";
+      table_ << text << std::string(kLabel - text.size(), ' ') << cell(number(row->median_us), 11)
+             << cell(cv_text(*row), 8);
+      if (primitives) {
+        // what the primitive moved or computed per iteration, per second
+        std::string rate;
+        if (row->counters.count("bytes")) rate = number(row->counters.at("bytes") / row->median_us / 1e3) + " GB/s";
+        if (row->counters.count("flops")) rate = number(row->counters.at("flops") / row->median_us / 1e3) + " GFLOP/s";
+        table_ << cell(rate.empty() ? "-" : rate, 14) << "\n";
+      } else {
+        table_ << cell(counter(*row, "host_syncs"), 7) << cell(counter(*row, "launches"), 10)
+               << cell(counter(*row, "exit_mean"), 6) << (gpu ? cell(counter(*row, "gpu_us"), 10) : "") << "\n";
+      }
+    }
+  }
+  if (!blocks.empty())
+    table_ << "\nmedian wall time per inference; cv across repetitions; syncs, launches and the mean exit per\n"
+              "inference (all counters are in the JSON: --benchmark_out)\n";
+  for (const auto& [name, reason] : skipped_) table_ << "skipped  " << name << ": " << reason << "\n";
+  table_ << std::flush;
+}
+
+size_t count_selected(const std::vector<std::string>& names, const std::string& filter) {
+  if (filter.empty() || filter == "all") return names.size();
+  const bool negative = filter[0] == '-';
+  try {
+    const std::regex pattern(negative ? filter.substr(1) : filter, std::regex::extended);
+    return static_cast<size_t>(std::count_if(names.begin(), names.end(), [&](const std::string& name) {
+      return std::regex_search(name + "/real_time", pattern) != negative;
+    }));
+  } catch (const std::regex_error&) {
+    return names.size();  // Google Benchmark reports the bad filter itself
+  }
+}
+
+}  // namespace condbench
