@@ -6,6 +6,7 @@ usage: scripts/summary.py [--markdown] RESULT.json...   (flags in any position; 
                                                        read as one, e.g. a run and its peer)
 """
 import json
+import math
 import os
 import sys
 from collections import defaultdict
@@ -49,6 +50,15 @@ def medians(data):
     return table
 
 
+def number(value, figures=3):
+    """`figures` significant figures below 10**figures, whole numbers above; never an exponent:
+    0.371, 28.1, 5209."""
+    if value == 0 or not abs(value) < float("inf"):
+        return f"{value:g}"
+    decimals = figures - 1 - int(math.floor(math.log10(abs(value))))
+    return f"{value:.{max(0, decimals)}f}"
+
+
 def scenario_order(name):
     kind, _, rest = name.split(" ")[0].partition(":")
     return (0, int(rest), "") if kind == "exit" else (1, 0, ["early", "uniform", "late"].index(rest))
@@ -84,9 +94,9 @@ def main():
             if s not in row:
                 cells.append("-")
             elif base and s != "torch/eager_host":
-                cells.append(f"{row[s]:.3g} ({base / row[s]:.2g}x)")
+                cells.append(f"{number(row[s])} ({number(base / row[s], 2)}x)")
             else:
-                cells.append(f"{row[s]:.3g}")
+                cells.append(number(row[s]))
         rows.append(cells)
     if markdown:
         print("| " + " | ".join(header) + " |")

@@ -77,6 +77,16 @@ class Report(unittest.TestCase):
         self.assertIn(["cpu", "64", "3", "1", "mix:early", "(seq:128)"], [r[:6] for r in rows])
         self.assertIn(["cpu", "64", "3", "1", "mix:early"], [r[:5] for r in rows])
 
+        # milliseconds-long medians and hundredfold speedups print as plain numbers, never 6.99e+03
+        for b in data["benchmarks"]:
+            if "/native/fused/" not in b["name"] and isinstance(b.get("real_time"), (int, float)):
+                b["real_time"] *= 12345.0
+        result = subprocess.run([sys.executable, summary, self.write_json("slow.json", data)], capture_output=True,
+                                text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotRegex(result.stdout, r"[0-9]e[+-]?[0-9]")
+        self.assertRegex(result.stdout, r" [0-9]{4,}(\.[0-9]+)? ")
+
     def test_report_replaces_an_older_one_whole(self):
         out = os.path.join(self.dir, "report")
         self.assertEqual(run("--out", out, SMALL).returncode, 0)  # an earlier report: --out may replace it

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Keeps every run of scripts/run, and points results/latest.* at the newest complete one.
+
+    scripts/run_history.py promote RESULTS STAMP [--as-latest] [-- CONDBENCH_ARGS...]
+
+A run is the files results/runs/STAMP.json (required: condbench writes it only when the run
+completes), STAMP.log, STAMP-python.json and STAMP-report/ (when made). `promote` records the
+condbench arguments beside them (STAMP.args.json) and makes results/latest.json, latest.log,
+latest-python.json and latest-report relative symbolic links to them, replaced atomically.
+
+A filtered run (one that selects part of the suite: --strategy, --scenario, --device, --batch,
+--hidden, --blocks, --weights, --benchmark_filter) does not replace a full run as latest: it is
+kept in results/runs/ and the script says so, unless --as-latest is given.
+"""
+import json
+import os
+import sys
+
+SELECTING = ("--strategy", "--scenario", "--device", "--batch", "--hidden", "--blocks", "--weights",
+             "--benchmark_filter")
+LINKS = {"latest.json": "{}.json", "latest.log": "{}.log", "latest-python.json": "{}-python.json",
+         "latest-report": "{}-report"}
+
+
+def is_filtered(args):
+    return any(a == flag or a.startswith(flag + "=") for a in args for flag in SELECTING)
+
+
+def current_latest(results):
+    """The stamp results/latest.json points at, or None (no link, or a plain file of an older layout)."""
+    link = os.path.join(results, "latest.json")
+    if not os.path.islink(link):
+        return None
+    target = os.path.basename(os.readlink(link))
+    return target[:-len(".json")] if target.endswith(".json") else None
+
+
+def was_filtered(results, stamp):
+    try:
+        with open(os.path.join(results, "runs", stamp + ".args.json")) as f:
+            return bool(json.load(f)["filtered"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return True  # unknown: never guard it
+
+
+def point(results, name, target):
+    """results/<name> -> runs/<target>, atomically; removed when the run has no such file."""
+    link = os.path.join(results, name)
+    if not os.path.exists(os.path.join(results, "runs", target)):
+        if os.path.islink(link) or os.path.isfile(link):
+            os.remove(link)
+        return
+    temp = link + ".new"
+    if os.path.lexists(temp):
+        os.remove(temp)
+    os.symlink(os.path.join("runs", target), temp)
+    if os.path.isdir(link) and not os.path.islink(link):
+        # an older layout's real folder: moved aside into the history rather than deleted
+        os.replace(link, os.path.join(results, "runs", "before-history-" + name))
+    os.replace(temp, link)
+
+
+def promote(results, stamp, as_latest, args):
+    runs = os.path.join(results, "runs")
+    if not os.path.isfile(os.path.join(runs, stamp + ".json")):
+        print(f"run_history: {runs}/{stamp}.json does not exist: the run did not complete", file=sys.stderr)
+        return 1
+    filtered = is_filtered(args)
+    with open(os.path.join(runs, stamp + ".args.json"), "w") as f:
+        json.dump({"args": args, "filtered": filtered}, f)
+    previous = current_latest(results)
+    if filtered and not as_latest and previous and previous != stamp and not was_filtered(results, previous):
+        print(f"results/latest.* stay on the full run {previous}; this filtered run is "
+              f"{runs}/{stamp}.json (scripts/run --as-latest ... makes a filtered run latest)")
+        return 0
+    for name, pattern in LINKS.items():
+        point(results, name, pattern.format(stamp))
+    print(f"results/latest.* -> {runs}/{stamp}" + (" (a filtered run)" if filtered else ""))
+    return 0
+
+
+def main(argv):
+    if any(a in ("-h", "--help") for a in argv[: argv.index("--") if "--" in argv else len(argv)]):
+        print(__doc__.strip())
+        return 0
+    args = argv[argv.index("--") + 1:] if "--" in argv else []
+    own = argv[: argv.index("--")] if "--" in argv else argv
+    as_latest = "--as-latest" in own
+    own = [a for a in own if a != "--as-latest"]
+    if len(own) != 3 or own[0] != "promote":
+        print("usage: scripts/run_history.py promote RESULTS STAMP [--as-latest] [-- CONDBENCH_ARGS...]",
+              file=sys.stderr)
+        return 2
+    return promote(own[1], own[2], as_latest, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

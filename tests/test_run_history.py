@@ -1,0 +1,94 @@
+"""scripts/run_history.py: every run kept in results/runs/, results/latest.* on the newest complete
+one, and a filtered run never replacing a full one as latest without saying so."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "run_history.py")
+
+
+def promote(results, stamp, *args, own=()):
+    return subprocess.run([sys.executable, SCRIPT, "promote", results, stamp, *own, "--", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+class RunHistory(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.results = self.dir.name
+        os.makedirs(os.path.join(self.results, "runs"))
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def make_run(self, stamp, python=False):
+        runs = os.path.join(self.results, "runs")
+        for name in [f"{stamp}.json", f"{stamp}.log"] + ([f"{stamp}-python.json"] if python else []):
+            with open(os.path.join(runs, name), "w") as f:
+                f.write(stamp)
+        os.makedirs(os.path.join(runs, f"{stamp}-report"))
+
+    def latest(self, name="latest.json"):
+        path = os.path.join(self.results, name)
+        if not os.path.lexists(path):
+            return None
+        self.assertTrue(os.path.islink(path), path)
+        self.assertFalse(os.path.isabs(os.readlink(path)))  # the folder can move
+        return os.readlink(path)
+
+    def test_full_then_filtered_then_forced_then_full(self):
+        self.make_run("A", python=True)
+        self.assertEqual(promote(self.results, "A", "--threads=1").returncode, 0)
+        self.assertEqual(self.latest(), os.path.join("runs", "A.json"))
+        self.assertEqual(self.latest("latest-report"), os.path.join("runs", "A-report"))
+        self.assertEqual(self.latest("latest-python.json"), os.path.join("runs", "A-python.json"))
+        with open(os.path.join(self.results, "latest.json")) as f:
+            self.assertEqual(f.read(), "A")
+
+        self.make_run("B")
+        result = promote(self.results, "B", "--strategy=fused")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("stay on the full run A", result.stdout)
+        self.assertEqual(self.latest(), os.path.join("runs", "A.json"))
+        self.assertTrue(os.path.exists(os.path.join(self.results, "runs", "B.json")))  # kept all the same
+
+        self.make_run("C")
+        self.assertEqual(promote(self.results, "C", "--benchmark_filter", "fused", own=["--as-latest"]).returncode, 0)
+        self.assertEqual(self.latest(), os.path.join("runs", "C.json"))
+        self.assertIsNone(self.latest("latest-python.json"))  # C has no peer file: no stale link to A's
+
+        self.make_run("D")
+        self.make_run("E")
+        promote(self.results, "D", "--hidden=64")  # filtered after a filtered latest: it replaces it
+        self.assertEqual(self.latest(), os.path.join("runs", "D.json"))
+        promote(self.results, "E")
+        self.assertEqual(self.latest(), os.path.join("runs", "E.json"))
+        self.assertEqual(self.latest("latest.log"), os.path.join("runs", "E.log"))
+
+    def test_an_incomplete_run_changes_nothing(self):
+        self.make_run("A")
+        promote(self.results, "A")
+        result = promote(self.results, "Z")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("did not complete", result.stderr)
+        self.assertEqual(self.latest(), os.path.join("runs", "A.json"))
+
+    def test_help_has_no_side_effects(self):
+        for flag in ["--help", "-h"]:
+            result = subprocess.run([sys.executable, SCRIPT, flag], capture_output=True, text=True, timeout=60)
+            self.assertEqual(result.returncode, 0)
+            self.assertIn("results/runs/STAMP.json", result.stdout)
+        self.assertEqual(os.listdir(os.path.join(self.results, "runs")), [])
+
+    def test_scripts_run_help_runs_nothing(self):
+        run_script = os.path.join(os.path.dirname(SCRIPT), "run")
+        result = subprocess.run(["bash", run_script, "--help"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("results/runs/<UTC time>-<host>.json", result.stdout)
+        self.assertNotIn("condbench:", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
