@@ -3,6 +3,7 @@
 // exit ids and logits as JSON, with whether they all agree. Exit code 0: all agree; 1: they do
 // not; 2: bad input.
 #include <ATen/ATen.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -148,7 +149,7 @@ int run(int argc, char** argv) {
   }
   if (out["strategies"].empty()) fail("no strategy matches --device and --strategy");
   out["agree"] = agree;
-  std::cout << out.dump() << "\n";
+  std::cout << out.dump(isatty(STDOUT_FILENO) ? 2 : -1) << "\n";  // indented for a person, one line for a pipe
   return agree ? 0 : 1;
 }
 

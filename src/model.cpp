@@ -4,6 +4,8 @@
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/linear.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <sstream>
@@ -13,6 +15,43 @@
 namespace condbench {
 
 namespace {
+
+// How to fix a state_dict that is almost right, from its keys alone: "" when no known mistake fits.
+std::string key_hint(const StateDict& state_dict) {
+  std::vector<std::string> keys;
+  for (const auto& item : state_dict) keys.push_back(item.first);
+  if (keys.empty()) return "";
+  // A prefix on every key: nn.DataParallel and DistributedDataParallel add "module.",
+  // torch.compile "_orig_mod.", a wrapper its attribute's name.
+  for (size_t dot = keys[0].find('.'); dot != std::string::npos; dot = keys[0].find('.', dot + 1)) {
+    const std::string prefix = keys[0].substr(0, dot + 1);
+    const bool everywhere = std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
+      return k.rfind(prefix, 0) == 0 &&
+             (k.compare(prefix.size(), 9, "backbone.") == 0 || k.compare(prefix.size(), 4, "exit") == 0 ||
+              k.compare(prefix.size(), 6, "final.") == 0);
+    });
+    if (everywhere)
+      return "; every key starts with '" + printable(prefix) +
+             "' (nn.DataParallel adds 'module.', torch.compile '_orig_mod.'): save without it, e.g. "
+             "torch.save({k.removeprefix('" +
+             printable(prefix) + "'): v for k, v in sd.items()}, path)";
+  }
+  // Backbone Linears numbered with gaps: an nn.Sequential with activations between them.
+  std::set<int> numbers;
+  for (const std::string& k : keys) {
+    int n = 0;
+    char tail[8] = {};
+    if (std::sscanf(k.c_str(), "backbone.%d.%7s", &n, tail) == 2 && std::string(tail) == "weight") numbers.insert(n);
+  }
+  if (!numbers.empty() && *numbers.rbegin() != static_cast<int>(numbers.size()) - 1) {
+    std::string listed;
+    for (const int n : numbers) listed += (listed.empty() ? "" : ", ") + std::to_string(n);
+    return "; the backbone Linears are numbered " + listed +
+           " (an nn.Sequential with activations between them?): condbench expects backbone.0, backbone.1, ... "
+           "in order; renumber them before saving";
+  }
+  return "";
+}
 
 std::string shape_text(at::IntArrayRef shape) {
   std::ostringstream out;
@@ -68,14 +107,14 @@ void check_state_dict(const ModelConfig& config, const StateDict& state_dict) {
   for (const ParameterSpec& spec : parameter_specs(config)) {
     expected.insert(spec.name);
     auto it = given.find(spec.name);
-    if (it == given.end()) fail("weights: missing key '" + spec.name + "'");
+    if (it == given.end()) fail("weights: missing key '" + spec.name + "'" + key_hint(state_dict));
     const at::Tensor& t = it->second;
     if (!at::isFloatingType(t.scalar_type())) fail("weights: '" + spec.name + "' is not a floating-point tensor");
     if (t.sizes() != at::IntArrayRef(spec.shape))
       fail("weights: '" + spec.name + "' has shape " + shape_text(t.sizes()) + ", expected " + shape_text(spec.shape));
   }
   for (const auto& [name, tensor] : state_dict)
-    if (!expected.count(name)) fail("weights: unexpected key '" + printable(name) + "'");
+    if (!expected.count(name)) fail("weights: unexpected key '" + printable(name) + "'" + key_hint(state_dict));
 }
 
 void EarlyExitModelImpl::load_state_dict(const StateDict& state_dict) {
@@ -139,7 +178,7 @@ ModelConfig infer_config(const StateDict& state_dict) {
   std::map<std::string, at::Tensor> given(state_dict.begin(), state_dict.end());
   auto require = [&](const std::string& key, int64_t dims) -> const at::Tensor& {
     auto it = given.find(key);
-    if (it == given.end()) fail("weights: missing key '" + key + "'");
+    if (it == given.end()) fail("weights: missing key '" + key + "'" + key_hint(state_dict));
     if (it->second.dim() != dims)
       fail("weights: '" + key + "' has " + std::to_string(it->second.dim()) + " dimensions, expected " +
            std::to_string(dims));

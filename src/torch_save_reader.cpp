@@ -243,6 +243,9 @@ class PickleMachine {
 
   std::vector<Storage>& storages() { return storages_; }
   const TensorView& view(const Value& tensor) const { return views_[static_cast<size_t>(tensor.integer)]; }
+  // The first class the pickle names that no state_dict or tensor uses ("__main__.EarlyExit":
+  // torch.save(model) instead of torch.save(model.state_dict())), or "".
+  const std::string& foreign_global() const { return foreign_global_; }
 
  private:
   [[noreturn]] void fail_at(const std::string& message) const {
@@ -299,6 +302,8 @@ class PickleMachine {
   void push_global(const std::string& module, const std::string& name) {
     // No global that tensors and dicts use is long; a long one is a crafted file.
     if (module.size() + name.size() > 200) fail_at("a global's name is too long");
+    if (foreign_global_.empty() && module != "collections" && module != "_codecs" && module.rfind("torch", 0) != 0)
+      foreign_global_ = printable(module + "." + name);
     Value* v = make(Value::Kind::global);
     v->text = module + "." + name;
     push(v);
@@ -440,6 +445,7 @@ class PickleMachine {
   const std::string& p_;
   const uint64_t file_size_;
   size_t at_ = 0;
+  std::string foreign_global_;
   uint64_t ops_ = 0, text_bytes_ = 0, tensor_bytes_ = 0;
   std::vector<std::unique_ptr<Value>> arena_;
   std::vector<Value*> stack_;
@@ -487,6 +493,10 @@ SavedObject read_archive(std::istream& in, uint64_t size, const HeaderCheck& che
     const auto [data, n] = archive.getRecord("byteorder");
     if (std::string(static_cast<const char*>(data.get()), n) != "little") fail("big-endian files are not supported");
   }
+  if (archive.hasRecord("constants.pkl") || archive.hasRecord("code/__torch__.py"))
+    fail(
+        "a TorchScript archive (torch.jit.save), not a state_dict: save the weights with "
+        "torch.save(model.state_dict(), path)");
   const uint64_t pickle_size = archive.getRecordSize("data.pkl");
   if (pickle_size > kMaxPickleBytes)
     fail("data.pkl has " + std::to_string(pickle_size) + " bytes, more than " + std::to_string(kMaxPickleBytes) +
@@ -494,7 +504,14 @@ SavedObject read_archive(std::istream& in, uint64_t size, const HeaderCheck& che
   std::string pickle(pickle_size, '\0');
   if (pickle_size > 0) archive.getRecord("data.pkl", pickle.data(), pickle_size);
   PickleMachine machine(pickle, size);
-  const Value* root = machine.run();
+  const Value* root = nullptr;
+  try {
+    root = machine.run();
+  } catch (const Error& e) {
+    if (machine.foreign_global().empty()) throw;
+    fail("a pickled " + machine.foreign_global() +
+         " object, not a state_dict: save the weights with torch.save(model.state_dict(), path)");
+  }
 
   // Names and shapes first: nothing is read from data/ until they are known to be wanted.
   std::vector<std::pair<std::string, const Value*>> tensors;
