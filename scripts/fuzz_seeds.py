@@ -73,6 +73,9 @@ def result_file_seeds(fixtures):
 
 
 def main():
+    if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip() if __doc__ else "usage: fuzz_seeds.py OUT_DIR FIXTURES_DIR")
+        sys.exit(0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2)
     out, fixtures = sys.argv[1], sys.argv[2]
     for data in torch_save_seeds():
         save(os.path.join(out, "torch_save"), data)
