@@ -72,6 +72,10 @@ std::vector<std::pair<std::string, std::string>> run_context() {
 #endif
     {"threads", std::to_string(at::get_num_threads())},
   };
+  // So do the strategies (their registration's summary), for the report's glossary:
+  // "strategy:cpu/native/fused" -> "the whole early-exit forward in one hand-written loop nest: ...".
+  for (const StrategyInfo& info : StrategyRegistry::instance().entries())
+    context.emplace_back("strategy:" + info.key(), info.summary);
   // The counters describe themselves in the file (condbench/counters.h): "counter:launches" ->
   // "launches; work the host issued: ...".
   for (const CounterSpec& spec : kCounters)

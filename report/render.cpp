@@ -106,6 +106,14 @@ std::string number(double value, int digits = 3) {
   return text;
 }
 
+// A cell that reads as a figure: "1.03", "1.03 unstable", "≥61×", "[0.32–0.43]", "31.5%".
+bool number_like(const std::string& cell) {
+  size_t i = 0;
+  for (const std::string_view lead : {"\\[", "[", "≥", "≤", "~", "-", "+"})
+    if (cell.compare(i, lead.size(), lead) == 0) i += lead.size();
+  return i < cell.size() && (std::isdigit(static_cast<unsigned char>(cell[i])) || cell[i] == '.');
+}
+
 class Document {
  public:
   void heading(int level, const std::string& text) {
@@ -125,21 +133,38 @@ class Document {
     md_ << "\n";
     html_ << "</ul>\n";
   }
+  // Columns with no value in any row ("-" throughout: gpu_us on a CPU run) are left out; numbers
+  // are right-aligned, text left-aligned.
   void table(const Table& t) {
+    std::vector<size_t> shown;
+    std::vector<bool> text;
+    for (size_t c = 0; c < t.header.size(); ++c) {
+      bool any = t.rows.empty(), numeric = true;
+      for (const auto& row : t.rows) {
+        if (c >= row.size() || row[c] == "-" || row[c].empty()) continue;
+        any = true;
+        numeric = numeric && number_like(row[c]);
+      }
+      if (!any) continue;
+      shown.push_back(c);
+      text.push_back(c == 0 || !numeric);
+    }
     md_ << "|";
-    for (const std::string& h : t.header) md_ << " " << escape_markdown(h) << " |";
+    for (const size_t c : shown) md_ << " " << escape_markdown(t.header[c]) << " |";
     md_ << "\n|";
-    for (size_t i = 0; i < t.header.size(); ++i) md_ << (i == 0 ? "---|" : "---:|");
+    for (size_t i = 0; i < shown.size(); ++i) md_ << (text[i] ? ":---|" : "---:|");
     md_ << "\n";
     html_ << "<table>\n<tr>";
-    for (const std::string& h : t.header) html_ << "<th>" << escape_html(h) << "</th>";
+    for (size_t i = 0; i < shown.size(); ++i)
+      html_ << (text[i] ? "<th class=\"t\">" : "<th>") << escape_html(t.header[shown[i]]) << "</th>";
     html_ << "</tr>\n";
     for (const auto& row : t.rows) {
       md_ << "|";
       html_ << "<tr>";
-      for (const std::string& cell : row) {
+      for (size_t i = 0; i < shown.size(); ++i) {
+        const std::string& cell = shown[i] < row.size() ? row[shown[i]] : std::string();
         md_ << " " << escape_markdown(cell) << " |";
-        html_ << "<td>" << escape_html(cell) << "</td>";
+        html_ << (text[i] ? "<td class=\"t\">" : "<td>") << escape_html(cell) << "</td>";
       }
       md_ << "\n";
       html_ << "</tr>\n";
@@ -158,7 +183,7 @@ class Document {
     return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape_html(title) +
            "</title>\n<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
            "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-           "td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}figure.chart svg{max-width:100%;"
+           "td.t,th.t{text-align:left}th{background:#f3f3f3}figure.chart svg{max-width:100%;"
            "height:auto}figcaption{color:#666;font-size:90%}</style></head><body>\n" +
            html_.str() + "</body></html>\n";
   }
@@ -315,11 +340,36 @@ void what_was_compared(const ReportInput& in, Charts& /*out*/, Document& doc) {
   Table runs{{"file", "GPU", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision", "load"}, {}};
   for (const ResultFile& f : in.files) {
     auto get = [&](const char* key) { return f.context.count(key) ? f.context.at(key) : std::string("-"); };
+    // A CUDA version is the GPU's to claim: without one, the CUDA runtime LibTorch ships means nothing.
+    const bool gpu = get("device_name") != "none" && get("device_name") != "-";
     runs.rows.push_back({fs::path(f.path).filename().string(), get("device_name"), get("cpu_model"), get("threads"),
-                         get("torch_version"), get("cuda_runtime_version"), get("cuda_driver_version"), get("date"),
-                         get("git_revision"), load_text(f)});
+                         get("torch_version"), gpu ? get("cuda_runtime_version") : "-",
+                         gpu ? get("cuda_driver_version") : "-", get("date"), get("git_revision"), load_text(f)});
   }
   doc.table(runs);
+}
+
+// The strategies this report shows, each with what it does, as the files describe them
+// ("strategy:<device>/<engine>/<name>" in the context; a file too old to say, says so).
+void strategy_glossary(const ReportInput& in, Charts& /*out*/, Document& doc) {
+  std::map<std::string, std::string> glossary;  // device/engine/name -> summary
+  for (const ResultFile& f : in.files)
+    for (const Series& s : f.series) {
+      if (s.primitive || !s.error.empty()) continue;  // a skipped benchmark shows nothing to explain
+      const std::string key = s.device + "/" + s.strategy_key();
+      const auto said = f.context.find("strategy:" + key);
+      std::string& summary = glossary[key];
+      if (said != f.context.end() && (summary.empty() || summary[0] == '('))
+        summary = said->second;
+      else if (summary.empty())
+        summary = "(not in the result file: a condbench older than its glossary)";
+    }
+  Table t{{"strategy", "device", "what it does"}, {}};
+  for (const auto& [key, summary] : glossary) {
+    const size_t slash = key.find('/');
+    t.rows.push_back({key.substr(slash + 1), key.substr(0, slash), summary});
+  }
+  doc.table(t);
 }
 
 void recommendations_section(const ReportInput& in, Charts& /*out*/, Document& doc) {
@@ -579,11 +629,9 @@ struct Section {
 };
 
 constexpr Section kSections[] = {
-    {"What was compared", nullptr, what_was_compared},
-    {"Recommendations", nullptr, recommendations_section},
-    {"Best strategy", nullptr, best_strategy},
-    {"Latency by scenario", nullptr, latency_by_scenario},
-    {"Where the time goes", nullptr, where_the_time_goes},
+    {"What was compared", nullptr, what_was_compared},     {"Strategies", nullptr, strategy_glossary},
+    {"Recommendations", nullptr, recommendations_section}, {"Best strategy", nullptr, best_strategy},
+    {"Latency by scenario", nullptr, latency_by_scenario}, {"Where the time goes", nullptr, where_the_time_goes},
     {"Skipped", any_skipped, skipped_benchmarks},
 };
 

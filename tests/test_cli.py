@@ -298,6 +298,11 @@ class BenchmarkOutput(unittest.TestCase):
         else:
             self.assertEqual(route, "none")
 
+    def test_context_describes_each_strategy_for_the_reports_glossary(self):
+        context = self.data["context"]
+        self.assertIn("loop nest", context["strategy:cpu/native/fused"])
+        self.assertIn("host", context["strategy:cpu/torch/eager_host"])
+
     def test_cuda_benchmarks_are_listed_on_any_machine(self):
         if self.data["context"]["cuda_build"] != "yes":
             self.skipTest("this build has no CUDA parts")

@@ -118,6 +118,18 @@ def load_model(weights_path, config, device):
     return model.to(device).eval()
 
 
+# What each variant is, one line each: written into the result file's context as
+# "strategy:<device>/python/<name>", where condbench-report's glossary finds it.
+SUMMARIES = {
+    "py_eager_if": "a Python if on each exit's confidence: one .item() read back per exit test",
+    "py_cond": "nested torch.cond in eager mode: each level decided on the host",
+    "py_cond_compile": "the nested torch.cond under torch.compile",
+    "py_cond_cudagraph": "the nested torch.cond captured in a CUDA graph (IF nodes, PyTorch >= 2.12)",
+    "py_masked": "every block and head for every row; each row's logits picked with torch.where",
+    "py_masked_compile": "py_masked under torch.compile",
+}
+
+
 def variants(model, device):
     """(name, callable, host_syncs(exit_id), thresholds as tensor?) for every variant that runs here;
     and (name, reason) for those that cannot."""

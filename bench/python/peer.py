@@ -21,7 +21,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchmark_name  # noqa: E402
-from early_exit import load_model, variants  # noqa: E402
+from early_exit import SUMMARIES, load_model, variants  # noqa: E402
 
 SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
 
@@ -165,6 +165,7 @@ def main():
             "condbench_schema": SCHEMA, "peer": "python", "python_version": platform.python_version(),
             "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda or "none",
             "device_name": device_name, "cpu_model": cpu_model(), "threads": str(torch.get_num_threads()),
+            **{f"strategy:{args.device}/python/{name}": summary for name, summary in SUMMARIES.items()},
         },
         "benchmarks": benchmarks,
     }

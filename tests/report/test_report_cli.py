@@ -48,7 +48,8 @@ class Report(unittest.TestCase):
         # conservative margin: masked's low edge over fused's high edge
         self.assertIn("| cpu · Test CPU | 1 | 64 | 3 | mix:late | native/fused | 5 | \\[5–5\\] | ≥4.2× | torch/masked |", md)
         self.assertNotIn("disturbed", md)
-        self.assertIn("| torch/masked | 21 | 0 | 25 | - | - | 64.8% |", md)  # 1 - 9000/25600 wasted
+        # 1 - 9000/25600 wasted; bytes_read_back and gpu_us, measured by none, are left out
+        self.assertIn("| torch/masked | 21 | 0 | 25 | 64.8% |", md)
         # self-contained: nothing fetched from anywhere
         self.assertNotRegex(html, r"<script[^>]*src=|<link[^>]*href=|src=\"https?:|url\(https?:")
         if shutil.which("gnuplot"):
@@ -86,6 +87,20 @@ class Report(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertNotRegex(result.stdout, r"[0-9]e[+-]?[0-9]")
         self.assertRegex(result.stdout, r" [0-9]{4,}(\.[0-9]+)? ")
+
+    def test_glossary_names_each_strategy_with_what_its_file_says_it_does(self):
+        with open(SMALL) as f:
+            data = json.loads(f.read().replace("NaN", "null"))
+        data["context"]["strategy:cpu/native/fused"] = "the whole forward in one loop nest"
+        data["context"]["strategy:cuda/native/fused"] = "not shown: no cuda benchmark in this file"
+        out = os.path.join(self.dir, "glossary")
+        self.assertEqual(run("--out", out, self.write_json("described.json", data)).returncode, 0)
+        report = open(os.path.join(out, "report.md")).read()
+        glossary = report.split("## Strategies")[1].split("\n## ")[0]
+        self.assertIn("| native/fused | cpu | the whole forward in one loop nest |", glossary)
+        self.assertIn("| torch/eager_host | cpu | (not in the result file", glossary)
+        self.assertNotIn("not shown", glossary)
+        self.assertIn("| strategy | device | what it does |\n|:---|:---|:---|", glossary)  # text left-aligned
 
     def test_report_replaces_an_older_one_whole(self):
         out = os.path.join(self.dir, "report")
