@@ -241,7 +241,7 @@ std::string draw(const std::string& gnuplot, const fs::path& work, const std::st
                  const std::string& settings, const std::string& plot) {
   write_text(work / (name + ".dat"), data);
   write_text(work / (name + ".gp"),
-             "set terminal svg size 760,420 noenhanced font 'sans,11' background rgb 'white'\n"
+             "set terminal svg size 860,460 noenhanced font 'sans,13' background rgb 'white'\n"
              "set output '" +
                  name +
                  ".svg'\nset datafile missing 'NaN'\n"
@@ -426,8 +426,9 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
     Table t{{"strategy"}, {}};
     for (const std::string& sc : g.scenarios) t.header.push_back(sc);
     std::ostringstream data;
+    // Per scenario: each strategy's median, first and third quartile, then the unstable medians.
     data << "scenario";
-    for (const std::string& s : g.strategies) data << " " << gnuplot_label(s);
+    for (const std::string& s : g.strategies) data << " " << gnuplot_label(s) << " q1 q3";
     for (const std::string& s : g.strategies) data << " " << gnuplot_label(s + " unstable");
     data << "\n";
     double lo = INFINITY, hi = 0;
@@ -457,7 +458,12 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
       data << gnuplot_label(sc);
       for (const std::string& s : g.strategies) {
         const Cell* c = g.cell(s, sc);
-        data << " " << (c ? number(c->median_us, 6) : "NaN");
+        if (c) {
+          lo = std::min(lo, c->q1_us);
+          hi = std::max(hi, c->q3_us);
+        }
+        data << " "
+             << (c ? number(c->median_us, 6) + " " + number(c->q1_us, 6) + " " + number(c->q3_us, 6) : "NaN NaN NaN");
       }
       // Then the unstable ones again, so the chart can ring them.
       for (size_t i = 0; i < g.strategies.size(); ++i) {
@@ -471,21 +477,32 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
     if (!out.gnuplot.empty()) {
       const std::string id = chart_id(g, "latency", gi);
       // Titles come from the data file's header line (columnheader), never from the script.
+      // Scenarios are categories: no line joins them. Each strategy is a dot at its median with
+      // a bar from the first to the third quartile, side by side within its scenario.
+      const size_t n = g.strategies.size();
+      const auto x = [&](size_t i) {
+        const double offset = n > 1 ? 0.5 * (static_cast<double>(i) / static_cast<double>(n - 1) - 0.5) : 0.0;
+        return "($0" + std::string(offset < 0 ? "" : "+") + number(offset, 3) + ")";
+      };
       std::string plot = "plot ";
-      for (size_t i = 0; i < g.strategies.size(); ++i)
-        plot += (i ? ", " : "") + std::string("'") + id + ".dat' using 0:" + std::to_string(i + 2) +
-                (i == 0 ? ":xtic(1)" : "") + " with linespoints lw 2 title columnheader(" + std::to_string(i + 2) + ")";
+      for (size_t i = 0; i < n; ++i) {
+        const std::string median = std::to_string(2 + 3 * i);
+        plot += (i ? ", " : "") + std::string("'") + id + ".dat' using " + x(i) + ":" + median + ":" +
+                std::to_string(3 + 3 * i) + ":" + std::to_string(4 + 3 * i) + (i == 0 ? ":xtic(1)" : "") +
+                " with yerrorbars pt 7 ps 1.2 lw 1.5 title columnheader(" + median + ")";
+      }
       // Only strategies with an unstable point: gnuplot drops the key entry of an all-NaN column.
       bool titled = false;
-      for (size_t i = 0; i < g.strategies.size(); ++i) {
+      for (size_t i = 0; i < n; ++i) {
         if (!unstable[i]) continue;
-        plot += ", '" + id + ".dat' using 0:" + std::to_string(i + 2 + g.strategies.size()) +
+        plot += ", '" + id + ".dat' using " + x(i) + ":" + std::to_string(2 + 3 * n + i) +
                 " with points pt 6 ps 2.5 lw 2 lc rgb 'red' " + (titled ? "notitle" : "title 'unstable'");
         titled = true;
       }
       const std::string settings =
-          std::string(hi / std::max(lo, 1e-9) > 20 ? "set logscale y\n" : "") +
-          "set ylabel 'median latency (µs)'\nset xtics rotate by -30\nset offsets 0.3,0.3,0,0\n";
+          std::string(hi / std::max(lo, 1e-9) > 10 ? "set logscale y\n" : "") +
+          "set ylabel 'median latency (µs), bars: quartiles'\nset xtics rotate by -30\nset offsets 0.5,0.5,0,0\n"
+          "set bars small\nset key autotitle columnheader\n";  // every plot skips the header line
       const std::string svg = draw(out.gnuplot, out.work, id, data.str(), settings, plot);
       if (!svg.empty()) {
         write_text(out.dir / (id + ".svg"), svg);
@@ -534,6 +551,7 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
     std::ostringstream data;
     bool any_floor = false;
     bool any_unstable = false;
+    double lo = INFINITY, hi = 0;  // the range the chart spans
     for (const std::string& s : g.strategies) {
       const Cell* c = g.cell(s, scenario);
       if (!c) continue;
@@ -556,26 +574,36 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
       }
       any_floor = any_floor || floor.has_value();
       t.rows.push_back(std::move(row));
-      data << gnuplot_label(s) << " " << number(c->median_us, 6) << " "
-           << (c->unstable ? number(c->median_us, 6) : "NaN") << " " << (floor ? number(floor->us, 6) : "NaN") << "\n";
+      data << gnuplot_label(s) << " " << number(c->median_us, 6) << " " << number(c->q1_us, 6) << " "
+           << number(c->q3_us, 6) << " " << (c->unstable ? number(c->median_us, 6) : "NaN") << " "
+           << (floor ? number(floor->us, 6) : "NaN") << "\n";
+      lo = std::min({lo, c->q1_us, floor ? floor->us : INFINITY});
+      hi = std::max(hi, c->q3_us);
       any_unstable = any_unstable || c->unstable;
     }
     doc.table(t);
     if (!out.gnuplot.empty()) {
       const std::string id = chart_id(g, "time", gi);
-      std::string plot = "plot '" + id + ".dat' using 0:2:xtic(1) with boxes fill solid 0.6 title 'median latency'";
-      if (any_unstable) plot += ", '" + id + ".dat' using 0:3 with boxes fill pattern 4 lc rgb 'red' title 'unstable'";
+      // A dot at the median with a bar from the first to the third quartile; the floor a triangle.
+      std::string plot =
+          "plot '" + id + ".dat' using 0:2:3:4:xtic(1) with yerrorbars pt 7 ps 1.4 lw 1.5 title 'median, quartiles'";
+      if (any_unstable)
+        plot += ", '" + id + ".dat' using 0:5 with points pt 6 ps 2.5 lw 2 lc rgb 'red' title 'unstable'";
       if (any_floor)
-        plot += ", '" + id + ".dat' using 0:4 with points pt 9 ps 1.8 lc rgb 'black' title 'one-core floor'";
+        plot += ", '" + id + ".dat' using 0:6 with points pt 9 ps 1.8 lc rgb 'black' title 'one-core floor'";
       if (floors.count(g.device_label))
         for (const char* p : kFloorPrimitives)
           if (floors.at(g.device_label).count(p))
             plot +=
                 ", " + number(floors.at(g.device_label).at(p), 6) + " with lines lw 2 dt 2 title 'floor: " + p + "'";
-      const std::string svg = draw(out.gnuplot, out.work, id, data.str(),
-                                   "set ylabel 'median latency (µs)'\nset style fill solid\nset boxwidth 0.6\n"
-                                   "set xtics rotate by -30\nset yrange [0:*]\nset offsets 0.5,0.5,0,0\n",
-                                   plot);
+      for (const char* p : kFloorPrimitives)
+        if (floors.count(g.device_label) && floors.at(g.device_label).count(p))
+          lo = std::min(lo, floors.at(g.device_label).at(p));
+      const std::string svg =
+          draw(out.gnuplot, out.work, id, data.str(),
+               std::string(hi / std::max(lo, 1e-9) > 10 ? "set logscale y\n" : "set yrange [0:*]\n") +
+                   "set ylabel 'latency (µs)'\nset xtics rotate by -30\nset offsets 0.5,0.5,0,0\nset bars small\n",
+               plot);
       if (!svg.empty()) {
         write_text(out.dir / (id + ".svg"), svg);
         doc.chart("charts/" + id + ".svg", svg, "Latency per strategy and primitive floors, " + group_title(g));
