@@ -494,6 +494,25 @@ class Infer(unittest.TestCase):
             self.assertEqual([len(row) for row in s["logits"]], [10] * 5)
 
     @unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
+    def test_the_readmes_model_snippet_runs_as_written_and_agrees(self):
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+        with open(os.path.join(root, "README.md")) as f:
+            section = f.read().split("## The model\n")[1].split("\n## ")[0]
+        snippet = section.split("```sh\n")[1].split("```")[0]
+        with tempfile.TemporaryDirectory() as d:
+            # the repository's layout as the snippet expects it: .venv and build/release/condbench-infer
+            os.symlink(sys.prefix, os.path.join(d, ".venv"))  # the virtual environment running this test
+            os.makedirs(os.path.join(d, "build", "release"))
+            os.symlink(os.path.realpath(INFER), os.path.join(d, "build", "release", "condbench-infer"))
+            result = subprocess.run(["bash", "-c", snippet], cwd=d, capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        printed, answer = result.stdout.splitlines()[0], json.loads(result.stdout.splitlines()[1])
+        self.assertIn(printed, section)  # the README quotes what the module prints
+        self.assertTrue(answer["agree"])
+        for s in answer["strategies"]:
+            self.assertEqual(s["exit_ids"], json.loads(printed), s["strategy"])
+
+    @unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
     def test_weights_that_are_almost_right_say_how_to_fix_them(self):
         torch.manual_seed(0)
         model = PyEarlyExit(in_features=32, hidden=16, num_classes=10, blocks=3)
