@@ -509,8 +509,8 @@ SavedObject read_archive(std::istream& in, uint64_t size, const HeaderCheck& che
     root = machine.run();
   } catch (const Error& e) {
     if (machine.foreign_global().empty()) throw;
-    fail("a pickled " + machine.foreign_global() +
-         " object, not a state_dict: save the weights with torch.save(model.state_dict(), path)");
+    fail(std::string(e.what()) + "; the file pickles a " + machine.foreign_global() +
+         " object, not tensors (torch.save(model) where torch.save(model.state_dict()) was meant?)");
   }
 
   // Names and shapes first: nothing is read from data/ until they are known to be wanted.

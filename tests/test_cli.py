@@ -525,7 +525,7 @@ class Infer(unittest.TestCase):
                     ("parallel.pt", {"module." + k: v for k, v in sd.items()}, "every key starts with 'module.'"),
                     ("compiled.pt", {"_orig_mod." + k: v for k, v in sd.items()}, "every key starts with '_orig_mod.'"),
                     ("sequential.pt", renumbered, "the backbone Linears are numbered 0, 2, 4"),
-                    ("whole.pt", model, "a pickled __main__.PyEarlyExit object, not a state_dict")]:
+                    ("whole.pt", model, "the file pickles a __main__.PyEarlyExit object, not tensors")]:
                 torch.save(obj, os.path.join(d, name))
                 cases.append((name, hint))
             torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), os.path.join(d, "script.pt"))

@@ -20,7 +20,7 @@ del sys.argv[1:5]
 try:
     import torch
     sys.path.insert(0, PEER)
-    from early_exit import load_model, variants
+    from early_exit import EarlyExitMLP, ExportableCond, NestedCond, load_model, should_exit, variants
 except ImportError as e:  # the peer needs the torch scripts/setup installs
     torch = None
     IMPORT_ERROR = str(e)
@@ -62,7 +62,8 @@ class PythonPeer(unittest.TestCase):
         torch.save(rows, inputs)
         runnable, _ = variants(model, "cpu")
         self.assertEqual([name for name, *_ in runnable],
-                         ["py_eager_if", "py_cond", "py_cond_compile", "py_masked", "py_masked_compile"])
+                         ["py_eager_if", "py_cond", "py_cond_compile", "py_masked", "py_masked_compile",
+                          "py_blocks_compile"])
         for scenario, values in self.meta["thresholds"].items():
             result = subprocess.run([INFER, "--device=cpu", f"--weights={self.dir}/weights.pt", f"--input={inputs}",
                                      "--thresholds=" + ",".join(repr(v) for v in values)],
@@ -79,6 +80,51 @@ class PythonPeer(unittest.TestCase):
                         self.assertEqual(int(exit_id), reference["exit_ids"][r])
                         diff = (logits[0] - want_logits[r]).abs().max().item()
                         self.assertLessEqual(diff, 1e-5 * scale[r].item())
+
+    def test_the_questions_code_fails_as_the_readme_says_and_the_peers_module_works(self):
+        """README, "The question's code, made to work": if PyTorch changes what it accepts, this
+        fails and the README must change with it."""
+        torch.manual_seed(0)
+        model = EarlyExitMLP(in_features=8, hidden=16, num_classes=4, blocks=2).eval()
+        x, thresholds = torch.randn(1, 8), torch.tensor([0.2, 0.2])
+
+        def question(branch_result):
+            # forward_early_exit as asked: each branch returns {"logits", "exit_id": a Python int}
+            def stage(k, h):
+                h = torch.relu(model.backbone[k](h))
+                logits = model.head(k)(h)
+
+                def done(h, logits):
+                    return branch_result(logits, k + 1)
+
+                def go(h, logits):
+                    if k + 1 < model.blocks:
+                        return stage(k + 1, h)
+                    return branch_result(model.final(h).clone(), model.blocks + 1)
+                return torch.cond(should_exit(logits, thresholds[k]), done, go, (h, logits))
+            return stage(0, x)
+
+        with self.assertRaisesRegex(Exception, "unsupported branch return type"):
+            question(lambda logits, exit_id: {"logits": logits.clone(), "exit_id": exit_id})
+        with self.assertRaisesRegex(Exception, "aliasing"):  # a branch returning its input as is
+            question(lambda logits, exit_id: (logits, torch.tensor(exit_id)))
+        # tensors only, no input returned as is: what the peer's NestedCond does
+        logits, exit_id = question(lambda logits, exit_id: (logits.clone(), torch.tensor(exit_id)))
+        want_logits, want_id = NestedCond(model)(x, thresholds)
+        self.assertEqual(int(exit_id), int(want_id))
+        self.assertTrue(torch.equal(logits, want_logits))
+
+        # torch.export: not with torch.cond under @torch.no_grad()...
+        with self.assertRaisesRegex(AttributeError, "true_graph_0"):
+            torch.export.export(NestedCond(model), (x, thresholds))
+        # ...but without it, the parameters frozen instead
+        for p in model.parameters():
+            p.requires_grad_(False)
+        exported = torch.export.export(ExportableCond(model), (x, thresholds)).module()
+        for t in ([0.2, 0.2], [0.99, 0.2], [0.99, 0.99]):
+            got, want = exported(x, torch.tensor(t)), NestedCond(model)(x, torch.tensor(t))
+            self.assertEqual(int(got[1]), int(want[1]), t)
+            self.assertTrue(torch.allclose(got[0], want[0]), t)
 
     def test_peer_writes_benchmark_json_the_report_reads(self):
         out = os.path.join(self.tmp.name, "peer.json")

@@ -52,7 +52,12 @@ class EagerIf:
 class NestedCond(nn.Module):
     """The question's forward_early_exit: cond(should_exit(logits_k, t_k), result, continue, operands),
     nested once per exit; the innermost else branch returns the final head. Thresholds come as a
-    tensor, so compiled versions serve every scenario without recompiling."""
+    tensor, so compiled versions serve every scenario without recompiling.
+
+    What the question's code had to change for torch.cond to accept it (README, "The question's
+    code, made to work"; tests/test_python_peer.py checks each): the branches return tensors only
+    (the exit id as a 0-d tensor, not a Python int in a dict), and none returns one of its inputs
+    as is (logits.clone(): torch.cond refuses aliasing)."""
     name = "py_cond"
 
     def __init__(self, model):
@@ -83,6 +88,51 @@ class NestedCond(nn.Module):
     @torch.no_grad()
     def forward(self, x, thresholds):
         return self.stage(0, x, thresholds)
+
+
+class ExportableCond(NestedCond):
+    """NestedCond as torch.export accepts it: the same forward without @torch.no_grad() (export
+    fails on torch.cond inside a no_grad region: AttributeError '...' object has no attribute
+    'true_graph_0'); freeze the parameters instead (requires_grad_(False)) before exporting."""
+
+    def forward(self, x, thresholds):
+        return self.stage(0, x, thresholds)
+
+
+class Stage(nn.Module):
+    """Block k and its exit head, and the exit test: one compiled unit of BlocksCompile."""
+
+    def __init__(self, model, k):
+        super().__init__()
+        self.block, self.head = model.backbone[k], model.head(k)
+
+    def forward(self, h, threshold):
+        h = torch.relu(self.block(h))
+        logits = self.head(h)
+        return h, logits, should_exit(logits, threshold)
+
+
+class BlocksCompile:
+    """What the answers to the question suggested: compile each block with its head and exit test
+    (torch.compile), and branch on the host between them with a Python if."""
+    name = "py_blocks_compile"
+
+    def __init__(self, model):
+        self.model = model
+        self.stages = [torch.compile(Stage(model, k)) for k in range(model.blocks)]
+        self.final = torch.compile(model.final)
+
+    def host_syncs(self, exit_id):
+        return min(exit_id, self.model.blocks)
+
+    @torch.no_grad()
+    def __call__(self, x, thresholds):
+        h = x
+        for k, stage in enumerate(self.stages):
+            h, logits, fire = stage(h, thresholds[k])
+            if bool(fire):  # the host reads the test
+                return logits, k + 1
+        return self.final(h), self.model.blocks + 1
 
 
 class Masked(nn.Module):
@@ -127,6 +177,7 @@ SUMMARIES = {
     "py_cond_cudagraph": "the nested torch.cond captured in a CUDA graph (IF nodes, PyTorch >= 2.12)",
     "py_masked": "every block and head for every row; each row's logits picked with torch.where",
     "py_masked_compile": "py_masked under torch.compile",
+    "py_blocks_compile": "each block with its head and exit test compiled; a Python if between them",
 }
 
 
@@ -140,6 +191,8 @@ def variants(model, device):
     runnable.append(("py_cond_compile", torch.compile(cond), cond.host_syncs, True))
     runnable.append(("py_masked", masked, masked.host_syncs, True))
     runnable.append(("py_masked_compile", torch.compile(masked), masked.host_syncs, True))
+    blocks = BlocksCompile(model)
+    runnable.append(("py_blocks_compile", blocks, blocks.host_syncs, True))
     if device != "cuda":
         skipped.append(("py_cond_cudagraph", "CUDA only"))
     elif tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 12):
