@@ -215,6 +215,144 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups) {
   return sentences;
 }
 
+namespace {
+
+// Three significant figures below 1000, whole numbers above: never an exponent.
+std::string plain(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, std::abs(value) >= 1000 ? "%.0f" : "%.3g", value);
+  return text;
+}
+
+std::string figure(const Cell& c) {
+  return plain(c.median_us) + " µs [" + plain(c.interval.low) + "–" + plain(c.interval.high) + "]";
+}
+
+// "A (m µs [lo–hi]) is at least R× faster than B (…)", or why no such claim can be made: too few
+// repetitions, unstable, overlapping intervals. `a` is the one with the lower median.
+std::string claim(const Group& g, const std::string& a, const std::string& b, const std::string& scenario) {
+  const Cell& fast = *g.cell(a, scenario);
+  const Cell& slow = *g.cell(b, scenario);
+  const std::string both = a + " (" + figure(fast) + ") and " + b + " (" + figure(slow) + ")";
+  std::string few, unstable;
+  for (const auto& [name, c] : {std::pair<std::string, const Cell*>{a, &fast}, {b, &slow}}) {
+    if (c->interval.confidence < kDecisionConfidence)
+      few += (few.empty() ? "" : ", ") + name + " has " + std::to_string(c->repetitions) + " repetitions";
+    if (c->unstable) unstable += (unstable.empty() ? "" : ", ") + name + " (cv " + percent(c->cv) + ")";
+  }
+  if (!few.empty()) return "no verdict between " + both + ": " + few + ", too few for a confident interval";
+  if (!unstable.empty()) return "no verdict between " + both + ": " + unstable + " varied too much (unstable)";
+  if (intervals_overlap(fast.interval, slow.interval)) return both + " are tied: their intervals overlap";
+  return a + " (" + figure(fast) + ") is at least " + format_at_least(slow.interval.low / fast.interval.high) +
+         " faster than " + b + " (" + figure(slow) + ")";
+}
+
+// The strategies among `names` that ran `scenario`, fastest first.
+std::vector<std::string> by_median(const Group& g, const std::vector<std::string>& names, const std::string& scenario) {
+  std::vector<std::pair<double, std::string>> ranked;
+  for (const std::string& s : names)
+    if (const Cell* c = g.cell(s, scenario)) ranked.push_back({c->median_us, s});
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<std::string> out;
+  for (const auto& r : ranked) out.push_back(r.second);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> python_options(const Group& g) {
+  std::vector<std::string> out;
+  for (const std::string& s : g.strategies)
+    if (s.rfind("python/", 0) == 0) out.push_back(s);
+  return out;
+}
+
+std::vector<std::string> answer_scenarios(const Group& g) {
+  std::vector<std::string> out;
+  for (const std::string& s : {std::string("exit:1"), "exit:" + std::to_string(g.blocks + 1)})
+    if (std::find(g.scenarios.begin(), g.scenarios.end(), s) != g.scenarios.end()) out.push_back(s);
+  return out;
+}
+
+std::vector<std::string> answer_sentences(const Group& g) {
+  std::vector<std::string> sentences;
+  const std::vector<std::string> python = python_options(g);
+  if (g.batch != 1 || python.empty()) return sentences;
+  std::vector<std::string> others;  // what condbench itself runs
+  for (const std::string& s : g.strategies)
+    if (s.rfind("python/", 0) != 0) others.push_back(s);
+  const std::string where = "On " + g.device_label + " at batch 1 (" + g.model_text() + ") ";
+  for (const std::string& scenario : answer_scenarios(g)) {
+    const std::string phrase = scenario_phrase(scenario);
+    const std::vector<std::string> ranked = by_median(g, python, scenario);
+    if (ranked.empty()) continue;
+    if (ranked.size() == 1)
+      sentences.push_back(where + phrase + ", the one Python option measured is " + ranked[0] + " (" +
+                          figure(*g.cell(ranked[0], scenario)) + ").");
+    else
+      sentences.push_back(where + phrase +
+                          ", the fastest way to write it in Python: " + claim(g, ranked[0], ranked[1], scenario) + ".");
+    const Cell* cond = g.cell("python/py_cond", scenario);
+    const Cell* eager_if = g.cell("python/py_eager_if", scenario);
+    if (cond && eager_if) {
+      const bool cond_first = cond->median_us < eager_if->median_us;
+      sentences.push_back("Nested torch.cond in eager mode against a plain Python if, " + phrase + ": " +
+                          (cond_first ? claim(g, "python/py_cond", "python/py_eager_if", scenario)
+                                      : claim(g, "python/py_eager_if", "python/py_cond", scenario)) +
+                          ".");
+    }
+    const std::vector<std::string> ours = by_median(g, others, scenario);
+    if (!ours.empty() && ours[0] != ranked[0]) {
+      const bool ours_first = g.cell(ours[0], scenario)->median_us < g.cell(ranked[0], scenario)->median_us;
+      sentences.push_back(
+          "condbench's fastest strategy against the best Python option, " + phrase + ": " +
+          (ours_first ? claim(g, ours[0], ranked[0], scenario) : claim(g, ranked[0], ours[0], scenario)) + ".");
+    }
+  }
+  return sentences;
+}
+
+std::string conditional_graphs_sentence(const std::vector<Group>& groups) {
+  std::vector<std::string> said;
+  for (const Group& g : groups) {
+    if (g.device_label.rfind("cuda", 0) != 0 || !g.cell(kEager, "mix:uniform")) continue;
+    for (const char* graph : {"torch/graph_cond", "native/graph_cond", "python/py_cond_cudagraph"})
+      if (g.cell(graph, "mix:uniform")) {
+        const bool graph_first = g.cell(graph, "mix:uniform")->median_us < g.cell(kEager, "mix:uniform")->median_us;
+        said.push_back("at batch " + std::to_string(g.batch) + " (" + g.model_text() + ") on " + g.device_label + ", " +
+                       (graph_first ? claim(g, graph, kEager, "mix:uniform") : claim(g, kEager, graph, "mix:uniform")));
+      }
+  }
+  if (said.empty())
+    return "Whether conditional graphs are impossible is unmeasured here: this run has no GPU figures for a graph "
+           "with conditional nodes (graph_cond, py_cond_cudagraph) beside eager_host.";
+  std::string text =
+      "Conditional graphs run, deciding on the device with no host round trip, when exits are spread "
+      "evenly: ";
+  for (size_t i = 0; i < said.size(); ++i) text += (i ? "; " : "") + said[i];
+  return text + ".";
+}
+
+std::string round_trip_sentence(const std::map<std::string, std::map<std::string, double>>& primitive_floors) {
+  std::vector<std::string> said;
+  for (const auto& [device, prims] : primitive_floors) {
+    const auto read = prims.find("read4_pinned_sync");
+    const auto sync = prims.find("launch_sync");
+    if (read == prims.end()) continue;
+    std::string line = "on " + device + ", reading one exit test back to the host costs " + plain(read->second) +
+                       " µs (read4_pinned_sync)";
+    if (sync != prims.end())
+      line += ", against " + plain(sync->second) + " µs for a launch and its synchronisation (launch_sync)";
+    said.push_back(line);
+  }
+  if (said.empty())
+    return "What one exit test's round trip to the host costs is unmeasured here: this run has no CUDA primitives "
+           "(on the CPU the decision is a branch in host code, no round trip).";
+  std::string text = "The host round trip each exit test pays when decided on the host: ";
+  for (size_t i = 0; i < said.size(); ++i) text += (i ? "; " : "") + said[i];
+  return text + " (medians of this run's primitives).";
+}
+
 std::map<std::string, std::map<std::string, double>> primitive_floors(const std::vector<ResultFile>& files) {
   std::map<std::string, std::map<std::string, double>> floors;
   for (const ResultFile& file : files)

@@ -67,6 +67,26 @@ std::vector<Winner> best_strategies(const std::vector<Group>& groups);
 // claim, quoted at the interval edges; otherwise the sentence says why there is none.
 std::vector<std::string> recommendations(const std::vector<Group>& groups);
 
+// The question condbench exists for, answered from a run's data: what should a PyTorch user
+// write for an early exit? For each group at batch 1 where the Python peer ran (the ways a PyTorch
+// user writes the exit: python/...), and for the first exit and the full depth: which Python
+// option is fastest and by how much; nested torch.cond against a plain Python if; condbench's
+// fastest strategy against the best Python option. Every sentence quotes the medians and intervals
+// it rests on and makes a claim only under the rules of recommendations() (enough repetitions,
+// stable, intervals apart); otherwise it says why there is none.
+std::vector<std::string> answer_sentences(const Group& g);
+// Whether "conditional graphs are impossible" holds, from the GPU groups: a device-side decision
+// in a graph (graph_cond, py_cond_cudagraph) against eager_host. Says it is unmeasured when the run
+// has no GPU figure for it.
+std::string conditional_graphs_sentence(const std::vector<Group>& groups);
+// What one exit test's trip to the host and back costs, from the CUDA primitives (a 4-byte read
+// into pinned memory and a synchronisation); unmeasured without them.
+std::string round_trip_sentence(const std::map<std::string, std::map<std::string, double>>& primitive_floors);
+// The Python options of a group (strategies "python/..."), and the scenarios the answer looks at:
+// the first exit and the full depth (exit:1 and exit:<blocks+1>) where they ran.
+std::vector<std::string> python_options(const Group& g);
+std::vector<std::string> answer_scenarios(const Group& g);
+
 // The primitives a run measured on a device (name -> median µs).
 std::map<std::string, std::map<std::string, double>> primitive_floors(const std::vector<ResultFile>& files);
 

@@ -336,6 +336,68 @@ std::optional<Floor> cell_floor(const ReportInput& in, const Group& g, const std
   return floor_of(limits->second, c, strategy.substr(0, strategy.find('/')));
 }
 
+// First in the report: what a PyTorch user should write for an early exit, from this run's data.
+void the_answer(const ReportInput& in, Charts& /*out*/, Document& doc) {
+  doc.paragraph(
+      "What should a PyTorch user write for an early exit? The ways a user writes it in Python are the PyTorch "
+      "peer's variants (python/...: a Python if, nested torch.cond eager or compiled, each block compiled, masking); "
+      "beside them condbench's LibTorch eager_host and its fastest strategy, and that strategy's floor. Median wall "
+      "time per inference in µs with the interval of the median; a claim needs stable figures whose intervals are "
+      "apart.");
+  bool any = false;
+  for (size_t gi = 0; gi < in.groups.size(); ++gi) {
+    const Group& g = in.groups[gi];
+    const std::vector<std::string> python = python_options(g);
+    const std::vector<std::string> scenarios = answer_scenarios(g);
+    if (g.batch != 1 || python.empty() || scenarios.empty()) continue;
+    any = true;
+    doc.heading(3, group_title(g));
+    Table t{{"option"}, {}};
+    for (const std::string& sc : scenarios) t.header.push_back(scenario_phrase(sc));
+    const auto cell_text = [&](const std::string& s, const std::string& sc) {
+      const Cell* c = g.cell(s, sc);
+      if (!c) return std::string("-");
+      return number(c->median_us) + " " + interval_text(c->interval) + (c->unstable ? " unstable" : "");
+    };
+    std::vector<std::string> rows = python;
+    std::sort(rows.begin(), rows.end(), [&](const std::string& a, const std::string& b) {
+      const Cell *ca = g.cell(a, scenarios[0]), *cb = g.cell(b, scenarios[0]);
+      return (ca ? ca->median_us : INFINITY) < (cb ? cb->median_us : INFINITY);
+    });
+    // condbench's: eager_host (LibTorch, what the Python if becomes in C++) and the fastest of its strategies
+    std::string fastest;
+    for (const std::string& s : g.strategies) {
+      const Cell* c = g.cell(s, scenarios[0]);
+      if (s.rfind("python/", 0) == 0 || !c) continue;
+      if (fastest.empty() || c->median_us < g.cell(fastest, scenarios[0])->median_us) fastest = s;
+    }
+    if (g.cell("torch/eager_host", scenarios[0])) rows.push_back("torch/eager_host");
+    if (!fastest.empty() && fastest != "torch/eager_host") rows.push_back(fastest);
+    for (const std::string& s : rows) {
+      std::vector<std::string> row{s};
+      for (const std::string& sc : scenarios) row.push_back(cell_text(s, sc));
+      t.rows.push_back(row);
+    }
+    if (!fastest.empty()) {
+      std::vector<std::string> row{"floor (" + fastest + "'s work, one core)"};
+      for (const std::string& sc : scenarios) {
+        const Cell* c = g.cell(fastest, sc);
+        const std::optional<Floor> f = c ? cell_floor(in, g, fastest, *c) : std::nullopt;
+        row.push_back(f ? number(f->us) : "-");
+      }
+      t.rows.push_back(row);
+    }
+    doc.table(t);
+    doc.bullets(answer_sentences(g));
+  }
+  if (!any)
+    doc.paragraph(
+        "This report has no figures of the PyTorch peer at batch 1, so it cannot say what to write in Python: "
+        "scripts/run runs the peer with condbench (--no-python skips it); give its result file to condbench-report "
+        "beside condbench's.");
+  doc.bullets({conditional_graphs_sentence(in.groups), round_trip_sentence(in.floors)});
+}
+
 void what_was_compared(const ReportInput& in, Charts& /*out*/, Document& doc) {
   Table runs{{"file", "GPU", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision", "load"}, {}};
   for (const ResultFile& f : in.files) {
@@ -657,9 +719,13 @@ struct Section {
 };
 
 constexpr Section kSections[] = {
-    {"What was compared", nullptr, what_was_compared},     {"Strategies", nullptr, strategy_glossary},
-    {"Recommendations", nullptr, recommendations_section}, {"Best strategy", nullptr, best_strategy},
-    {"Latency by scenario", nullptr, latency_by_scenario}, {"Where the time goes", nullptr, where_the_time_goes},
+    {"The answer: what to write for an early exit", nullptr, the_answer},
+    {"What was compared", nullptr, what_was_compared},
+    {"Strategies", nullptr, strategy_glossary},
+    {"Recommendations", nullptr, recommendations_section},
+    {"Best strategy", nullptr, best_strategy},
+    {"Latency by scenario", nullptr, latency_by_scenario},
+    {"Where the time goes", nullptr, where_the_time_goes},
     {"Skipped", any_skipped, skipped_benchmarks},
 };
 

@@ -146,7 +146,16 @@ class PythonPeer(unittest.TestCase):
         report = os.path.join(self.tmp.name, "report")
         result = subprocess.run([REPORT, "--out", report, out], capture_output=True, text=True, timeout=120)
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("python/py_eager_if", open(os.path.join(report, "report.md")).read())
+        md = open(os.path.join(report, "report.md")).read()
+        self.assertIn("python/py_eager_if", md)
+        # the report opens with the answer, made from the peer's figures; its glossary says what each is
+        headings = [line for line in md.splitlines() if line.startswith("## ")]
+        self.assertEqual(headings[0], "## The answer: what to write for an early exit")
+        answer = md.split("## The answer")[1].split("\n## ")[0]
+        self.assertIn("| python/py_eager_if | ", answer)
+        self.assertIn("the fastest way to write it in Python", answer)
+        self.assertIn("Whether conditional graphs are impossible is unmeasured here", answer)
+        self.assertIn("a Python if on each exit's confidence", md)
 
 
 if __name__ == "__main__":

@@ -241,6 +241,67 @@ TEST(Analysis, UnstableResultsGiveNoAdvice) {
   EXPECT_FALSE(make_cell({10, 20, 9.5, 10.5, 4}, 0.6).unstable);
 }
 
+TEST(Answer, WhatToWriteComesFromStableFiguresAndSaysWhyOtherwise) {
+  // exit:1 stable and apart: claims at the interval edges; exit:4: the Python if is unstable.
+  Group g = group_of({{{"python/py_eager_if", "exit:1"}, {80, 81, 82, 79, 80.5}},
+                      {{"python/py_cond", "exit:1"}, {1400, 1410, 1390, 1405, 1395}},
+                      {{"python/py_cond_compile", "exit:1"}, {150, 151, 152, 149, 150.5}},
+                      {{"torch/eager_host", "exit:1"}, {28, 28.1, 27.9, 28.05, 27.95}},
+                      {{"native/fused", "exit:1"}, {0.37, 0.371, 0.372, 0.369, 0.3705}},
+                      {{"python/py_eager_if", "exit:4"}, {200, 400, 250, 150, 300}},
+                      {{"python/py_cond", "exit:4"}, {1500, 1510, 1490, 1505, 1495}},
+                      {{"native/fused", "exit:4"}, {1.4, 1.41, 1.42, 1.39, 1.405}},
+                      {{"native/fused", "mix:late"}, {1.4, 1.41, 1.42, 1.39, 1.405}}});
+  g.device_label = "cpu · X";
+  EXPECT_EQ(answer_scenarios(g), (std::vector<std::string>{"exit:1", "exit:4"}));
+  EXPECT_EQ(python_options(g),
+            (std::vector<std::string>{"python/py_cond", "python/py_cond_compile", "python/py_eager_if"}));
+  const std::vector<std::string> s = answer_sentences(g);
+  ASSERT_EQ(s.size(), 6u);
+  // 149 / 82 = 1.817: "at least 1.8×"; figures without exponents
+  EXPECT_EQ(s[0],
+            "On cpu · X at batch 1 (hidden 64, 3 blocks) when every row leaves at exit 1, the fastest way to "
+            "write it in Python: python/py_eager_if (80.5 µs [79–82]) is at least 1.8× faster than "
+            "python/py_cond_compile (150 µs [149–152]).");
+  EXPECT_EQ(s[1],
+            "Nested torch.cond in eager mode against a plain Python if, when every row leaves at exit 1: "
+            "python/py_eager_if (80.5 µs [79–82]) is at least 16× faster than python/py_cond (1400 µs "
+            "[1390–1410]).");
+  EXPECT_EQ(s[2],
+            "condbench's fastest strategy against the best Python option, when every row leaves at exit 1: "
+            "native/fused (0.37 µs [0.369–0.372]) is at least 212× faster than python/py_eager_if (80.5 µs "
+            "[79–82]).");
+  EXPECT_NE(s[3].find("no verdict between python/py_eager_if"), std::string::npos) << s[3];
+  EXPECT_NE(s[3].find("varied too much (unstable)"), std::string::npos) << s[3];
+  EXPECT_NE(s[4].find("no verdict"), std::string::npos) << s[4];
+  // the best Python option at exit:4 is the unstable Python if: no verdict against fused either
+  EXPECT_NE(s[5].find("no verdict between native/fused (1.41 µs [1.39–1.42]) and python/py_eager_if"),
+            std::string::npos)
+      << s[5];
+
+  // Not batch 1, or no Python option: nothing to answer.
+  g.batch = 64;
+  EXPECT_TRUE(answer_sentences(g).empty());
+}
+
+TEST(Answer, GraphsAndTheRoundTripAreUnmeasuredWithoutAGpu) {
+  const Group cpu = group_of({{{"torch/eager_host", "mix:uniform"}, {10, 10.1, 9.9, 10.05, 9.95}}});
+  EXPECT_NE(conditional_graphs_sentence({cpu}).find("unmeasured here"), std::string::npos);
+  EXPECT_NE(round_trip_sentence({}).find("unmeasured here"), std::string::npos);
+
+  Group gpu = group_of({{{"torch/eager_host", "mix:uniform"}, {50, 50.5, 49.5, 50.2, 49.8}},
+                        {{"torch/graph_cond", "mix:uniform"}, {12, 12.1, 11.9, 12.05, 11.95}}});
+  gpu.device_label = "cuda · H200";
+  const std::string graphs = conditional_graphs_sentence({gpu});
+  EXPECT_NE(graphs.find("torch/graph_cond (12 µs [11.9–12.1]) is at least 4.0× faster than torch/eager_host"),
+            std::string::npos)
+      << graphs;
+  EXPECT_EQ(round_trip_sentence({{"cuda · H200", {{"read4_pinned_sync", 8.25}, {"launch_sync", 5.5}}}}),
+            "The host round trip each exit test pays when decided on the host: on cuda · H200, reading one exit test "
+            "back to the host costs 8.25 µs (read4_pinned_sync), against 5.5 µs for a launch and its synchronisation "
+            "(launch_sync) (medians of this run's primitives).");
+}
+
 TEST(Analysis, CompareGivesChangeTestAndVerdict) {
   ResultFile a, b;
   Series fast, slow, few;
