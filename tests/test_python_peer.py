@@ -63,7 +63,7 @@ class PythonPeer(unittest.TestCase):
         runnable, _ = variants(model, "cpu")
         self.assertEqual([name for name, *_ in runnable],
                          ["py_eager_if", "py_cond", "py_cond_compile", "py_masked", "py_masked_compile",
-                          "py_blocks_compile"])
+                          "py_blocks_compile", "ort_if"])
         for scenario, values in self.meta["thresholds"].items():
             result = subprocess.run([INFER, "--device=cpu", f"--weights={self.dir}/weights.pt", f"--input={inputs}",
                                      "--thresholds=" + ",".join(repr(v) for v in values)],

@@ -4,6 +4,8 @@ conditional: the variants the Python peer benchmarks beside condbench's strategi
 Parameter names are those of docs/design.md §1 (backbone.{i}, exit{k}, final), so condbench's exported
 state_dict loads unchanged. Every variant takes one input row [1, in_features] and thresholds, and
 returns (logits [1, num_classes], exit id as a Python int or a 0-d tensor)."""
+import os
+
 import torch
 from torch import nn
 
@@ -135,6 +137,47 @@ class BlocksCompile:
         return self.final(h), self.model.blocks + 1
 
 
+class OrtIf:
+    """The nested torch.cond exported to ONNX (ExportableCond -> If nodes, torch.onnx.export with
+    dynamo=True) and run by ONNX Runtime's Python API on one thread, its outputs bound once to
+    buffers made here (IOBinding). ONNX Runtime evaluates each If's condition on the host."""
+    name = "ort_if"
+
+    def __init__(self, model, onnxruntime, path):
+        import contextlib
+        import copy
+        import io
+        import logging
+        frozen = copy.deepcopy(model)  # the other variants keep their parameters as they are
+        for p in frozen.parameters():
+            p.requires_grad_(False)
+        example = (torch.zeros(1, model.backbone[0].in_features), torch.zeros(model.blocks))
+        logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+        with contextlib.redirect_stdout(io.StringIO()):  # the exporter's progress lines
+            torch.onnx.export(ExportableCond(frozen), example, dynamo=True, verbose=False).save(path)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = options.inter_op_num_threads = 1
+        self.session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.binding = self.session.io_binding()
+        num_classes = model.final.out_features
+        self.logits = onnxruntime.OrtValue.ortvalue_from_shape_and_type([1, num_classes], "float32")
+        self.exit_id = onnxruntime.OrtValue.ortvalue_from_shape_and_type([], "int64")
+        outputs = [o.name for o in self.session.get_outputs()]
+        self.binding.bind_ortvalue_output(outputs[0], self.logits)
+        self.binding.bind_ortvalue_output(outputs[1], self.exit_id)
+        self.blocks = model.blocks
+
+    def host_syncs(self, exit_id):
+        return min(exit_id, self.blocks)
+
+    def __call__(self, x, thresholds):
+        self.binding.bind_cpu_input(self.inputs[0], x.numpy())
+        self.binding.bind_cpu_input(self.inputs[1], thresholds.numpy())
+        self.session.run_with_iobinding(self.binding)
+        return torch.from_numpy(self.logits.numpy()), int(self.exit_id.numpy())
+
+
 class Masked(nn.Module):
     """Every block and head, rows' results picked with torch.where: no host read."""
     name = "py_masked"
@@ -178,6 +221,7 @@ SUMMARIES = {
     "py_masked": "every block and head for every row; each row's logits picked with torch.where",
     "py_masked_compile": "py_masked under torch.compile",
     "py_blocks_compile": "each block with its head and exit test compiled; a Python if between them",
+    "ort_if": "the nested torch.cond exported to ONNX (If nodes), run by ONNX Runtime on one thread",
 }
 
 
@@ -193,6 +237,19 @@ def variants(model, device):
     runnable.append(("py_masked_compile", torch.compile(masked), masked.host_syncs, True))
     blocks = BlocksCompile(model)
     runnable.append(("py_blocks_compile", blocks, blocks.host_syncs, True))
+    try:
+        import onnxruntime
+    except ImportError:
+        onnxruntime = None
+    if onnxruntime is None:
+        skipped.append(("ort_if", "onnxruntime is not installed (scripts/setup installs the pinned one)"))
+    elif device != "cpu":
+        skipped.append(("ort_if", "the pinned onnxruntime package runs on the CPU only"))
+    else:
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:  # the session holds the model once loaded
+            ort_if = OrtIf(model, onnxruntime, os.path.join(d, "cond.onnx"))
+        runnable.append(("ort_if", ort_if, ort_if.host_syncs, True))
     if device != "cuda":
         skipped.append(("py_cond_cudagraph", "CUDA only"))
     elif tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 12):
