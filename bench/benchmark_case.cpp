@@ -36,6 +36,8 @@ std::string BenchmarkCase::name() const {
 namespace {
 
 constexpr int kGpuTimedInferences = 200;
+// With --trace, this many inferences of each case are also placed on the trace's GPU track.
+constexpr int kTracedGpuInferences = 16;
 
 // What one inference on one pool batch did, learnt in the untimed pass.
 struct BatchRecord {
@@ -198,6 +200,10 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
     }
     p.gpu_us = gpu_time_us(strategy, p.inputs, p.thresholds, kGpuTimedInferences, shape);
     p.gpu_measured = true;
+    // --trace: a few inferences' spans on the GPU, on a track of their own beside the host's ranges
+    if (nvtx::records_spans() && nvtx::level() >= nvtx::Level::iter)
+      for (const auto& [start, end] : gpu_spans_ns(strategy, p.inputs, p.thresholds, kTracedGpuInferences))
+        nvtx::record_span("GPU (CUDA events)", "inference", start, end);
   }
   if (p.gpu_us) state.counters["gpu_us"] = *p.gpu_us;
 }

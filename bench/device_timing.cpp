@@ -1,6 +1,8 @@
 #include "device_timing.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 
 #if CONDBENCH_CUDA
 #include "condbench/cuda/resources.h"
@@ -73,9 +75,43 @@ std::optional<double> gpu_time_us(Strategy& strategy, const std::vector<at::Tens
   return 1000.0 * total_ms / count;
 }
 
+std::vector<std::pair<int64_t, int64_t>> gpu_spans_ns(Strategy& strategy, const std::vector<at::Tensor>& inputs,
+                                                      const std::vector<float>& thresholds, int count) {
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  const std::optional<void*> handle = strategy.cuda_stream();
+  if (!handle || inputs.empty() || count <= 0) return spans;
+  const auto stream = static_cast<cudaStream_t>(*handle);
+  const cuda::Event reference = cuda::make_event(true);
+  std::vector<cuda::Event> starts, stops;
+  for (int i = 0; i < count; ++i) {
+    starts.push_back(cuda::make_event(true));
+    stops.push_back(cuda::make_event(true));
+  }
+  strategy.finish();
+  CONDBENCH_CUDA_CHECK(cudaEventRecord(reference.get(), stream));
+  CONDBENCH_CUDA_CHECK(cudaEventSynchronize(reference.get()));
+  const int64_t reference_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  for (int i = 0; i < count; ++i) {
+    CONDBENCH_CUDA_CHECK(cudaEventRecord(starts[i].get(), stream));
+    strategy.run(inputs[static_cast<size_t>(i) % inputs.size()], thresholds);
+    CONDBENCH_CUDA_CHECK(cudaEventRecord(stops[i].get(), stream));
+  }
+  strategy.finish();
+  for (int i = 0; i < count; ++i)
+    spans.emplace_back(reference_ns + std::llround(elapsed_ms(reference, starts[i]) * 1e6),
+                       reference_ns + std::llround(elapsed_ms(reference, stops[i]) * 1e6));
+  return spans;
+}
+
 #else
 
 void synchronize_cuda_device() {}
+
+std::vector<std::pair<int64_t, int64_t>> gpu_spans_ns(Strategy&, const std::vector<at::Tensor>&,
+                                                      const std::vector<float>&, int) {
+  return {};
+}
 
 std::optional<double> gpu_time_us(Strategy&, const std::vector<at::Tensor>&, const std::vector<float>&, int,
                                   const InferenceShape&) {

@@ -3,7 +3,9 @@
 // counter (GPU time from CUDA events). Without the CUDA parts both do nothing.
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "condbench/strategy.h"
@@ -31,6 +33,13 @@ struct InferenceShape {
 // stop event, which includes the device's idle gaps while the host decides.
 std::optional<double> gpu_time_us(Strategy& strategy, const std::vector<at::Tensor>& inputs,
                                   const std::vector<float>& thresholds, int count, const InferenceShape& shape);
+
+// Where `count` inferences, one after another, ran on the GPU: each one's start and end between
+// two CUDA events on the strategy's stream, placed on the host's std::chrono::steady_clock (in
+// ns) from a reference event the host waited for (so a span may sit a few µs late, the time the
+// host took to wake). For --trace's GPU track; empty for a strategy without a CUDA stream.
+std::vector<std::pair<int64_t, int64_t>> gpu_spans_ns(Strategy& strategy, const std::vector<at::Tensor>& inputs,
+                                                      const std::vector<float>& thresholds, int count);
 
 // Registers the primitive/cuda/... microbenchmarks (docs/design.md §4).
 std::vector<std::string> register_cuda_primitives();  // the names registered

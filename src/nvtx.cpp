@@ -8,6 +8,7 @@
 #include "condbench/error.h"
 
 #if CONDBENCH_HAVE_NVTX
+#include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 #endif
 
@@ -15,6 +16,9 @@ namespace condbench::nvtx {
 
 namespace {
 std::atomic<int> g_level{static_cast<int>(Level::off)};
+// The attached tool's condbench_trace_span (bench/trace/nvtx_injection.cpp), or nullptr.
+using SpanFunction = void (*)(const char*, const char*, int64_t, int64_t);
+SpanFunction g_record_span = nullptr;
 
 #if CONDBENCH_HAVE_NVTX
 nvtxDomainHandle_t domain() {
@@ -104,11 +108,20 @@ void attach_tool(const std::string& library, const std::vector<std::pair<std::st
   for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
   setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
   nvtxInitialize(nullptr);
+  // The library is loaded now (by NVTX, privately): ask it for its span entry point, if it has one.
+  if (void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD))
+    g_record_span = reinterpret_cast<SpanFunction>(dlsym(handle, "condbench_trace_span"));
 #else
   (void)library;
   (void)environment;
   fail("this build has no NVTX (the CUDA toolkit's NVTX3 headers were not found when it was configured)");
 #endif
+}
+
+bool records_spans() { return g_record_span != nullptr; }
+
+void record_span(const char* track, const char* name, int64_t start_ns, int64_t end_ns) {
+  if (g_record_span != nullptr) g_record_span(track, name, start_ns, end_ns);
 }
 
 void push(const RegisteredString& message) {

@@ -470,6 +470,26 @@ class NvtxRanges(unittest.TestCase):
                         key=lambda r: r["ts"])
         self.assertEqual([r["name"] for r in inside], ["block 0", "exit test 1", "block 1", "exit test 2"])
 
+    def test_spans_condbench_timed_itself_get_a_track_of_their_own(self):
+        # what condbench hands the library for the GPU (CUDA events), called here as condbench does
+        library = os.path.join(os.path.dirname(CONDBENCH), "condbench-trace.so")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "trace.json")
+            code = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); f = lib.condbench_trace_span; "
+                    "f.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64]; "
+                    "f(b'GPU (CUDA events)', b'inference', 5000, 7500); f(b'GPU (CUDA events)', b'inference', 9, 8)")
+            result = subprocess.run([sys.executable, "-c", code, library], capture_output=True, text=True,
+                                    env=dict(os.environ, CONDBENCH_TRACE_OUT=path), timeout=60)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(path) as f:
+                events = json.load(f)["traceEvents"]
+        tracks = [e for e in events if e["ph"] == "M" and e["name"] == "thread_name"]
+        self.assertEqual([t["args"]["name"] for t in tracks], ["GPU (CUDA events)"])
+        spans = [e for e in events if e["ph"] == "X"]
+        self.assertEqual(len(spans), 1)  # the one ending before it starts is dropped
+        self.assertEqual((spans[0]["name"], spans[0]["cat"], spans[0]["tid"]), ("inference", "condbench", tracks[0]["tid"]))
+        self.assertAlmostEqual(spans[0]["dur"], 2.5)
+
     def test_trace_refuses_a_missing_folder_and_another_tool(self):
         result = run(CONDBENCH, "--device=cpu", "--trace=/nonexistent/dir/t.json")
         self.assertEqual(result.returncode, 2)

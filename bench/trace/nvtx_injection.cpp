@@ -7,6 +7,9 @@
 // as the category and its nesting depth in args. `condbench --trace=FILE` sets both variables; the
 // tests load it the same way to check the ranges scripts/profile and the README promise.
 //
+// condbench also hands it spans it timed itself, on tracks of their own (the GPU's, from CUDA
+// events): condbench_trace_span below, found with dlsym in the loaded library.
+//
 // Recording a range costs two clock reads and a push under a mutex. At most kMaxRanges are kept (a
 // long --nvtx=iter run makes millions); the rest are counted, and the file and stderr say so.
 #include <nvtx3/nvToolsExt.h>
@@ -77,6 +80,17 @@ class Recorder {
     ++unmatched_pops_;
   }
 
+  // A range timed elsewhere, on its own track (a GPU stream): depth 0, its own thread id.
+  void span(const std::string& track, const std::string* name, int64_t start_ns, int64_t end_ns) {
+    const std::string* domain = intern("condbench");
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto track_id = tracks_.try_emplace(track, kFirstTrack + static_cast<uint32_t>(tracks_.size())).first->second;
+    if (ranges_.size() < kMaxRanges)
+      ranges_.push_back({domain, name, start_ns, end_ns, track_id, 0});
+    else
+      ++dropped_;
+  }
+
   // Writes the trace beside its target and renames it into place, so a reader never sees half a file.
   void write(const char* path) {
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -92,6 +106,11 @@ class Recorder {
                  ranges_.size(), dropped_, unmatched_pops_);
     std::fprintf(out, "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"condbench\"}}",
                  static_cast<int>(getpid()));
+    for (const auto& [track, tid] : tracks_)
+      std::fprintf(out,
+                   ",\n  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %" PRIu32
+                   ", \"args\": {\"name\": \"%s\"}}",
+                   static_cast<int>(getpid()), tid, json_text(track).c_str());
     for (const Range& r : ranges_) {
       std::fprintf(out,
                    ",\n  {\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %d, \"tid\": %" PRIu32
@@ -146,6 +165,8 @@ class Recorder {
   std::mutex mutex_;
   std::deque<std::string> strings_;
   std::map<std::string, const std::string*> interned_;
+  static constexpr uint32_t kFirstTrack = 1000;  // thread ids of the spans' tracks
+  std::map<std::string, uint32_t> tracks_;
   std::vector<Range> ranges_;
   size_t dropped_ = 0, unmatched_pops_ = 0;
   std::atomic<uint32_t> next_thread_{0};
@@ -219,6 +240,12 @@ void write_at_exit() {
   if (const char* path = std::getenv("CONDBENCH_TRACE_OUT"); path != nullptr && *path != '\0') recorder().write(path);
 }
 
+// The trace is written when the process exits, whichever entry point came first.
+void write_when_exiting() {
+  static const bool registered = std::atexit(write_at_exit) == 0;
+  (void)registered;
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table) {
@@ -240,6 +267,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
                   assign(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, &domain_pop);
   if (!ok) return 0;
   recorder();
-  std::atexit(write_at_exit);
+  write_when_exiting();
   return 1;
+}
+
+// A span condbench timed itself (a GPU inference between two CUDA events), on the track named
+// `track`: start and end in nanoseconds of std::chrono::steady_clock, the clock of every range.
+extern "C" __attribute__((visibility("default"))) void condbench_trace_span(const char* track, const char* name,
+                                                                            int64_t start_ns, int64_t end_ns) {
+  if (track == nullptr || name == nullptr || end_ns < start_ns) return;
+  write_when_exiting();
+  recorder().span(track, recorder().intern(name), start_ns, end_ns);
 }

@@ -2,6 +2,7 @@
 // NVTX ranges in the `condbench` domain (docs/design.md §4), so Nsight Systems shows a range per benchmark
 // run, per inference and per block / exit test of host-driven strategies. The level is chosen at
 // run time (--nvtx=off|run|iter|stage); without the NVTX3 headers everything compiles to nothing.
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,12 @@ class StageRanges {
 // Must come before the first NVTX call. Throws condbench::Error when this build has no NVTX or
 // another tool is already attached.
 void attach_tool(const std::string& library, const std::vector<std::pair<std::string, std::string>>& environment);
+
+// Whether the tool attach_tool loaded takes spans the host timed itself (condbench-trace.so does:
+// condbench_trace_span), and gives it one: a range on the track named `track` (the GPU's), start
+// and end in nanoseconds of std::chrono::steady_clock. Nothing without such a tool.
+bool records_spans();
+void record_span(const char* track, const char* name, int64_t start_ns, int64_t end_ns);
 
 void push(const RegisteredString& message);
 void push(const std::string& message);  // unregistered: for once-per-run ranges
