@@ -97,11 +97,12 @@ void ConsoleReporter::ReportRuns(const std::vector<Run>& runs) {
     const std::string name = without_time_suffix(run.run_name.str());
     if (run.error_occurred) {
       skipped_.emplace(name, run.error_message);
-      if (run.run_type == Run::RT_Iteration) note_progress(run);
+      if (run.run_type == Run::RT_Iteration) note_progress(run, 1);
       continue;
     }
     if (run.run_type == Run::RT_Iteration) {
-      note_progress(run);
+      ++repetitions_seen_[name];
+      note_progress(run, 1);
       // One repetition: the run is the row. With more, the median and cv aggregates replace it.
       if (run.repetitions <= 1) {
         Row& row = rows_[name];
@@ -112,6 +113,12 @@ void ConsoleReporter::ReportRuns(const std::vector<Run>& runs) {
     }
     Row& row = rows_[name];
     if (run.aggregate_name == "median") {
+      // --benchmark_display_aggregates_only shows no repetition: count them when their median comes
+      const size_t seen = repetitions_seen_[name];
+      if (static_cast<size_t>(run.repetitions) > seen) {
+        repetitions_seen_[name] = static_cast<size_t>(run.repetitions);
+        note_progress(run, static_cast<size_t>(run.repetitions) - seen);
+      }
       row.median_us = to_us(run.GetAdjustedRealTime(), run.time_unit);
       for (const auto& [key, counter] : run.counters) row.counters[key] = counter.value;
     } else if (run.aggregate_name == "cv") {
@@ -120,8 +127,8 @@ void ConsoleReporter::ReportRuns(const std::vector<Run>& runs) {
   }
 }
 
-void ConsoleReporter::note_progress(const Run& run) {
-  ++finished_runs_;
+void ConsoleReporter::note_progress(const Run& run, size_t repetitions) {
+  finished_runs_ += repetitions;
   if (!show_progress_) return;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const size_t total = std::max(expected_runs_, finished_runs_);

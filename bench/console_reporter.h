@@ -39,7 +39,8 @@ class ConsoleReporter final : public benchmark::BenchmarkReporter {
     double cv = -1;  // fraction; < 0: one repetition, no spread
     std::map<std::string, double> counters;
   };
-  void note_progress(const Run& run);
+  // `repetitions` more finished, the last of them `run`.
+  void note_progress(const Run& run, size_t repetitions);
   void print_table();
 
   std::ostream& table_;
@@ -48,8 +49,9 @@ class ConsoleReporter final : public benchmark::BenchmarkReporter {
   bool show_progress_;
   size_t finished_runs_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::map<std::string, Row> rows_;             // by benchmark name (without /real_time)
-  std::map<std::string, std::string> skipped_;  // name -> reason
+  std::map<std::string, Row> rows_;                 // by benchmark name (without /real_time)
+  std::map<std::string, size_t> repetitions_seen_;  // by name: repetitions the display was shown
+  std::map<std::string, std::string> skipped_;      // name -> reason
 };
 
 // How many of `names` (as registered) Google Benchmark's --benchmark_filter=`filter` selects: the

@@ -392,6 +392,13 @@ class Console(unittest.TestCase):
         self.assertIn("[2/2]", result.stderr)
         self.assertIn("left  early_exit/cpu/torch/eager_host/exit:1", result.stderr)
 
+    def test_progress_counts_repetitions_it_is_not_shown(self):
+        result = run(CONDBENCH, *self.BASE, "--strategy=fused", "--hidden=16", "--batch=1", "--progress",
+                     "--benchmark_filter=^early_exit/", "--benchmark_display_aggregates_only=true")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("[2/2]", result.stderr)
+        self.assertIn("  exit:1       native/fused", result.stdout)
+
     def test_another_format_gets_google_benchmarks_display(self):
         result = run(CONDBENCH, *TINY, "--benchmark_format=json")
         self.assertEqual(result.returncode, 0, result.stderr)
