@@ -47,6 +47,7 @@ class DryRun(unittest.TestCase):
             for part in ("recovery", "native", "torch", "graph-cond"):
                 self.assertIn(f"ok       gpu-tests-{part}", summary)
             self.assertIn("skipped  memcheck: no GPU", summary)
+            self.assertIn("skipped  trace: no GPU", summary)
             self.assertIn("ok       suite-cpu", summary)
             self.assertIn("ok       report", summary)
             result = json.loads(read(os.path.join(out, "h200.json")))
