@@ -1,7 +1,8 @@
 // condbench-infer: a user's check that the strategies are right for their own model (docs/design.md §5).
 // Runs every selected strategy on the same weights, inputs and thresholds and prints each one's
-// exit ids and logits as JSON, with whether they all agree. Exit code 0: all agree; 1: they do
-// not; 2: bad input.
+// exit ids and logits as JSON, with whether they all agree; those that cannot run the model at
+// this batch (cond at more than one row, an aoti strategy whose package is not compiled) are
+// listed under "skipped" with the reason. Exit code 0: all agree; 1: they do not; 2: bad input.
 #include <ATen/ATen.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
@@ -118,6 +119,10 @@ int run(int argc, char** argv) {
         std::find(options.strategies.begin(), options.strategies.end(), info.name) == options.strategies.end())
       continue;
     if (info.device == Device::cuda && !cli::cuda_available()) fail("--device: no CUDA device on this machine");
+    if (const Unsupported why = info.unsupported(model->config(), rows)) {
+      out["skipped"].push_back({{"strategy", info.key()}, {"reason", *why}});
+      continue;
+    }
     std::unique_ptr<Strategy> strategy = info.make();
     strategy->prepare(model, rows);
     // The input lives until finish(): on CUDA the strategy's stream may still be reading it.
@@ -147,7 +152,12 @@ int run(int argc, char** argv) {
       agree = false;
     }
   }
-  if (out["strategies"].empty()) fail("no strategy matches --device and --strategy");
+  if (out["strategies"].empty()) {
+    if (out.contains("skipped"))
+      fail("no strategy selected can run this: " + out["skipped"][0]["strategy"].get<std::string>() + ": " +
+           out["skipped"][0]["reason"].get<std::string>());
+    fail("no strategy matches --device and --strategy");
+  }
   out["agree"] = agree;
   std::cout << out.dump(isatty(STDOUT_FILENO) ? 2 : -1) << "\n";  // indented for a person, one line for a pipe
   return agree ? 0 : 1;

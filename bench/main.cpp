@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include "checkpoint_reporter.h"
 #include "condbench/error.h"
@@ -191,6 +192,13 @@ int main(int argc, char** argv) {
       for (std::string& name : condbench::register_cuda_primitives()) registered.push_back(std::move(name));
     const std::vector<condbench::BenchmarkCase> cases = condbench::select_cases(options);
     condbench::register_cases(cases);
+    // What was built ahead of the run (AOTInductor packages), once per strategy and model.
+    std::set<std::string> noted;
+    for (const condbench::BenchmarkCase& c : cases)
+      if (const auto note = c.strategy->build_note(c.config, c.strategy->device)) {
+        const std::string key = "build:" + c.strategy->key() + " " + c.config.describe();
+        if (noted.insert(key).second) benchmark::AddCustomContext(key, *note);
+      }
     for (const condbench::BenchmarkCase& c : cases) registered.push_back(c.name());
 
     // Last before the run, so a flag error is never preceded by warnings.

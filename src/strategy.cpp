@@ -9,7 +9,17 @@
 namespace condbench {
 
 const char* to_string(Device device) { return device == Device::cpu ? "cpu" : "cuda"; }
-const char* to_string(Engine engine) { return engine == Engine::torch ? "torch" : "native"; }
+const char* to_string(Engine engine) {
+  switch (engine) {
+    case Engine::torch:
+      return "torch";
+    case Engine::native:
+      return "native";
+    case Engine::aoti:
+      return "aoti";
+  }
+  return "?";
+}
 
 namespace {
 
@@ -50,6 +60,10 @@ Unsupported Strategy::supports(const ModelConfig& /*config*/, Device /*device*/,
   return std::nullopt;
 }
 
+std::optional<std::string> Strategy::build_note(const ModelConfig& /*config*/, Device /*device*/) {
+  return std::nullopt;
+}
+
 Strategy::Observed Strategy::observed_run(const at::Tensor& input, const std::vector<float>& thresholds) {
   Observed observed;
   int64_t aten_calls = 0;
@@ -62,7 +76,7 @@ Strategy::Observed Strategy::observed_run(const at::Tensor& input, const std::ve
   }
   finish();
   observed.counters = record_;
-  do_read_device_counters(observed.counters);
+  do_read_device_counters(observed.output, observed.counters);
   observed.counters.launches += static_cast<double>(aten_calls);
   return observed;
 }

@@ -4,6 +4,7 @@
 #include <ATen/record_function.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "condbench/flops.h"
 #include "condbench/workload.h"
@@ -89,7 +90,7 @@ TEST_P(CountersTest, FusedDoesOnlyUsefulWorkWithoutLaunches) {
 
 TEST_P(CountersTest, WhatEachStrategyDeclaresItsCountersShow) {
   for (const StrategyInfo* info : strategies_on(Device::cpu)) {
-    auto w = workload(64);
+    auto w = workload(info->unsupported(ModelConfig{}, 64) ? 1 : 64);  // aoti/cond takes one row
     const Observed seen = run_once(info->device, info->engine, info->name, *w,
                                    w->thresholds(Scenario::parse(GetParam())), w->batches()[0]);
     const int deepest = *std::max_element(seen.exits.begin(), seen.exits.end());
@@ -105,22 +106,44 @@ TEST_P(CountersTest, BytesReadAreTheWeightsOfTheStagesRun) {
     const ModelConfig& config = w->config();
     const at::Tensor& input = w->batches()[0];
     const double input_bytes = static_cast<double>(input.numel()) * sizeof(float);
-    for (const char* name : {"fused", "eager_host", "masked"}) {
-      const Engine engine = std::string(name) == "fused" ? Engine::native : Engine::torch;
+    for (const auto& [engine, name] : {std::pair{Engine::native, "fused"},
+                                       {Engine::torch, "eager_host"},
+                                       {Engine::torch, "masked"},
+                                       {Engine::aoti, "cond"},
+                                       {Engine::aoti, "masked"}}) {
+      if (StrategyRegistry::instance().find(Device::cpu, engine, name)->unsupported(config, batch)) continue;
       const Observed seen = run_once(Device::cpu, engine, name, *w, w->thresholds(Scenario::parse(GetParam())), input);
       const int deepest =
           std::string(name) == "masked" ? config.final_exit() : *std::max_element(seen.exits.begin(), seen.exits.end());
       double want = input_bytes;
       for (int k = 0; k < std::min(deepest, config.blocks); ++k) want += block_bytes(config, k) + head_bytes(config);
       if (deepest == config.final_exit()) want += head_bytes(config);
-      EXPECT_DOUBLE_EQ(seen.counters.bytes_read, want) << name << " batch " << batch;
+      EXPECT_DOUBLE_EQ(seen.counters.bytes_read, want) << to_string(engine) << "/" << name << " batch " << batch;
     }
   }
+}
+
+// aoti/cond: AOTInductor's torch.cond reads each exit test on the host and runs one row up to its
+// exit; aoti/masked runs every block and head for every row and decides nothing on the host.
+TEST_P(CountersTest, AotiStrategiesCountWhatTheirExitsRan) {
+  auto one = workload(1);
+  const Observed cond = run_once(Device::cpu, Engine::aoti, "cond", *one, one->thresholds(Scenario::parse(GetParam())),
+                                 one->batches()[0]);
+  ASSERT_EQ(cond.exits.size(), 1u);
+  EXPECT_EQ(cond.counters.host_syncs, std::min(cond.exits[0], one->config().blocks));
+  EXPECT_DOUBLE_EQ(cond.counters.flops_executed, cond.useful);
+  EXPECT_GT(cond.counters.launches, 0);  // its extern calls to ATen (the Linears)
+  auto w = workload(64);
+  const Observed masked =
+      run_once(Device::cpu, Engine::aoti, "masked", *w, w->thresholds(Scenario::parse(GetParam())), w->batches()[0]);
+  EXPECT_EQ(masked.counters.host_syncs, 0);
+  EXPECT_DOUBLE_EQ(masked.counters.flops_executed, 64 * full_model_flops(w->config()));
 }
 
 TEST_P(CountersTest, UsefulNeverExceedsExecuted) {
   for (const StrategyInfo* info : strategies_on(Device::cpu))
     for (int64_t batch : {1, 64}) {
+      if (info->unsupported(ModelConfig{}, batch)) continue;
       auto w = workload(batch);
       const Observed seen = run_once(info->device, info->engine, info->name, *w,
                                      w->thresholds(Scenario::parse(GetParam())), w->batches()[0]);

@@ -95,6 +95,7 @@ TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceOnRandomCases) {
     if (std::set<int>(ref.exit_id.begin(), ref.exit_id.end()).size() > 1) ++cases_with_mixed_exits;
 
     for (const StrategyInfo* info : strategies) {
+      if (info->unsupported(c.config, c.batch)) continue;  // aoti: no package for a random model
       SCOPED_TRACE("case " + std::to_string(i) + " " + info->key() + " " + c.config.describe() +
                    " batch=" + std::to_string(c.batch));
       auto strategy = info->make();
@@ -106,6 +107,45 @@ TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceOnRandomCases) {
   }
   // The cases must exercise what matters: batches whose rows leave at different exits.
   EXPECT_GE(cases_with_mixed_exits, kCases / 4);
+}
+
+// The models whose AOTInductor packages the aoti_packages test compiles (tests/CMakeLists.txt):
+// the default one and an odd one. Each aoti strategy against the reference on random inputs,
+// batches and thresholds of every kind; cond one row at a time.
+TEST(Equivalence, AotiStrategiesMatchTheReferenceOnTheirPackagedModels) {
+  ModelConfig odd;
+  odd.in_features = 7;
+  odd.hidden = 33;
+  odd.num_classes = 5;
+  odd.blocks = 2;
+  SplitMix64 rng(20261201);
+  int compared = 0;
+  for (const ModelConfig& config : {ModelConfig{}, odd})
+    for (const StrategyInfo* info : strategies_on(Device::cpu)) {
+      if (info->engine != Engine::aoti) continue;
+      // A missing package here is a failure, not a skip: the test fixture compiled them.
+      ASSERT_FALSE(info->unsupported(config, 1)) << info->key() << ": " << *info->unsupported(config, 1);
+      for (int i = 0; i < 24; ++i) {
+        RandomCase c;
+        c.config = config;
+        c.seed = rng.next();
+        c.batch = info->unsupported(config, 2) ? 1 : 1 + static_cast<int64_t>(rng.next() % 100);
+        const EarlyExitModel model(config, c.seed);
+        const FlatParameters params = model->flat_parameters();
+        const at::Tensor x = seeded_input(config, c.batch, c.seed + 1);
+        const ReferenceResult probe = reference_forward(config, params, x, std::vector<float>(config.blocks, 1.0f));
+        c.thresholds = draw_thresholds(c, probe, rng, i % 4);
+        SCOPED_TRACE(info->key() + " " + config.describe() + " batch=" + std::to_string(c.batch) + " case " +
+                     std::to_string(i));
+        auto strategy = info->make();
+        strategy->prepare(model, c.batch);
+        const ExitOutput out = strategy->run(x, c.thresholds);
+        strategy->finish();
+        ASSERT_TRUE(matches_reference(out, reference_forward(config, params, x, c.thresholds), kLogitTolerance));
+        ++compared;
+      }
+    }
+  EXPECT_EQ(compared, 2 * 2 * 24);  // cond and masked, on both models
 }
 
 // The sizes the benchmarks run and odd ones near them, where the CPU kernels take their wide
@@ -124,6 +164,7 @@ TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceAtWideLayers) {
       for (int k = 0; k < config.blocks; ++k) thresholds.push_back(splitting_threshold(probe, k, rng));
       const ReferenceResult ref = reference_forward(config, params, x, thresholds);
       for (const StrategyInfo* info : strategies_on(Device::cpu)) {
+        if (info->unsupported(config, batch)) continue;
         SCOPED_TRACE(info->key() + " " + config.describe() + " batch=" + std::to_string(batch));
         auto strategy = info->make();
         strategy->prepare(model, batch);
@@ -177,6 +218,7 @@ TEST(Equivalence, ConfidenceEqualToItsThresholdDoesNotFire) {
       const ReferenceResult ref = reference_forward(config, params, x, thresholds);
       for (int id : ref.exit_id) ASSERT_EQ(id, t2 == equal ? 4 : 2) << "the reference itself";
       for (const StrategyInfo* info : strategies_on(Device::cpu)) {
+        if (info->unsupported(config, 5)) continue;
         SCOPED_TRACE(info->key() + " classes=" + std::to_string(classes) + (t2 == equal ? " t=conf" : " t<conf"));
         auto strategy = info->make();
         strategy->prepare(model, 5);
@@ -197,6 +239,7 @@ TEST(Equivalence, RowOfABatchGivesWhatTheRowGivesAlone) {
   std::vector<float> thresholds;
   for (int k = 0; k < config.blocks; ++k) thresholds.push_back(splitting_threshold(probe, k, rng));
   for (const StrategyInfo* info : strategies_on(Device::cpu)) {
+    if (info->unsupported(config, batch)) continue;  // aoti/cond: one row at a time
     SCOPED_TRACE(info->key());
     auto batched = info->make();
     batched->prepare(model, batch);

@@ -178,6 +178,22 @@ class OrtIf:
         return torch.from_numpy(self.logits.numpy()), int(self.exit_id.numpy())
 
 
+def masked_forward(m, x, thresholds):
+    """Every block and head for every row, each row's result picked with torch.where (the first exit
+    that fires wins): (logits [rows, C], exit id int32 [rows]), nothing read on the host."""
+    h, heads, fires = x, [], []
+    for k in range(m.blocks):
+        h = torch.relu(m.backbone[k](h))
+        heads.append(m.head(k)(h))
+        fires.append(should_exit(heads[-1], thresholds[k]))
+    logits = m.final(h)
+    exit_id = torch.full(fires[0].shape, m.blocks + 1, dtype=torch.int32, device=x.device)
+    for k in reversed(range(m.blocks)):
+        logits = torch.where(fires[k].unsqueeze(-1), heads[k], logits)
+        exit_id = torch.where(fires[k], torch.full_like(exit_id, k + 1), exit_id)
+    return logits, exit_id
+
+
 class Masked(nn.Module):
     """Every block and head, rows' results picked with torch.where: no host read."""
     name = "py_masked"
@@ -191,18 +207,31 @@ class Masked(nn.Module):
 
     @torch.no_grad()
     def forward(self, x, thresholds):
-        m, h = self.model, x
-        heads, fires = [], []
-        for k in range(m.blocks):
-            h = torch.relu(m.backbone[k](h))
-            heads.append(m.head(k)(h))
-            fires.append(should_exit(heads[-1], thresholds[k]))
-        logits = m.final(h)
-        exit_id = torch.full(fires[0].shape, m.blocks + 1, dtype=torch.int64, device=x.device)
-        for k in reversed(range(m.blocks)):  # the first exit that fires wins
-            logits = torch.where(fires[k].unsqueeze(-1), heads[k], logits)
-            exit_id = torch.where(fires[k], torch.full_like(exit_id, k + 1), exit_id)
+        logits, exit_id = masked_forward(self.model, x, thresholds)
         return logits, exit_id.reshape(())
+
+
+class DeployedCond(ExportableCond):
+    """ExportableCond returning what condbench's strategies return (docs/design.md §2): (exit id
+    int32 [1], logits [1, C]). What bench/python/aoti_compile.py exports and compiles with
+    AOTInductor for strategy cond in engine aoti. One row: torch.cond needs a scalar predicate."""
+
+    def forward(self, x, thresholds):
+        logits, exit_id = self.stage(0, x, thresholds)
+        return exit_id.to(torch.int32).reshape(1), logits
+
+
+class DeployedMasked(nn.Module):
+    """masked_forward returning (exit id int32 [rows], logits [rows, C]), any number of rows: what
+    aoti_compile.py compiles for strategy masked in engine aoti."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, thresholds):
+        logits, exit_id = masked_forward(self.model, x, thresholds)
+        return exit_id, logits
 
 
 def load_model(weights_path, config, device):

@@ -26,7 +26,7 @@
 namespace condbench {
 
 enum class Device { cpu, cuda };
-enum class Engine { torch, native };
+enum class Engine { torch, native, aoti };
 const char* to_string(Device device);
 const char* to_string(Engine engine);
 
@@ -59,6 +59,9 @@ class Strategy {
   static constexpr bool kHostDecides = false;
   // ...an inference is one launch (a graph, or one kernel), plus the input copy on the torch engine.
   static constexpr bool kSingleLaunch = false;
+  // What was built ahead of the run for `config` on `device` (an AOTInductor package: when, by
+  // what, how long it took), for the result file's context; nullopt when nothing was.
+  static std::optional<std::string> build_note(const ModelConfig& config, Device device);
 
   // Everything that allocates, uploads weights or captures graphs, for inputs of `batch` rows.
   virtual void prepare(const EarlyExitModel& model, int64_t batch) = 0;
@@ -91,9 +94,10 @@ class Strategy {
 
  protected:
   virtual ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) = 0;
-  // Counters only the device knows (FLOPs a kernel counted, which stages a graph ran), added to
-  // the record after the run. May synchronise.
-  virtual void do_read_device_counters(InferenceCounters& /*record*/) const {}
+  // Counters only the device or the result knows (FLOPs a kernel counted, which stages a graph
+  // ran, which exit a compiled forward took), added to the record after the run of `output`.
+  // May synchronise.
+  virtual void do_read_device_counters(const ExitOutput& /*output*/, InferenceCounters& /*record*/) const {}
   // Whether the host's ATen operator calls are this strategy's launches (the torch engine: yes).
   virtual bool launches_are_aten_calls() const { return false; }
 
@@ -113,8 +117,9 @@ struct StrategyInfo {
   std::string summary;  // one line: what it does
   std::function<std::unique_ptr<Strategy>()> make;
   std::function<Unsupported(const ModelConfig&, Device, int64_t)> supports;
-  bool host_decides = false;   // Strategy::kHostDecides
-  bool single_launch = false;  // Strategy::kSingleLaunch
+  bool host_decides = false;                                                         // Strategy::kHostDecides
+  bool single_launch = false;                                                        // Strategy::kSingleLaunch
+  std::function<std::optional<std::string>(const ModelConfig&, Device)> build_note;  // Strategy::build_note
 
   std::string key() const;  // "cpu/torch/eager_host"
   // Why this strategy cannot run `config` at `batch`, or nullopt.
@@ -140,6 +145,6 @@ class StrategyRegistry {
                 "a strategy's summary is one line of 1 to 90 characters");                                             \
   static const bool CONDBENCH_CONCAT(condbench_registered_, __LINE__) = ::condbench::StrategyRegistry::instance().add( \
       {name, engine, device, summary, [] { return std::make_unique<Type>(device); }, &Type::supports,                  \
-       Type::kHostDecides, Type::kSingleLaunch})
+       Type::kHostDecides, Type::kSingleLaunch, &Type::build_note})
 
 }  // namespace condbench

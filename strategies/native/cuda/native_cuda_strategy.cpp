@@ -67,7 +67,7 @@ double NativeCudaStrategy::executed_flops() const {
   return flops;
 }
 
-void NativeCudaStrategy::do_read_device_counters(InferenceCounters& record) const {
+void NativeCudaStrategy::do_read_device_counters(const ExitOutput& /*output*/, InferenceCounters& record) const {
   CONDBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   record.flops_executed = executed_flops();
 }

@@ -26,7 +26,7 @@ class NativeCudaStrategy : public Strategy {
  protected:
   ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) final;
   // No host decision ever; FLOPs from the kernels' own device counter (executed_flops).
-  void do_read_device_counters(InferenceCounters& record) const final;
+  void do_read_device_counters(const ExitOutput& output, InferenceCounters& record) const final;
 
   // Called once at the end of prepare(): capture graphs here.
   virtual void build() {}

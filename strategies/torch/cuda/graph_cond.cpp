@@ -70,7 +70,7 @@ class GraphCondTorch final : public TorchStrategy {
 
   // Which stages ran follows from the deepest exit taken, and each stage that ran computed every
   // row of the batch.
-  void do_read_device_counters(InferenceCounters& record) const override {
+  void do_read_device_counters(const ExitOutput& /*output*/, InferenceCounters& record) const override {
     const ModelConfig& config = layers_.config;
     const at::Tensor ids = io_.exit_id.to(at::kCPU);
     const int deepest = ids.numel() ? ids.max().item<int>() : 1;

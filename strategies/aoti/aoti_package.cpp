@@ -1,0 +1,181 @@
+// The aoti engine's packages: see aoti_package.h.
+#include "aoti/aoti_package.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+#include <torch/version.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "condbench/error.h"
+#include "condbench/torch_device.h"
+
+namespace condbench::aoti {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The packages' parameters are the model's state_dict names under the exported module's "model.".
+constexpr const char* kParameterPrefix = "model.";
+
+fs::path cache_root() {
+  if (const char* dir = std::getenv("CONDBENCH_AOTI_DIR"); dir && *dir) return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "condbench" / "aoti";
+  const char* home = std::getenv("HOME");
+  return fs::path(home && *home ? home : ".") / ".cache" / "condbench" / "aoti";
+}
+
+std::string config_key(const ModelConfig& c) {
+  std::ostringstream key;
+  key << 'i' << c.in_features << "-h" << c.hidden << "-c" << c.num_classes << "-b" << c.blocks;
+  return key.str();
+}
+
+fs::path package_file(const ModelConfig& config, Device device, const std::string& module) {
+  return cache_root() / ("torch-" + std::string(TORCH_VERSION)) / to_string(device) / config_key(config) /
+         (module + ".pt2");
+}
+
+std::string compile_command(const ModelConfig& c, Device device, const std::string& module) {
+  return "bench/python/aoti_compile.py --device=" + std::string(to_string(device)) + " --modules=" + module +
+         " --config=" + std::to_string(c.in_features) + "," + std::to_string(c.hidden) + "," +
+         std::to_string(c.num_classes) + "," + std::to_string(c.blocks);
+}
+
+// The package's description, read whole; a file from elsewhere can hold anything.
+std::optional<nlohmann::json> read_description(const fs::path& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec || size > (1u << 16)) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  nlohmann::json meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!meta.is_object()) return std::nullopt;
+  return meta;
+}
+
+std::string text_of(const nlohmann::json& meta, const char* key) {
+  const auto it = meta.find(key);
+  if (it == meta.end()) return "?";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number()) {
+    std::ostringstream out;
+    out << it->get<double>();
+    return out.str();
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string package_path(const ModelConfig& config, Device device, const std::string& module) {
+  return package_file(config, device, module).string();
+}
+
+Unsupported package_unusable(const ModelConfig& config, Device device, const std::string& module) {
+  const fs::path package = package_file(config, device, module);
+  const fs::path description = fs::path(package).replace_extension(".json");
+  const std::string make = "; scripts/run compiles it, or " + compile_command(config, device, module);
+  std::error_code ec;
+  if (!fs::is_regular_file(package, ec) || !fs::is_regular_file(description, ec))
+    return "no AOTInductor package for this model at " + package.string() + make;
+  const std::optional<nlohmann::json> meta = read_description(description);
+  if (!meta) return "unreadable package description " + description.string() + make;
+  const auto given = meta->find("config");
+  const auto size = [&](const char* key) {
+    return given != meta->end() && given->is_object() && given->contains(key) && (*given)[key].is_number_integer()
+               ? (*given)[key].get<int64_t>()
+               : -1;
+  };
+  if (size("in_features") != config.in_features || size("hidden") != config.hidden ||
+      size("num_classes") != config.num_classes || size("blocks") != config.blocks)
+    return "the package description " + description.string() + " is not of this model (" + config.describe() + ")" +
+           make;
+  if (text_of(*meta, "torch_version") != TORCH_VERSION)
+    return "the package at " + package.string() + " was compiled by torch " + text_of(*meta, "torch_version") +
+           ", this LibTorch is " + TORCH_VERSION + make;
+  return std::nullopt;
+}
+
+std::optional<std::string> package_description(const ModelConfig& config, Device device, const std::string& module) {
+  if (package_unusable(config, device, module)) return std::nullopt;
+  const std::optional<nlohmann::json> meta =
+      read_description(fs::path(package_file(config, device, module)).replace_extension(".json"));
+  return "compiled in " + text_of(*meta, "compile_s") + " s (export " + text_of(*meta, "export_s") + " s) by torch " +
+         text_of(*meta, "torch_version") + "; AOTInductor options: " + text_of(*meta, "options");
+}
+
+Package::Package(const EarlyExitModel& model, Device device, const std::string& module) {
+  const ModelConfig& config = model->config();
+  if (const Unsupported why = package_unusable(config, device, module)) fail("aoti/" + module + ": " + *why);
+  const std::string path = package_path(config, device, module);
+  try {
+    loader_ = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
+        path, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
+        /*device_index=*/device == Device::cuda ? 0 : -1);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    fail("aoti/" + module + ": cannot load " + path + ": " + what.substr(0, what.find('\n')));
+  }
+  // The model's weights replace the package's placeholders, every one of them.
+  std::unordered_map<std::string, at::Tensor> constants;
+  for (const auto& [name, tensor] : model->state_dict())
+    constants.emplace(kParameterPrefix + name, tensor.to(torch_device(device)).contiguous());
+  std::set<std::string> held;
+  for (const std::string& fqn : loader_->get_constant_fqns()) held.insert(fqn);
+  std::set<std::string> given;
+  for (const auto& entry : constants) given.insert(entry.first);
+  if (held != given)
+    fail("aoti/" + module + ": the package at " + path + " holds " + std::to_string(held.size()) +
+         " constants that are not the model's " + std::to_string(given.size()) + " parameters (" +
+         (held.empty() ? std::string("none") : *held.begin()) + ", ...): compile it again with --force");
+  try {
+    loader_->load_constants(constants, /*use_inactive=*/false, /*check_full_update=*/true);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    fail("aoti/" + module + ": cannot load the weights into " + path + ": " + what.substr(0, what.find('\n')));
+  }
+}
+
+Package::~Package() = default;
+
+std::vector<at::Tensor> Package::run(const std::vector<at::Tensor>& inputs, void* stream) const {
+  return loader_->run(inputs, stream);
+}
+
+void ThresholdTensor::prepare(int blocks, Device device) {
+  last_.assign(static_cast<size_t>(blocks), std::numeric_limits<float>::quiet_NaN());  // never equal: first run writes
+  tensor_ = at::empty({blocks}, at::TensorOptions().device(torch_device(device)).dtype(at::kFloat));
+}
+
+const at::Tensor& ThresholdTensor::of(const std::vector<float>& thresholds) {
+  if (thresholds != last_) {
+    last_ = thresholds;
+    tensor_.copy_(at::from_blob(last_.data(), {static_cast<int64_t>(last_.size())}, at::kFloat));
+  }
+  return tensor_;
+}
+
+void AotiStrategy::prepare(const EarlyExitModel& model, int64_t /*batch*/) {
+  config_ = model->config();
+  package_ = std::make_unique<Package>(model, device(), module_);
+  thresholds_.prepare(config_.blocks, device());
+  inputs_.assign(2, at::Tensor());
+  stream_ = cuda_stream().value_or(nullptr);
+}
+
+ExitOutput AotiStrategy::run_package(const at::Tensor& input, const std::vector<float>& thresholds) {
+  inputs_[0] = input;
+  inputs_[1] = thresholds_.of(thresholds);
+  std::vector<at::Tensor> out = package_->run(inputs_, stream_);
+  return {std::move(out[0]), std::move(out[1])};
+}
+
+}  // namespace condbench::aoti
