@@ -260,10 +260,14 @@ std::vector<std::string> by_median(const Group& g, const std::vector<std::string
 
 }  // namespace
 
-std::vector<std::string> python_options(const Group& g) {
+bool is_pytorch_option(const std::string& strategy) {
+  return strategy.rfind("python/", 0) == 0 || strategy.rfind("aoti/", 0) == 0;
+}
+
+std::vector<std::string> pytorch_options(const Group& g) {
   std::vector<std::string> out;
   for (const std::string& s : g.strategies)
-    if (s.rfind("python/", 0) == 0) out.push_back(s);
+    if (is_pytorch_option(s)) out.push_back(s);
   return out;
 }
 
@@ -276,22 +280,22 @@ std::vector<std::string> answer_scenarios(const Group& g) {
 
 std::vector<std::string> answer_sentences(const Group& g) {
   std::vector<std::string> sentences;
-  const std::vector<std::string> python = python_options(g);
+  const std::vector<std::string> python = pytorch_options(g);
   if (g.batch != 1 || python.empty()) return sentences;
   std::vector<std::string> others;  // what condbench itself runs
   for (const std::string& s : g.strategies)
-    if (s.rfind("python/", 0) != 0) others.push_back(s);
+    if (!is_pytorch_option(s)) others.push_back(s);
   const std::string where = "On " + g.device_label + " at batch 1 (" + g.model_text() + ") ";
   for (const std::string& scenario : answer_scenarios(g)) {
     const std::string phrase = scenario_phrase(scenario);
     const std::vector<std::string> ranked = by_median(g, python, scenario);
     if (ranked.empty()) continue;
     if (ranked.size() == 1)
-      sentences.push_back(where + phrase + ", the one Python option measured is " + ranked[0] + " (" +
+      sentences.push_back(where + phrase + ", the one PyTorch option measured is " + ranked[0] + " (" +
                           figure(*g.cell(ranked[0], scenario)) + ").");
     else
-      sentences.push_back(where + phrase +
-                          ", the fastest way to write it in Python: " + claim(g, ranked[0], ranked[1], scenario) + ".");
+      sentences.push_back(where + phrase + ", the fastest way to write it with PyTorch: " +
+                          claim(g, ranked[0], ranked[1], scenario) + ".");
     const Cell* cond = g.cell("python/py_cond", scenario);
     const Cell* eager_if = g.cell("python/py_eager_if", scenario);
     if (cond && eager_if) {
@@ -301,11 +305,23 @@ std::vector<std::string> answer_sentences(const Group& g) {
                                       : claim(g, "python/py_eager_if", "python/py_cond", scenario)) +
                           ".");
     }
+    // torch.cond as deployed: exported, compiled by AOTInductor, run from C++ — against eager.
+    const Cell* deployed = g.cell("aoti/cond", scenario);
+    if (cond && deployed) {
+      const bool deployed_first = deployed->median_us < cond->median_us;
+      sentences.push_back(
+          "Nested torch.cond exported with AOTInductor and run from C++ against torch.cond in eager "
+          "mode, " +
+          phrase + ": " +
+          (deployed_first ? claim(g, "aoti/cond", "python/py_cond", scenario)
+                          : claim(g, "python/py_cond", "aoti/cond", scenario)) +
+          ".");
+    }
     const std::vector<std::string> ours = by_median(g, others, scenario);
     if (!ours.empty() && ours[0] != ranked[0]) {
       const bool ours_first = g.cell(ours[0], scenario)->median_us < g.cell(ranked[0], scenario)->median_us;
       sentences.push_back(
-          "condbench's fastest strategy against the best Python option, " + phrase + ": " +
+          "condbench's fastest strategy against the best PyTorch option, " + phrase + ": " +
           (ours_first ? claim(g, ours[0], ranked[0], scenario) : claim(g, ranked[0], ours[0], scenario)) + ".");
     }
   }

@@ -82,9 +82,12 @@ std::string conditional_graphs_sentence(const std::vector<Group>& groups);
 // What one exit test's trip to the host and back costs, from the CUDA primitives (a 4-byte read
 // into pinned memory and a synchronisation); unmeasured without them.
 std::string round_trip_sentence(const std::map<std::string, std::map<std::string, double>>& primitive_floors);
-// The Python options of a group (strategies "python/..."), and the scenarios the answer looks at:
-// the first exit and the full depth (exit:1 and exit:<blocks+1>) where they ran.
-std::vector<std::string> python_options(const Group& g);
+// What a PyTorch user can write, in a group: the Python peer's variants ("python/...") and the
+// PyTorch modules deployed to C++ with torch.export and AOTInductor ("aoti/..."); and the
+// scenarios the answer looks at: the first exit and the full depth (exit:1 and exit:<blocks+1>)
+// where they ran.
+bool is_pytorch_option(const std::string& strategy);
+std::vector<std::string> pytorch_options(const Group& g);
 std::vector<std::string> answer_scenarios(const Group& g);
 
 // The primitives a run measured on a device (name -> median µs).

@@ -339,15 +339,16 @@ std::optional<Floor> cell_floor(const ReportInput& in, const Group& g, const std
 // First in the report: what a PyTorch user should write for an early exit, from this run's data.
 void the_answer(const ReportInput& in, Charts& /*out*/, Document& doc) {
   doc.paragraph(
-      "What should a PyTorch user write for an early exit? The ways a user writes it in Python are the PyTorch "
-      "peer's variants (python/...: a Python if, nested torch.cond eager or compiled, each block compiled, masking); "
-      "beside them condbench's LibTorch eager_host and its fastest strategy, and that strategy's floor. Median wall "
-      "time per inference in µs with the interval of the median; a claim needs stable figures whose intervals are "
-      "apart.");
+      "What should a PyTorch user write for an early exit? The ways a user writes it with PyTorch are the PyTorch "
+      "peer's variants (python/...: a Python if, nested torch.cond eager or compiled, each block compiled, masking, "
+      "the torch.cond exported to ONNX Runtime) and the same modules exported with torch.export and compiled by "
+      "AOTInductor, run from C++ (aoti/...); beside them condbench's LibTorch eager_host and its fastest strategy, "
+      "and that strategy's floor. Median wall time per inference in µs with the interval of the median; a claim "
+      "needs stable figures whose intervals are apart.");
   bool any = false;
   for (size_t gi = 0; gi < in.groups.size(); ++gi) {
     const Group& g = in.groups[gi];
-    const std::vector<std::string> python = python_options(g);
+    const std::vector<std::string> python = pytorch_options(g);
     const std::vector<std::string> scenarios = answer_scenarios(g);
     if (g.batch != 1 || python.empty() || scenarios.empty()) continue;
     any = true;
@@ -368,7 +369,7 @@ void the_answer(const ReportInput& in, Charts& /*out*/, Document& doc) {
     std::string fastest;
     for (const std::string& s : g.strategies) {
       const Cell* c = g.cell(s, scenarios[0]);
-      if (s.rfind("python/", 0) == 0 || !c) continue;
+      if (is_pytorch_option(s) || !c) continue;
       if (fastest.empty() || c->median_us < g.cell(fastest, scenarios[0])->median_us) fastest = s;
     }
     if (g.cell("torch/eager_host", scenarios[0])) rows.push_back("torch/eager_host");
@@ -392,7 +393,8 @@ void the_answer(const ReportInput& in, Charts& /*out*/, Document& doc) {
   }
   if (!any)
     doc.paragraph(
-        "This report has no figures of the PyTorch peer at batch 1, so it cannot say what to write in Python: "
+        "This report has no figures of the PyTorch peer or the aoti engine at batch 1, so it cannot say what to "
+        "write with PyTorch: "
         "scripts/run runs the peer with condbench (--no-python skips it); give its result file to condbench-report "
         "beside condbench's.");
   doc.bullets({conditional_graphs_sentence(in.groups), round_trip_sentence(in.floors)});

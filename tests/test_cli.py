@@ -15,6 +15,13 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "includ
 CONDBENCH, INFER = sys.argv[1], sys.argv[2]
 del sys.argv[1:3]
 
+# The aoti engine's packages (the ctest fixture aoti_packages compiled the default model's into
+# condbench's cache): every test here runs without them, so what runs does not depend on what a
+# cache holds, but AotiEngine, which runs with the cache as it is.
+WITH_PACKAGES = dict(os.environ)
+_no_packages = tempfile.TemporaryDirectory(prefix="condbench-no-aoti-")
+os.environ["CONDBENCH_AOTI_DIR"] = _no_packages.name
+
 REQUIRED_CONTEXT = ["condbench_version", "condbench_schema", "git_revision", "build_type", "torch_version",
                     "cuda_runtime_version", "cuda_driver_version", "device_name", "cpu_model", "threads",
                     "torch_conditional_capture"]
@@ -26,8 +33,51 @@ except ImportError:  # the interop tests need the torch that scripts/setup insta
     torch = None
 
 
-def run(*args):
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=240)
+def run(*args, env=None):
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=240, env=env)
+
+
+class AotiEngine(unittest.TestCase):
+    """The aoti engine with the default model's packages (the aoti_packages fixture): in
+    condbench-infer beside every other strategy, and in a run whose context says how each package
+    was built."""
+
+    def test_infer_runs_both_aoti_strategies_at_batch_1_and_masked_at_any_batch(self):
+        result = run(INFER, "--device=cpu", "--batch=1", "--thresholds=0.12,0.12,0.12", env=WITH_PACKAGES)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        out = json.loads(result.stdout)
+        self.assertTrue(out["agree"])
+        ran = {f'{s["engine"]}/{s["strategy"]}' for s in out["strategies"]}
+        self.assertLessEqual({"aoti/cond", "aoti/masked", "torch/eager_host"}, ran)
+        result = run(INFER, "--device=cpu", "--batch=5", "--thresholds=0.12,0.12,0.12", env=WITH_PACKAGES)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        out = json.loads(result.stdout)
+        self.assertTrue(out["agree"])
+        self.assertIn("aoti/masked", {f'{s["engine"]}/{s["strategy"]}' for s in out["strategies"]})
+        self.assertEqual([s["strategy"] for s in out["skipped"]], ["cpu/aoti/cond"])
+        self.assertIn("batch 1 only", out["skipped"][0]["reason"])
+
+    def test_infer_with_nothing_it_can_run_says_why(self):
+        result = run(INFER, "--device=cpu", "--strategy=cond", "--batch=2", "--thresholds=0.5,0.5,0.5", env=WITH_PACKAGES)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertIn("cpu/aoti/cond: torch.cond branches on one boolean", result.stderr)
+
+    def test_a_run_records_how_each_package_was_built(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "run.json")
+            result = run(CONDBENCH, "--device=cpu", "--strategy=cond", "--hidden=64", "--batch=1", "--scenario=exit:2",
+                         "--benchmark_repetitions=1", "--benchmark_min_time=0.01", f"--benchmark_out={out}",
+                         "--benchmark_out_format=json", env=WITH_PACKAGES)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(out) as f:
+                data = json.load(f)
+        note = data["context"]["build:cpu/aoti/cond in_features=32 hidden=64 num_classes=10 blocks=3"]
+        self.assertRegex(note, r"^compiled in [0-9.]+ s \(export [0-9.]+ s\) by torch [0-9.]+; AOTInductor options: ")
+        [b] = [b for b in data["benchmarks"] if b["run_name"].startswith("early_exit/cpu/aoti/cond/exit:2/")]
+        self.assertNotIn("error_occurred", b)
+        self.assertEqual(b["host_syncs"], 2)  # AOTInductor reads each torch.cond predicate on the host
+        self.assertEqual(b["exit_mean"], 2)
 
 
 class BadFlags(unittest.TestCase):
@@ -218,7 +268,8 @@ class BenchmarkOutput(unittest.TestCase):
         with open(cls.out) as f:
             cls.data = json.load(f)
         iterations = [b for b in cls.data["benchmarks"] if b.get("run_type") == "iteration"]
-        cls.runs = [b for b in iterations if b["run_name"].startswith("early_exit/")]
+        cls.runs = [b for b in iterations if b["run_name"].startswith("early_exit/") and not b.get("error_occurred")]
+        cls.skipped = [b for b in iterations if b["run_name"].startswith("early_exit/") and b.get("error_occurred")]
         cls.primitives = {b["run_name"]: b for b in iterations if b["run_name"].startswith("primitive/")}
 
     @classmethod
@@ -238,6 +289,12 @@ class BenchmarkOutput(unittest.TestCase):
             self.assertIn(key, self.data["context"])
         self.assertIn(self.data["context"]["condbench_machine_busy_end"], ["yes", "no"])
         self.assertEqual(self.data["context"]["condbench_interleaving"], "random")
+
+    def test_only_the_aoti_strategies_without_packages_were_skipped_with_the_reason(self):
+        self.assertEqual({b["run_name"].split("/")[3] for b in self.skipped}, {"cond", "masked"})
+        for b in self.skipped:
+            self.assertTrue(b["run_name"].startswith("early_exit/cpu/aoti/"), b["run_name"])
+            self.assertRegex(b["error_message"], r"^skipped: (no AOTInductor package|torch.cond branches on one boolean)")
 
     def test_every_strategy_scenario_and_batch_ran_with_its_counters(self):
         names = {b["run_name"] for b in self.runs}
@@ -518,7 +575,12 @@ class Infer(unittest.TestCase):
         out = json.loads(result.stdout)
         self.assertTrue(out["agree"])
         self.assertEqual(out["rows"], 5)
-        self.assertEqual(sorted(s["strategy"] for s in out["strategies"]), ["eager_host", "fused", "masked"])
+        self.assertEqual(sorted(f'{s["engine"]}/{s["strategy"]}' for s in out["strategies"]),
+                         ["native/fused", "torch/eager_host", "torch/masked"])
+        # the aoti strategies without their packages: listed with why, never run
+        self.assertEqual(sorted(s["strategy"] for s in out["skipped"]), ["cpu/aoti/cond", "cpu/aoti/masked"])
+        self.assertTrue(all("no AOTInductor package" in s["reason"] or "batch 1 only" in s["reason"]
+                            for s in out["skipped"]), out["skipped"])
         for s in out["strategies"]:
             self.assertEqual(len(s["exit_ids"]), 5)
             self.assertEqual([len(row) for row in s["logits"]], [10] * 5)

@@ -48,6 +48,7 @@ class DryRun(unittest.TestCase):
                 self.assertIn(f"ok       gpu-tests-{part}", summary)
             self.assertIn("skipped  memcheck: no GPU", summary)
             self.assertIn("skipped  trace: no GPU", summary)
+            self.assertIn("skipped  aoti: no GPU", summary)
             self.assertIn("ok       suite-cpu", summary)
             self.assertIn("ok       report", summary)
             result = json.loads(read(os.path.join(out, "h200.json")))

@@ -134,6 +134,7 @@ def main():
         fail(f"--modules {args.modules!r}: a comma-separated list of {', '.join(MODULES)}")
     configs = workload_configs(args.workload) if args.workload else [parse_config(c) for c in args.config]
 
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found": moot here
     import torch
     if args.device == "cuda" and not torch.cuda.is_available():
         fail("--device=cuda: no CUDA device here (AOTInductor compiles CUDA code on a GPU)")

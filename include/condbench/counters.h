@@ -54,8 +54,9 @@ inline constexpr CounterSpec kCounters[] = {
     {"host_syncs", "waits", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::host_syncs, true,
      "times the host waited for the device to decide an exit (on the CPU: exit decisions taken by host code)"},
     {"launches", "launches", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::launches, true,
-     "work the host issued: ATen operator calls, counted by a RecordFunction callback, for the torch engine; kernel "
-     "and graph launches, counted where they are issued, for the native engine; plus graph replays"},
+     "work the host issued: ATen operator calls, counted by a RecordFunction callback, for the torch and aoti "
+     "engines (AOTInductor's generated kernels not included); kernel and graph launches, counted where they are "
+     "issued, for the native engine; plus graph replays"},
     {"flops_executed", "FLOPs", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::flops_executed,
      false, "FLOPs of the Linears actually computed, all rows"},
     {"bytes_read_back", "bytes", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::bytes_read_back,

@@ -254,21 +254,21 @@ TEST(Answer, WhatToWriteComesFromStableFiguresAndSaysWhyOtherwise) {
                       {{"native/fused", "mix:late"}, {1.4, 1.41, 1.42, 1.39, 1.405}}});
   g.device_label = "cpu · X";
   EXPECT_EQ(answer_scenarios(g), (std::vector<std::string>{"exit:1", "exit:4"}));
-  EXPECT_EQ(python_options(g),
+  EXPECT_EQ(pytorch_options(g),
             (std::vector<std::string>{"python/py_cond", "python/py_cond_compile", "python/py_eager_if"}));
   const std::vector<std::string> s = answer_sentences(g);
   ASSERT_EQ(s.size(), 6u);
   // 149 / 82 = 1.817: "at least 1.8×"; figures without exponents
   EXPECT_EQ(s[0],
             "On cpu · X at batch 1 (hidden 64, 3 blocks) when every row leaves at exit 1, the fastest way to "
-            "write it in Python: python/py_eager_if (80.5 µs [79–82]) is at least 1.8× faster than "
+            "write it with PyTorch: python/py_eager_if (80.5 µs [79–82]) is at least 1.8× faster than "
             "python/py_cond_compile (150 µs [149–152]).");
   EXPECT_EQ(s[1],
             "Nested torch.cond in eager mode against a plain Python if, when every row leaves at exit 1: "
             "python/py_eager_if (80.5 µs [79–82]) is at least 16× faster than python/py_cond (1400 µs "
             "[1390–1410]).");
   EXPECT_EQ(s[2],
-            "condbench's fastest strategy against the best Python option, when every row leaves at exit 1: "
+            "condbench's fastest strategy against the best PyTorch option, when every row leaves at exit 1: "
             "native/fused (0.37 µs [0.369–0.372]) is at least 212× faster than python/py_eager_if (80.5 µs "
             "[79–82]).");
   EXPECT_NE(s[3].find("no verdict between python/py_eager_if"), std::string::npos) << s[3];
@@ -282,6 +282,29 @@ TEST(Answer, WhatToWriteComesFromStableFiguresAndSaysWhyOtherwise) {
   // Not batch 1, or no Python option: nothing to answer.
   g.batch = 64;
   EXPECT_TRUE(answer_sentences(g).empty());
+}
+
+// torch.cond deployed to C++ (engine aoti) is one of the ways a PyTorch user writes it, set against
+// torch.cond in eager mode; condbench's own strategies are measured against the best of them.
+TEST(Answer, TorchCondDeployedWithAotInductorIsAPyTorchOption) {
+  Group g = group_of({{{"python/py_cond", "exit:1"}, {1400, 1410, 1390, 1405, 1395}},
+                      {{"aoti/cond", "exit:1"}, {4.3, 4.35, 4.25, 4.4, 4.2}},
+                      {{"aoti/masked", "exit:1"}, {9, 9.1, 8.9, 9.05, 8.95}},
+                      {{"native/fused", "exit:1"}, {0.37, 0.371, 0.372, 0.369, 0.3705}}});
+  g.device_label = "cpu · X";
+  EXPECT_EQ(pytorch_options(g), (std::vector<std::string>{"aoti/cond", "aoti/masked", "python/py_cond"}));
+  const std::vector<std::string> s = answer_sentences(g);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_NE(s[0].find("the fastest way to write it with PyTorch: aoti/cond (4.3 µs [4.2–4.4]) is at least"),
+            std::string::npos)
+      << s[0];
+  // 1390 / 4.4 = 315.9
+  EXPECT_EQ(s[1],
+            "Nested torch.cond exported with AOTInductor and run from C++ against torch.cond in eager mode, when every "
+            "row leaves at exit 1: aoti/cond (4.3 µs [4.2–4.4]) is at least 315× faster than python/py_cond (1400 µs "
+            "[1390–1410]).");
+  EXPECT_NE(s[2].find("native/fused (0.37 µs [0.369–0.372]) is at least 11× faster than aoti/cond"), std::string::npos)
+      << s[2];
 }
 
 TEST(Answer, GraphsAndTheRoundTripAreUnmeasuredWithoutAGpu) {
