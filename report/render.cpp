@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string_view>
 
@@ -434,6 +435,15 @@ void strategy_glossary(const ReportInput& in, Charts& /*out*/, Document& doc) {
     t.rows.push_back({key.substr(slash + 1), key.substr(0, slash), summary});
   }
   doc.table(t);
+  // What was built ahead of the run (AOTInductor packages): "build:<strategy> <model>" -> how.
+  std::set<std::string> built;
+  for (const ResultFile& f : in.files)
+    for (const auto& [key, value] : f.context)
+      if (key.rfind("build:", 0) == 0) built.insert(key.substr(6) + ": " + value);
+  if (!built.empty()) {
+    doc.paragraph("Built ahead of the run, outside the timed region:");
+    doc.bullets(std::vector<std::string>(built.begin(), built.end()));
+  }
 }
 
 void recommendations_section(const ReportInput& in, Charts& /*out*/, Document& doc) {

@@ -153,9 +153,27 @@ class PythonPeer(unittest.TestCase):
         self.assertEqual(headings[0], "## The answer: what to write for an early exit")
         answer = md.split("## The answer")[1].split("\n## ")[0]
         self.assertIn("| python/py_eager_if | ", answer)
-        self.assertIn("the fastest way to write it in Python", answer)
+        self.assertIn("the fastest way to write it with PyTorch", answer)
         self.assertIn("Whether conditional graphs are impossible is unmeasured here", answer)
         self.assertIn("a Python if on each exit's confidence", md)
+
+
+class AotiCompileCommandLine(unittest.TestCase):
+    """bench/python/aoti_compile.py refuses what it cannot compile in one line, exit code 2, before
+    importing torch or touching the cache."""
+
+    def test_bad_arguments_are_one_line_and_exit_2(self):
+        script = os.path.join(PEER, "aoti_compile.py")
+        with tempfile.TemporaryDirectory() as cache:
+            for args, names in [(["--config=32,64,10"], "--config"), (["--config=32,64,10,0"], "--config"),
+                                (["--config=a,b,c,d"], "--config"), (["--config=1,2,3,4", "--modules=cond,x"], "--modules"),
+                                ([f"--workload={cache}/none"], "no exported workload")]:
+                result = subprocess.run([sys.executable, script, f"--cache={cache}", *args], capture_output=True,
+                                        text=True, timeout=120)
+                self.assertEqual(result.returncode, 2, f"{args}: {result.stderr}")
+                self.assertEqual(len(result.stderr.strip().splitlines()), 1, f"{args}: {result.stderr}")
+                self.assertIn(names, result.stderr)
+            self.assertEqual(os.listdir(cache), [])
 
 
 if __name__ == "__main__":

@@ -93,6 +93,7 @@ class Report(unittest.TestCase):
             data = json.loads(f.read().replace("NaN", "null"))
         data["context"]["strategy:cpu/native/fused"] = "the whole forward in one loop nest"
         data["context"]["strategy:cuda/native/fused"] = "not shown: no cuda benchmark in this file"
+        data["context"]["build:cpu/aoti/cond in_features=32 hidden=64 num_classes=10 blocks=3"] = "compiled in 20.6 s"
         out = os.path.join(self.dir, "glossary")
         self.assertEqual(run("--out", out, self.write_json("described.json", data)).returncode, 0)
         report = open(os.path.join(out, "report.md")).read()
@@ -101,6 +102,8 @@ class Report(unittest.TestCase):
         self.assertIn("| torch/eager_host | cpu | (not in the result file", glossary)
         self.assertNotIn("not shown", glossary)
         self.assertIn("| strategy | device | what it does |\n|:---|:---|:---|", glossary)  # text left-aligned
+        # what was built ahead of the run (AOTInductor packages), as the file records it
+        self.assertIn("- cpu/aoti/cond in_features=32 hidden=64 num_classes=10 blocks=3: compiled in 20.6 s", glossary)
 
     def test_report_replaces_an_older_one_whole(self):
         out = os.path.join(self.dir, "report")
