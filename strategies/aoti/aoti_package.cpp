@@ -135,7 +135,9 @@ Package::Package(const EarlyExitModel& model, Device device, const std::string& 
   if (held != given)
     fail("aoti/" + module + ": the package at " + path + " holds " + std::to_string(held.size()) +
          " constants that are not the model's " + std::to_string(given.size()) + " parameters (" +
-         (held.empty() ? std::string("none") : *held.begin()) + ", ...): compile it again with --force");
+         (held.empty() ? std::string("none") : *held.begin()) +
+         ", ...): its weights are folded or pre-packed (freezing, max_autotune), so it cannot take the model's; "
+         "compile it with bench/python/aoti_compile.py --force");
   try {
     loader_->load_constants(constants, /*use_inactive=*/false, /*check_full_update=*/true);
   } catch (const std::exception& e) {
