@@ -170,13 +170,13 @@ void AotiStrategy::prepare(const EarlyExitModel& model, int64_t /*batch*/) {
   package_ = std::make_unique<Package>(model, device(), module_);
   thresholds_.prepare(config_.blocks, device());
   inputs_.assign(2, at::Tensor());
-  stream_ = cuda_stream().value_or(nullptr);
 }
 
 ExitOutput AotiStrategy::run_package(const at::Tensor& input, const std::vector<float>& thresholds) {
   inputs_[0] = input;
   inputs_[1] = thresholds_.of(thresholds);
-  std::vector<at::Tensor> out = package_->run(inputs_, stream_);
+  // LibTorch's current stream, as the torch engine runs on and finish() synchronises (nullptr on the CPU).
+  std::vector<at::Tensor> out = package_->run(inputs_, cuda_stream().value_or(nullptr));
   return {std::move(out[0]), std::move(out[1])};
 }
 

@@ -84,7 +84,6 @@ class AotiStrategy : public TorchStrategy {
   std::unique_ptr<Package> package_;
   ThresholdTensor thresholds_;
   std::vector<at::Tensor> inputs_;  // (input, thresholds), reused: no allocation per inference
-  void* stream_ = nullptr;
 };
 
 }  // namespace condbench::aoti
