@@ -29,14 +29,23 @@ TEST(ExitMath, LinearRowAndLinearOutputMatchTorchLinear) {
       EXPECT_NEAR(row[o], want[o].item<float>(),
                   1e-5 * std::max(1.0f, std::abs(want[o].item<float>())) * std::sqrt(in));
     }
-    // The GPU kernels' form: the sum over i in slices (math::linear_partial) added to the bias.
+    // The GPU kernels' form: the sum over i in slices (math::linear_partial_rows) added to the
+    // bias, for three rows at once (x, 2x and -x, so each row's sum is known from the first's).
+    const at::Tensor x2 = x * 2, xn = -x;
+    const float* const rows[3] = {x.data_ptr<float>(), x2.data_ptr<float>(), xn.data_ptr<float>()};
     for (int o = 0; o < out; ++o) {
       const int slices = 8, chunk = (in + slices - 1) / slices;
-      float acc = l.bias[o];
-      for (int s = 0; s < slices; ++s)
-        acc += math::linear_partial(l.wt.data(), x.data_ptr<float>(), std::min(in, s * chunk),
-                                    std::min(in, s * chunk + chunk), l.pitch, o);
-      EXPECT_NEAR(acc, want[o].item<float>(), 1e-5 * std::max(1.0f, std::abs(want[o].item<float>())) * std::sqrt(in));
+      float acc[3] = {l.bias[o], 2 * l.bias[o], -l.bias[o]};
+      for (int s = 0; s < slices; ++s) {
+        float part[3];
+        math::linear_partial_rows<3>(l.wt.data(), rows, std::min(in, s * chunk), std::min(in, s * chunk + chunk),
+                                     l.pitch, o, part);
+        for (int r = 0; r < 3; ++r) acc[r] += part[r];
+      }
+      const float tolerance = 1e-5 * std::max(1.0f, std::abs(want[o].item<float>())) * std::sqrt(in);
+      EXPECT_NEAR(acc[0], want[o].item<float>(), tolerance);
+      EXPECT_NEAR(acc[1], 2 * want[o].item<float>(), 2 * tolerance);
+      EXPECT_NEAR(acc[2], -want[o].item<float>(), tolerance);
     }
     math::linear_row(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, out, l.pitch, row.data(), true);
     for (int o = 0; o < out; ++o) EXPECT_GE(row[o], 0.0f);

@@ -13,15 +13,29 @@
 #else
 #define CONDBENCH_HD
 #endif
+// Unrolls a loop with a constant trip count in device code, so per-row arrays stay in registers.
+#if defined(__CUDA_ARCH__)
+#define CONDBENCH_UNROLL _Pragma("unroll")
+#else
+#define CONDBENCH_UNROLL
+#endif
 
 namespace condbench::math {
 
-// Part of one output of a Linear: sum over i in [begin, end) of x[i] * weight[o][i], ascending.
-// GPU kernels split the sum over i across threads and add the parts to the bias.
-CONDBENCH_HD inline float linear_partial(const float* wt, const float* x, int begin, int end, int pitch, int o) {
-  float acc = 0.0f;
-  for (int i = begin; i < end; ++i) acc += x[i] * wt[i * pitch + o];
-  return acc;
+// Part of one output of a Linear for Rows rows at once (x holds Rows row pointers): acc[r] = sum over i in [begin, end)
+// of x[r][i] * weight[o][i], ascending. Each weight is loaded once and used for every row, so a GPU thread block that
+// holds several rows reads the weights once for all of them. GPU kernels split the sum over i across threads and add
+// the parts to the bias. A caller with fewer rows points the spare entries of x at a real row and ignores their sums.
+template <int Rows>
+CONDBENCH_HD inline void linear_partial_rows(const float* wt, const float* const* x, int begin, int end, int pitch,
+                                             int o, float (&acc)[Rows]) {
+  CONDBENCH_UNROLL
+  for (int r = 0; r < Rows; ++r) acc[r] = 0.0f;
+  for (int i = begin; i < end; ++i) {
+    const float w = wt[i * pitch + o];
+    CONDBENCH_UNROLL
+    for (int r = 0; r < Rows; ++r) acc[r] += x[r][i] * w;
+  }
 }
 
 // One output of a Linear: bias[o] + sum_i x[i] * weight[o][i], summed in ascending i.

@@ -6,12 +6,29 @@ namespace condbench::cuda {
 
 namespace {
 
-// A Linear kernel's thread block: 32 consecutive outputs (coalesced weight reads in the native
-// layout) x 8 slices of the input dimension, for 4 rows, so each weight read serves 4 rows.
-constexpr int kTileOutputs = 32;
+// Two Linear kernels, chosen by batch when launched (the batch is fixed for a prepared strategy,
+// so a captured graph holds one of them):
+//
+// - sliced, for batches under kTileRows: 32 consecutive outputs (coalesced weight reads in the
+//   native layout) x 8 slices of the input dimension, for kSlicedRows rows, so each weight loaded
+//   serves kSlicedRows rows and a small batch still spreads over many threads;
+// - tiled, from kTileRows rows: a kTileRows x kTileOutputs tile of the output per thread block,
+//   the sum over i staged through shared memory kTileDepth inputs at a time, each thread holding a
+//   4 x 4 block of the tile in registers. Each weight is read from memory once per kTileRows rows
+//   (16 times less often than the sliced kernel), each input once per kTileOutputs outputs.
+//
+// Neither is cuBLAS: the README ("What is measured") says where they stop being a fair floor.
+constexpr int kSliceOutputs = 32;
 constexpr int kSlices = 8;
-constexpr int kRowsPerBlock = 4;
+constexpr int kSlicedRows = 4;
+constexpr int kTileRows = 64;
+constexpr int kTileOutputs = 64;
+constexpr int kTileDepth = 16;
+constexpr int kMicro = 4;  // a thread's block of the tile: kMicro rows x kMicro outputs
+constexpr int kTileThreads = (kTileRows / kMicro) * (kTileOutputs / kMicro);
 constexpr int kRowThreads = 256;  // begin, exit test, finish: one block strides over the rows
+static_assert(kTileThreads == 256 && kTileRows * kTileDepth % kTileThreads == 0 &&
+              kTileOutputs * kTileDepth % kTileThreads == 0);
 
 __device__ inline int stage_of(StageRef ref) { return ref.dynamic ? *ref.dynamic : ref.fixed; }
 
@@ -27,45 +44,132 @@ __global__ void begin_kernel(InferenceState st, ConditionSink loop) {
   }
 }
 
-__global__ void linear_kernel(InferenceState st, const DeviceLinear* table, StageRef ref, int is_head) {
-  if (*st.active_count == 0) return;  // every row has left: nothing to do
-  const int s = stage_of(ref);
-  const DeviceLinear layer = table[is_head ? st.blocks + s : s];
-  const float* x;
-  float* y;
+// What a block or head launch computes at a stage: y[row][o] = act(bias[o] + x[row] . weight[o]).
+struct LinearOperands {
+  DeviceLinear layer;
+  const float* x;  // [batch][layer.in]
+  float* y;        // [batch][y_stride]
   int y_stride;
-  if (!is_head) {
-    x = s == 0 ? st.staged_input : st.hidden[(s - 1) & 1];
-    y = st.hidden[s & 1];
-    y_stride = st.hidden_size;
-  } else {
-    x = st.hidden[(s == st.blocks ? s - 1 : s) & 1];
-    y = st.logits;
-    y_stride = st.num_classes;
-  }
-  const int o = blockIdx.x * kTileOutputs + threadIdx.x;
+  bool relu;
+};
+
+// Block s writes activation buffer s % 2. (A select, not st.hidden[k]: a variable index into a
+// kernel argument copies the whole argument to local memory.)
+__device__ inline float* hidden_buffer(const InferenceState& st, int s) { return s & 1 ? st.hidden[1] : st.hidden[0]; }
+
+__device__ inline LinearOperands operands_of(const InferenceState& st, const DeviceLinear* table, StageRef ref,
+                                             int is_head) {
+  const int s = stage_of(ref);
+  if (!is_head)
+    return {table[s], s == 0 ? st.staged_input : hidden_buffer(st, s - 1), hidden_buffer(st, s), st.hidden_size, true};
+  return {table[st.blocks + s], hidden_buffer(st, s == st.blocks ? s - 1 : s), st.logits, st.num_classes, false};
+}
+
+__device__ inline bool row_active(const InferenceState& st, int row) { return row < st.batch && st.active[row]; }
+
+__global__ void __launch_bounds__(kSliceOutputs* kSlices)
+    sliced_linear_kernel(InferenceState st, const DeviceLinear* table, StageRef ref, int is_head) {
+  if (*st.active_count == 0) return;  // every row has left: nothing to do
+  const LinearOperands op = operands_of(st, table, ref, is_head);
+  const DeviceLinear& layer = op.layer;
+  const int o = blockIdx.x * kSliceOutputs + threadIdx.x;
   const int chunk = (layer.in + kSlices - 1) / kSlices;
   const int begin = min(layer.in, static_cast<int>(threadIdx.y) * chunk);
   const int end = min(layer.in, begin + chunk);
-  const int row0 = blockIdx.y * kRowsPerBlock;
+  const int row0 = blockIdx.y * kSlicedRows;
 
-  __shared__ float partial[kSlices][kRowsPerBlock][kTileOutputs];
-  bool live[kRowsPerBlock];
-  for (int r = 0; r < kRowsPerBlock; ++r) {
-    const int row = row0 + r;
-    live[r] = row < st.batch && st.active[row];
-    partial[threadIdx.y][r][threadIdx.x] =
-        live[r] && o < layer.out ? math::linear_partial(layer.wt, x + row * layer.in, begin, end, layer.pitch, o)
-                                 : 0.0f;
+  // Rows past the batch read row0's input; their sums are dropped.
+  const float* x[kSlicedRows];
+  bool live[kSlicedRows];
+  for (int r = 0; r < kSlicedRows; ++r) {
+    live[r] = row_active(st, row0 + r);
+    x[r] = op.x + (row0 + r < st.batch ? row0 + r : row0) * layer.in;
   }
+  float sums[kSlicedRows];
+  if (o < layer.out) {
+    math::linear_partial_rows<kSlicedRows>(layer.wt, x, begin, end, layer.pitch, o, sums);
+  } else {
+    for (float& v : sums) v = 0.0f;
+  }
+  __shared__ float partial[kSlices][kSlicedRows][kSliceOutputs];
+  for (int r = 0; r < kSlicedRows; ++r) partial[threadIdx.y][r][threadIdx.x] = sums[r];
   __syncthreads();
   if (threadIdx.y != 0 || o >= layer.out) return;
-  for (int r = 0; r < kRowsPerBlock; ++r) {
+  for (int r = 0; r < kSlicedRows; ++r) {
     if (!live[r]) continue;
     float acc = layer.bias[o];
     for (int slice = 0; slice < kSlices; ++slice) acc += partial[slice][r][threadIdx.x];
-    y[(row0 + r) * y_stride + o] = !is_head && acc < 0.0f ? 0.0f : acc;
+    op.y[(row0 + r) * op.y_stride + o] = op.relu && acc < 0.0f ? 0.0f : acc;
   }
+}
+
+__global__ void __launch_bounds__(kTileThreads)
+    tiled_linear_kernel(InferenceState st, const DeviceLinear* table, StageRef ref, int is_head) {
+  if (*st.active_count == 0) return;
+  const int row0 = blockIdx.y * kTileRows, o0 = blockIdx.x * kTileOutputs;
+  __shared__ int tile_live;
+  if (threadIdx.x == 0) tile_live = 0;
+  __syncthreads();
+  if (threadIdx.x < kTileRows && row_active(st, row0 + threadIdx.x)) tile_live = 1;  // every writer writes 1
+  __syncthreads();
+  if (!tile_live) return;  // every row of the tile has left
+
+  const LinearOperands op = operands_of(st, table, ref, is_head);
+  const DeviceLinear& layer = op.layer;
+  // xs is stored transposed (xs[i][row]) so a thread reads its kMicro rows side by side; the pad
+  // spreads the transposing stores over the banks.
+  __shared__ float xs[kTileDepth][kTileRows + kMicro];
+  __shared__ float ws[kTileDepth][kTileOutputs];
+  const int my_rows = (threadIdx.x / (kTileOutputs / kMicro)) * kMicro;
+  const int my_outputs = (threadIdx.x % (kTileOutputs / kMicro)) * kMicro;
+  float acc[kMicro][kMicro] = {};
+  for (int i0 = 0; i0 < layer.in; i0 += kTileDepth) {
+    // Consecutive threads load consecutive inputs of a row, and consecutive outputs of a weight
+    // row: both coalesced. Past the batch, the input or the outputs: zeros.
+    for (int e = threadIdx.x; e < kTileRows * kTileDepth; e += kTileThreads) {
+      const int r = e / kTileDepth, i = e % kTileDepth;
+      xs[i][r] = row0 + r < st.batch && i0 + i < layer.in ? op.x[(row0 + r) * layer.in + i0 + i] : 0.0f;
+    }
+    for (int e = threadIdx.x; e < kTileOutputs * kTileDepth; e += kTileThreads) {
+      const int i = e / kTileOutputs, c = e % kTileOutputs;
+      ws[i][c] = o0 + c < layer.out && i0 + i < layer.in ? layer.wt[(i0 + i) * layer.pitch + o0 + c] : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < kTileDepth; ++i) {
+      float xr[kMicro], wc[kMicro];
+      for (int m = 0; m < kMicro; ++m) {
+        xr[m] = xs[i][my_rows + m];
+        wc[m] = ws[i][my_outputs + m];
+      }
+      for (int r = 0; r < kMicro; ++r)
+        for (int c = 0; c < kMicro; ++c) acc[r][c] = fmaf(xr[r], wc[c], acc[r][c]);
+    }
+    __syncthreads();
+  }
+  for (int r = 0; r < kMicro; ++r) {
+    const int row = row0 + my_rows + r;
+    if (!row_active(st, row)) continue;
+    for (int c = 0; c < kMicro; ++c) {
+      const int o = o0 + my_outputs + c;
+      if (o >= layer.out) break;
+      const float v = layer.bias[o] + acc[r][c];
+      op.y[row * op.y_stride + o] = op.relu && v < 0.0f ? 0.0f : v;
+    }
+  }
+}
+
+// Launches whichever Linear kernel suits the batch (see above).
+void launch_linear(const InferenceState& state, const DeviceLinear* table, StageRef stage, int outputs, int is_head,
+                   cudaStream_t stream) {
+  if (state.batch < kTileRows) {
+    const dim3 grid((outputs + kSliceOutputs - 1) / kSliceOutputs, (state.batch + kSlicedRows - 1) / kSlicedRows);
+    sliced_linear_kernel<<<grid, dim3(kSliceOutputs, kSlices), 0, stream>>>(state, table, stage, is_head);
+  } else {
+    const dim3 grid((outputs + kTileOutputs - 1) / kTileOutputs, (state.batch + kTileRows - 1) / kTileRows);
+    tiled_linear_kernel<<<grid, kTileThreads, 0, stream>>>(state, table, stage, is_head);
+  }
+  CONDBENCH_CUDA_CHECK_LAUNCH();
 }
 
 // Sums `value` over the thread block; every thread gets the total. The leading barrier keeps a
@@ -123,10 +227,6 @@ __global__ void finish_kernel(InferenceState st, const DeviceLinear* table) {
   }
 }
 
-dim3 linear_grid(int outputs, int batch) {
-  return dim3((outputs + kTileOutputs - 1) / kTileOutputs, (batch + kRowsPerBlock - 1) / kRowsPerBlock);
-}
-
 }  // namespace
 
 void launch_begin(const InferenceState& state, ConditionSink loop, cudaStream_t stream) {
@@ -136,15 +236,11 @@ void launch_begin(const InferenceState& state, ConditionSink loop, cudaStream_t 
 
 void launch_block(const InferenceState& state, const DeviceLinear* table, StageRef stage, cudaStream_t stream) {
   // Every block has `hidden` outputs, so the grid is the same whatever the stage.
-  linear_kernel<<<linear_grid(state.hidden_size, state.batch), dim3(kTileOutputs, kSlices), 0, stream>>>(state, table,
-                                                                                                         stage, 0);
-  CONDBENCH_CUDA_CHECK_LAUNCH();
+  launch_linear(state, table, stage, state.hidden_size, 0, stream);
 }
 
 void launch_head(const InferenceState& state, const DeviceLinear* table, StageRef stage, cudaStream_t stream) {
-  linear_kernel<<<linear_grid(state.num_classes, state.batch), dim3(kTileOutputs, kSlices), 0, stream>>>(state, table,
-                                                                                                         stage, 1);
-  CONDBENCH_CUDA_CHECK_LAUNCH();
+  launch_linear(state, table, stage, state.num_classes, 1, stream);
 }
 
 void launch_exit_test(const InferenceState& state, const DeviceLinear* table, StageRef stage, ConditionSink next,

@@ -1,5 +1,5 @@
 // Every CUDA strategy, native and torch engine, on a GPU: one test per (strategy, config) pair —
-// so a strategy that fails cannot hide the others — over every scenario and batch {1, 7, 256},
+// so a strategy that fails cannot hide the others — over every scenario and batch {1, 7, 70, 256},
 // against the double-precision reference, plus the counters each must report and the re-pointing
 // of captured graphs at new inputs. Without a GPU every test skips with the reason.
 #include <gtest/gtest.h>
@@ -28,7 +28,9 @@ struct Config {
   int hidden, blocks;
 };
 void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
-const Config kConfigs[] = {{"default", 64, 3}, {"hidden1024", 1024, 3}, {"hidden4096", 4096, 3}, {"blocks12", 64, 12}};
+// hidden100 and batch 70 leave partial tiles in every kernel: outputs, inputs and rows.
+const Config kConfigs[] = {
+    {"default", 64, 3}, {"hidden100", 100, 3}, {"hidden1024", 1024, 3}, {"hidden4096", 4096, 3}, {"blocks12", 64, 12}};
 
 using Case = std::tuple<const StrategyInfo*, Config>;
 
@@ -78,7 +80,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& param) {
 TEST_P(CudaStrategies, EveryScenarioAndBatchMatchesTheReference) {
   const Config c = config();
   const ReferenceHeads& heads = reference_for(source());
-  for (int64_t batch : {1, 7, 256}) {
+  for (int64_t batch : {1, 7, 70, 256}) {
     if (!runs(batch)) continue;
     const auto workload = shared_workload(source(), batch);
     auto strategy = info().make();

@@ -1,7 +1,10 @@
 // fused (engine native, CUDA): the floor. The whole early-exit forward in one kernel launch, one
-// thread block per row, each block stopping at its row's own exit: no host decision, no per-stage
-// launches, nothing captured.
+// thread block per row (per 4 rows from batch 4), each block stopping when its rows have left: no
+// host decision, no per-stage launches, nothing captured.
 #include "native/cuda/fused.h"
+
+#include <algorithm>
+
 #include "condbench/flops.h"
 #include "native/cuda/native_cuda_strategy.h"
 
@@ -13,19 +16,20 @@ class FusedCuda final : public NativeCudaStrategy {
   using NativeCudaStrategy::NativeCudaStrategy;
   static constexpr bool kSingleLaunch = true;
 
-  static Unsupported supports(const ModelConfig& config, Device /*device*/, int64_t /*batch*/) {
-    return fused_unsupported(config.hidden, config.num_classes);
+  static Unsupported supports(const ModelConfig& config, Device /*device*/, int64_t batch) {
+    return fused_unsupported(static_cast<int>(batch), config.hidden, config.num_classes);
   }
 
  protected:
-  void build() override { fused_prepare(state().hidden_size, state().num_classes); }
+  void build() override { launch_ = fused_prepare(state().batch, state().hidden_size, state().num_classes); }
 
   int64_t enqueue() override {
-    launch_fused(state(), table(), stream());
+    launch_fused(launch_, state(), table(), stream());
     return 1;
   }
 
-  // Each block runs exactly its row's path (no device counter to reset per launch).
+  // Each block runs its rows as far as the deepest of them goes, for all launch_.rows rows (no
+  // device counter to reset per launch).
   double executed_flops() const override {
     const at::Tensor ids = exit_ids().to(at::kCPU);
     ModelConfig config;
@@ -33,10 +37,19 @@ class FusedCuda final : public NativeCudaStrategy {
     config.hidden = state().hidden_size;
     config.num_classes = state().num_classes;
     config.blocks = state().blocks;
+    const int* id = ids.data_ptr<int>();
     double flops = 0.0;
-    for (int64_t r = 0; r < ids.numel(); ++r) flops += useful_flops(config, ids[r].item<int>());
+    for (int64_t row0 = 0; row0 < ids.numel(); row0 += launch_.rows) {
+      int deepest = 1;
+      for (int64_t r = row0; r < std::min<int64_t>(ids.numel(), row0 + launch_.rows); ++r)
+        deepest = std::max(deepest, id[r]);
+      flops += launch_.rows * useful_flops(config, deepest);
+    }
     return flops;
   }
+
+ private:
+  FusedLaunch launch_{1, 0};
 };
 
 }  // namespace

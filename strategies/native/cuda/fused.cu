@@ -10,85 +10,149 @@ namespace {
 constexpr int kTileOutputs = 32;
 constexpr int kSlices = 8;
 constexpr int kThreads = kTileOutputs * kSlices;
+constexpr int kRowsPerBlock = 4;  // from this batch on, a block takes this many rows
 
-// One Linear for one row held in shared memory: 32 outputs at a time, the sum over i split in 8
-// slices (math::linear_partial) and added to the bias by the first slice's threads.
-__device__ void linear_in_block(const DeviceLinear& layer, const float* x, float* y, bool relu, float* partial) {
+// A block's share of shared memory for Rows rows: two activation buffers and the logits of each
+// row, then the slices' partial sums.
+struct SharedLayout {
+  size_t floats;
+  static SharedLayout of(int rows, int hidden, int num_classes) {
+    return {static_cast<size_t>(rows) * (2 * static_cast<size_t>(hidden) + num_classes + kThreads)};
+  }
+  size_t bytes() const { return floats * sizeof(float); }
+};
+
+// One Linear for the block's rows, held in shared memory: 32 outputs at a time, the sum over i
+// split in 8 slices (math::linear_partial_rows, each weight loaded once for every row) and added
+// to the bias by the first slice's threads. Rows past `rows` repeat row 0 and are not stored.
+template <int Rows>
+__device__ void linear_in_block(const DeviceLinear& layer, const float* const* x, float* const* y, int rows, bool relu,
+                                float* partial) {
   const int lane = threadIdx.x % kTileOutputs, slice = threadIdx.x / kTileOutputs;
   const int chunk = (layer.in + kSlices - 1) / kSlices;
   const int begin = min(layer.in, slice * chunk), end = min(layer.in, begin + chunk);
   for (int o0 = 0; o0 < layer.out; o0 += kTileOutputs) {
     const int o = o0 + lane;
-    partial[threadIdx.x] = o < layer.out ? math::linear_partial(layer.wt, x, begin, end, layer.pitch, o) : 0.0f;
-    __syncthreads();
-    if (slice == 0 && o < layer.out) {
-      float acc = layer.bias[o];
-      for (int s = 0; s < kSlices; ++s) acc += partial[s * kTileOutputs + lane];
-      y[o] = relu && acc < 0.0f ? 0.0f : acc;
+    float sums[Rows];
+    if (o < layer.out) {
+      math::linear_partial_rows<Rows>(layer.wt, x, begin, end, layer.pitch, o, sums);
+    } else {
+      for (float& v : sums) v = 0.0f;
     }
+    for (int r = 0; r < Rows; ++r) partial[(slice * Rows + r) * kTileOutputs + lane] = sums[r];
+    __syncthreads();
+    if (slice == 0 && o < layer.out)
+#pragma unroll
+      for (int r = 0; r < Rows; ++r) {
+        if (r >= rows) break;
+        float acc = layer.bias[o];
+        for (int s = 0; s < kSlices; ++s) acc += partial[(s * Rows + r) * kTileOutputs + lane];
+        y[r][o] = relu && acc < 0.0f ? 0.0f : acc;
+      }
     __syncthreads();
   }
 }
 
-// One thread block per row: the row's activations never leave shared memory, and the block stops
-// at the row's own exit. One launch for the whole batch.
+// Rows rows per thread block (one launch for the whole batch): the rows' activations never leave
+// shared memory, each weight is read once per block for all of its rows, and the block stops when
+// its last row has left. A row that leaves writes its logits at once; the block goes on for the
+// others (its buffers keep being written, never read).
+template <int Rows>
 __global__ void __launch_bounds__(kThreads) fused_kernel(InferenceState st, const DeviceLinear* table) {
   extern __shared__ float shared[];
-  float* h[2] = {shared, shared + st.hidden_size};
-  float* logits = shared + 2 * st.hidden_size;
-  float* partial = logits + st.num_classes;
-  __shared__ int leaves;
-
-  const int row = blockIdx.x;
-  const float* x = st.input + row * st.in_features;
-  float* out = st.logits + row * st.num_classes;
-  int exit_id = st.blocks + 1;
-  for (int s = 0; s < st.blocks; ++s) {
-    linear_in_block(table[s], s == 0 ? x : h[(s - 1) & 1], h[s & 1], true, partial);
-    linear_in_block(table[st.blocks + s], h[s & 1], logits, false, partial);
-    if (threadIdx.x == 0) leaves = math::exit_fires(math::max_softmax(logits, st.num_classes), st.thresholds[s]);
-    __syncthreads();
-    if (leaves) {
-      exit_id = s + 1;
-      break;
-    }
+  const int hidden = st.hidden_size, classes = st.num_classes;
+  const int row0 = blockIdx.x * Rows;
+  const int rows = min(Rows, st.batch - row0);
+  float* partial = shared;
+  // Row r's buffers: two activation vectors (stage s writes the one at s & 1), then its logits.
+  // Pointer arrays are filled per stage with constant indices, so they stay in registers.
+  auto own = [&](int r) { return shared + Rows * kThreads + static_cast<size_t>(r) * (2 * hidden + classes); };
+  auto activation = [&](int s, int r) { return own(r) + (s & 1) * hidden; };
+  float* logits[Rows];
+  const float* input[Rows];
+  for (int r = 0; r < Rows; ++r) {
+    logits[r] = own(r) + 2 * hidden;
+    input[r] = st.input + static_cast<size_t>(row0 + (r < rows ? r : 0)) * st.in_features;
   }
-  if (exit_id == st.blocks + 1) linear_in_block(table[2 * st.blocks], h[(st.blocks - 1) & 1], logits, false, partial);
-  for (int c = threadIdx.x; c < st.num_classes; c += blockDim.x) out[c] = logits[c];
-  if (threadIdx.x == 0) st.exit_id[row] = exit_id;
+  __shared__ int live[Rows];
+  __shared__ int live_rows;
+  if (threadIdx.x < Rows) live[threadIdx.x] = threadIdx.x < rows;
+  if (threadIdx.x == 0) live_rows = rows;
+  __syncthreads();
+
+  // Thread r < rows owns row r's exit: it tests the row and, when it leaves, writes its result.
+  auto leave = [&](int r, int exit_id) {
+    for (int c = 0; c < classes; ++c) st.logits[(row0 + r) * classes + c] = own(r)[2 * hidden + c];
+    st.exit_id[row0 + r] = exit_id;
+    live[r] = 0;
+    atomicSub(&live_rows, 1);
+  };
+  float* h[Rows];
+  const float* x[Rows];
+  for (int s = 0; s < st.blocks; ++s) {
+    for (int r = 0; r < Rows; ++r) {  // a select per row: an array picked at run time would live in memory
+      h[r] = activation(s, r);
+      x[r] = s == 0 ? input[r] : activation(s + 1, r);  // (s - 1) & 1 == (s + 1) & 1
+    }
+    linear_in_block<Rows>(table[s], x, h, rows, true, partial);
+    linear_in_block<Rows>(table[st.blocks + s], h, logits, rows, false, partial);
+    const int r = threadIdx.x;
+    if (r < rows && live[r] && math::exit_fires(math::max_softmax(own(r) + 2 * hidden, classes), st.thresholds[s]))
+      leave(r, s + 1);
+    __syncthreads();
+    if (live_rows == 0) return;
+    __syncthreads();  // every thread has read live_rows before a later exit test changes it
+  }
+  for (int r = 0; r < Rows; ++r) h[r] = activation(st.blocks - 1, r);
+  linear_in_block<Rows>(table[2 * st.blocks], h, logits, rows, false, partial);
+  const int r = threadIdx.x;
+  if (r < rows && live[r]) leave(r, st.blocks + 1);
 }
 
 }  // namespace
 
-size_t fused_shared_bytes(int hidden, int num_classes) {
-  return (2 * static_cast<size_t>(hidden) + num_classes + kThreads) * sizeof(float);
+FusedLaunch fused_launch(int batch, int hidden, int num_classes) {
+  const int rows = batch >= kRowsPerBlock ? kRowsPerBlock : 1;
+  return {rows, SharedLayout::of(rows, hidden, num_classes).bytes()};
 }
 
-std::optional<std::string> fused_unsupported(int hidden, int num_classes) {
+std::optional<std::string> fused_unsupported(int batch, int hidden, int num_classes) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     (void)cudaGetLastError();  // no GPU: nothing to say here; the harness skips for that itself
     return std::nullopt;
   }
-  const size_t bytes = fused_shared_bytes(hidden, num_classes);
+  const size_t bytes = fused_launch(batch, hidden, num_classes).shared_bytes;
   int device = 0, limit = 0;
   CONDBENCH_CUDA_CHECK(cudaGetDevice(&device));
   CONDBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (bytes <= static_cast<size_t>(limit)) return std::nullopt;
-  return "hidden " + std::to_string(hidden) + " needs " + std::to_string(bytes) +
+  return "hidden " + std::to_string(hidden) + " at batch " + std::to_string(batch) + " needs " + std::to_string(bytes) +
          " bytes of shared memory per block; this GPU allows " + std::to_string(limit);
 }
 
-void fused_prepare(int hidden, int num_classes) {
-  const size_t bytes = fused_shared_bytes(hidden, num_classes);
-  if (const std::optional<std::string> why = fused_unsupported(hidden, num_classes)) fail("fused (cuda): " + *why);
-  CONDBENCH_CUDA_CHECK(
-      cudaFuncSetAttribute(fused_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+FusedLaunch fused_prepare(int batch, int hidden, int num_classes) {
+  if (const std::optional<std::string> why = fused_unsupported(batch, hidden, num_classes))
+    fail("fused (cuda): " + *why);
+  const FusedLaunch launch = fused_launch(batch, hidden, num_classes);
+  const int bytes = static_cast<int>(launch.shared_bytes);
+  if (launch.rows == 1) {
+    CONDBENCH_CUDA_CHECK(cudaFuncSetAttribute(fused_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  } else {
+    CONDBENCH_CUDA_CHECK(
+        cudaFuncSetAttribute(fused_kernel<kRowsPerBlock>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  }
+  return launch;
 }
 
-void launch_fused(const InferenceState& state, const DeviceLinear* table, cudaStream_t stream) {
-  fused_kernel<<<state.batch, kThreads, fused_shared_bytes(state.hidden_size, state.num_classes), stream>>>(state,
-                                                                                                            table);
+void launch_fused(const FusedLaunch& launch, const InferenceState& state, const DeviceLinear* table,
+                  cudaStream_t stream) {
+  const int grid = (state.batch + launch.rows - 1) / launch.rows;
+  if (launch.rows == 1) {
+    fused_kernel<1><<<grid, kThreads, launch.shared_bytes, stream>>>(state, table);
+  } else {
+    fused_kernel<kRowsPerBlock><<<grid, kThreads, launch.shared_bytes, stream>>>(state, table);
+  }
   CONDBENCH_CUDA_CHECK_LAUNCH();
 }
 

@@ -9,15 +9,22 @@
 
 namespace condbench::cuda {
 
-// Dynamic shared memory the kernel needs for a model, in bytes.
-size_t fused_shared_bytes(int hidden, int num_classes);
-// Why this GPU cannot run the kernel for a model (its rows' activations do not fit in shared
-// memory), or nullopt; nullopt without a GPU.
-std::optional<std::string> fused_unsupported(int hidden, int num_classes);
+// How the kernel runs a batch: rows per thread block (1 for batches under 4, else 4, so a block
+// reads each weight once for 4 rows) and the dynamic shared memory that takes.
+struct FusedLaunch {
+  int rows;
+  size_t shared_bytes;
+};
+FusedLaunch fused_launch(int batch, int hidden, int num_classes);
+// Why this GPU cannot run the kernel for a model at a batch (its rows' activations do not fit in
+// shared memory), or nullopt; nullopt without a GPU.
+std::optional<std::string> fused_unsupported(int batch, int hidden, int num_classes);
 // Raises the kernel's shared-memory limit when a model needs more than the default 48 KiB;
 // throws condbench::Error when the device cannot give it.
-void fused_prepare(int hidden, int num_classes);
-// The whole early-exit forward for every row of state.input: one launch, one thread block per row.
-void launch_fused(const InferenceState& state, const DeviceLinear* table, cudaStream_t stream);
+FusedLaunch fused_prepare(int batch, int hidden, int num_classes);
+// The whole early-exit forward for every row of state.input: one launch, launch.rows rows per
+// thread block.
+void launch_fused(const FusedLaunch& launch, const InferenceState& state, const DeviceLinear* table,
+                  cudaStream_t stream);
 
 }  // namespace condbench::cuda
