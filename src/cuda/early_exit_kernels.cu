@@ -6,18 +6,22 @@ namespace condbench::cuda {
 
 namespace {
 
-// Two Linear kernels, chosen by batch when launched (the batch is fixed for a prepared strategy,
-// so a captured graph holds one of them):
+// Two Linear kernels, chosen when launched by the shape (fixed for a prepared strategy, so a
+// captured graph holds one of them):
 //
-// - sliced, for batches under kTileRows: 32 consecutive outputs (coalesced weight reads in the
-//   native layout) x 8 slices of the input dimension, for kSlicedRows rows, so each weight loaded
-//   serves kSlicedRows rows and a small batch still spreads over many threads;
-// - tiled, from kTileRows rows: a kTileRows x kTileOutputs tile of the output per thread block,
-//   the sum over i staged through shared memory kTileDepth inputs at a time, each thread holding a
-//   4 x 4 block of the tile in registers. Each weight is read from memory once per kTileRows rows
-//   (16 times less often than the sliced kernel), each input once per kTileOutputs outputs.
+// - sliced, unless the tiled kernel fills the GPU: 32 consecutive outputs (coalesced weight reads
+//   in the native layout) x 8 slices of the input dimension, for kSlicedRows rows, so each weight
+//   loaded serves kSlicedRows rows and a small batch still spreads over many threads;
+// - tiled, from kTileRows rows when its tiles are at least one per multiprocessor (hidden 4096
+//   from batch 129 on a 132-SM H200; fewer, larger blocks would leave SMs idle): a kTileRows x
+//   kTileOutputs tile of the output per thread block, the sum over i staged through shared memory
+//   kTileDepth inputs at a time, each thread holding a 4 x 4 block of the tile in registers. Each
+//   weight is read from memory once per kTileRows rows (16 times less often than the sliced
+//   kernel), each input once per kTileOutputs outputs.
 //
-// Neither is cuBLAS: the README ("What is measured") says where they stop being a fair floor.
+// Both compute whole groups of rows (kSlicedRows or kTileRows) and skip a group whose rows have
+// all left. Neither is cuBLAS: the README ("What is measured") says where they stop being a fair
+// floor.
 constexpr int kSliceOutputs = 32;
 constexpr int kSlices = 8;
 constexpr int kSlicedRows = 4;
@@ -29,6 +33,16 @@ constexpr int kTileThreads = (kTileRows / kMicro) * (kTileOutputs / kMicro);
 constexpr int kRowThreads = 256;  // begin, exit test, finish: one block strides over the rows
 static_assert(kTileThreads == 256 && kTileRows * kTileDepth % kTileThreads == 0 &&
               kTileOutputs * kTileDepth % kTileThreads == 0);
+
+CONDBENCH_HD inline bool use_tiled(int batch, int outputs, int multiprocessors) {
+  const long long tiles =
+      static_cast<long long>((outputs + kTileOutputs - 1) / kTileOutputs) * ((batch + kTileRows - 1) / kTileRows);
+  return batch >= kTileRows && tiles >= multiprocessors;
+}
+
+CONDBENCH_HD inline int group_rows(int batch, int outputs, int multiprocessors) {
+  return use_tiled(batch, outputs, multiprocessors) ? kTileRows : kSlicedRows;
+}
 
 __device__ inline int stage_of(StageRef ref) { return ref.dynamic ? *ref.dynamic : ref.fixed; }
 
@@ -81,10 +95,13 @@ __global__ void __launch_bounds__(kSliceOutputs* kSlices)
   // Rows past the batch read row0's input; their sums are dropped.
   const float* x[kSlicedRows];
   bool live[kSlicedRows];
+  bool any_live = false;
   for (int r = 0; r < kSlicedRows; ++r) {
     live[r] = row_active(st, row0 + r);
+    any_live = any_live || live[r];
     x[r] = op.x + (row0 + r < st.batch ? row0 + r : row0) * layer.in;
   }
+  if (!any_live) return;  // every row of the group has left (the same for every thread)
   float sums[kSlicedRows];
   if (o < layer.out) {
     math::linear_partial_rows<kSlicedRows>(layer.wt, x, begin, end, layer.pitch, o, sums);
@@ -162,7 +179,7 @@ __global__ void __launch_bounds__(kTileThreads)
 // Launches whichever Linear kernel suits the batch (see above).
 void launch_linear(const InferenceState& state, const DeviceLinear* table, StageRef stage, int outputs, int is_head,
                    cudaStream_t stream) {
-  if (state.batch < kTileRows) {
+  if (!use_tiled(state.batch, outputs, state.multiprocessors)) {
     const dim3 grid((outputs + kSliceOutputs - 1) / kSliceOutputs, (state.batch + kSlicedRows - 1) / kSlicedRows);
     sliced_linear_kernel<<<grid, dim3(kSliceOutputs, kSlices), 0, stream>>>(state, table, stage, is_head);
   } else {
@@ -183,13 +200,30 @@ __device__ inline int block_sum(int value, int* total) {
   return *total;
 }
 
+// Rows a Linear kernel computed at this stage: every row of each group that holds an active row
+// (read before the exit test changes `active`).
+__device__ inline int computed_rows(const InferenceState& st, int outputs, int* total) {
+  const int group = group_rows(st.batch, outputs, st.multiprocessors);
+  int rows = 0;
+  for (int g0 = threadIdx.x * group; g0 < st.batch; g0 += blockDim.x * group) {
+    const int end = min(st.batch, g0 + group);
+    bool any = false;
+    for (int r = g0; r < end && !any; ++r) any = st.active[r] != 0;
+    if (any) rows += end - g0;
+  }
+  return block_sum(rows, total);
+}
+
 __global__ void exit_test_kernel(InferenceState st, const DeviceLinear* table, StageRef ref, ConditionSink next) {
   const int s = stage_of(ref);
   const float threshold = st.thresholds[s];
-  int entered = 0, staying = 0;
+  const DeviceLinear block = table[s], head = table[st.blocks + s];
+  __shared__ int total;
+  const int block_rows = computed_rows(st, block.out, &total);
+  const int head_rows = computed_rows(st, head.out, &total);  // ends in a barrier: no row is read after this
+  int staying = 0;
   for (int r = threadIdx.x; r < st.batch; r += blockDim.x) {
     if (!st.active[r]) continue;
-    ++entered;
     const float confidence = math::max_softmax(st.logits + r * st.num_classes, st.num_classes);
     if (math::exit_fires(confidence, threshold)) {
       st.exit_id[r] = s + 1;
@@ -198,13 +232,10 @@ __global__ void exit_test_kernel(InferenceState st, const DeviceLinear* table, S
       ++staying;
     }
   }
-  __shared__ int total;
-  const int rows_in = block_sum(entered, &total);
   const int rows_left = block_sum(staying, &total);
   if (threadIdx.x != 0) return;
-  const DeviceLinear block = table[s], head = table[st.blocks + s];
-  *st.flops += static_cast<double>(rows_in) * 2.0 *
-               (static_cast<double>(block.in) * block.out + static_cast<double>(head.in) * head.out);
+  *st.flops += 2.0 * (static_cast<double>(block_rows) * block.in * block.out +
+                      static_cast<double>(head_rows) * head.in * head.out);
   *st.active_count = rows_left;
   if (next.is_loop) *st.stage = s + 1;
   // Set on every launch: the handle has no default value.
@@ -213,21 +244,19 @@ __global__ void exit_test_kernel(InferenceState st, const DeviceLinear* table, S
 }
 
 __global__ void finish_kernel(InferenceState st, const DeviceLinear* table) {
-  int left = 0;
-  for (int r = threadIdx.x; r < st.batch; r += blockDim.x)
-    if (st.active[r]) {
-      st.exit_id[r] = st.blocks + 1;
-      ++left;
-    }
+  const DeviceLinear final_head = table[2 * st.blocks];
   __shared__ int total;
-  const int rows = block_sum(left, &total);
-  if (threadIdx.x == 0) {
-    const DeviceLinear final_head = table[2 * st.blocks];
-    *st.flops += static_cast<double>(rows) * 2.0 * final_head.in * final_head.out;
-  }
+  const int rows = computed_rows(st, final_head.out, &total);
+  for (int r = threadIdx.x; r < st.batch; r += blockDim.x)
+    if (st.active[r]) st.exit_id[r] = st.blocks + 1;
+  if (threadIdx.x == 0) *st.flops += static_cast<double>(rows) * 2.0 * final_head.in * final_head.out;
 }
 
 }  // namespace
+
+int linear_group_rows(int batch, int outputs, int multiprocessors) {
+  return group_rows(batch, outputs, multiprocessors);
+}
 
 void launch_begin(const InferenceState& state, ConditionSink loop, cudaStream_t stream) {
   begin_kernel<<<1, kRowThreads, 0, stream>>>(state, loop);

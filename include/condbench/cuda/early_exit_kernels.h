@@ -6,8 +6,9 @@
 //
 // device_flag launches it as it stands; device_flag_graph captures it; graph_cond nests each
 // stage after the first in an IF node set by the previous exit test; graph_while runs the stages
-// as the body of one WHILE node. Every kernel skips rows already exited, and block and head
-// kernels return at once when no row is active, so the same kernels serve all four.
+// as the body of one WHILE node. Block and head kernels compute rows in groups (linear_group_rows)
+// and skip a group whose rows have all exited, store only rows still active, and return at once
+// when no row is active, so the same kernels serve all four.
 #include <cuda_runtime_api.h>
 
 #include "condbench/cuda/device_model.h"
@@ -27,6 +28,7 @@ struct InferenceState {
   double* flops;            // Linear FLOPs executed (a counter read outside the timed region)
   const float* thresholds;  // [blocks]
   int batch, blocks, in_features, hidden_size, num_classes;
+  int multiprocessors;  // the GPU's SM count: which Linear kernel fills it (linear_group_rows)
 };
 
 // The stage a kernel works on: fixed at capture, or read from device memory (the WHILE body,
@@ -44,6 +46,11 @@ struct ConditionSink {
 };
 
 constexpr ConditionSink kNoCondition{0, 0, 0};
+
+// Rows the Linear kernels compute as one group at a batch: 64 where the tiled kernel runs (from 64
+// rows, when its 64 x 64 tiles are at least one per multiprocessor), else 4. Every row of a group
+// holding an active row is computed, rows that left included; the FLOP counter counts those.
+int linear_group_rows(int batch, int outputs, int multiprocessors);
 
 // Resets the per-inference state and stages the input; sets `loop` (the WHILE handle) to run.
 void launch_begin(const InferenceState& state, ConditionSink loop, cudaStream_t stream);

@@ -16,8 +16,8 @@ class FusedCuda final : public NativeCudaStrategy {
   using NativeCudaStrategy::NativeCudaStrategy;
   static constexpr bool kSingleLaunch = true;
 
-  static Unsupported supports(const ModelConfig& config, Device /*device*/, int64_t batch) {
-    return fused_unsupported(static_cast<int>(batch), config.hidden, config.num_classes);
+  static Unsupported supports(const ModelConfig& config, Device /*device*/, int64_t /*batch*/) {
+    return fused_unsupported(config.hidden, config.num_classes);
   }
 
  protected:
@@ -28,8 +28,8 @@ class FusedCuda final : public NativeCudaStrategy {
     return 1;
   }
 
-  // Each block runs its rows as far as the deepest of them goes, for all launch_.rows rows (no
-  // device counter to reset per launch).
+  // Each block computes its rows as far as the deepest of them goes (no device counter to reset
+  // per launch). A last block short of rows computes row 0 again in their place; not counted.
   double executed_flops() const override {
     const at::Tensor ids = exit_ids().to(at::kCPU);
     ModelConfig config;
@@ -43,7 +43,7 @@ class FusedCuda final : public NativeCudaStrategy {
       int deepest = 1;
       for (int64_t r = row0; r < std::min<int64_t>(ids.numel(), row0 + launch_.rows); ++r)
         deepest = std::max(deepest, id[r]);
-      flops += launch_.rows * useful_flops(config, deepest);
+      flops += static_cast<double>(std::min<int64_t>(launch_.rows, ids.numel() - row0)) * useful_flops(config, deepest);
     }
     return flops;
   }

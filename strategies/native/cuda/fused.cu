@@ -24,7 +24,7 @@ struct SharedLayout {
 
 // One Linear for the block's rows, held in shared memory: 32 outputs at a time, the sum over i
 // split in 8 slices (math::linear_partial_rows, each weight loaded once for every row) and added
-// to the bias by the first slice's threads. Rows past `rows` repeat row 0 and are not stored.
+// to the bias by the first slice's threads. Rows past `rows` read row 0's input and are not stored.
 template <int Rows>
 __device__ void linear_in_block(const DeviceLinear& layer, const float* const* x, float* const* y, int rows, bool relu,
                                 float* partial) {
@@ -41,7 +41,7 @@ __device__ void linear_in_block(const DeviceLinear& layer, const float* const* x
     }
     for (int r = 0; r < Rows; ++r) partial[(slice * Rows + r) * kTileOutputs + lane] = sums[r];
     __syncthreads();
-    if (slice == 0 && o < layer.out)
+    if (slice == 0 && o < layer.out) {
 #pragma unroll
       for (int r = 0; r < Rows; ++r) {
         if (r >= rows) break;
@@ -49,6 +49,7 @@ __device__ void linear_in_block(const DeviceLinear& layer, const float* const* x
         for (int s = 0; s < kSlices; ++s) acc += partial[(s * Rows + r) * kTileOutputs + lane];
         y[r][o] = relu && acc < 0.0f ? 0.0f : acc;
       }
+    }
     __syncthreads();
   }
 }
@@ -92,7 +93,7 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(InferenceState st, cons
   for (int s = 0; s < st.blocks; ++s) {
     for (int r = 0; r < Rows; ++r) {  // a select per row: an array picked at run time would live in memory
       h[r] = activation(s, r);
-      x[r] = s == 0 ? input[r] : activation(s + 1, r);  // (s - 1) & 1 == (s + 1) & 1
+      x[r] = s == 0 ? input[r] : activation(s + 1, r < rows ? r : 0);  // (s - 1) & 1 == (s + 1) & 1
     }
     linear_in_block<Rows>(table[s], x, h, rows, true, partial);
     linear_in_block<Rows>(table[st.blocks + s], h, logits, rows, false, partial);
@@ -111,30 +112,39 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(InferenceState st, cons
 
 }  // namespace
 
-FusedLaunch fused_launch(int batch, int hidden, int num_classes) {
-  const int rows = batch >= kRowsPerBlock ? kRowsPerBlock : 1;
-  return {rows, SharedLayout::of(rows, hidden, num_classes).bytes()};
+FusedLaunch fused_launch(int batch, int hidden, int num_classes, size_t shared_limit) {
+  const size_t several = SharedLayout::of(kRowsPerBlock, hidden, num_classes).bytes();
+  if (batch >= kRowsPerBlock && several <= shared_limit) return {kRowsPerBlock, several};
+  return {1, SharedLayout::of(1, hidden, num_classes).bytes()};
 }
 
-std::optional<std::string> fused_unsupported(int batch, int hidden, int num_classes) {
+namespace {
+// The device's opt-in shared memory per block, or nullopt without a GPU.
+std::optional<size_t> shared_limit() {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     (void)cudaGetLastError();  // no GPU: nothing to say here; the harness skips for that itself
     return std::nullopt;
   }
-  const size_t bytes = fused_launch(batch, hidden, num_classes).shared_bytes;
   int device = 0, limit = 0;
   CONDBENCH_CUDA_CHECK(cudaGetDevice(&device));
   CONDBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (bytes <= static_cast<size_t>(limit)) return std::nullopt;
-  return "hidden " + std::to_string(hidden) + " at batch " + std::to_string(batch) + " needs " + std::to_string(bytes) +
-         " bytes of shared memory per block; this GPU allows " + std::to_string(limit);
+  return static_cast<size_t>(limit);
+}
+}  // namespace
+
+std::optional<std::string> fused_unsupported(int hidden, int num_classes) {
+  const std::optional<size_t> limit = shared_limit();
+  if (!limit) return std::nullopt;
+  const size_t bytes = SharedLayout::of(1, hidden, num_classes).bytes();
+  if (bytes <= *limit) return std::nullopt;
+  return "hidden " + std::to_string(hidden) + " needs " + std::to_string(bytes) +
+         " bytes of shared memory per block; this GPU allows " + std::to_string(*limit);
 }
 
 FusedLaunch fused_prepare(int batch, int hidden, int num_classes) {
-  if (const std::optional<std::string> why = fused_unsupported(batch, hidden, num_classes))
-    fail("fused (cuda): " + *why);
-  const FusedLaunch launch = fused_launch(batch, hidden, num_classes);
+  if (const std::optional<std::string> why = fused_unsupported(hidden, num_classes)) fail("fused (cuda): " + *why);
+  const FusedLaunch launch = fused_launch(batch, hidden, num_classes, *shared_limit());
   const int bytes = static_cast<int>(launch.shared_bytes);
   if (launch.rows == 1) {
     CONDBENCH_CUDA_CHECK(cudaFuncSetAttribute(fused_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));

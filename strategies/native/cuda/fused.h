@@ -9,16 +9,17 @@
 
 namespace condbench::cuda {
 
-// How the kernel runs a batch: rows per thread block (1 for batches under 4, else 4, so a block
-// reads each weight once for 4 rows) and the dynamic shared memory that takes.
+// How the kernel runs a batch: rows per thread block (4 from batch 4, so a block reads each
+// weight once for 4 rows, where their activations fit in `shared_limit` bytes; else 1) and the
+// dynamic shared memory that takes.
 struct FusedLaunch {
   int rows;
   size_t shared_bytes;
 };
-FusedLaunch fused_launch(int batch, int hidden, int num_classes);
-// Why this GPU cannot run the kernel for a model at a batch (its rows' activations do not fit in
-// shared memory), or nullopt; nullopt without a GPU.
-std::optional<std::string> fused_unsupported(int batch, int hidden, int num_classes);
+FusedLaunch fused_launch(int batch, int hidden, int num_classes, size_t shared_limit);
+// Why this GPU cannot run the kernel for a model (one row's activations do not fit in shared
+// memory), or nullopt; nullopt without a GPU.
+std::optional<std::string> fused_unsupported(int hidden, int num_classes);
 // Raises the kernel's shared-memory limit when a model needs more than the default 48 KiB;
 // throws condbench::Error when the device cannot give it.
 FusedLaunch fused_prepare(int batch, int hidden, int num_classes);

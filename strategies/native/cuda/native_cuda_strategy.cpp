@@ -39,6 +39,9 @@ void NativeCudaStrategy::prepare(const EarlyExitModel& model, int64_t batch) {
   state_.in_features = config.in_features;
   state_.hidden_size = config.hidden;
   state_.num_classes = config.num_classes;
+  int device = 0;
+  CONDBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  CONDBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&state_.multiprocessors, cudaDevAttrMultiProcessorCount, device));
   // at::empty may have run on torch's stream: make the buffers' allocation visible to ours.
   CONDBENCH_CUDA_CHECK(cudaDeviceSynchronize());
   build();
