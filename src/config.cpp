@@ -12,17 +12,63 @@ void check_range(const char* field, int value, int lo, int hi) {
 }
 }  // namespace
 
+const char* to_string(ModelFamily family) {
+  switch (family) {
+    case ModelFamily::mlp:
+      return "mlp";
+    case ModelFamily::transformer:
+      return "transformer";
+  }
+  return "?";
+}
+
+ModelConfig ModelConfig::transformer() {
+  ModelConfig c;
+  c.family = ModelFamily::transformer;
+  c.blocks = 6;
+  return c;
+}
+
+std::vector<int64_t> ModelConfig::row_shape() const {
+  if (family == ModelFamily::mlp) return {in_features};
+  return {seq, d_model};
+}
+
+std::vector<int64_t> ModelConfig::input_shape(int64_t batch) const {
+  std::vector<int64_t> shape = row_shape();
+  shape.insert(shape.begin(), batch);
+  return shape;
+}
+
+int64_t ModelConfig::row_elements() const {
+  int64_t n = 1;
+  for (const int64_t d : row_shape()) n *= d;
+  return n;
+}
+
 void ModelConfig::validate() const {
   // Upper bounds keep a typo from allocating tens of gigabytes; they are far above any sweep.
-  check_range("in_features", in_features, 1, 1 << 16);
-  check_range("hidden", hidden, 1, 1 << 16);
   check_range("num_classes", num_classes, 1, 1 << 16);
   check_range("blocks", blocks, 1, 256);
+  if (family == ModelFamily::mlp) {
+    check_range("in_features", in_features, 1, 1 << 16);
+    check_range("hidden", hidden, 1, 1 << 16);
+    return;
+  }
+  check_range("d_model", d_model, 1, 1 << 14);
+  check_range("heads", heads, 1, 1024);
+  check_range("ffn", ffn, 1, 1 << 16);
+  check_range("seq", seq, 1, 1 << 14);
+  if (d_model % heads != 0)
+    fail("heads must divide d_model, got d_model=" + std::to_string(d_model) + " heads=" + std::to_string(heads));
 }
 
 std::string ModelConfig::describe() const {
-  return "in_features=" + std::to_string(in_features) + " hidden=" + std::to_string(hidden) +
-         " num_classes=" + std::to_string(num_classes) + " blocks=" + std::to_string(blocks);
+  const std::string tail = " num_classes=" + std::to_string(num_classes) + " blocks=" + std::to_string(blocks);
+  if (family == ModelFamily::mlp)
+    return "in_features=" + std::to_string(in_features) + " hidden=" + std::to_string(hidden) + tail;
+  return "model=transformer d_model=" + std::to_string(d_model) + " heads=" + std::to_string(heads) +
+         " ffn=" + std::to_string(ffn) + " seq=" + std::to_string(seq) + tail;
 }
 
 }  // namespace condbench

@@ -1,8 +1,6 @@
 #include "condbench/model.h"
 
 #include <ATen/ATen.h>
-#include <torch/nn/modules/container/modulelist.h>
-#include <torch/nn/modules/linear.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +9,7 @@
 #include <sstream>
 
 #include "condbench/error.h"
+#include "families/families.h"
 
 namespace condbench {
 
@@ -27,8 +26,8 @@ std::string key_hint(const StateDict& state_dict) {
     const std::string prefix = keys[0].substr(0, dot + 1);
     const bool everywhere = std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
       return k.rfind(prefix, 0) == 0 &&
-             (k.compare(prefix.size(), 9, "backbone.") == 0 || k.compare(prefix.size(), 4, "exit") == 0 ||
-              k.compare(prefix.size(), 6, "final.") == 0);
+             (k.compare(prefix.size(), 9, "backbone.") == 0 || k.compare(prefix.size(), 7, "layers.") == 0 ||
+              k.compare(prefix.size(), 4, "exit") == 0 || k.compare(prefix.size(), 6, "final.") == 0);
     });
     if (everywhere)
       return "; every key starts with '" + printable(prefix) +
@@ -79,25 +78,32 @@ EarlyExitModelImpl::EarlyExitModelImpl(const ModelConfig& config, const StateDic
   load_state_dict(state_dict);
 }
 
+// Registers every parameter under its dotted name, creating a plain Module for each prefix
+// ("layers" -> "0" -> "self_attn"), as PyTorch's own nesting does.
 void EarlyExitModelImpl::build() {
-  using torch::nn::Linear;
-  using torch::nn::LinearOptions;
-  backbone_ = register_module("backbone", torch::nn::ModuleList());
-  for (int i = 0; i < config_.blocks; ++i) {
-    blocks_.emplace_back(LinearOptions(i == 0 ? config_.in_features : config_.hidden, config_.hidden));
-    backbone_->push_back(blocks_.back());  // registered as backbone.{i}
+  for (const ParameterSpec& spec : parameter_specs(config_)) {
+    torch::nn::Module* owner = this;
+    std::string rest = spec.name;
+    for (size_t dot = rest.find('.'); dot != std::string::npos; dot = rest.find('.')) {
+      const std::string part = rest.substr(0, dot);
+      auto children = owner->named_children();
+      std::shared_ptr<torch::nn::Module> child;
+      if (const auto* found = children.find(part)) {
+        child = *found;
+      } else {
+        child = owner->register_module(part, std::make_shared<torch::nn::Module>());
+      }
+      owner = child.get();
+      rest = rest.substr(dot + 1);
+    }
+    parameters_.push_back(owner->register_parameter(rest, at::zeros(spec.shape)));
   }
-  for (int k = 1; k <= config_.blocks; ++k)
-    exits_.push_back(
-        register_module("exit" + std::to_string(k), Linear(LinearOptions(config_.hidden, config_.num_classes))));
-  final_ = register_module("final", Linear(LinearOptions(config_.hidden, config_.num_classes)));
 }
 
 void EarlyExitModelImpl::assign(const FlatParameters& params) {
   const at::NoGradGuard no_grad;
   const auto specs = parameter_specs(config_);
-  auto named = named_parameters();
-  for (size_t p = 0; p < specs.size(); ++p) named[specs[p].name].copy_(from_flat(params[p], specs[p].shape));
+  for (size_t p = 0; p < specs.size(); ++p) parameters_[p].copy_(from_flat(params[p], specs[p].shape));
 }
 
 void check_state_dict(const ModelConfig& config, const StateDict& state_dict) {
@@ -127,16 +133,15 @@ void EarlyExitModelImpl::load_state_dict(const StateDict& state_dict) {
     if (!given[spec.name].isfinite().all().item<bool>())
       fail("weights: '" + spec.name + "' holds NaN or infinite values");
   const at::NoGradGuard no_grad;
-  auto named = named_parameters();
-  for (const ParameterSpec& spec : parameter_specs(config_))
-    named[spec.name].copy_(given[spec.name].to(at::kCPU, at::kFloat));
+  const auto specs = parameter_specs(config_);
+  for (size_t p = 0; p < specs.size(); ++p) parameters_[p].copy_(given[specs[p].name].to(at::kCPU, at::kFloat));
 }
 
 StateDict EarlyExitModelImpl::state_dict() const {
   StateDict out;
-  const auto named = named_parameters();
-  for (const ParameterSpec& spec : parameter_specs(config_))
-    out.emplace_back(spec.name, named[spec.name].detach().to(at::kCPU).clone());
+  const auto specs = parameter_specs(config_);
+  for (size_t p = 0; p < specs.size(); ++p)
+    out.emplace_back(specs[p].name, parameters_[p].detach().to(at::kCPU).clone());
   return out;
 }
 
@@ -149,32 +154,43 @@ FlatParameters EarlyExitModelImpl::flat_parameters() const {
   return params;
 }
 
-TorchLayers EarlyExitModelImpl::layers(const at::Device& device) const {
-  TorchLayers layers;
-  layers.config = config_;
-  auto put = [&](const torch::nn::Linear& linear, std::vector<at::Tensor>& w, std::vector<at::Tensor>& b) {
-    w.push_back(linear->weight.detach().to(device).contiguous());
-    b.push_back(linear->bias.detach().to(device).contiguous());
-  };
-  for (const auto& block : blocks_) put(block, layers.block_weight, layers.block_bias);
-  for (const auto& head : exits_) put(head, layers.head_weight, layers.head_bias);
-  put(final_, layers.head_weight, layers.head_bias);
-  return layers;
+NativeModel EarlyExitModelImpl::native() const {
+  if (config_.family != ModelFamily::mlp)
+    fail(std::string("the native engine runs the mlp family only, not ") + to_string(config_.family));
+  return NativeModel::from_parameters(config_, flat_parameters());
+}
+
+std::shared_ptr<const TorchLayers> EarlyExitModelImpl::layers(const at::Device& device) const {
+  std::vector<at::Tensor> on_device;
+  for (const at::Tensor& p : parameters_) on_device.push_back(p.detach().to(device).contiguous());
+  switch (config_.family) {
+    case ModelFamily::mlp:
+      return families::mlp_layers(config_, std::move(on_device));
+    case ModelFamily::transformer:
+      return families::transformer_layers(config_, std::move(on_device));
+  }
+  fail("unknown model family");
 }
 
 at::Tensor EarlyExitModelImpl::exit_confidences(const at::Tensor& x) const {
   const at::NoGradGuard no_grad;
-  const TorchLayers l = layers(x.device());
-  std::vector<at::Tensor> confidences;
-  at::Tensor h = x;
-  for (int k = 0; k < config_.blocks; ++k) {
-    h = at::relu(at::linear(h, l.block_weight[k], l.block_bias[k]));
-    confidences.push_back(at::softmax(at::linear(h, l.head_weight[k], l.head_bias[k]), -1).amax(-1));
+  const std::shared_ptr<const TorchLayers> l = layers(x.device());
+  // In slices of rows, so a large model's intermediates (a transformer's [rows, seq, ffn]) stay small.
+  constexpr int64_t kSlice = 256;
+  std::vector<at::Tensor> slices;
+  for (int64_t start = 0; start < x.size(0); start += kSlice) {
+    std::vector<at::Tensor> confidences;
+    at::Tensor h = x.narrow(0, start, std::min(kSlice, x.size(0) - start));
+    for (int k = 0; k < config_.blocks; ++k) {
+      h = l->block(k, h);
+      confidences.push_back(at::softmax(l->head(k, h), -1).amax(-1));
+    }
+    slices.push_back(at::stack(confidences, 1));
   }
-  return at::stack(confidences, 1);
+  return at::cat(slices, 0);
 }
 
-ModelConfig infer_config(const StateDict& state_dict) {
+ModelConfig infer_config(const StateDict& state_dict, int heads) {
   std::map<std::string, at::Tensor> given(state_dict.begin(), state_dict.end());
   auto require = [&](const std::string& key, int64_t dims) -> const at::Tensor& {
     auto it = given.find(key);
@@ -184,13 +200,27 @@ ModelConfig infer_config(const StateDict& state_dict) {
            std::to_string(dims));
     return it->second;
   };
+  auto count = [&](const std::string& prefix, const std::string& suffix) {
+    int n = 0;
+    while (given.count(prefix + std::to_string(n) + suffix)) ++n;
+    return n;
+  };
   ModelConfig config;
-  const at::Tensor& first = require("backbone.0.weight", 2);
-  config.hidden = static_cast<int>(first.size(0));
-  config.in_features = static_cast<int>(first.size(1));
-  config.num_classes = static_cast<int>(require("final.weight", 2).size(0));
-  config.blocks = 0;
-  while (given.count("backbone." + std::to_string(config.blocks) + ".weight")) ++config.blocks;
+  if (given.count("layers.0.self_attn.in_proj_weight")) {
+    config = ModelConfig::transformer();
+    const at::Tensor& linear1 = require("layers.0.linear1.weight", 2);
+    config.ffn = static_cast<int>(linear1.size(0));
+    config.d_model = static_cast<int>(linear1.size(1));
+    config.heads = heads;
+    config.num_classes = static_cast<int>(require("final.proj.weight", 2).size(0));
+    config.blocks = count("layers.", ".self_attn.in_proj_weight");
+  } else {
+    const at::Tensor& first = require("backbone.0.weight", 2);
+    config.hidden = static_cast<int>(first.size(0));
+    config.in_features = static_cast<int>(first.size(1));
+    config.num_classes = static_cast<int>(require("final.weight", 2).size(0));
+    config.blocks = count("backbone.", ".weight");
+  }
   config.validate();
   return config;
 }

@@ -22,7 +22,7 @@ Workload::Workload(EarlyExitModel model, int64_t batch) : model_(std::move(model
   const ModelConfig& cfg = config();
   const int64_t rows = pool_rows_for(batch);
   std::vector<float> inputs = seeded_inputs(cfg, rows, kPoolSeed);
-  pool_ = at::from_blob(inputs.data(), {rows, cfg.in_features}, at::kFloat).clone();
+  pool_ = at::from_blob(inputs.data(), cfg.input_shape(rows), at::kFloat).clone();
   for (int64_t start = 0; start + batch <= rows; start += batch)
     batches_.push_back(pool_.narrow(0, start, batch));  // row slices of a row-major tensor: contiguous
   const at::Tensor conf = model_->exit_confidences(pool_).contiguous();

@@ -1,8 +1,9 @@
 #pragma once
 // FLOP and byte accounting shared by every strategy. A Linear in->out costs 2*in*out FLOPs per row (one
-// multiply and one add per weight); bias, ReLU and the exit test are not counted. A row that
-// leaves at exit k needed blocks 1..k and heads exit1..exit{k}; the final exit also needs the
-// final head. That is the row's useful work: what it could not have done without.
+// multiply and one add per weight), per token for the transformer, whose attention adds its score
+// and weighted-sum products; bias, activations, LayerNorm, softmax and the exit test are not
+// counted. A row that leaves at exit k needed blocks 1..k and heads exit1..exit{k}; the final
+// exit also needs the final head. That is the row's useful work: what it could not have done without.
 #include <cstdint>
 
 #include "condbench/config.h"

@@ -1,12 +1,12 @@
 #pragma once
-// The early-exit MLP as a LibTorch module (docs/design.md §1). Its parameter names are exactly those of
-// the PyTorch module the question was asked about, so a state_dict saved from it loads unchanged.
+// The early-exit model of either family as a LibTorch module (docs/design.md §1), and its blocks
+// and heads as LibTorch calls. Parameter names are exactly those of the PyTorch modules the family
+// mirrors, so a state_dict saved from one loads unchanged.
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
-#include <torch/nn/modules/container/modulelist.h>
-#include <torch/nn/modules/linear.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,13 +20,29 @@ namespace condbench {
 // An ordered state_dict: (parameter name, tensor), as torch.save(model.state_dict()) holds it.
 using StateDict = std::vector<std::pair<std::string, at::Tensor>>;
 
-// The model's Linears as plain tensors on one device, for strategies that call at::linear.
-struct TorchLayers {
-  ModelConfig config;
-  std::vector<at::Tensor> block_weight, block_bias;  // backbone.i
-  std::vector<at::Tensor> head_weight, head_bias;    // exit{k+1} for k < blocks, final at blocks
+// The model's blocks and heads as LibTorch calls on one device: what the torch-engine strategies
+// and the calibration run, whatever the family. Each family implements it once (src/families/).
+class TorchLayers {
+ public:
+  virtual ~TorchLayers() = default;
+  const ModelConfig& config() const { return config_; }
+  // Block k (0..blocks-1) on the active rows' state h: [rows, ...] -> [rows, ...], where the input
+  // x is the state before block 0 (mlp: relu(backbone.k(h)); transformer: encoder layer k).
+  virtual at::Tensor block(int k, const at::Tensor& h) const = 0;
+  // Head k on the state after block k: logits [rows, num_classes] of exit k+1 for k < blocks, of
+  // the final head for k == blocks (which reads the state after the last block).
+  virtual at::Tensor head(int k, const at::Tensor& h) const = 0;
+
+ protected:
+  explicit TorchLayers(const ModelConfig& config) : config_(config) {}
+
+ private:
+  ModelConfig config_;
 };
 
+// A model of either family as a LibTorch module whose parameters are registered under exactly the
+// names of the PyTorch module it mirrors (nested modules per dotted name), so a state_dict saved
+// from that module loads unchanged and named_parameters() gives the same keys.
 class EarlyExitModelImpl : public torch::nn::Module {
  public:
   // Weights from seeded_parameters(config, seed).
@@ -39,11 +55,13 @@ class EarlyExitModelImpl : public torch::nn::Module {
   // Replaces every parameter. Throws condbench::Error naming the first missing, unexpected or
   // wrongly shaped key; on error the model is unchanged.
   void load_state_dict(const StateDict& state_dict);
-  StateDict state_dict() const;  // named_parameters() in spec order, on the CPU
+  StateDict state_dict() const;  // parameters in spec order, on the CPU
 
   FlatParameters flat_parameters() const;
-  NativeModel native() const { return NativeModel::from_parameters(config_, flat_parameters()); }
-  TorchLayers layers(const at::Device& device) const;
+  // The MLP in the native engine's layout; throws condbench::Error for another family.
+  NativeModel native() const;
+  // The blocks and heads on `device`, their parameters copied there.
+  std::shared_ptr<const TorchLayers> layers(const at::Device& device) const;
 
   // max softmax at every exit head for every row, running the full depth: [rows, blocks].
   at::Tensor exit_confidences(const at::Tensor& x) const;
@@ -53,16 +71,15 @@ class EarlyExitModelImpl : public torch::nn::Module {
   void assign(const FlatParameters& params);
 
   ModelConfig config_;
-  torch::nn::ModuleList backbone_{nullptr};  // owns the names backbone.{i}
-  std::vector<torch::nn::Linear> blocks_;    // the same modules, typed
-  std::vector<torch::nn::Linear> exits_;
-  torch::nn::Linear final_{nullptr};
+  std::vector<at::Tensor> parameters_;  // in parameter_specs order, registered under their names
 };
 TORCH_MODULE(EarlyExitModel);
 
-// Reads the config a state_dict describes: in_features, hidden and blocks from the backbone,
-// num_classes from the final head. Throws condbench::Error naming a key when it cannot.
-ModelConfig infer_config(const StateDict& state_dict);
+// Reads the config a state_dict describes: the family from its keys (backbone.* or layers.*), then
+// the family's sizes from the shapes (mlp: in_features, hidden, blocks, num_classes; transformer:
+// d_model, ffn, layers, num_classes). A state_dict cannot say how many attention heads split
+// d_model: `heads` gives it. Throws condbench::Error naming a key when it cannot.
+ModelConfig infer_config(const StateDict& state_dict, int heads = ModelConfig{}.heads);
 
 // Throws condbench::Error naming the first missing, unexpected, non-float or wrongly shaped key of
 // `state_dict` for a model of `config`. Reads no tensor data, so it also checks meta tensors.

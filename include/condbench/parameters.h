@@ -1,7 +1,7 @@
 #pragma once
-// The model's parameters as plain arrays, in state_dict order and torch.nn.Linear layout. This is
-// the one place that knows the parameter names (docs/design.md §1) and the seeded initialisation; the
-// LibTorch module and the native engine are both built from it.
+// A model's parameters as plain arrays, in state_dict order and PyTorch layout. This is the one
+// place that knows each family's parameter names (docs/design.md §1) and the seeded
+// initialisation; the LibTorch module and the native engine are both built from it.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,22 +11,28 @@
 namespace condbench {
 
 struct ParameterSpec {
-  std::string name;            // "backbone.0.weight", "exit1.bias", "final.weight", ...
-  std::vector<int64_t> shape;  // weight [out, in], bias [out]
-  int fan_in;                  // in of the Linear it belongs to
+  std::string name;            // "backbone.0.weight", "layers.2.self_attn.in_proj_weight", "final.proj.bias", ...
+  std::vector<int64_t> shape;  // a Linear's weight [out, in], a bias or a LayerNorm's vectors [n]
+  // Seeded values are center + U(-bound, bound): torch.nn.Linear's default range for a Linear's
+  // weight and bias (bound 1/sqrt(in)); 1 ± 0.1 and 0 ± 0.1 for a LayerNorm's weight and bias, so
+  // that a test notices a norm's parameters swapped or ignored.
+  float center;
+  float bound;
 };
 
-// backbone.{i}.{weight,bias} for every block, then exit{k}.{weight,bias}, then final.{weight,bias}.
+// mlp: backbone.{i}.{weight,bias} for every block, then exit{k}.{weight,bias}, then
+// final.{weight,bias}. transformer: layers.{i}.<torch.nn.TransformerEncoderLayer's names> for
+// every layer, then exit{k}.{norm,proj}.{weight,bias}, then final.{norm,proj}.{weight,bias}.
 std::vector<ParameterSpec> parameter_specs(const ModelConfig& config);
 
 // One flat float array per ParameterSpec, in the same order.
 using FlatParameters = std::vector<std::vector<float>>;
 
-// torch.nn.Linear's default ranges (U(-1/sqrt(in), 1/sqrt(in)) for weight and bias) drawn from
-// SplitMix64(seed) in spec order: the same seed gives the same weights on every machine.
+// Every spec's values drawn from SplitMix64(seed) in spec order: the same seed gives the same
+// weights on every machine.
 FlatParameters seeded_parameters(const ModelConfig& config, uint64_t seed);
 
-// Seeded input rows, N(0, 1), row-major [rows, in_features].
+// Seeded input rows, N(0, 1), row-major [rows, row_shape...].
 std::vector<float> seeded_inputs(const ModelConfig& config, int64_t rows, uint64_t seed);
 
 }  // namespace condbench

@@ -36,7 +36,7 @@ class Workload {
   const EarlyExitModel& model() const { return model_; }
   const ModelConfig& config() const { return model_->config(); }
   int64_t batch() const { return batch_; }
-  const at::Tensor& pool() const { return pool_; }  // [rows, in_features], CPU
+  const at::Tensor& pool() const { return pool_; }  // [rows, row_shape...], CPU
   // The pool cut into whole batches in pool order (views, CPU).
   const std::vector<at::Tensor>& batches() const { return batches_; }
   // The batches iterations visit for a scenario (CPU). For mix:* the pool is reordered so that

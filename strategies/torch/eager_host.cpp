@@ -9,10 +9,10 @@ namespace condbench {
 
 void EagerHost::prepare(const EarlyExitModel& model, int64_t batch) {
   layers_ = model->layers(torch_device(device()));
-  stages_ = nvtx::StageRanges(layers_.config.blocks);
+  stages_ = nvtx::StageRanges(layers_->config().blocks);
   const auto on_device = at::TensorOptions().device(torch_device(device()));
   exit_id_ = at::empty({batch}, on_device.dtype(at::kInt));
-  logits_ = at::empty({batch, layers_.config.num_classes}, on_device.dtype(at::kFloat));
+  logits_ = at::empty({batch, layers_->config().num_classes}, on_device.dtype(at::kFloat));
 #if CONDBENCH_CUDA
   if (read_back_ == ReadBack::pinned_event) {
     pinned_ = at::empty({batch}, at::TensorOptions().dtype(at::kBool).pinned_memory(true));
@@ -33,7 +33,7 @@ at::Tensor EagerHost::read_decision(const at::Tensor& fire, [[maybe_unused]] int
 }
 
 ExitOutput EagerHost::do_run(const at::Tensor& input, const std::vector<float>& thresholds) {
-  const ModelConfig& config = layers_.config;
+  const ModelConfig& config = layers_->config();
   at::Tensor h = input;
   at::Tensor rows;  // batch indices of the active rows; undefined while all rows are active
   int64_t active = input.size(0);
@@ -42,8 +42,8 @@ ExitOutput EagerHost::do_run(const at::Tensor& input, const std::vector<float>& 
     at::Tensor logits;
     {
       const nvtx::ScopedRange range(nvtx::Level::stage, stages_.block(k));
-      h = at::relu(at::linear(h, layers_.block_weight[k], layers_.block_bias[k]));
-      logits = at::linear(h, layers_.head_weight[k], layers_.head_bias[k]);
+      h = layers_->block(k, h);
+      logits = layers_->head(k, h);
     }
     const nvtx::ScopedRange range(nvtx::Level::stage, stages_.exit_test(k + 1));
     const at::Tensor fire = at::softmax(logits, -1).amax(-1) > thresholds[k];
@@ -74,7 +74,7 @@ ExitOutput EagerHost::do_run(const at::Tensor& input, const std::vector<float>& 
     rows = had_rows ? rows.index_select(0, stay) : stay;
     active -= fired;
   }
-  const at::Tensor logits = at::linear(h, layers_.head_weight[config.blocks], layers_.head_bias[config.blocks]);
+  const at::Tensor logits = layers_->head(config.blocks, h);
   record().flops_executed += active * head_flops(config);
   record().bytes_read += head_bytes(config);
   write_rows(rows, logits, config.final_exit());

@@ -34,7 +34,7 @@ class EagerHost : public TorchStrategy {
   void write_rows(const at::Tensor& rows, const at::Tensor& logits, int exit_id);
 
   ReadBack read_back_;
-  TorchLayers layers_;
+  std::shared_ptr<const TorchLayers> layers_;
   nvtx::StageRanges stages_;
   at::Tensor exit_id_, logits_;
   at::Tensor pinned_;  // ReadBack::pinned_event: where each test lands

@@ -14,21 +14,21 @@ class Masked final : public TorchStrategy {
 
   void prepare(const EarlyExitModel& model, int64_t batch) override {
     layers_ = model->layers(torch_device(device()));
-    final_exit_id_ = at::full({batch}, layers_.config.final_exit(),
+    final_exit_id_ = at::full({batch}, layers_->config().final_exit(),
                               at::TensorOptions().device(torch_device(device())).dtype(at::kInt));
-    flops_ = static_cast<double>(batch) * full_model_flops(layers_.config);
-    bytes_ = full_model_bytes(layers_.config);
+    flops_ = static_cast<double>(batch) * full_model_flops(layers_->config());
+    bytes_ = full_model_bytes(layers_->config());
   }
 
  protected:
   ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
     record().flops_executed = flops_;  // the same work whatever the input
     record().bytes_read = bytes_ + static_cast<double>(input.numel()) * sizeof(float);
-    return masked_forward(layers_, input, final_exit_id_, [&](int k) { return thresholds[k]; });
+    return masked_forward(*layers_, input, final_exit_id_, [&](int k) { return thresholds[k]; });
   }
 
  private:
-  TorchLayers layers_;
+  std::shared_ptr<const TorchLayers> layers_;
   at::Tensor final_exit_id_;
   double flops_ = 0, bytes_ = 0;
 };

@@ -12,15 +12,15 @@ namespace condbench {
 template <typename ThresholdOf>
 ExitOutput masked_forward(const TorchLayers& layers, const at::Tensor& x, const at::Tensor& final_exit_id,
                           ThresholdOf threshold) {
-  const int blocks = layers.config.blocks;
+  const int blocks = layers.config().blocks;
   std::vector<at::Tensor> head_logits(blocks), fires(blocks);
   at::Tensor h = x;
   for (int k = 0; k < blocks; ++k) {
-    h = at::relu(at::linear(h, layers.block_weight[k], layers.block_bias[k]));
-    head_logits[k] = at::linear(h, layers.head_weight[k], layers.head_bias[k]);
+    h = layers.block(k, h);
+    head_logits[k] = layers.head(k, h);
     fires[k] = at::softmax(head_logits[k], -1).amax(-1) > threshold(k);
   }
-  at::Tensor logits = at::linear(h, layers.head_weight[blocks], layers.head_bias[blocks]);
+  at::Tensor logits = layers.head(blocks, h);
   at::Tensor exit_id = final_exit_id;
   // Walk the exits from last to first so that the first exit that fires is the one that stays.
   for (int k = blocks - 1; k >= 0; --k) {

@@ -40,7 +40,7 @@ class GraphCondTorch final : public TorchStrategy {
 
   void prepare(const EarlyExitModel& model, int64_t batch) override {
     layers_ = model->layers(torch_device(device()));
-    const ModelConfig& config = layers_.config;
+    const ModelConfig& config = layers_->config();
     io_.allocate(config, batch);
     thresholds_.allocate(config.blocks);
 
@@ -71,7 +71,7 @@ class GraphCondTorch final : public TorchStrategy {
   // Which stages ran follows from the deepest exit taken, and each stage that ran computed every
   // row of the batch.
   void do_read_device_counters(const ExitOutput& /*output*/, InferenceCounters& record) const override {
-    const ModelConfig& config = layers_.config;
+    const ModelConfig& config = layers_->config();
     const at::Tensor ids = io_.exit_id.to(at::kCPU);
     const int deepest = ids.numel() ? ids.max().item<int>() : 1;
     double flops = 0;
@@ -92,8 +92,8 @@ class GraphCondTorch final : public TorchStrategy {
   // Block s, head s and exit test s for the rows not yet decided (stage 0 decides every row's
   // initial result). Returns the block's activations.
   at::Tensor stage(int s, const at::Tensor& x) {
-    const at::Tensor h = at::relu(at::linear(x, layers_.block_weight[s], layers_.block_bias[s]));
-    const at::Tensor logits = at::linear(h, layers_.head_weight[s], layers_.head_bias[s]);
+    const at::Tensor h = layers_->block(s, x);
+    const at::Tensor logits = layers_->head(s, h);
     const at::Tensor fire = at::softmax(logits, -1).amax(-1) > thresholds_.at(s);
     if (s == 0) {
       io_.logits.copy_(logits);  // pre-set: right for rows leaving here, overwritten for the rest
@@ -106,15 +106,15 @@ class GraphCondTorch final : public TorchStrategy {
   }
 
   void final_stage(const at::Tensor& h) {
-    const int blocks = layers_.config.blocks;
-    const at::Tensor logits = at::linear(h, layers_.head_weight[blocks], layers_.head_bias[blocks]);
+    const int blocks = layers_->config().blocks;
+    const at::Tensor logits = layers_->head(blocks, h);
     merge_exit(io_.decided.logical_not(), logits, blocks + 1, io_.logits, io_.exit_id, io_.decided);
   }
 
   // IF (some row undecided) { stage s; IF (...) { ... IF (...) { final head } } }
   void nest(int s, const at::Tensor& h) {
     const std::unique_ptr<IfBody> body = open_if(io_.decided.logical_not().any(), s);
-    if (s < layers_.config.blocks)
+    if (s < layers_->config().blocks)
       nest(s + 1, stage(s, h));
     else
       final_stage(h);
@@ -189,7 +189,7 @@ class GraphCondTorch final : public TorchStrategy {
   cuda::GraphExec exec_;
 #endif
 
-  TorchLayers layers_;
+  std::shared_ptr<const TorchLayers> layers_;
   CapturedIO io_;
   DeviceThresholds thresholds_;
   std::vector<at::cuda::CUDAStream> levels_;  // the runtime route's body streams, as LibTorch sees them

@@ -19,9 +19,9 @@ class MaskedGraph final : public TorchStrategy {
   void prepare(const EarlyExitModel& model, int64_t batch) override {
     layers_ = model->layers(torch_device(device()));
     const auto options = at::TensorOptions().device(at::kCUDA, 0);
-    static_input_ = at::zeros({batch, layers_.config.in_features}, options.dtype(at::kFloat));
-    final_exit_id_ = at::full({batch}, layers_.config.final_exit(), options.dtype(at::kInt));
-    thresholds_.allocate(layers_.config.blocks);
+    static_input_ = at::zeros(layers_->config().input_shape(batch), options.dtype(at::kFloat));
+    final_exit_id_ = at::full({batch}, layers_->config().final_exit(), options.dtype(at::kInt));
+    thresholds_.allocate(layers_->config().blocks);
     const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
     side.synchronize();
     {
@@ -33,7 +33,7 @@ class MaskedGraph final : public TorchStrategy {
       capture.end();
     }
     side.synchronize();
-    flops_ = static_cast<double>(batch) * full_model_flops(layers_.config);
+    flops_ = static_cast<double>(batch) * full_model_flops(layers_->config());
   }
 
  protected:
@@ -48,10 +48,10 @@ class MaskedGraph final : public TorchStrategy {
 
  private:
   ExitOutput forward() {
-    return masked_forward(layers_, static_input_, final_exit_id_, [&](int k) { return thresholds_.at(k); });
+    return masked_forward(*layers_, static_input_, final_exit_id_, [&](int k) { return thresholds_.at(k); });
   }
 
-  TorchLayers layers_;
+  std::shared_ptr<const TorchLayers> layers_;
   at::Tensor static_input_, final_exit_id_;
   DeviceThresholds thresholds_;
   at::cuda::CUDAGraph graph_;

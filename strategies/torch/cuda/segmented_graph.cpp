@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "condbench/flops.h"
 #include "condbench/torch_cuda.h"
 #include "torch/cuda/torch_graph_support.h"
 #include "torch/torch_strategy.h"
@@ -20,7 +21,7 @@ class SegmentedGraph final : public TorchStrategy {
 
   void prepare(const EarlyExitModel& model, int64_t batch) override {
     layers_ = model->layers(torch_device(device()));
-    const ModelConfig& config = layers_.config;
+    const ModelConfig& config = layers_->config();
     io_.allocate(config, batch);
     any_left_host_ = at::empty({1}, at::TensorOptions().dtype(at::kBool).pinned_memory(true));
     thresholds_.allocate(config.blocks);
@@ -45,14 +46,15 @@ class SegmentedGraph final : public TorchStrategy {
 
  protected:
   ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
-    const int blocks = layers_.config.blocks;
+    const ModelConfig& config = layers_->config();
+    const int blocks = config.blocks;
+    const double rows = static_cast<double>(io_.input.size(0));
     thresholds_.update(thresholds);
     io_.input.copy_(input, /*non_blocking=*/true);
     for (int k = 0; k < blocks; ++k) {
       graphs_[k]->replay();
       ++record().launches;  // a replay is not an ATen call: recorded here
-      record().flops_executed += static_cast<double>(io_.input.size(0)) * 2.0 *
-                                 (layers_.block_weight[k].numel() + layers_.head_weight[k].numel());
+      record().flops_executed += rows * (block_flops(config, k) + head_flops(config));
       readback_.read(any_left_[k].view({1}), any_left_host_);  // the host decides
       ++record().host_syncs;
       record().bytes_read_back += 1;  // one bool: is any row left?
@@ -60,7 +62,7 @@ class SegmentedGraph final : public TorchStrategy {
     }
     graphs_[blocks]->replay();
     ++record().launches;
-    record().flops_executed += static_cast<double>(io_.input.size(0)) * 2.0 * layers_.head_weight[blocks].numel();
+    record().flops_executed += rows * head_flops(config);
     return {io_.exit_id, io_.logits};
   }
 
@@ -68,23 +70,23 @@ class SegmentedGraph final : public TorchStrategy {
   // Stage k < blocks: block k, head k, exit test k for the rows not yet decided. Stage blocks: the
   // final head for the rows left.
   void stage(int k) {
-    const int blocks = layers_.config.blocks;
+    const int blocks = layers_->config().blocks;
     if (k == blocks) {
-      const at::Tensor logits = at::linear(hidden_[blocks - 1], layers_.head_weight[blocks], layers_.head_bias[blocks]);
+      const at::Tensor logits = layers_->head(blocks, hidden_[blocks - 1]);
       merge_exit(io_.decided.logical_not(), logits, blocks + 1, io_.logits, io_.exit_id, io_.decided);
       return;
     }
     if (k == 0) io_.decided.zero_();
     const at::Tensor& x = k == 0 ? io_.input : hidden_[k - 1];
-    hidden_[k] = at::relu(at::linear(x, layers_.block_weight[k], layers_.block_bias[k]));
-    const at::Tensor logits = at::linear(hidden_[k], layers_.head_weight[k], layers_.head_bias[k]);
+    hidden_[k] = layers_->block(k, x);
+    const at::Tensor logits = layers_->head(k, hidden_[k]);
     const at::Tensor fire =
         (at::softmax(logits, -1).amax(-1) > thresholds_.at(k)).logical_and_(io_.decided.logical_not());
     merge_exit(fire, logits, k + 1, io_.logits, io_.exit_id, io_.decided);
     any_left_[k] = io_.decided.logical_not().any();
   }
 
-  TorchLayers layers_;
+  std::shared_ptr<const TorchLayers> layers_;
   CapturedIO io_;
   at::Tensor any_left_host_;
   torch_cuda::PinnedReadback readback_;

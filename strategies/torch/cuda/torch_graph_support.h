@@ -94,7 +94,7 @@ struct CapturedIO {
 
   void allocate(const ModelConfig& config, int64_t batch) {
     const auto on_gpu = at::TensorOptions().device(at::kCUDA, 0);
-    input = at::zeros({batch, config.in_features}, on_gpu.dtype(at::kFloat));
+    input = at::zeros(config.input_shape(batch), on_gpu.dtype(at::kFloat));
     logits = at::zeros({batch, config.num_classes}, on_gpu.dtype(at::kFloat));
     exit_id = at::zeros({batch}, on_gpu.dtype(at::kInt));
     decided = at::zeros({batch}, on_gpu.dtype(at::kBool));
