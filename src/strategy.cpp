@@ -56,6 +56,11 @@ thread_local int64_t AtenCallCount::depth_ = 0;
 
 }  // namespace
 
+Unsupported mlp_only(const ModelConfig& config) {
+  if (config.family == ModelFamily::mlp) return std::nullopt;
+  return std::string("its kernels compute the mlp family's Linear + ReLU blocks, not a ") + to_string(config.family);
+}
+
 Unsupported Strategy::supports(const ModelConfig& /*config*/, Device /*device*/, int64_t /*batch*/) {
   return std::nullopt;
 }

@@ -33,6 +33,67 @@ double max_softmax(const std::vector<double>& logits) {
   for (double v : logits) sum += std::exp(v - m);
   return 1.0 / sum;
 }
+
+// LayerNorm of n values over their mean and (biased) variance, eps 1e-5, then weight and bias.
+std::vector<double> layer_norm(const double* x, size_t n, const std::vector<float>& w, const std::vector<float>& b) {
+  double mean = 0, var = 0;
+  for (size_t i = 0; i < n; ++i) mean += x[i];
+  mean /= static_cast<double>(n);
+  for (size_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  var /= static_cast<double>(n);
+  std::vector<double> y(n);
+  for (size_t i = 0; i < n; ++i) y[i] = (x[i] - mean) / std::sqrt(var + 1e-5) * w[i] + b[i];
+  return y;
+}
+
+// The transformer (docs/design.md §1) for one row [seq][d], written out: per layer, pre-LN multi-head
+// self-attention with a residual, then pre-LN GELU FFN with a residual; each head a LayerNorm and a
+// Linear on token 0.
+void transformer_row(const ModelConfig& config, const FlatParameters& params, const float* x,
+                     std::vector<std::vector<double>>& logits, std::vector<std::vector<double>>& magnitude,
+                     std::vector<double>& confidence) {
+  const size_t seq = config.seq, d = config.d_model, heads = config.heads, dh = d / heads;
+  std::vector<std::vector<double>> h(seq);
+  for (size_t t = 0; t < seq; ++t) h[t].assign(x + t * d, x + (t + 1) * d);
+  auto head = [&](int k) {
+    const std::vector<float>* p = &params[12 * config.blocks + 4 * k];
+    const std::vector<double> normed = layer_norm(h[0].data(), d, p[0], p[1]);
+    std::vector<double> size;
+    logits.push_back(linear(p[2], p[3], normed, &size));
+    magnitude.push_back(size);
+  };
+  for (int k = 0; k < config.blocks; ++k) {
+    const std::vector<float>* p = &params[12 * k];  // in_proj w/b, out_proj w/b, linear1 w/b, linear2 w/b, norm1, norm2
+    std::vector<std::vector<double>> qkv(seq), context(seq, std::vector<double>(d));
+    for (size_t t = 0; t < seq; ++t) qkv[t] = linear(p[0], p[1], layer_norm(h[t].data(), d, p[8], p[9]));
+    for (size_t a = 0; a < heads; ++a)
+      for (size_t t = 0; t < seq; ++t) {
+        std::vector<double> score(seq);
+        double top = -INFINITY;
+        for (size_t u = 0; u < seq; ++u) {
+          double dot = 0;
+          for (size_t j = 0; j < dh; ++j) dot += qkv[t][a * dh + j] * qkv[u][d + a * dh + j];
+          score[u] = dot / std::sqrt(static_cast<double>(dh));
+          top = std::max(top, score[u]);
+        }
+        double sum = 0;
+        for (double& s : score) sum += (s = std::exp(s - top));
+        for (size_t u = 0; u < seq; ++u)
+          for (size_t j = 0; j < dh; ++j) context[t][a * dh + j] += score[u] / sum * qkv[u][2 * d + a * dh + j];
+      }
+    for (size_t t = 0; t < seq; ++t) {
+      const std::vector<double> attended = linear(p[2], p[3], context[t]);
+      for (size_t i = 0; i < d; ++i) h[t][i] += attended[i];
+      std::vector<double> inner = linear(p[4], p[5], layer_norm(h[t].data(), d, p[10], p[11]));
+      for (double& v : inner) v = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+      const std::vector<double> out = linear(p[6], p[7], inner);
+      for (size_t i = 0; i < d; ++i) h[t][i] += out[i];
+    }
+    head(k);
+    confidence.push_back(max_softmax(logits.back()));
+  }
+  head(config.blocks);
+}
 }  // namespace
 
 ReferenceHeads reference_heads(const ModelConfig& config, const FlatParameters& params, const at::Tensor& x) {
@@ -40,6 +101,18 @@ ReferenceHeads reference_heads(const ModelConfig& config, const FlatParameters& 
   const int64_t rows = input.size(0);
   ReferenceHeads heads;
   heads.blocks = config.blocks;
+  if (config.family == ModelFamily::transformer) {
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<std::vector<double>> logits, magnitude;
+      std::vector<double> confidence;
+      transformer_row(config, params, input.data_ptr<float>() + r * config.row_elements(), logits, magnitude,
+                      confidence);
+      heads.logits.push_back(std::move(logits));
+      heads.magnitude.push_back(std::move(magnitude));
+      heads.confidence.push_back(std::move(confidence));
+    }
+    return heads;
+  }
   // params: blocks' (weight, bias) pairs, then exit heads', then final's.
   auto weight = [&](int layer) -> const std::vector<float>& { return params[2 * layer]; };
   auto bias = [&](int layer) -> const std::vector<float>& { return params[2 * layer + 1]; };
@@ -115,7 +188,7 @@ std::vector<const StrategyInfo*> strategies_on(Device device) {
 
 at::Tensor seeded_input(const ModelConfig& config, int64_t rows, uint64_t seed) {
   std::vector<float> values = seeded_inputs(config, rows, seed);
-  return at::from_blob(values.data(), {rows, config.in_features}, at::kFloat).clone();
+  return at::from_blob(values.data(), config.input_shape(rows), at::kFloat).clone();
 }
 
 }  // namespace condbench::testing

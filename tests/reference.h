@@ -1,6 +1,6 @@
 #pragma once
-// A plain early-exit forward written for the tests: double precision, straight from docs/design.md §1 and
-// the torch-layout parameters, sharing no code with any strategy.
+// A plain early-exit forward written for the tests, for both families: double precision, straight
+// from docs/design.md §1 and the torch-layout parameters, sharing no code with any strategy.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -45,7 +45,7 @@ std::vector<const StrategyInfo*> strategies_on(Device device);
 // Returns a failure naming the first row that differs.
 ::testing::AssertionResult matches_reference(const ExitOutput& out, const ReferenceResult& ref, double rtol);
 
-// Seeded float input [rows, in_features].
+// Seeded float input [rows, row_shape...].
 at::Tensor seeded_input(const ModelConfig& config, int64_t rows, uint64_t seed);
 
 }  // namespace condbench::testing

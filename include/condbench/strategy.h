@@ -41,6 +41,10 @@ struct ExitOutput {
 // has 48"), or nullopt when it can.
 using Unsupported = std::optional<std::string>;
 
+// The answer of a strategy whose arithmetic is the MLP's own (the native engine's kernels and
+// loops, written for Linear + ReLU): why it cannot run a model of another family.
+Unsupported mlp_only(const ModelConfig& config);
+
 class Strategy {
  public:
   explicit Strategy(Device device) : device_(device) {}

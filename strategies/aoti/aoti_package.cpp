@@ -80,6 +80,9 @@ std::string package_path(const ModelConfig& config, Device device, const std::st
 }
 
 Unsupported package_unusable(const ModelConfig& config, Device device, const std::string& module) {
+  if (config.family != ModelFamily::mlp)
+    return std::string("bench/python/aoti_compile.py exports the mlp family only; no package for a ") +
+           to_string(config.family);
   const fs::path package = package_file(config, device, module);
   const fs::path description = fs::path(package).replace_extension(".json");
   const std::string make = "; scripts/run compiles it, or " + compile_command(config, device, module);

@@ -27,6 +27,9 @@ constexpr double kParallelMultiplyAdds = 1 << 20;
 class FusedCpu final : public Strategy {
  public:
   using Strategy::Strategy;
+  static Unsupported supports(const ModelConfig& config, Device /*device*/, int64_t /*batch*/) {
+    return mlp_only(config);
+  }
 
   void prepare(const EarlyExitModel& model, int64_t batch) override {
     const NativeModel native = model->native();

@@ -17,6 +17,7 @@ class FusedCuda final : public NativeCudaStrategy {
   static constexpr bool kSingleLaunch = true;
 
   static Unsupported supports(const ModelConfig& config, Device /*device*/, int64_t /*batch*/) {
+    if (Unsupported why = mlp_only(config)) return why;
     return fused_unsupported(config.hidden, config.num_classes);
   }
 

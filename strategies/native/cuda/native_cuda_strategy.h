@@ -18,6 +18,9 @@ namespace condbench::cuda {
 class NativeCudaStrategy : public Strategy {
  public:
   using Strategy::Strategy;
+  static Unsupported supports(const ModelConfig& config, Device /*device*/, int64_t /*batch*/) {
+    return mlp_only(config);
+  }
 
   void prepare(const EarlyExitModel& model, int64_t batch) final;
   void finish() final;
