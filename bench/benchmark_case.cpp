@@ -21,21 +21,32 @@ namespace condbench {
 std::string BenchmarkCase::name() const {
   const std::string axis = scenario.str();
   const size_t colon = axis.find(':');
-  return BenchmarkName()
-      .label("early_exit")
+  BenchmarkName name;
+  name.label("early_exit")
       .label(to_string(strategy->device))
       .label(to_string(strategy->engine))
       .label(strategy->name)
       .axis(axis.substr(0, colon), axis.substr(colon + 1))
-      .axis("batch", std::to_string(batch))
-      .axis("hidden", std::to_string(config.hidden))
-      .axis("blocks", std::to_string(config.blocks))
-      .str();
+      .axis("batch", std::to_string(batch));
+  // The mlp's names are those of every earlier result file; another family says which it is.
+  if (config.family == ModelFamily::mlp) {
+    name.axis("hidden", std::to_string(config.hidden));
+  } else {
+    name.axis("model", to_string(config.family))
+        .axis("d_model", std::to_string(config.d_model))
+        .axis("heads", std::to_string(config.heads))
+        .axis("ffn", std::to_string(config.ffn))
+        .axis("seq", std::to_string(config.seq));
+  }
+  return name.axis("blocks", std::to_string(config.blocks)).str();
 }
 
 namespace {
 
 constexpr int kGpuTimedInferences = 200;
+// The most full-depth work one pass over the inputs a case walks may hold (FLOPs): the default
+// mlp walks its whole pool, the default transformer 65 rows of it (batch 1).
+constexpr double kWalkFlops = 2e10;
 // With --trace, this many inferences of each case are also placed on the trace's GPU track.
 constexpr int kTracedGpuInferences = 16;
 
@@ -151,9 +162,13 @@ PreparedCase& prepared(const BenchmarkCase& c) {
   current.strategy = c.strategy->make();
   current.strategy->prepare(current.workload->model(), c.batch);
 
-  // The pool goes to the device before anything is timed.
-  for (const at::Tensor& b : current.workload->batches_for(c.scenario))
-    current.inputs.push_back(b.to(torch_device(device)).contiguous());
+  // The pool goes to the device before anything is timed: all of it, or for a model whose pass
+  // over the pool would take long (a transformer) the prefix of the walk that holds kWalkFlops of
+  // full-depth work. Any prefix of the walk holds the scenario's exit shares (batches_for).
+  const std::vector<at::Tensor> walk = current.workload->batches_for(c.scenario);
+  const double batch_flops = static_cast<double>(c.batch) * full_model_flops(config);
+  const size_t walked = std::clamp<size_t>(static_cast<size_t>(kWalkFlops / batch_flops), 1, walk.size());
+  for (size_t i = 0; i < walked; ++i) current.inputs.push_back(walk[i].to(torch_device(device)).contiguous());
   if (device == Device::cuda) synchronize_cuda_device();
 
   // Untimed pass over the whole pool: warms caches and lazy initialisation, and records what each

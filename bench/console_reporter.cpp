@@ -45,10 +45,20 @@ Place place_of(const std::string& name) {
   if (labels[0] == "primitive") return {"0/" + device, device + " primitives", name, labels[2]};
   const auto axis = [&](const char* key) { return parsed->axis_value(key).value_or("?"); };
   Place place;
-  place.block_key = "1/" + device + "/" + padded(parsed->axis_value("blocks")) + "/" +
-                    padded(parsed->axis_value("hidden")) + "/" + padded(parsed->axis_value("batch"));
-  place.block_title =
-      device + " · hidden " + axis("hidden") + " · " + axis("blocks") + " blocks · batch " + axis("batch");
+  const std::optional<std::string> model = parsed->axis_value("model");  // absent: the mlp
+  if (model) {                                                           // after every mlp block, by its sizes
+    place.block_key = "2/" + device + "/" + *model + "/" + padded(parsed->axis_value("blocks")) + "/" +
+                      padded(parsed->axis_value("d_model")) + "/" + padded(parsed->axis_value("seq")) + "/" +
+                      padded(parsed->axis_value("batch"));
+    place.block_title = device + " · " + *model + " d_model " + axis("d_model") + " · " + axis("heads") +
+                        " heads · ffn " + axis("ffn") + " · seq " + axis("seq") + " · " + axis("blocks") +
+                        " layers · batch " + axis("batch");
+  } else {
+    place.block_key = "1/" + device + "/" + padded(parsed->axis_value("blocks")) + "/" +
+                      padded(parsed->axis_value("hidden")) + "/" + padded(parsed->axis_value("batch"));
+    place.block_title =
+        device + " · hidden " + axis("hidden") + " · " + axis("blocks") + " blocks · batch " + axis("batch");
+  }
   const std::string scenario = parsed->scenario().value_or("");
   // exit:1, exit:2, ... then mix:early, mix:uniform, mix:late: the order of the scenarios' depth
   std::string rank = "9";

@@ -26,16 +26,20 @@ using Json = nlohmann::basic_json<std::map, std::vector, std::string, bool, std:
 
 struct Options {
   ModelSource source;
-  at::Tensor input;  // [rows, in_features], CPU float
+  at::Tensor input;  // [rows, row_shape...], CPU float
   std::vector<float> thresholds;
   std::vector<Device> devices;
   std::vector<std::string> strategies;
 };
 
 const char* const kUsage =
-    "usage: condbench-infer [--weights=FILE | --seed=N --in-features=N --hidden=N --num-classes=N --blocks=N]\n"
+    "usage: condbench-infer [--weights=FILE [--heads=N] | --seed=N [--model=mlp] --in-features=N --hidden=N\n"
+    "                        --num-classes=N --blocks=N | --seed=N --model=transformer --d-model=N --heads=N\n"
+    "                        --ffn=N --seq=N --num-classes=N --blocks=N]\n"
     "                       [--input=FILE | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
-    "                       [--device=cpu|cuda|all] [--strategy=LIST]\n";
+    "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
+    "  the family comes from the weights' keys; a transformer's heads cannot (--heads, default 4),\n"
+    "  its tokens per row come from --input ([rows, seq, d_model])\n";
 
 std::string shape_text(at::IntArrayRef sizes) {
   std::string text = "[";
@@ -44,19 +48,52 @@ std::string shape_text(at::IntArrayRef sizes) {
 }
 
 Options parse_options(int argc, char** argv) {
-  const auto flags = cli::take_flags(argc, argv,
-                                     {"--weights", "--seed", "--in-features", "--hidden", "--num-classes", "--blocks",
-                                      "--input", "--batch", "--input-seed", "--thresholds", "--device", "--strategy"},
-                                     {});
+  const auto flags = cli::take_flags(
+      argc, argv,
+      {"--weights", "--seed", "--model", "--in-features", "--hidden", "--d-model", "--heads", "--ffn", "--seq",
+       "--num-classes", "--blocks", "--input", "--batch", "--input-seed", "--thresholds", "--device", "--strategy"},
+      {});
   if (argc > 1) fail(std::string("unknown argument '") + argv[1] + "'");
   auto given = [&](const char* name) { return flags.count(name) > 0; };
+  auto int_flag = [&](const char* name, int hi) {
+    return static_cast<int>(cli::parse_int(name, flags.at(name), 1, hi));
+  };
   Options options;
   ModelConfig& config = options.source.config;
+  at::Tensor input;
+  if (given("--input")) {
+    if (given("--batch") || given("--input-seed")) fail("--input: not with --batch or --input-seed");
+    input = load_tensor_file(flags.at("--input"));
+  }
+  if (given("--model")) {
+    const std::string family = flags.at("--model");
+    if (family == "transformer") {
+      config = ModelConfig::transformer();
+    } else if (family != "mlp") {
+      fail("--model: unknown model family '" + family + "' (mlp, transformer)");
+    }
+  }
+  if (given("--heads")) config.heads = int_flag("--heads", 1024);
+  if (given("--seq")) config.seq = int_flag("--seq", 1 << 14);
+  if (input.defined() && input.dim() == 3) config.seq = static_cast<int>(input.size(1));
   if (given("--weights")) {
-    for (const char* f : {"--seed", "--in-features", "--hidden", "--num-classes", "--blocks"})
+    for (const char* f :
+         {"--seed", "--model", "--in-features", "--hidden", "--d-model", "--ffn", "--seq", "--num-classes", "--blocks"})
       if (given(f)) fail(std::string(f) + ": not with --weights (the file gives the model)");
     options.source.weights_path = flags.at("--weights");
+  } else if (config.family == ModelFamily::transformer) {
+    if (given("--seed"))
+      options.source.seed = static_cast<uint64_t>(cli::parse_int("--seed", flags.at("--seed"), 0, INT64_MAX));
+    for (const char* f : {"--in-features", "--hidden"})
+      if (given(f)) fail(std::string(f) + ": the mlp's; --model=transformer takes --d-model and --ffn");
+    if (given("--d-model")) config.d_model = int_flag("--d-model", 1 << 14);
+    config.ffn = given("--ffn") ? int_flag("--ffn", 1 << 16) : 4 * config.d_model;
+    if (given("--num-classes")) config.num_classes = int_flag("--num-classes", 1 << 16);
+    if (given("--blocks")) config.blocks = int_flag("--blocks", 256);
+    config.validate();
   } else {
+    for (const char* f : {"--d-model", "--heads", "--ffn", "--seq"})
+      if (given(f)) fail(std::string(f) + ": the transformer's; add --model=transformer");
     if (given("--seed"))
       options.source.seed = static_cast<uint64_t>(cli::parse_int("--seed", flags.at("--seed"), 0, INT64_MAX));
     if (given("--in-features"))
@@ -69,13 +106,16 @@ Options parse_options(int argc, char** argv) {
   }
   config = shared_model(options.source)->config();
 
-  if (given("--input")) {
-    if (given("--batch") || given("--input-seed")) fail("--input: not with --batch or --input-seed");
-    at::Tensor input = load_tensor_file(flags.at("--input"));
-    if (input.dim() == 1) input = input.unsqueeze(0);
-    if (!at::isFloatingType(input.scalar_type()) || input.dim() != 2 || input.size(1) != config.in_features)
-      fail("--input: expected a floating-point tensor [rows, " + std::to_string(config.in_features) + "], got " +
+  if (input.defined()) {
+    const std::vector<int64_t> row = config.row_shape();
+    if (input.dim() == static_cast<int64_t>(row.size())) input = input.unsqueeze(0);  // one row
+    if (!at::isFloatingType(input.scalar_type()) || input.dim() != static_cast<int64_t>(row.size()) + 1 ||
+        input.sizes().slice(1) != at::IntArrayRef(row)) {
+      std::string want = "rows";
+      for (const int64_t d : row) want += ", " + std::to_string(d);
+      fail("--input: expected a floating-point tensor [" + want + "], got " +
            std::string(c10::toString(input.scalar_type())) + " " + shape_text(input.sizes()));
+    }
     if (input.size(0) < 1) fail("--input: the tensor has no rows");
     if (!input.isfinite().all().item<bool>()) fail("--input: the tensor holds NaN or infinite values");
     options.input = input.to(at::kCPU, at::kFloat).contiguous();
@@ -86,7 +126,7 @@ Options parse_options(int argc, char** argv) {
             ? static_cast<uint64_t>(cli::parse_int("--input-seed", flags.at("--input-seed"), 0, INT64_MAX))
             : kPoolSeed;
     std::vector<float> values = seeded_inputs(config, rows, seed);
-    options.input = at::from_blob(values.data(), {rows, config.in_features}, at::kFloat).clone();
+    options.input = at::from_blob(values.data(), config.input_shape(rows), at::kFloat).clone();
   }
 
   if (!given("--thresholds"))
@@ -108,6 +148,7 @@ int run(int argc, char** argv) {
   const int64_t rows = options.input.size(0);
 
   Json out;
+  out["model"] = model->config().describe();
   out["rows"] = rows;
   out["thresholds"] = options.thresholds;
   out["strategies"] = Json::array();

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <map>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -24,11 +25,17 @@ constexpr FlagSpec kFlags[] = {
     {"--device", "cpu|cuda|all", "devices to run (default: cpu, and cuda where a GPU is)"},
     {"--strategy", "NAME[,NAME...]", "strategies by name (default: all; --list shows them)"},
     {"--scenario", "S[,S...]", "exit:K or mix:early|uniform|late (default: every one of each depth)"},
-    {"--batch", "N[,N...]", "rows per inference (default 1,64)"},
-    {"--hidden", "N[,N...]", "hidden width (default 64,1024)"},
-    {"--blocks", "N[,N...]", "blocks, the model's depth (default 3)"},
-    {"--weights", "FILE", "a PyTorch state_dict (torch.save); the sizes come from it (default: seeded weights)"},
-    {"--full", nullptr, "the full grid: batch 1,8,64,512, hidden 64,256,1024,4096, blocks 3,12"},
+    {"--batch", "N[,N...]", "rows per inference (default 1,64 for the mlp, 1,8 for the transformer)"},
+    {"--model", "mlp|transformer[,...]", "model families (default both; README, \"The model\")"},
+    {"--hidden", "N[,N...]", "mlp hidden width (default 64,1024)"},
+    {"--d-model", "N[,N...]", "transformer width (default 256)"},
+    {"--heads", "N", "transformer attention heads; a state_dict cannot say (default 4)"},
+    {"--ffn", "N", "transformer feed-forward width (default 4 x d_model)"},
+    {"--seq", "N", "transformer tokens per row (default 32)"},
+    {"--blocks", "N[,N...]", "the model's depth: mlp blocks, transformer layers (default 3 and 6)"},
+    {"--weights", "FILE", "a PyTorch state_dict (torch.save); family and sizes come from it (default: seeded weights)"},
+    {"--full", nullptr,
+     "the full grid: mlp batch 1,8,64,512, hidden 64,256,1024,4096, blocks 3,12; BERT-base transformer too"},
     {"--threads", "N", "LibTorch's intra-op threads (default: LibTorch's choice)"},
     {"--nvtx", "off|run|iter|stage", "NVTX ranges for Nsight Systems (default off)"},
     {"--trace", "FILE", "the NVTX ranges as a Chrome trace for Perfetto, without Nsight (--nvtx=stage unless given)"},
@@ -60,6 +67,96 @@ void print_flags(std::ostream& out) {
   out << "\nGoogle Benchmark's flags:\n";
 }
 
+namespace {
+
+std::vector<ModelFamily> parse_families(const std::string& flag, const std::string& text) {
+  std::vector<ModelFamily> families;
+  for (const std::string& name : cli::split_list(flag, text)) {
+    if (name == "mlp") {
+      families.push_back(ModelFamily::mlp);
+    } else if (name == "transformer") {
+      families.push_back(ModelFamily::transformer);
+    } else {
+      fail(flag + ": unknown model family '" + name + "' (mlp, transformer)");
+    }
+  }
+  return families;
+}
+
+bool selects(const std::vector<ModelFamily>& families, ModelFamily family) {
+  return std::find(families.begin(), families.end(), family) != families.end();
+}
+
+// The models the flags select, each with its batches (docs/design.md §4).
+std::vector<ModelSelection> select_models(const std::map<std::string, std::string>& flags, bool full,
+                                          const std::vector<ModelFamily>& families) {
+  auto given = [&](const char* name) { return flags.count(name) > 0; };
+  auto ints = [&](const char* name, std::vector<int64_t> otherwise, int64_t hi) {
+    return given(name) ? cli::parse_int_list(name, flags.at(name), 1, hi) : otherwise;
+  };
+  auto one = [&](const char* name, int64_t otherwise, int64_t hi) {
+    return static_cast<int>(given(name) ? cli::parse_int(name, flags.at(name), 1, hi) : otherwise);
+  };
+  for (const char* flag : {"--hidden"})
+    if (given(flag) && !selects(families, ModelFamily::mlp))
+      fail(std::string(flag) + ": sets the mlp; --model does not select it");
+  for (const char* flag : {"--d-model", "--heads", "--ffn", "--seq"})
+    if (given(flag) && !selects(families, ModelFamily::transformer))
+      fail(std::string(flag) + ": sets the transformer; --model does not select it");
+
+  std::vector<ModelSelection> models;
+  const std::vector<int64_t> batches =
+      given("--batch") ? cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 20) : std::vector<int64_t>{};
+  if (selects(families, ModelFamily::mlp)) {
+    const auto hidden =
+        ints("--hidden", full ? std::vector<int64_t>{64, 256, 1024, 4096} : std::vector<int64_t>{64, 1024}, 1 << 16);
+    const auto blocks = ints("--blocks", full ? std::vector<int64_t>{3, 12} : std::vector<int64_t>{3}, 256);
+    const std::vector<int64_t> mlp_batches = !batches.empty() ? batches
+                                             : full           ? std::vector<int64_t>{1, 8, 64, 512}
+                                                              : std::vector<int64_t>{1, 64};
+    for (int64_t b : blocks)
+      for (int64_t h : hidden) {
+        ModelSelection m;
+        m.config.hidden = static_cast<int>(h);
+        m.config.blocks = static_cast<int>(b);
+        m.batches = mlp_batches;
+        models.push_back(m);
+      }
+  }
+  if (selects(families, ModelFamily::transformer)) {
+    const auto widths = ints("--d-model", {ModelConfig::transformer().d_model}, 1 << 14);
+    const auto blocks = ints("--blocks", {ModelConfig::transformer().blocks}, 256);
+    const std::vector<int64_t> transformer_batches = !batches.empty() ? batches : std::vector<int64_t>{1, 8};
+    for (int64_t b : blocks)
+      for (int64_t d : widths) {
+        ModelSelection m;
+        m.config = ModelConfig::transformer();
+        m.config.d_model = static_cast<int>(d);
+        m.config.heads = one("--heads", m.config.heads, 1024);
+        m.config.ffn = one("--ffn", 4 * d, 1 << 16);
+        m.config.seq = one("--seq", m.config.seq, 1 << 14);
+        m.config.blocks = static_cast<int>(b);
+        m.batches = transformer_batches;
+        models.push_back(m);
+      }
+    if (full) {  // BERT-base's encoder: what an early-exit model people ship (DeeBERT) exits between
+      ModelSelection bert;
+      bert.config = ModelConfig::transformer();
+      bert.config.d_model = 768;
+      bert.config.heads = 12;
+      bert.config.ffn = 3072;
+      bert.config.blocks = 12;
+      bert.config.seq = 128;
+      bert.batches = transformer_batches;
+      models.push_back(bert);
+    }
+  }
+  for (const ModelSelection& m : models) m.config.validate();
+  return models;
+}
+
+}  // namespace
+
 RunnerOptions parse_runner_options(int& argc, char** argv) {
   const auto flags = cli::take_flags(argc, argv, flag_names(false), flag_names(true));
   auto given = [&](const char* name) { return flags.count(name) > 0; };
@@ -69,11 +166,6 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   options.in_order = given("--in-order");
   options.list = given("--list");
   options.progress = given("--progress");
-  if (options.full) {
-    options.batches = {1, 8, 64, 512};
-    options.hidden = {64, 256, 1024, 4096};
-    options.blocks = {3, 12};
-  }
   options.devices = given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
   if (given("--strategy")) {
     options.strategies = cli::parse_strategies("--strategy", flags.at("--strategy"));
@@ -88,9 +180,6 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
       if (!selected) fail("--strategy: " + name + " runs on " + runs_on + " only, which --device does not select");
     }
   }
-  if (given("--batch")) options.batches = cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 20);
-  if (given("--hidden")) options.hidden = cli::parse_int_list("--hidden", flags.at("--hidden"), 1, 1 << 16);
-  if (given("--blocks")) options.blocks = cli::parse_int_list("--blocks", flags.at("--blocks"), 1, 256);
   if (given("--trace")) {
     options.trace_out = flags.at("--trace");
     options.nvtx = nvtx::Level::stage;
@@ -101,19 +190,37 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   if (given("--threads"))
     options.threads = static_cast<int>(cli::parse_int("--threads", flags.at("--threads"), 1, 1024));
   if (given("--weights")) {
-    if (given("--hidden") || given("--blocks"))
-      fail("--weights: the model's sizes come from the file; drop --hidden and --blocks");
+    for (const char* sized : {"--hidden", "--blocks", "--d-model", "--ffn", "--model"})
+      if (given(sized)) fail(std::string("--weights: the model's family and sizes come from the file; drop ") + sized);
     options.weights = flags.at("--weights");
     // Read now, so an unreadable or malformed file is a flag error, not a skipped benchmark.
-    const ModelConfig config = shared_model({ModelConfig{}, kDefaultWeightSeed, options.weights})->config();
-    options.hidden = {config.hidden};
-    options.blocks = {config.blocks};
+    ModelSource source;
+    source.weights_path = options.weights;
+    source.config.heads = static_cast<int>(given("--heads") ? cli::parse_int("--heads", flags.at("--heads"), 1, 1024)
+                                                            : source.config.heads);
+    source.config.seq =
+        static_cast<int>(given("--seq") ? cli::parse_int("--seq", flags.at("--seq"), 1, 1 << 14) : source.config.seq);
+    ModelSelection m;
+    m.config = shared_model(source)->config();
+    const bool mlp = m.config.family == ModelFamily::mlp;
+    if (mlp && (given("--heads") || given("--seq")))
+      fail(std::string("--weights: the file holds an mlp; --heads and --seq are the transformer's"));
+    m.batches = given("--batch") ? cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 20)
+                : mlp            ? std::vector<int64_t>{1, 64}
+                                 : std::vector<int64_t>{1, 8};
+    options.models = {m};
+  } else {
+    const std::vector<ModelFamily> families =
+        given("--model") ? parse_families("--model", flags.at("--model"))
+                         : std::vector<ModelFamily>{ModelFamily::mlp, ModelFamily::transformer};
+    options.models = select_models(flags, options.full, families);
   }
   if (given("--scenario")) {
-    const int64_t deepest = *std::max_element(options.blocks.begin(), options.blocks.end());
+    int deepest = 0;
+    for (const ModelSelection& m : options.models) deepest = std::max(deepest, m.config.blocks);
     for (const std::string& text : cli::split_list("--scenario", flags.at("--scenario"))) {
       const Scenario scenario = Scenario::parse(text);
-      if (!scenario.fits(static_cast<int>(deepest)))
+      if (!scenario.fits(deepest))
         fail("--scenario: " + text + " needs a model of at least " + std::to_string(scenario.forced_exit() - 1) +
              " blocks (the deepest given has " + std::to_string(deepest) + ")");
       options.scenarios.push_back(scenario);
@@ -137,24 +244,20 @@ std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
     return options.strategies.empty() ||
            std::find(options.strategies.begin(), options.strategies.end(), info.name) != options.strategies.end();
   };
-  for (int64_t blocks : options.blocks)
-    for (int64_t hidden : options.hidden) {
-      ModelSource source;
-      source.weights_path = options.weights;
-      source.config.hidden = static_cast<int>(hidden);
-      source.config.blocks = static_cast<int>(blocks);
-      source.config = options.weights.empty() ? source.config : shared_model(source)->config();
-      source.config.validate();
-      const std::vector<Scenario> scenarios =
-          options.scenarios.empty() ? all_scenarios(static_cast<int>(blocks)) : options.scenarios;
-      for (int64_t batch : options.batches)
-        for (const Scenario& scenario : scenarios) {
-          // exit:K beyond this depth's final exit does not exist here; other depths may have it
-          if (!scenario.fits(static_cast<int>(blocks))) continue;
-          for (const StrategyInfo& info : StrategyRegistry::instance().entries())
-            if (wanted(info)) cases.push_back({&info, source, source.config, batch, scenario});
-        }
-    }
+  for (const ModelSelection& model : options.models) {
+    ModelSource source;
+    source.weights_path = options.weights;
+    source.config = model.config;
+    const int blocks = model.config.blocks;
+    const std::vector<Scenario> scenarios = options.scenarios.empty() ? all_scenarios(blocks) : options.scenarios;
+    for (int64_t batch : model.batches)
+      for (const Scenario& scenario : scenarios) {
+        // exit:K beyond this depth's final exit does not exist here; other depths may have it
+        if (!scenario.fits(blocks)) continue;
+        for (const StrategyInfo& info : StrategyRegistry::instance().entries())
+          if (wanted(info)) cases.push_back({&info, source, source.config, batch, scenario});
+      }
+  }
   if (cases.empty()) fail("no benchmark matches the flags given (--device, --strategy, --scenario)");
   return cases;
 }
@@ -177,8 +280,7 @@ void print_strategies(const RunnerOptions& options, std::ostream& out) {
   for (const BenchmarkCase& c : select_cases(options))
     if (const Unsupported why = c.strategy->unsupported(c.config, c.batch)) {
       std::ostringstream line;
-      line << "  " << c.strategy->key() << " at hidden " << c.config.hidden << ", " << c.config.blocks
-           << " blocks, batch " << c.batch << ": " << *why;
+      line << "  " << c.strategy->key() << " at " << c.config.describe() << ", batch " << c.batch << ": " << *why;
       if (!said.insert(line.str()).second) continue;
       if (!headed) out << "\nCases the flags select that a strategy cannot run (skipped, with this reason):\n";
       headed = true;

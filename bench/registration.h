@@ -9,13 +9,19 @@
 
 namespace condbench {
 
+// One model the run benchmarks, and the batches it runs at.
+struct ModelSelection {
+  ModelConfig config;
+  std::vector<int64_t> batches;
+};
+
 struct RunnerOptions {
   std::vector<Device> devices;
   std::vector<std::string> strategies;  // empty: all
   std::vector<Scenario> scenarios;      // empty: all of each model depth
-  std::vector<int64_t> batches{1, 64};
-  std::vector<int64_t> hidden{64, 1024};
-  std::vector<int64_t> blocks{3};
+  // Default: the mlp at hidden 64 and 1024, 3 blocks, batch 1 and 64; the transformer at its
+  // default sizes, 6 layers, batch 1 and 8 (its inferences cost ~10^4 times the mlp's).
+  std::vector<ModelSelection> models;
   std::string weights;
   nvtx::Level nvtx = nvtx::Level::off;
   bool full = false;

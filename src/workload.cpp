@@ -11,7 +11,9 @@
 namespace condbench {
 
 std::string ModelSource::key() const {
-  if (!weights_path.empty()) return "file:" + weights_path;
+  // A file's transformer needs what the file cannot say: its heads, and the tokens per row.
+  if (!weights_path.empty())
+    return "file:" + weights_path + " heads=" + std::to_string(config.heads) + " seq=" + std::to_string(config.seq);
   return "seed:" + std::to_string(seed) + " " + config.describe();
 }
 
@@ -75,7 +77,9 @@ EarlyExitModel shared_model(const ModelSource& source) {
     model = EarlyExitModel(source.config, source.seed);
   } else {
     const StateDict state_dict = load_state_dict_file(source.weights_path);
-    model = EarlyExitModel(infer_config(state_dict), state_dict);
+    ModelConfig config = infer_config(state_dict, source.config.heads);
+    config.seq = source.config.seq;
+    model = EarlyExitModel(config, state_dict);
   }
   models.emplace(source.key(), model);
   return model;

@@ -667,6 +667,77 @@ class Infer(unittest.TestCase):
             self.assertIn("exit2.bias", result.stderr)
 
 
+class TransformerInterop(unittest.TestCase):
+    """A user's early-exit encoder, built from torch.nn.TransformerEncoderLayer as they would write
+    it, saved with torch.save and checked against condbench-infer (README, "The model")."""
+
+    @unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
+    def test_a_users_encoder_runs_unchanged_and_agrees(self):
+        for d_model, heads, ffn, blocks, seq, classes in [(32, 4, 64, 3, 7, 5), (24, 3, 40, 2, 1, 4)]:
+            with self.subTest(d_model=d_model, heads=heads, seq=seq), tempfile.TemporaryDirectory() as d:
+                torch.manual_seed(d_model)
+                model = PyEarlyExitEncoder(d_model, heads, ffn, blocks, classes).eval()
+                x = torch.randn(40, seq, d_model)
+                weights, inputs = os.path.join(d, "w.pt"), os.path.join(d, "x.pt")
+                torch.save(model.state_dict(), weights)
+                torch.save(x, inputs)
+                with torch.no_grad():
+                    conf = model.confidences(x)
+                # midway between two middle confidences: rows leave at different exits, none on a tie
+                thresholds = [float(conf[:, k].sort().values[19:21].mean()) for k in range(blocks)]
+                want_ids, want_logits = model.early_exit(x, thresholds)
+                self.assertGreater(len(set(want_ids)), 1)
+                result = run(INFER, "--device=cpu", f"--weights={weights}", f"--input={inputs}", f"--heads={heads}",
+                             "--thresholds=" + ",".join(repr(t) for t in thresholds))
+                self.assertEqual(result.returncode, 0, result.stderr)
+                out = json.loads(result.stdout)
+                self.assertIn(f"model=transformer d_model={d_model} heads={heads} ffn={ffn} seq={seq}", out["model"])
+                ran = sorted(f'{s["engine"]}/{s["strategy"]}' for s in out["strategies"])
+                self.assertEqual(ran, ["torch/eager_host", "torch/masked"])
+                self.assertIn("cpu/native/fused", [s["strategy"] for s in out["skipped"]])
+                for s in out["strategies"]:
+                    self.assertEqual(s["exit_ids"], want_ids, s["strategy"])
+                    got = torch.tensor(s["logits"])
+                    scale = torch.maximum(want_logits.abs(), want_logits.abs().amax(-1, keepdim=True))
+                    self.assertTrue(bool(((got - want_logits).abs() <= 1e-4 * scale + 1e-6).all()),
+                                    f"{s['strategy']}: {(got - want_logits).abs().max()}")
+
+    @unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
+    def test_wrong_heads_or_input_shape_is_one_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            model = PyEarlyExitEncoder(32, 4, 64, 2, 5)
+            weights, inputs = os.path.join(d, "w.pt"), os.path.join(d, "x.pt")
+            torch.save(model.state_dict(), weights)
+            torch.save(torch.randn(3, 6, 30), inputs)
+            for args, message in [(["--heads=5", "--batch=2"], "heads must divide d_model"),
+                                  ([f"--input={inputs}"], "--input: expected a floating-point tensor [rows, 6, 32]"),
+                                  (["--hidden=64"], "--hidden: not with --weights")]:
+                with self.subTest(args=args):
+                    result = run(INFER, "--device=cpu", f"--weights={weights}", *args, "--thresholds=0.5,0.5")
+                    self.assertEqual(result.returncode, 2, result.stderr)
+                    self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+                    self.assertIn(message, result.stderr)
+
+    def test_a_seeded_transformer_runs_and_the_runner_names_it(self):
+        result = run(INFER, "--device=cpu", "--model=transformer", "--d-model=16", "--heads=2", "--ffn=24",
+                     "--seq=3", "--blocks=2", "--batch=4", "--thresholds=0.3,0.3")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertTrue(json.loads(result.stdout)["agree"])
+        listed = run(CONDBENCH, "--device=cpu", "--model=transformer", "--d-model=16", "--heads=2", "--seq=3",
+                     "--blocks=2", "--batch=1", "--scenario=exit:1", "--strategy=eager_host",
+                     "--benchmark_list_tests=true")
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertEqual([n.removesuffix("/real_time") for n in listed.stdout.split() if n.startswith("early_exit/")], [
+            "early_exit/cpu/torch/eager_host/exit:1/batch:1/model:transformer/d_model:16/heads:2/ffn:64/seq:3/blocks:2"])
+        for args, message in [(["--model=mlp", "--d-model=64"], "--d-model: sets the transformer"),
+                              (["--model=rnn"], "unknown model family 'rnn'"),
+                              (["--model=transformer", "--d-model=30", "--heads=4"], "heads must divide d_model")]:
+            with self.subTest(args=args):
+                bad = run(CONDBENCH, "--device=cpu", *args, "--benchmark_list_tests=true")
+                self.assertEqual(bad.returncode, 2, bad.stderr)
+                self.assertIn(message, bad.stderr)
+
+
 if torch is not None:
     class PyEarlyExit(torch.nn.Module):
         """The PyTorch module of docs/design.md §1, written independently of condbench."""
@@ -684,6 +755,59 @@ if torch is not None:
             h, out = x, []
             for k in range(self.blocks):
                 h = torch.relu(self.backbone[k](h))
+                out.append(getattr(self, f"exit{k + 1}")(h))
+            out.append(self.final(h))
+            return out
+
+        def confidences(self, x):
+            return torch.stack([torch.softmax(l, -1).amax(-1) for l in self.heads(x)[:-1]], 1)
+
+        @torch.no_grad()
+        def early_exit(self, x, thresholds):
+            ids, logits = [], []
+            for row in x:
+                heads = self.heads(row.unsqueeze(0))
+                exit_id = self.blocks + 1
+                for k in range(self.blocks):
+                    if torch.softmax(heads[k], -1).max().item() > thresholds[k]:
+                        exit_id = k + 1
+                        break
+                ids.append(exit_id)
+                logits.append(heads[exit_id - 1][0])
+            return ids, torch.stack(logits)
+
+    class EncoderHead(torch.nn.Module):
+        def __init__(self, d_model, num_classes):
+            super().__init__()
+            self.norm = torch.nn.LayerNorm(d_model)
+            self.proj = torch.nn.Linear(d_model, num_classes)
+
+        def forward(self, h):
+            return self.proj(self.norm(h[:, 0, :]))
+
+    class PyEarlyExitEncoder(torch.nn.Module):
+        """The transformer family of docs/design.md §1 as a PyTorch user writes it: a ModuleList of
+        nn.TransformerEncoderLayer, an exit head on token 0 after each, written independently of
+        condbench."""
+
+        def __init__(self, d_model, heads, ffn, blocks, num_classes):
+            super().__init__()
+            self.blocks = blocks
+            self.layers = torch.nn.ModuleList([
+                torch.nn.TransformerEncoderLayer(d_model, heads, ffn, dropout=0.0, activation="gelu",
+                                                 batch_first=True, norm_first=True) for _ in range(blocks)])
+            for k in range(1, blocks + 1):
+                setattr(self, f"exit{k}", EncoderHead(d_model, num_classes))
+            self.final = EncoderHead(d_model, num_classes)
+            with torch.no_grad():  # norms away from 1 and 0, so a swapped or ignored one shows
+                for name, p in self.named_parameters():
+                    if "norm" in name:
+                        p.add_(torch.randn_like(p) * 0.2)
+
+        def heads(self, x):
+            h, out = x, []
+            for k in range(self.blocks):
+                h = self.layers[k](h)
                 out.append(getattr(self, f"exit{k + 1}")(h))
             out.append(self.final(h))
             return out

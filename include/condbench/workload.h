@@ -20,7 +20,8 @@ constexpr uint64_t kDefaultWeightSeed = 1;
 constexpr uint64_t kPoolSeed = 0x5eed;
 constexpr int64_t kMinPoolRows = 1024;  // docs/design.md §3: at least 1024 rows
 
-// Where the weights come from: a state_dict file, else seeded weights for the config.
+// Where the weights come from: a state_dict file, else seeded weights for the config. With a file,
+// config gives only what the file cannot: a transformer's heads and tokens per row.
 struct ModelSource {
   ModelConfig config;
   uint64_t seed = kDefaultWeightSeed;
