@@ -210,9 +210,17 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
                                  : std::vector<int64_t>{1, 8};
     options.models = {m};
   } else {
-    const std::vector<ModelFamily> families =
-        given("--model") ? parse_families("--model", flags.at("--model"))
-                         : std::vector<ModelFamily>{ModelFamily::mlp, ModelFamily::transformer};
+    // Without --model, a family's own sizes select it alone (--hidden: the mlp; --d-model, --heads,
+    // --ffn, --seq: the transformer), so a command line of the mlp runs what it always ran.
+    std::vector<ModelFamily> families;
+    if (given("--model")) {
+      families = parse_families("--model", flags.at("--model"));
+    } else {
+      if (given("--hidden")) families.push_back(ModelFamily::mlp);
+      for (const char* flag : {"--d-model", "--heads", "--ffn", "--seq"})
+        if (given(flag) && !selects(families, ModelFamily::transformer)) families.push_back(ModelFamily::transformer);
+      if (families.empty()) families = {ModelFamily::mlp, ModelFamily::transformer};
+    }
     options.models = select_models(flags, options.full, families);
   }
   if (given("--scenario")) {

@@ -130,9 +130,10 @@ class BadFlags(unittest.TestCase):
             self.assertEqual(result.returncode, 0, result.stderr)
             for name in ["--device=cpu|cuda|all", "--strategy", "--scenario", "--batch", "--hidden", "--blocks",
                          "--weights", "--full", "--threads", "--nvtx", "--require-quiet", "--in-order",
-                         "--checkpoint-out", "--export-workload", "--list", "--trace", "--progress", "--benchmark_filter"]:
+                         "--checkpoint-out", "--export-workload", "--list", "--trace", "--progress", "--benchmark_filter",
+                         "--model=mlp|transformer", "--d-model", "--heads", "--ffn", "--seq"]:
                 self.assertIn(name, result.stdout, flag)
-            self.assertIn("(default 1,64)", result.stdout)
+            self.assertIn("(default 1,64 for the mlp, 1,8 for the transformer)", result.stdout)
             self.assertLess(result.stdout.index("--list"), result.stdout.index("--benchmark_filter"))
 
     def test_a_value_may_follow_its_flag(self):
