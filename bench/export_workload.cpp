@@ -10,6 +10,7 @@
 #include <set>
 
 #include "condbench/error.h"
+#include "condbench/flops.h"
 #include "condbench/output_file.h"
 #include "condbench/workload.h"
 
@@ -49,10 +50,22 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
   for (const auto& [key, entry] : models) {
     const auto workload = shared_workload(entry.first, 1);
     const ModelConfig& config = workload->config();
-    std::string name = "h";
-    name += std::to_string(config.hidden);
-    name += "-b";
-    name += std::to_string(config.blocks);
+    const bool mlp = config.family == ModelFamily::mlp;
+    // Built piece by piece: GCC 12 warns falsely (stringop-overflow) on one long chain of +.
+    std::string name;
+    auto add = [&name](const char* tag, int value) {
+      name += tag;
+      name += std::to_string(value);
+    };
+    if (mlp) {
+      add("h", config.hidden);
+    } else {
+      add("t", config.d_model);
+      add("-a", config.heads);
+      add("-f", config.ffn);
+      add("-s", config.seq);
+    }
+    add("-b", config.blocks);
     const fs::path out = fs::path(dir) / name;
     std::error_code ec;
     fs::create_directories(out, ec);
@@ -60,10 +73,22 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
     save_state_dict_file(workload->model()->state_dict(), (out / "weights.pt").string());
     save_tensor_file(workload->pool(), (out / "pool.pt").string());
     nlohmann::json meta;
-    meta["config"] = {{"in_features", config.in_features},
-                      {"hidden", config.hidden},
-                      {"num_classes", config.num_classes},
-                      {"blocks", config.blocks}};
+    if (mlp) {
+      meta["config"] = {{"in_features", config.in_features},
+                        {"hidden", config.hidden},
+                        {"num_classes", config.num_classes},
+                        {"blocks", config.blocks}};
+    } else {
+      meta["config"] = {{"family", to_string(config.family)},
+                        {"d_model", config.d_model},
+                        {"heads", config.heads},
+                        {"ffn", config.ffn},
+                        {"seq", config.seq},
+                        {"num_classes", config.num_classes},
+                        {"blocks", config.blocks}};
+    }
+    // What one row costs at full depth: the peer walks as much of the pool as condbench does.
+    meta["full_model_flops"] = full_model_flops(config);
     meta["pool_rows"] = workload->pool().size(0);
     if (entry.first.weights_path.empty())
       meta["weight_seed"] = entry.first.seed;

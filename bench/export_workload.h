@@ -10,7 +10,7 @@
 
 namespace condbench {
 
-// One subdirectory per model ("h64-b3"). Returns the directories written.
+// One subdirectory per model ("h64-b3"; a transformer "t256-a4-f1024-s32-b6"). Returns the directories written.
 std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& cases, const std::string& dir);
 
 }  // namespace condbench

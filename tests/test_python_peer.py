@@ -158,6 +158,77 @@ class PythonPeer(unittest.TestCase):
         self.assertIn("a Python if on each exit's confidence", md)
 
 
+@unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
+class PythonPeerTransformer(unittest.TestCase):
+    """The same for the transformer family: condbench's exported encoder loads into the peer's
+    nn.TransformerEncoderLayer model, and every variant agrees with condbench-infer."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        root = cls.tmp.name
+        result = subprocess.run([CONDBENCH, "--device=cpu", "--model=transformer", "--d-model=16", "--heads=2",
+                                 "--ffn=24", "--seq=4", "--blocks=2", "--batch=1",
+                                 "--scenario=exit:1,exit:3,mix:uniform", f"--export-workload={root}/workload"],
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        cls.dir = os.path.join(root, "workload", "t16-a2-f24-s4-b2")
+        with open(os.path.join(cls.dir, "workload.json")) as f:
+            cls.meta = json.load(f)
+        torch.set_num_threads(1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_every_variant_matches_condbench_infer(self):
+        self.assertEqual(self.meta["config"], {"family": "transformer", "d_model": 16, "heads": 2, "ffn": 24,
+                                               "seq": 4, "num_classes": 10, "blocks": 2})
+        model = load_model(os.path.join(self.dir, "weights.pt"), self.meta["config"], "cpu")  # strict
+        self.assertIsInstance(model.layers[0], torch.nn.TransformerEncoderLayer)
+        pool = torch.load(os.path.join(self.dir, "pool.pt"))
+        self.assertEqual(tuple(pool.shape[1:]), (4, 16))
+        rows = pool[:12].contiguous()
+        inputs = os.path.join(self.tmp.name, "rows.pt")
+        torch.save(rows, inputs)
+        runnable, skipped = variants(model, "cpu")
+        names = [name for name, *_ in runnable]
+        for name in ["py_eager_if", "py_cond", "py_cond_compile", "py_masked", "py_masked_compile",
+                     "py_blocks_compile"]:
+            self.assertIn(name, names)
+        exits_seen = set()
+        for scenario, values in self.meta["thresholds"].items():
+            result = subprocess.run([INFER, "--device=cpu", f"--weights={self.dir}/weights.pt", f"--input={inputs}",
+                                     "--heads=2", "--thresholds=" + ",".join(repr(v) for v in values)],
+                                    capture_output=True, text=True, timeout=120)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            reference = json.loads(result.stdout)["strategies"][0]
+            exits_seen.update(reference["exit_ids"])
+            want_logits = torch.tensor(reference["logits"])
+            scale = want_logits.abs().amax(-1, keepdim=True)
+            for name, fn, _, tensor_thresholds in runnable:
+                thresholds = torch.tensor(values) if tensor_thresholds else values
+                for r in range(rows.shape[0]):
+                    with self.subTest(scenario=scenario, variant=name, row=r):
+                        logits, exit_id = fn(rows[r:r + 1], thresholds)
+                        self.assertEqual(int(exit_id), reference["exit_ids"][r])
+                        diff = (logits[0] - want_logits[r]).abs().max().item()
+                        self.assertLessEqual(diff, 1e-4 * scale[r].item())
+        self.assertEqual(exits_seen, {1, 2, 3})  # the forced scenarios and the mix reach every exit
+
+    def test_peer_names_the_transformer_as_condbench_does(self):
+        out = os.path.join(self.tmp.name, "peer.json")
+        result = subprocess.run([sys.executable, os.path.join(PEER, "peer.py"), "--workload",
+                                 os.path.join(self.tmp.name, "workload"), "--out", out, "--variants=py_eager_if",
+                                 "--scenarios=exit:1", "--repetitions=2", "--min-time=0.01", "--threads=1"],
+                                capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(out) as f:
+            names = {b.get("run_name", b["name"]) for b in json.load(f)["benchmarks"]}
+        self.assertIn("early_exit/cpu/python/py_eager_if/exit:1/batch:1/model:transformer/d_model:16/heads:2/ffn:24/"
+                      "seq:4/blocks:2", names)
+
+
 class AotiCompileCommandLine(unittest.TestCase):
     """bench/python/aoti_compile.py refuses what it cannot compile in one line, exit code 2, before
     importing torch or touching the cache."""

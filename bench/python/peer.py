@@ -101,6 +101,17 @@ def aggregates(name, repetitions, times, counters):
     return out
 
 
+# condbench's bench/benchmark_case.cpp: the most full-depth work (FLOPs) one pass over the walk holds.
+WALK_FLOPS = 2e10
+
+
+def model_axes(config):
+    """The model's axes of a benchmark name, as condbench writes them (BenchmarkCase::name)."""
+    if config.get("family", "mlp") == "mlp":
+        return [("hidden", config["hidden"]), ("blocks", config["blocks"])]
+    return [("model", config["family"])] + [(k, config[k]) for k in ("d_model", "heads", "ffn", "seq", "blocks")]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workload", required=True, help="directory condbench --export-workload wrote")
@@ -138,6 +149,9 @@ def main():
                     continue
                 # condbench's walk for this scenario: mixes interleave exits so any prefix keeps the shares
                 walk = [pool[i] for i in meta.get("walk_order", {}).get(scenario, range(len(pool)))]
+                # as much of it as condbench walks: at most WALK_FLOPS of full-depth work
+                if meta.get("full_model_flops", 0) > 0:
+                    walk = walk[:max(1, int(WALK_FLOPS // meta["full_model_flops"]))]
                 thresholds = torch.tensor(values, device=args.device) if tensor_thresholds else list(values)
                 # Untimed pass over the pool: compiles, warms up, and learns each row's exit.
                 exits = [int(run_variant(fn, row, thresholds, sync)[1]) for row in walk]
@@ -148,9 +162,8 @@ def main():
                 for k in range(1, config["blocks"] + 2):
                     counters[f"exit_{k}"] = visited.count(k) / len(visited)
                 kind, _, value = scenario.partition(":")
-                bench_name = benchmark_name.build(
-                    ["early_exit", args.device, "python", name],
-                    [(kind, value), ("batch", 1), ("hidden", config["hidden"]), ("blocks", config["blocks"])])
+                bench_name = benchmark_name.build(["early_exit", args.device, "python", name],
+                                                  [(kind, value), ("batch", 1)] + model_axes(config))
                 benchmarks += [entry(bench_name, r, args.repetitions, iterations, t, counters)
                                for r, t in enumerate(times)]
                 benchmarks += aggregates(bench_name, args.repetitions, times, counters)
