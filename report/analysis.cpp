@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
+#include <sstream>
 
 #include "condbench/result_format.h"
 
@@ -51,10 +53,29 @@ std::optional<double> Group::speedup_over_eager(const std::string& strategy, con
   return base->median_us / other->median_us;
 }
 
-std::string Group::model_text() const {
-  return "hidden " + std::to_string(hidden) + ", " + std::to_string(blocks) + " blocks" +
-         (extra_axes.empty() ? "" : ", " + extra_axes);
+std::string model_text(int64_t hidden, int64_t blocks, const std::string& extra_axes) {
+  const std::string transformer = "model:transformer";
+  if (extra_axes.rfind(transformer, 0) != 0)
+    return "hidden " + std::to_string(hidden) + ", " + std::to_string(blocks) + " blocks" +
+           (extra_axes.empty() ? "" : ", " + extra_axes);
+  // model:transformer/heads:H/ffn:F/seq:S, as condbench writes it; any other axis stays as written
+  std::map<std::string, std::string> sizes;
+  std::string others;
+  std::istringstream parts(extra_axes.substr(transformer.size()));
+  for (std::string part; std::getline(parts, part, '/');) {
+    const size_t colon = part.find(':');
+    const std::string key = part.substr(0, colon);
+    if (colon != std::string::npos && (key == "heads" || key == "ffn" || key == "seq"))
+      sizes[key] = part.substr(colon + 1);
+    else if (!part.empty())
+      others += ", " + part;
+  }
+  auto size = [&](const char* key) { return sizes.count(key) ? sizes.at(key) : std::string("?"); };
+  return "transformer d_model " + std::to_string(hidden) + ", " + size("heads") + " heads, ffn " + size("ffn") +
+         ", seq " + size("seq") + ", " + std::to_string(blocks) + " layers" + others;
 }
+
+std::string Group::model_text() const { return condbench::report::model_text(hidden, blocks, extra_axes); }
 
 std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unstable_cv) {
   std::map<std::tuple<std::string, int64_t, int64_t, std::string, int64_t>, Group> groups;

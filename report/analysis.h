@@ -40,9 +40,13 @@ struct Group {
   const Cell* cell(const std::string& strategy, const std::string& scenario) const;
   // median(eager_host) / median(strategy): > 1 means faster than eager_host (torch engine).
   std::optional<double> speedup_over_eager(const std::string& strategy, const std::string& scenario) const;
-  // "hidden 64, 3 blocks" (", seq:128" when the names carried axes the report does not know).
+  // model_text(hidden, blocks, extra_axes).
   std::string model_text() const;
 };
+
+// "hidden 64, 3 blocks" (", seq:128" when the names carried axes the report does not know);
+// "transformer d_model 256, 4 heads, ffn 1024, seq 32, 6 layers" for the transformer.
+std::string model_text(int64_t hidden, int64_t blocks, const std::string& extra_axes);
 
 std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unstable_cv = kDefaultUnstableCv);
 

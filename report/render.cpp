@@ -254,6 +254,8 @@ std::string draw(const std::string& gnuplot, const fs::path& work, const std::st
 }
 
 std::string group_title(const Group& g) {
+  if (!g.extra_axes.empty() && g.extra_axes.rfind("model:", 0) == 0)
+    return g.device_label + " · batch " + std::to_string(g.batch) + " · " + g.model_text();
   return g.device_label + " · batch " + std::to_string(g.batch) + " · hidden " + std::to_string(g.hidden) + " · " +
          std::to_string(g.blocks) + " blocks" + (g.extra_axes.empty() ? "" : " · " + g.extra_axes);
 }

@@ -78,11 +78,11 @@ bool parse_name(const std::string& run_name, Series& s) {
   s.scenario = *scenario;
   check_scenario(s.scenario);
   s.batch = size_axis(*parsed, "batch");
-  s.hidden = size_axis(*parsed, "hidden");
+  const std::string width = parsed->axis_value("model") ? "d_model" : "hidden";  // mlp names have no model:
+  s.hidden = size_axis(*parsed, width);
   s.blocks = size_axis(*parsed, "blocks");
   for (const BenchmarkName::Part& p : parsed->parts())
-    if (!p.key.empty() && p.key != "exit" && p.key != "mix" && p.key != "batch" && p.key != "hidden" &&
-        p.key != "blocks")
+    if (!p.key.empty() && p.key != "exit" && p.key != "mix" && p.key != "batch" && p.key != width && p.key != "blocks")
       s.extra_axes += (s.extra_axes.empty() ? "" : "/") + p.key + ":" + p.value;
   return true;
 }

@@ -27,7 +27,8 @@ def load(path):
 
 
 def medians(data):
-    """{(device, hidden, blocks, batch, scenario): {engine/strategy: median real time in us}}"""
+    """{(device, width, blocks, batch, scenario): {engine/strategy: median real time in us}}; a
+    transformer's width is its d_model, its other sizes follow the scenario"""
     table = defaultdict(dict)
     scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
     for b in data["benchmarks"]:
@@ -40,9 +41,13 @@ def medians(data):
             continue
         (_, device, engine, strategy), axes = name
         known = dict(axes)
-        extra = "/".join(f"{k}:{v}" for k, v in axes if k not in ("exit", "mix", "batch", "hidden", "blocks"))
+        # the width: the mlp's hidden, another family's d_model (its name says model:<family>)
+        width = "d_model" if "model" in known else "hidden"
+        if width not in known or "blocks" not in known or "batch" not in known:
+            continue
+        extra = "/".join(f"{k}:{v}" for k, v in axes if k not in ("exit", "mix", "batch", width, "blocks"))
         scenario = benchmark_name.scenario(axes) + (f" ({extra})" if extra else "")
-        key = (device, int(known["hidden"]), int(known["blocks"]), int(known["batch"]), scenario)
+        key = (device, int(known[width]), int(known["blocks"]), int(known["batch"]), scenario)
         value = b["real_time"] * scale[b["time_unit"]]
         # with repetitions the median aggregate wins over single runs
         if b.get("run_type") == "aggregate" or f"{engine}/{strategy}" not in table[key]:
@@ -84,7 +89,7 @@ def main():
     if not table:
         sys.exit("summary: no early_exit results in the file")
     strategies = sorted({s for row in table.values() for s in row})
-    header = ["device", "hidden", "blocks", "batch", "scenario"] + [f"{s} (us)" for s in strategies]
+    header = ["device", "width", "blocks", "batch", "scenario"] + [f"{s} (us)" for s in strategies]
     rows = []
     for key in sorted(table, key=lambda k: (k[0], k[1], k[2], k[3], scenario_order(k[4]))):
         row = table[key]

@@ -118,6 +118,51 @@ TEST(ResultFileTest, ANameWithAnUnknownAxisIsReadGroupedAndShown) {
   EXPECT_EQ(winners[2].extra_axes, "seq:128");
 }
 
+TEST(ResultFileTest, TransformerNamesAreTheirOwnGroupWithTheirSizes) {
+  // The fixture's benchmarks again under transformer names (condbench's BenchmarkCase::name): a
+  // group of their own beside the mlp's, titled with the transformer's sizes.
+  std::ifstream in(kFixture);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (size_t at; (at = text.find("NaN")) != std::string::npos;) text.replace(at, 3, "null");
+  nlohmann::json data = nlohmann::json::parse(text);
+  nlohmann::json more = nlohmann::json::array();
+  for (nlohmann::json b : data["benchmarks"]) {
+    for (const char* key : {"name", "run_name"}) {
+      std::string name = b.value(key, "");
+      if (name.rfind("early_exit/", 0) != 0) continue;
+      name.replace(name.find("/hidden:64/blocks:3"), 19,
+                   "/model:transformer/d_model:256/heads:4/ffn:1024/seq:32/blocks:3");
+      b[key] = name;
+    }
+    more.push_back(b);
+  }
+  for (const nlohmann::json& b : more) data["benchmarks"].push_back(b);
+  const ResultFile f = parse_result_file("transformer.json", data.dump());
+  ASSERT_EQ(f.series.size(), 14u);
+  EXPECT_EQ(f.series[7].hidden, 256);
+  EXPECT_EQ(f.series[7].extra_axes, "model:transformer/heads:4/ffn:1024/seq:32");
+  const std::vector<Group> groups = make_groups({f});
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].model_text(), "hidden 64, 3 blocks");
+  EXPECT_EQ(groups[1].model_text(), "transformer d_model 256, 4 heads, ffn 1024, seq 32, 3 layers");
+  EXPECT_EQ(model_text(768, 12, "model:transformer/heads:12/ffn:3072/seq:128/extra:1"),
+            "transformer d_model 768, 12 heads, ffn 3072, seq 128, 12 layers, extra:1");
+  // a transformer name without its width is refused, naming the axis
+  nlohmann::json broken = nlohmann::json::parse(data.dump());
+  for (nlohmann::json& b : broken["benchmarks"])
+    for (const char* key : {"name", "run_name"}) {
+      std::string name = b.value(key, "");
+      const size_t at = name.find("/d_model:256");
+      if (at != std::string::npos) b[key] = name.erase(at, 12);
+    }
+  try {
+    parse_result_file("broken.json", broken.dump());
+    FAIL() << "a transformer name without d_model was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no d_model:N"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Analysis, TablesSpeedupsAndWinners) {
   const std::vector<Group> groups = make_groups({load_result_file(kFixture)});
   ASSERT_EQ(groups.size(), 1u);

@@ -61,6 +61,21 @@ class Report(unittest.TestCase):
             self.assertIn("Charts were skipped", md)
         self.assertEqual(sorted(os.listdir(self.dir)), ["report"])  # no temporary directory left
 
+    def test_summary_reads_transformer_names_by_their_width(self):
+        with open(SMALL) as f:
+            data = json.loads(f.read().replace("NaN", "null"))
+        for b in data["benchmarks"]:
+            for key in ("name", "run_name"):
+                if b.get(key, "").startswith("early_exit/"):
+                    b[key] = b[key].replace("/hidden:64/", "/model:transformer/d_model:256/heads:4/ffn:1024/seq:32/")
+        summary = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "summary.py")
+        result = subprocess.run([sys.executable, summary, self.write_json("transformer.json", data)],
+                                capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = [line.split() for line in result.stdout.splitlines()[1:] if line.startswith("cpu")]
+        self.assertIn(["cpu", "256", "3", "1", "mix:early", "(model:transformer/heads:4/ffn:1024/seq:32)"],
+                      [r[:6] for r in rows])
+
     def test_summary_reads_names_by_their_axes_and_keeps_unknown_ones(self):
         with open(SMALL) as f:
             data = json.loads(f.read().replace("NaN", "null"))
