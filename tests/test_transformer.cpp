@@ -148,6 +148,38 @@ TEST(Transformer, EveryCpuStrategyThatRunsItMatchesTheReference) {
   EXPECT_GE(ran, 2 * 2 * 2);  // eager_host and masked, two configs, two batches
 }
 
+// The aoti strategies run the transformer from its package (the test fixture compiled the small
+// transformer's: bench/python/aoti_compile.py --config=transformer:32,4,48,6,5,3), the model's
+// weights loaded into it; cond one row at a time.
+TEST(Transformer, AotiStrategiesMatchTheReferenceOnThePackagedModel) {
+  const ModelConfig config = small_transformer();
+  int compared = 0;
+  for (const StrategyInfo* info : strategies_on(Device::cpu)) {
+    if (info->engine != Engine::aoti) continue;
+    // A missing package here is a failure, not a skip: the test fixture compiled it.
+    ASSERT_FALSE(info->unsupported(config, 1)) << info->key() << ": " << *info->unsupported(config, 1);
+    const int64_t batch = info->unsupported(config, 2) ? 1 : 11;
+    for (const uint64_t seed : {31u, 32u}) {  // two sets of weights through one package
+      const EarlyExitModel model(config, seed);
+      const at::Tensor x = seeded_input(config, batch, seed + 1);
+      const ReferenceHeads heads = reference_heads(config, model->flat_parameters(), x);
+      std::vector<std::vector<float>> cases{forced_thresholds(config.blocks, 1),
+                                            forced_thresholds(config.blocks, config.final_exit())};
+      if (batch > 1) cases.push_back(splitting_thresholds(heads));
+      auto strategy = info->make();
+      strategy->prepare(model, batch);
+      for (const std::vector<float>& thresholds : cases) {
+        SCOPED_TRACE(info->key() + " seed " + std::to_string(seed));
+        const ExitOutput out = strategy->run(x, thresholds);
+        strategy->finish();
+        ASSERT_TRUE(matches_reference(out, pick_exits(heads, thresholds), kLogitTolerance));
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 2 * 2 + 2 * 3);  // cond: two forced cases; masked: and a spread batch
+}
+
 TEST(Transformer, NativeStrategiesSayTheyRunTheMlpOnly) {
   for (const StrategyInfo* info : strategies_on(Device::cpu)) {
     if (info->engine != Engine::native) continue;

@@ -6,14 +6,16 @@ device and module. condbench loads them with torch::inductor::AOTIModelPackageLo
 the model's own weights (load_constants), so a package serves any weights of its configuration.
 
 Packages are cached by torch version, device and configuration:
-  <cache>/torch-<version>/<device>/i<in>-h<hidden>-c<classes>-b<blocks>/<module>.pt2
+  <cache>/torch-<version>/<device>/i<in>-h<hidden>-c<classes>-b<blocks>/<module>.pt2      (mlp)
+  <cache>/torch-<version>/<device>/t<d_model>-a<heads>-f<ffn>-s<seq>-c<classes>-b<blocks>/<module>.pt2
 beside <module>.json: the torch version, the export and compile seconds, the options, and a
 digest of the code that made it (a package made by other code is compiled again). The cache is
 $CONDBENCH_AOTI_DIR, else $XDG_CACHE_HOME/condbench/aoti, else ~/.cache/condbench/aoti: the place
 condbench looks too.
 
-usage: aoti_compile.py (--workload DIR | --config IN,HIDDEN,CLASSES,BLOCKS ...) [--device cpu|cuda]
-                       [--modules cond,masked] [--cache DIR] [--force]
+usage: aoti_compile.py (--workload DIR | --config IN,HIDDEN,CLASSES,BLOCKS ...
+                        | --config transformer:D_MODEL,HEADS,FFN,SEQ,CLASSES,BLOCKS ...)
+                       [--device cpu|cuda] [--modules cond,masked] [--cache DIR] [--force]
 """
 import argparse
 import contextlib
@@ -46,6 +48,8 @@ def cache_root():
 
 
 def config_key(config):
+    if config.get("family", "mlp") == "transformer":
+        return "t{d_model}-a{heads}-f{ffn}-s{seq}-c{num_classes}-b{blocks}".format(**config)
     return "i{in_features}-h{hidden}-c{num_classes}-b{blocks}".format(**config)
 
 
@@ -59,13 +63,22 @@ def source_digest():
 
 
 def parse_config(text):
+    transformer = text.startswith("transformer:")
+    keys = ("d_model", "heads", "ffn", "seq", "num_classes", "blocks") if transformer else \
+        ("in_features", "hidden", "num_classes", "blocks")
     try:
-        values = [int(v) for v in text.split(",")]
+        values = [int(v) for v in text.removeprefix("transformer:").split(",")]
     except ValueError:
         values = []
-    if len(values) != 4 or min(values) < 1 or max(values) > 1 << 16:
-        fail(f"--config {text!r}: want IN,HIDDEN,CLASSES,BLOCKS, four integers from 1 to 65536")
-    return dict(zip(("in_features", "hidden", "num_classes", "blocks"), values))
+    if len(values) != len(keys) or min(values) < 1 or max(values) > 1 << 16:
+        fail(f"--config {text!r}: want IN,HIDDEN,CLASSES,BLOCKS or transformer:D_MODEL,HEADS,FFN,SEQ,CLASSES,BLOCKS, "
+             "integers from 1 to 65536")
+    config = dict(zip(keys, values))
+    if transformer:
+        if config["d_model"] % config["heads"]:
+            fail(f"--config {text!r}: heads must divide d_model")
+        config = {"family": "transformer", **config}
+    return config
 
 
 def workload_configs(root):
@@ -83,18 +96,18 @@ def workload_configs(root):
 def export(torch, module_name, config, device):
     """The exported program of `module_name` for `config`, with example inputs on `device`."""
     sys.path.insert(0, HERE)
-    from early_exit import DeployedCond, DeployedMasked, EarlyExitMLP
+    from early_exit import DeployedCond, DeployedMasked, build_model
     torch.manual_seed(0)  # the weights are placeholders: condbench loads the model's own
-    model = EarlyExitMLP(config["in_features"], config["hidden"], config["num_classes"], config["blocks"])
+    model = build_model(config)
     for p in model.parameters():
         p.requires_grad_(False)  # torch.export of torch.cond: frozen parameters, no no_grad region
     model = model.to(device).eval()
     thresholds = torch.zeros(config["blocks"], device=device)
     if module_name == "cond":
-        example = (torch.zeros(1, config["in_features"], device=device), thresholds)
+        example = (torch.zeros(1, *model.row_shape, device=device), thresholds)
         return torch.export.export(DeployedCond(model), example)
     rows = torch.export.Dim("batch", min=1, max=1 << 20)  # masked serves any batch
-    example = (torch.zeros(2, config["in_features"], device=device), thresholds)
+    example = (torch.zeros(2, *model.row_shape, device=device), thresholds)
     return torch.export.export(DeployedMasked(model), example, dynamic_shapes=({0: rows}, None))
 
 
@@ -123,7 +136,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--workload", help="every model of a directory condbench --export-workload wrote")
-    source.add_argument("--config", action="append", help="IN,HIDDEN,CLASSES,BLOCKS (repeatable)")
+    source.add_argument("--config", action="append",
+                        help="IN,HIDDEN,CLASSES,BLOCKS or transformer:D_MODEL,HEADS,FFN,SEQ,CLASSES,BLOCKS (repeatable)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--modules", default=",".join(MODULES), help="comma-separated: cond, masked")
     parser.add_argument("--cache", default=None, help="the cache (default: condbench's, see above)")

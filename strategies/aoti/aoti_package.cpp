@@ -35,8 +35,20 @@ fs::path cache_root() {
 
 std::string config_key(const ModelConfig& c) {
   std::ostringstream key;
-  key << 'i' << c.in_features << "-h" << c.hidden << "-c" << c.num_classes << "-b" << c.blocks;
+  if (c.family == ModelFamily::mlp)
+    key << 'i' << c.in_features << "-h" << c.hidden;
+  else
+    key << 't' << c.d_model << "-a" << c.heads << "-f" << c.ffn << "-s" << c.seq;
+  key << "-c" << c.num_classes << "-b" << c.blocks;
   return key.str();
+}
+
+// The sizes bench/python/aoti_compile.py writes into a package's description, by family.
+std::vector<std::pair<const char*, int>> described_sizes(const ModelConfig& c) {
+  if (c.family == ModelFamily::mlp)
+    return {{"in_features", c.in_features}, {"hidden", c.hidden}, {"num_classes", c.num_classes}, {"blocks", c.blocks}};
+  return {{"d_model", c.d_model},         {"heads", c.heads},  {"ffn", c.ffn}, {"seq", c.seq},
+          {"num_classes", c.num_classes}, {"blocks", c.blocks}};
 }
 
 fs::path package_file(const ModelConfig& config, Device device, const std::string& module) {
@@ -45,9 +57,15 @@ fs::path package_file(const ModelConfig& config, Device device, const std::strin
 }
 
 std::string compile_command(const ModelConfig& c, Device device, const std::string& module) {
-  return "bench/python/aoti_compile.py --device=" + std::string(to_string(device)) + " --modules=" + module +
-         " --config=" + std::to_string(c.in_features) + "," + std::to_string(c.hidden) + "," +
-         std::to_string(c.num_classes) + "," + std::to_string(c.blocks);
+  std::ostringstream command;  // (a stream: GCC 12 warns falsely on long chains of string +)
+  command << "bench/python/aoti_compile.py --device=" << to_string(device) << " --modules=" << module
+          << " --config=" << (c.family == ModelFamily::mlp ? "" : "transformer:");
+  const char* separator = "";
+  for (const auto& [key, value] : described_sizes(c)) {
+    command << separator << value;
+    separator = ",";
+  }
+  return command.str();
 }
 
 // The package's description, read whole; a file from elsewhere can hold anything.
@@ -80,9 +98,6 @@ std::string package_path(const ModelConfig& config, Device device, const std::st
 }
 
 Unsupported package_unusable(const ModelConfig& config, Device device, const std::string& module) {
-  if (config.family != ModelFamily::mlp)
-    return std::string("bench/python/aoti_compile.py exports the mlp family only; no package for a ") +
-           to_string(config.family);
   const fs::path package = package_file(config, device, module);
   const fs::path description = fs::path(package).replace_extension(".json");
   const std::string make = "; scripts/run compiles it, or " + compile_command(config, device, module);
@@ -91,14 +106,13 @@ Unsupported package_unusable(const ModelConfig& config, Device device, const std
     return "no AOTInductor package for this model at " + package.string() + make;
   const std::optional<nlohmann::json> meta = read_description(description);
   if (!meta) return "unreadable package description " + description.string() + make;
+  // The description's config is the model's: its family (absent for the mlp) and every size.
   const auto given = meta->find("config");
-  const auto size = [&](const char* key) {
-    return given != meta->end() && given->is_object() && given->contains(key) && (*given)[key].is_number_integer()
-               ? (*given)[key].get<int64_t>()
-               : -1;
-  };
-  if (size("in_features") != config.in_features || size("hidden") != config.hidden ||
-      size("num_classes") != config.num_classes || size("blocks") != config.blocks)
+  bool same = given != meta->end() && given->is_object() &&
+              text_of(*given, "family") == (config.family == ModelFamily::mlp ? "?" : to_string(config.family));
+  for (const auto& [key, value] : described_sizes(config))
+    same = same && given->contains(key) && (*given)[key].is_number_integer() && (*given)[key].get<int64_t>() == value;
+  if (!same)
     return "the package description " + description.string() + " is not of this model (" + config.describe() + ")" +
            make;
   if (text_of(*meta, "torch_version") != TORCH_VERSION)
