@@ -26,14 +26,16 @@ constexpr double kGpuLogitTolerance = 1e-4;
 
 struct Config {
   const char* name;
-  int hidden, blocks;
+  int hidden, blocks;  // a transformer's hidden is its d_model
+  bool transformer = false;
 };
 void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
 // Partial tiles in every kernel: hidden 100 and 4100 (outputs and inputs past a tile), batch 7,
 // 70 and 200 (rows past a group). hidden4100 at batch 200 runs the tiled Linear kernel on an H200
 // (65 x 4 tiles >= 132 multiprocessors); every other case the sliced one.
-const Config kConfigs[] = {
-    {"default", 64, 3}, {"hidden100", 100, 3}, {"hidden1024", 1024, 3}, {"hidden4100", 4100, 3}, {"blocks12", 64, 12}};
+// The transformer (d_model 64, 4 heads, ffn 128, 16 tokens) runs on the torch engine only.
+const Config kConfigs[] = {{"default", 64, 3},      {"hidden100", 100, 3}, {"hidden1024", 1024, 3},
+                           {"hidden4100", 4100, 3}, {"blocks12", 64, 12},  {"transformer", 64, 2, true}};
 
 using Case = std::tuple<const StrategyInfo*, Config>;
 
@@ -50,7 +52,14 @@ class CudaStrategies : public ::testing::TestWithParam<Case> {
   const Config& config() const { return std::get<1>(GetParam()); }
   ModelSource source() const {
     ModelSource s;
-    s.config.hidden = config().hidden;
+    if (config().transformer) {
+      s.config = ModelConfig::transformer();
+      s.config.d_model = config().hidden;
+      s.config.ffn = 2 * config().hidden;
+      s.config.seq = 16;
+    } else {
+      s.config.hidden = config().hidden;
+    }
     s.config.blocks = config().blocks;
     return s;
   }
@@ -60,8 +69,8 @@ class CudaStrategies : public ::testing::TestWithParam<Case> {
 // computed once per model: in double precision on the host it takes seconds at hidden 4096, and
 // every strategy of that config compares against it.
 const ReferenceHeads& reference_for(const ModelSource& source) {
-  static std::map<std::pair<int, int>, ReferenceHeads> cache;
-  const auto key = std::make_pair(source.config.hidden, source.config.blocks);
+  static std::map<std::string, ReferenceHeads> cache;
+  const std::string key = source.key();
   auto it = cache.find(key);
   if (it == cache.end()) {
     const auto largest = shared_workload(source, 256);
