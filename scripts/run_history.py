@@ -9,8 +9,9 @@ condbench arguments beside them (STAMP.args.json) and makes results/latest.json,
 latest-python.json and latest-report relative symbolic links to them, replaced atomically.
 
 A filtered run (one that selects part of the suite: --strategy, --scenario, --device, --batch,
---model, --hidden, --d-model, --heads, --ffn, --seq, --blocks, --weights, --benchmark_filter) does not replace a full run as latest: it is
-kept in results/runs/ and the script says so, unless --as-latest is given.
+--model, --hidden, --d-model, --heads, --ffn, --seq, --blocks, --weights, --benchmark_filter) does
+not replace a full run as latest: it is kept in results/runs/ and the script says so, unless
+--as-latest is given.
 """
 import json
 import os
