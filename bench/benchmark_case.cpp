@@ -44,9 +44,11 @@ std::string BenchmarkCase::name() const {
 namespace {
 
 constexpr int kGpuTimedInferences = 200;
-// The most full-depth work one pass over the inputs a case walks may hold (FLOPs): the default
-// mlp walks its whole pool, the default transformer 65 rows of it (batch 1).
+// The most full-depth work one pass over the inputs a case walks may hold (FLOPs), but never fewer
+// than kMinWalkRows rows, so a mix:* scenario's shares show: the default mlp walks its whole pool,
+// the default transformer 64 rows of it (batch 1), a BERT-base encoder 64.
 constexpr double kWalkFlops = 2e10;
+constexpr int64_t kMinWalkRows = 64;
 // With --trace, this many inferences of each case are also placed on the trace's GPU track.
 constexpr int kTracedGpuInferences = 16;
 
@@ -167,7 +169,8 @@ PreparedCase& prepared(const BenchmarkCase& c) {
   // full-depth work. Any prefix of the walk holds the scenario's exit shares (batches_for).
   const std::vector<at::Tensor> walk = current.workload->batches_for(c.scenario);
   const double batch_flops = static_cast<double>(c.batch) * full_model_flops(config);
-  const size_t walked = std::clamp<size_t>(static_cast<size_t>(kWalkFlops / batch_flops), 1, walk.size());
+  const size_t least = static_cast<size_t>((kMinWalkRows + c.batch - 1) / c.batch);  // a mix needs rows to hold it
+  const size_t walked = std::min(walk.size(), std::max(least, static_cast<size_t>(kWalkFlops / batch_flops)));
   for (size_t i = 0; i < walked; ++i) current.inputs.push_back(walk[i].to(torch_device(device)).contiguous());
   if (device == Device::cuda) synchronize_cuda_device();
 

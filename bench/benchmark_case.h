@@ -17,7 +17,8 @@ struct BenchmarkCase {
   int64_t batch = 1;
   Scenario scenario;
 
-  // early_exit/<device>/<engine>/<strategy>/<scenario>/batch:<b>/hidden:<h>/blocks:<n>
+  // early_exit/<device>/<engine>/<strategy>/<scenario>/batch:<b>/hidden:<h>/blocks:<n>, or for the
+  // transformer .../batch:<b>/model:transformer/d_model:<d>/heads:<a>/ffn:<f>/seq:<s>/blocks:<n>
   std::string name() const;
 };
 

@@ -48,7 +48,8 @@ Place place_of(const std::string& name) {
   const std::optional<std::string> model = parsed->axis_value("model");  // absent: the mlp
   if (model) {                                                           // after every mlp block, by its sizes
     place.block_key = "2/" + device + "/" + *model + "/" + padded(parsed->axis_value("blocks")) + "/" +
-                      padded(parsed->axis_value("d_model")) + "/" + padded(parsed->axis_value("seq")) + "/" +
+                      padded(parsed->axis_value("d_model")) + "/" + padded(parsed->axis_value("heads")) + "/" +
+                      padded(parsed->axis_value("ffn")) + "/" + padded(parsed->axis_value("seq")) + "/" +
                       padded(parsed->axis_value("batch"));
     place.block_title = device + " · " + *model + " d_model " + axis("d_model") + " · " + axis("heads") +
                         " heads · ffn " + axis("ffn") + " · seq " + axis("seq") + " · " + axis("blocks") +

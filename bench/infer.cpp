@@ -75,10 +75,9 @@ Options parse_options(int argc, char** argv) {
   }
   if (given("--heads")) config.heads = int_flag("--heads", 1024);
   if (given("--seq")) config.seq = int_flag("--seq", 1 << 14);
-  if (input.defined() && input.dim() == 3) config.seq = static_cast<int>(input.size(1));
   if (given("--weights")) {
     for (const char* f :
-         {"--seed", "--model", "--in-features", "--hidden", "--d-model", "--ffn", "--seq", "--num-classes", "--blocks"})
+         {"--seed", "--model", "--in-features", "--hidden", "--d-model", "--ffn", "--num-classes", "--blocks"})
       if (given(f)) fail(std::string(f) + ": not with --weights (the file gives the model)");
     options.source.weights_path = flags.at("--weights");
   } else if (config.family == ModelFamily::transformer) {
@@ -105,6 +104,19 @@ Options parse_options(int argc, char** argv) {
     if (given("--blocks")) config.blocks = static_cast<int>(cli::parse_int("--blocks", flags.at("--blocks"), 1, 256));
   }
   config = shared_model(options.source)->config();
+  if (config.family == ModelFamily::mlp && (given("--heads") || given("--seq")))
+    fail(std::string(given("--heads") ? "--heads" : "--seq") + ": the transformer's; the model is an mlp");
+  // A transformer's tokens per row are the input's ([rows, seq, d_model], or [seq, d_model]).
+  if (config.family == ModelFamily::transformer && input.defined() && (input.dim() == 2 || input.dim() == 3)) {
+    const int tokens = static_cast<int>(input.size(input.dim() - 2));
+    if (tokens != config.seq) {
+      if (given("--seq"))
+        fail("--seq=" + std::to_string(config.seq) + ": the input holds " + std::to_string(tokens) +
+             " tokens per row; drop --seq");
+      config.seq = tokens;
+      config = shared_model(options.source)->config();
+    }
+  }
 
   if (input.defined()) {
     const std::vector<int64_t> row = config.row_shape();

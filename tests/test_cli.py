@@ -710,11 +710,31 @@ class TransformerInterop(unittest.TestCase):
             weights, inputs = os.path.join(d, "w.pt"), os.path.join(d, "x.pt")
             torch.save(model.state_dict(), weights)
             torch.save(torch.randn(3, 6, 30), inputs)
+            tokens = os.path.join(d, "tokens.pt")
+            torch.save(torch.randn(3, 6, 32), tokens)
+            mlp = os.path.join(d, "mlp.pt")
+            torch.save(PyEarlyExit(8, 16, 5, 2).state_dict(), mlp)
             for args, message in [(["--heads=5", "--batch=2"], "heads must divide d_model"),
                                   ([f"--input={inputs}"], "--input: expected a floating-point tensor [rows, 6, 32]"),
+                                  ([f"--input={tokens}", "--seq=5"], "--seq=5: the input holds 6 tokens per row"),
                                   (["--hidden=64"], "--hidden: not with --weights")]:
                 with self.subTest(args=args):
                     result = run(INFER, "--device=cpu", f"--weights={weights}", *args, "--thresholds=0.5,0.5")
+                    self.assertEqual(result.returncode, 2, result.stderr)
+                    self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+                    self.assertIn(message, result.stderr)
+            # the input's tokens per row, 2-D for one row or 3-D, set the model's seq
+            single = os.path.join(d, "single.pt")
+            torch.save(torch.randn(9, 32), single)
+            for path, rows in [(tokens, 3), (single, 1)]:
+                result = run(INFER, "--device=cpu", f"--weights={weights}", f"--input={path}", "--thresholds=0.5,0.5")
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(json.loads(result.stdout)["rows"], rows)
+            for args, message in [([f"--weights={mlp}", "--heads=4", "--batch=2"], "--heads: the transformer's"),
+                                  (["--model=transformer", "--d-model=16384", "--ffn=65536", "--blocks=256"],
+                                   "weights; condbench takes at most 2^31")]:
+                with self.subTest(args=args):
+                    result = run(INFER, "--device=cpu", *args, "--thresholds=0.5,0.5")
                     self.assertEqual(result.returncode, 2, result.stderr)
                     self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
                     self.assertIn(message, result.stderr)

@@ -31,7 +31,7 @@ ModelConfig small_transformer() {
   return c;
 }
 
-// An odd one: one head, d_model not a power of two, a single token.
+// An odd one: three heads of width 4, d_model not a power of two, a single token.
 ModelConfig odd_transformer() {
   ModelConfig c = ModelConfig::transformer();
   c.d_model = 12;

@@ -101,8 +101,10 @@ def aggregates(name, repetitions, times, counters):
     return out
 
 
-# condbench's bench/benchmark_case.cpp: the most full-depth work (FLOPs) one pass over the walk holds.
+# condbench's bench/benchmark_case.cpp: the most full-depth work (FLOPs) one pass over the walk
+# holds, and the fewest rows it walks (the peer runs batch 1).
 WALK_FLOPS = 2e10
+MIN_WALK_ROWS = 64
 
 
 def model_axes(config):
@@ -149,9 +151,10 @@ def main():
                     continue
                 # condbench's walk for this scenario: mixes interleave exits so any prefix keeps the shares
                 walk = [pool[i] for i in meta.get("walk_order", {}).get(scenario, range(len(pool)))]
-                # as much of it as condbench walks: at most WALK_FLOPS of full-depth work
+                # as much of it as condbench walks: at most WALK_FLOPS of full-depth work, at least
+                # MIN_WALK_ROWS rows
                 if meta.get("full_model_flops", 0) > 0:
-                    walk = walk[:max(1, int(WALK_FLOPS // meta["full_model_flops"]))]
+                    walk = walk[:max(MIN_WALK_ROWS, int(WALK_FLOPS // meta["full_model_flops"]))]
                 thresholds = torch.tensor(values, device=args.device) if tensor_thresholds else list(values)
                 # Untimed pass over the pool: compiles, warms up, and learns each row's exit.
                 exits = [int(run_variant(fn, row, thresholds, sync)[1]) for row in walk]

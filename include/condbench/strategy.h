@@ -70,7 +70,7 @@ class Strategy {
   // Everything that allocates, uploads weights or captures graphs, for inputs of `batch` rows.
   virtual void prepare(const EarlyExitModel& model, int64_t batch) = 0;
 
-  // One inference. input: contiguous float32 [batch, in_features] on device(); thresholds: one per
+  // One inference. input: contiguous float32 [batch, row_shape...] on device(); thresholds: one per
   // exit head, on the host. Starts a fresh per-inference record, then calls do_run. Returns with
   // the work enqueued (finish() waits for it).
   ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) {

@@ -108,8 +108,11 @@ Unsupported package_unusable(const ModelConfig& config, Device device, const std
   if (!meta) return "unreadable package description " + description.string() + make;
   // The description's config is the model's: its family (absent for the mlp) and every size.
   const auto given = meta->find("config");
-  bool same = given != meta->end() && given->is_object() &&
-              text_of(*given, "family") == (config.family == ModelFamily::mlp ? "?" : to_string(config.family));
+  const auto family = [&] {  // absent: the mlp (packages made before the transformer said nothing)
+    const std::string text = text_of(*given, "family");
+    return text == "?" ? std::string("mlp") : text;
+  };
+  bool same = given != meta->end() && given->is_object() && family() == to_string(config.family);
   for (const auto& [key, value] : described_sizes(config))
     same = same && given->contains(key) && (*given)[key].is_number_integer() && (*given)[key].get<int64_t>() == value;
   if (!same)
