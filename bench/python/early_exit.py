@@ -8,6 +8,7 @@ exported state_dict loads unchanged. Both families offer block(k, h) and head(k)
 variant uses. Every variant takes one input row [1, ...] and thresholds, and returns (logits
 [1, num_classes], exit id as a Python int or a 0-d tensor)."""
 import os
+import re
 
 import torch
 from torch import nn
@@ -166,6 +167,11 @@ class BlocksCompile:
 
     def __init__(self, model):
         self.model = model
+        # Every Stage shares one forward, which dynamo compiles once per stage (and per model in a
+        # process that runs several): past its recompile limit (8) a stage would quietly run eager.
+        config = torch._dynamo.config
+        name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+        setattr(config, name, max(getattr(config, name), 256))
         self.stages = [torch.compile(Stage(model, k)) for k in range(model.blocks)]
         self.final = torch.compile(model.final)
 
@@ -334,7 +340,8 @@ def variants(model, device):
                 ort_if = OrtIf(model, onnxruntime, os.path.join(d, "cond.onnx"))
             runnable.append(("ort_if", ort_if, ort_if.host_syncs, True))
         except Exception as e:  # the exporter or ONNX Runtime refuses this model: say so, run the rest
-            skipped.append(("ort_if", f"ONNX export or load failed: {str(e).strip().splitlines()[0][:200]}"))
+            first = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()[0]  # the exporter colours its text
+            skipped.append(("ort_if", f"ONNX export or load failed: {first[:200]}"))
     if device != "cuda":
         skipped.append(("py_cond_cudagraph", "CUDA only"))
     elif tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 12):
