@@ -760,22 +760,13 @@ class TransformerInterop(unittest.TestCase):
 
 
 if torch is not None:
-    class PyEarlyExit(torch.nn.Module):
-        """The PyTorch module of docs/design.md §1, written independently of condbench."""
-
-        def __init__(self, in_features, hidden, num_classes, blocks):
-            super().__init__()
-            self.blocks = blocks
-            self.backbone = torch.nn.ModuleList(
-                [torch.nn.Linear(in_features if i == 0 else hidden, hidden) for i in range(blocks)])
-            for k in range(1, blocks + 1):
-                setattr(self, f"exit{k}", torch.nn.Linear(hidden, num_classes))
-            self.final = torch.nn.Linear(hidden, num_classes)
+    class EarlyExitRule(torch.nn.Module):
+        """docs/design.md §1's exit rule over a subclass's block(k, h), exit{k} and final heads."""
 
         def heads(self, x):
             h, out = x, []
             for k in range(self.blocks):
-                h = torch.relu(self.backbone[k](h))
+                h = self.block(k, h)
                 out.append(getattr(self, f"exit{k + 1}")(h))
             out.append(self.final(h))
             return out
@@ -797,6 +788,21 @@ if torch is not None:
                 logits.append(heads[exit_id - 1][0])
             return ids, torch.stack(logits)
 
+    class PyEarlyExit(EarlyExitRule):
+        """The PyTorch module of docs/design.md §1, written independently of condbench."""
+
+        def __init__(self, in_features, hidden, num_classes, blocks):
+            super().__init__()
+            self.blocks = blocks
+            self.backbone = torch.nn.ModuleList(
+                [torch.nn.Linear(in_features if i == 0 else hidden, hidden) for i in range(blocks)])
+            for k in range(1, blocks + 1):
+                setattr(self, f"exit{k}", torch.nn.Linear(hidden, num_classes))
+            self.final = torch.nn.Linear(hidden, num_classes)
+
+        def block(self, k, h):
+            return torch.relu(self.backbone[k](h))
+
     class EncoderHead(torch.nn.Module):
         def __init__(self, d_model, num_classes):
             super().__init__()
@@ -806,7 +812,7 @@ if torch is not None:
         def forward(self, h):
             return self.proj(self.norm(h[:, 0, :]))
 
-    class PyEarlyExitEncoder(torch.nn.Module):
+    class PyEarlyExitEncoder(EarlyExitRule):
         """The transformer family of docs/design.md §1 as a PyTorch user writes it: a ModuleList of
         nn.TransformerEncoderLayer, an exit head on token 0 after each, written independently of
         condbench."""
@@ -825,30 +831,8 @@ if torch is not None:
                     if "norm" in name:
                         p.add_(torch.randn_like(p) * 0.2)
 
-        def heads(self, x):
-            h, out = x, []
-            for k in range(self.blocks):
-                h = self.layers[k](h)
-                out.append(getattr(self, f"exit{k + 1}")(h))
-            out.append(self.final(h))
-            return out
-
-        def confidences(self, x):
-            return torch.stack([torch.softmax(l, -1).amax(-1) for l in self.heads(x)[:-1]], 1)
-
-        @torch.no_grad()
-        def early_exit(self, x, thresholds):
-            ids, logits = [], []
-            for row in x:
-                heads = self.heads(row.unsqueeze(0))
-                exit_id = self.blocks + 1
-                for k in range(self.blocks):
-                    if torch.softmax(heads[k], -1).max().item() > thresholds[k]:
-                        exit_id = k + 1
-                        break
-                ids.append(exit_id)
-                logits.append(heads[exit_id - 1][0])
-            return ids, torch.stack(logits)
+        def block(self, k, h):
+            return self.layers[k](h)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,30 @@ except ImportError as e:  # the peer needs the torch scripts/setup installs
     IMPORT_ERROR = str(e)
 
 
+def agree_with_condbench_infer(test, runnable, rows, inputs, infer_args, rtol):
+    """Every variant on every row, for each of the workload's scenarios, gives condbench-infer's exit
+    ids and its logits within rtol of the row's largest; returns the exit ids seen."""
+    exits_seen = set()
+    for scenario, values in test.meta["thresholds"].items():
+        result = subprocess.run([INFER, "--device=cpu", f"--weights={test.dir}/weights.pt", f"--input={inputs}",
+                                 *infer_args, "--thresholds=" + ",".join(repr(v) for v in values)],
+                                capture_output=True, text=True, timeout=120)
+        test.assertEqual(result.returncode, 0, result.stderr)
+        reference = json.loads(result.stdout)["strategies"][0]
+        exits_seen.update(reference["exit_ids"])
+        want_logits = torch.tensor(reference["logits"])
+        scale = want_logits.abs().amax(-1, keepdim=True)
+        for name, fn, _, tensor_thresholds in runnable:
+            thresholds = torch.tensor(values) if tensor_thresholds else values
+            for r in range(rows.shape[0]):
+                with test.subTest(scenario=scenario, variant=name, row=r):
+                    logits, exit_id = fn(rows[r:r + 1], thresholds)
+                    test.assertEqual(int(exit_id), reference["exit_ids"][r])
+                    diff = (logits[0] - want_logits[r]).abs().max().item()
+                    test.assertLessEqual(diff, rtol * scale[r].item())
+    return exits_seen
+
+
 @unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
 class PythonPeer(unittest.TestCase):
     @classmethod
@@ -64,22 +88,7 @@ class PythonPeer(unittest.TestCase):
         self.assertEqual([name for name, *_ in runnable],
                          ["py_eager_if", "py_cond", "py_cond_compile", "py_masked", "py_masked_compile",
                           "py_blocks_compile", "ort_if"])
-        for scenario, values in self.meta["thresholds"].items():
-            result = subprocess.run([INFER, "--device=cpu", f"--weights={self.dir}/weights.pt", f"--input={inputs}",
-                                     "--thresholds=" + ",".join(repr(v) for v in values)],
-                                    capture_output=True, text=True, timeout=120)
-            self.assertEqual(result.returncode, 0, result.stderr)
-            reference = json.loads(result.stdout)["strategies"][0]
-            want_logits = torch.tensor(reference["logits"])
-            scale = want_logits.abs().amax(-1, keepdim=True)
-            for name, fn, _, tensor_thresholds in runnable:
-                thresholds = torch.tensor(values) if tensor_thresholds else values
-                for r in range(rows.shape[0]):
-                    with self.subTest(scenario=scenario, variant=name, row=r):
-                        logits, exit_id = fn(rows[r:r + 1], thresholds)
-                        self.assertEqual(int(exit_id), reference["exit_ids"][r])
-                        diff = (logits[0] - want_logits[r]).abs().max().item()
-                        self.assertLessEqual(diff, 1e-5 * scale[r].item())
+        agree_with_condbench_infer(self, runnable, rows, inputs, [], 1e-5)
 
     def test_the_questions_code_fails_as_the_readme_says_and_the_peers_module_works(self):
         """README, "The question's code, made to work": if PyTorch changes what it accepts, this
@@ -196,24 +205,7 @@ class PythonPeerTransformer(unittest.TestCase):
         for name in ["py_eager_if", "py_cond", "py_cond_compile", "py_masked", "py_masked_compile",
                      "py_blocks_compile"]:
             self.assertIn(name, names)
-        exits_seen = set()
-        for scenario, values in self.meta["thresholds"].items():
-            result = subprocess.run([INFER, "--device=cpu", f"--weights={self.dir}/weights.pt", f"--input={inputs}",
-                                     "--heads=2", "--thresholds=" + ",".join(repr(v) for v in values)],
-                                    capture_output=True, text=True, timeout=120)
-            self.assertEqual(result.returncode, 0, result.stderr)
-            reference = json.loads(result.stdout)["strategies"][0]
-            exits_seen.update(reference["exit_ids"])
-            want_logits = torch.tensor(reference["logits"])
-            scale = want_logits.abs().amax(-1, keepdim=True)
-            for name, fn, _, tensor_thresholds in runnable:
-                thresholds = torch.tensor(values) if tensor_thresholds else values
-                for r in range(rows.shape[0]):
-                    with self.subTest(scenario=scenario, variant=name, row=r):
-                        logits, exit_id = fn(rows[r:r + 1], thresholds)
-                        self.assertEqual(int(exit_id), reference["exit_ids"][r])
-                        diff = (logits[0] - want_logits[r]).abs().max().item()
-                        self.assertLessEqual(diff, 1e-4 * scale[r].item())
+        exits_seen = agree_with_condbench_infer(self, runnable, rows, inputs, ["--heads=2"], 1e-4)
         self.assertEqual(exits_seen, {1, 2, 3})  # the forced scenarios and the mix reach every exit
 
     def test_peer_names_the_transformer_as_condbench_does(self):

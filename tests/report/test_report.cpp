@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <random>
@@ -84,9 +85,8 @@ TEST(ResultFileTest, ReadsRepetitionsCountersAndErrors) {
   EXPECT_EQ(f.series.back().error, "skipped: no CUDA device on this machine");
 }
 
-TEST(ResultFileTest, ANameWithAnUnknownAxisIsReadGroupedAndShown) {
-  // The fixture again, every early_exit benchmark also under a name with one more axis (seq:128):
-  // a second model, read beside the first, never merged with it and never dropped.
+// The fixture, with every early_exit benchmark also under the name `rename` makes of its own.
+nlohmann::json fixture_with_copies(const std::function<std::string(std::string)>& rename) {
   std::ifstream in(kFixture);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (size_t at; (at = text.find("NaN")) != std::string::npos;) text.replace(at, 3, "null");  // as Python writes it
@@ -94,14 +94,20 @@ TEST(ResultFileTest, ANameWithAnUnknownAxisIsReadGroupedAndShown) {
   nlohmann::json more = nlohmann::json::array();
   for (nlohmann::json b : data["benchmarks"]) {
     for (const char* key : {"name", "run_name"}) {
-      std::string name = b.value(key, "");
-      if (name.rfind("early_exit/", 0) != 0) continue;
-      name.insert(name.find("/hidden:"), "/seq:128");
-      b[key] = name;
+      const std::string name = b.value(key, "");
+      if (name.rfind("early_exit/", 0) == 0) b[key] = rename(name);
     }
     more.push_back(b);
   }
   for (const nlohmann::json& b : more) data["benchmarks"].push_back(b);
+  return data;
+}
+
+TEST(ResultFileTest, ANameWithAnUnknownAxisIsReadGroupedAndShown) {
+  // The fixture again, every early_exit benchmark also under a name with one more axis (seq:128):
+  // a second model, read beside the first, never merged with it and never dropped.
+  const nlohmann::json data =
+      fixture_with_copies([](std::string name) { return name.insert(name.find("/hidden:"), "/seq:128"); });
   const ResultFile f = parse_result_file("extra-axis.json", data.dump());
   ASSERT_EQ(f.series.size(), 14u);
   EXPECT_EQ(f.series[0].extra_axes, "");
@@ -121,22 +127,10 @@ TEST(ResultFileTest, ANameWithAnUnknownAxisIsReadGroupedAndShown) {
 TEST(ResultFileTest, TransformerNamesAreTheirOwnGroupWithTheirSizes) {
   // The fixture's benchmarks again under transformer names (condbench's BenchmarkCase::name): a
   // group of their own beside the mlp's, titled with the transformer's sizes.
-  std::ifstream in(kFixture);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (size_t at; (at = text.find("NaN")) != std::string::npos;) text.replace(at, 3, "null");
-  nlohmann::json data = nlohmann::json::parse(text);
-  nlohmann::json more = nlohmann::json::array();
-  for (nlohmann::json b : data["benchmarks"]) {
-    for (const char* key : {"name", "run_name"}) {
-      std::string name = b.value(key, "");
-      if (name.rfind("early_exit/", 0) != 0) continue;
-      name.replace(name.find("/hidden:64/blocks:3"), 19,
-                   "/model:transformer/d_model:256/heads:4/ffn:1024/seq:32/blocks:3");
-      b[key] = name;
-    }
-    more.push_back(b);
-  }
-  for (const nlohmann::json& b : more) data["benchmarks"].push_back(b);
+  const nlohmann::json data = fixture_with_copies([](std::string name) {
+    return name.replace(name.find("/hidden:64/blocks:3"), 19,
+                        "/model:transformer/d_model:256/heads:4/ffn:1024/seq:32/blocks:3");
+  });
   const ResultFile f = parse_result_file("transformer.json", data.dump());
   ASSERT_EQ(f.series.size(), 14u);
   EXPECT_EQ(f.series[7].hidden, 256);
