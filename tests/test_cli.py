@@ -750,6 +750,18 @@ class TransformerInterop(unittest.TestCase):
         self.assertEqual(listed.returncode, 0, listed.stderr)
         self.assertEqual([n.removesuffix("/real_time") for n in listed.stdout.split() if n.startswith("early_exit/")], [
             "early_exit/cpu/torch/eager_host/exit:1/batch:1/model:transformer/d_model:16/heads:2/ffn:64/seq:3/blocks:2"])
+        # the default suite holds both families; --full adds a BERT-base-sized encoder
+        for args, sizes in [([], ["d_model:256/heads:4/ffn:1024/seq:32/blocks:6"]),
+                            (["--full"], ["d_model:256/heads:4/ffn:1024/seq:32/blocks:6",
+                                          "d_model:768/heads:12/ffn:3072/seq:128/blocks:12"])]:
+            listed = run(CONDBENCH, "--device=cpu", *args, "--strategy=eager_host", "--scenario=exit:1",
+                         "--benchmark_list_tests=true")
+            self.assertEqual(listed.returncode, 0, listed.stderr)
+            names = [n.removesuffix("/real_time") for n in listed.stdout.split() if n.startswith("early_exit/")]
+            self.assertIn("early_exit/cpu/torch/eager_host/exit:1/batch:1/hidden:64/blocks:3", names)
+            self.assertEqual(sorted({n.split("model:transformer/")[1] for n in names if "model:transformer" in n}),
+                             sizes)
+            self.assertIn("early_exit/cpu/torch/eager_host/exit:1/batch:8/model:transformer/" + sizes[0], names)
         for args, message in [(["--model=mlp", "--d-model=64"], "--d-model: sets the transformer"),
                               (["--model=rnn"], "unknown model family 'rnn'"),
                               (["--model=transformer", "--d-model=30", "--heads=4"], "heads must divide d_model")]:
