@@ -287,7 +287,8 @@ TEST(Transformer, CalibrationHitsTheTargetShares) {
   std::vector<int> count(source.config.final_exit() + 1);
   for (int id : ref.exit_id) ++count[id];
   for (int e = 1; e <= source.config.final_exit(); ++e)
-    EXPECT_NEAR(count[e], kMinPoolRows / source.config.final_exit(), kMinPoolRows / 20) << "exit " << e;
+    EXPECT_NEAR(count[e], static_cast<double>(kMinPoolRows) / source.config.final_exit(), kMinPoolRows / 20.0)
+        << "exit " << e;
 }
 
 }  // namespace
