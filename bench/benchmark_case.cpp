@@ -118,7 +118,7 @@ void timed_loop(benchmark::State& state, Strategy& strategy, const std::vector<a
     [[maybe_unused]] Clock::time_point start;
     if constexpr (kSlowdown) start = Clock::now();
     const nvtx::ScopedRange iteration(nvtx::Level::iter, nvtx::inference_string());
-    ExitOutput out = strategy.run(inputs[next], thresholds);
+    const ExitOutput& out = strategy.run(inputs[next], thresholds);
     strategy.finish();
     benchmark::DoNotOptimize(out);
     if (++next == n) next = 0;

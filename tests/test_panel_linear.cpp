@@ -1,6 +1,8 @@
 // The CPU fused strategy's Linear kernels (strategies/native/cpu/panel_linear.h) against a double
 // sum, at both vector widths whatever this machine has: every row count a kernel call can get
-// (1..6 and their combinations), odd and power-of-two sizes, ReLU on and off.
+// (1..6 and their combinations), odd and power-of-two sizes, one-vector panels (out up to a
+// vector's lanes) and two-vector ones, sums split or not (in below and above the split), ReLU on
+// and off.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -64,7 +66,8 @@ void check(int in, int out, int rows, bool relu, uint64_t seed) {
 TEST(PanelLinear, MatchesADoubleSumAtEveryRowCountAndWidth) {
   uint64_t seed = 1;
   for (int rows = 1; rows <= 13; ++rows)
-    for (const auto& [in, out] : {std::pair{1, 1}, {3, 17}, {32, 64}, {64, 10}, {100, 100}, {33, 48}}) {
+    for (const auto& [in, out] :
+         {std::pair{1, 1}, {3, 17}, {32, 64}, {64, 10}, {100, 100}, {33, 48}, {5, 8}, {17, 9}, {64, 16}, {70, 5}}) {
       check<8>(in, out, rows, rows % 2 == 0, ++seed);
       check<16>(in, out, rows, rows % 2 == 1, ++seed);
     }

@@ -2,6 +2,7 @@
 // CPU vectors for the native engine and the CPU primitives: GCC/Clang vector-extension types, so
 // one source serves every instruction set (-march=native picks the registers; without it the
 // compiler lowers to what the target has).
+#include <cstdint>
 #include <cstring>
 
 namespace condbench::simd {
@@ -13,12 +14,27 @@ inline constexpr int kLanes = 16;
 inline constexpr int kLanes = 8;
 #endif
 
+// Put before a loop with a small constant trip count over an array of vectors (a tile's
+// accumulators, its bias, a store): unrolled before the vectoriser sees it, so every element is a
+// register. Left to itself, GCC 12 turns such a loop into a loop over memory — the array goes to
+// the stack and each 256-bit value is written in 128-bit halves and read back whole, a failed
+// store-to-load forward (one 64-output, 32-input Linear took 140 ns that way, 94 ns after the
+// ReLU alone was moved into registers).
+#define CONDBENCH_UNROLL_FIXED _Pragma("GCC unroll 64")
+
 template <int Lanes>
 struct Vector {
   typedef float type __attribute__((vector_size(Lanes * sizeof(float))));
 };
 template <int Lanes>
 using Vec = typename Vector<Lanes>::type;
+// What comparing two Vec<Lanes> gives: a lane of all ones where true, zero where false.
+template <int Lanes>
+struct IntVector {
+  typedef int32_t type __attribute__((vector_size(Lanes * sizeof(int32_t))));
+};
+template <int Lanes>
+using IntVec = typename IntVector<Lanes>::type;
 
 // Loads and stores at any float address (memcpy: no alignment or aliasing assumption; compilers
 // make it one unaligned vector move). Vectors go by reference: a 16-lane vector passed or returned

@@ -32,6 +32,8 @@ const char* to_string(Engine engine);
 
 // A result ready on the strategy's device: exit_id int32 [batch] with ids 1..blocks+1, logits
 // float32 [batch, num_classes]. Tensors may alias the strategy's buffers: valid until the next run.
+// Copying one costs two atomic reference-count updates (and as many to destroy the copy): Strategy
+// hands its result out by reference, so the timed loop does neither.
 struct ExitOutput {
   at::Tensor exit_id;
   at::Tensor logits;
@@ -72,8 +74,9 @@ class Strategy {
 
   // One inference. input: contiguous float32 [batch, row_shape...] on device(); thresholds: one per
   // exit head, on the host. Starts a fresh per-inference record, then calls do_run. Returns with
-  // the work enqueued (finish() waits for it).
-  ExitOutput run(const at::Tensor& input, const std::vector<float>& thresholds) {
+  // the work enqueued (finish() waits for it); the result is the strategy's own, valid until its
+  // next run (copy it to keep it).
+  const ExitOutput& run(const at::Tensor& input, const std::vector<float>& thresholds) {
     record_ = {};
     return do_run(input, thresholds);
   }
@@ -97,7 +100,15 @@ class Strategy {
   virtual std::optional<void*> cuda_stream() const { return std::nullopt; }
 
  protected:
-  virtual ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) = 0;
+  // One inference; returns output(). A strategy whose results live in buffers made once points
+  // output() at them in prepare(), so a run copies nothing, not even a reference count; one that
+  // makes new tensors each run returns keep(them).
+  virtual const ExitOutput& do_run(const at::Tensor& input, const std::vector<float>& thresholds) = 0;
+  ExitOutput& output() { return output_; }
+  const ExitOutput& keep(ExitOutput fresh) {
+    output_ = std::move(fresh);
+    return output_;
+  }
   // Counters only the device or the result knows (FLOPs a kernel counted, which stages a graph
   // ran, which exit a compiled forward took), added to the record after the run of `output`.
   // May synchronise.
@@ -112,6 +123,7 @@ class Strategy {
  private:
   Device device_;
   InferenceCounters record_;
+  ExitOutput output_;
 };
 
 struct StrategyInfo {

@@ -24,8 +24,8 @@ class Cond final : public aoti::AotiStrategy {
   }
 
  protected:
-  ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
-    return run_package(input, thresholds);
+  const ExitOutput& do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
+    return keep(run_package(input, thresholds));
   }
 
   // The exit taken says what ran: blocks and heads up to it, one host decision per exit test.

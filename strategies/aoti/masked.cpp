@@ -25,10 +25,10 @@ class Masked final : public aoti::AotiStrategy {
   }
 
  protected:
-  ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
+  const ExitOutput& do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
     record().flops_executed = flops_;  // the same work whatever the input
     record().bytes_read = bytes_;
-    return run_package(input, thresholds);
+    return keep(run_package(input, thresholds));
   }
 
  private:

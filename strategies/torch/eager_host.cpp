@@ -13,6 +13,7 @@ void EagerHost::prepare(const EarlyExitModel& model, int64_t batch) {
   const auto on_device = at::TensorOptions().device(torch_device(device()));
   exit_id_ = at::empty({batch}, on_device.dtype(at::kInt));
   logits_ = at::empty({batch, layers_->config().num_classes}, on_device.dtype(at::kFloat));
+  output() = {exit_id_, logits_};
 #if CONDBENCH_CUDA
   if (read_back_ == ReadBack::pinned_event) {
     pinned_ = at::empty({batch}, at::TensorOptions().dtype(at::kBool).pinned_memory(true));
@@ -32,7 +33,7 @@ at::Tensor EagerHost::read_decision(const at::Tensor& fire, [[maybe_unused]] int
   return fire.to(at::kCPU);  // on CUDA: a device->host copy that waits for the stream
 }
 
-ExitOutput EagerHost::do_run(const at::Tensor& input, const std::vector<float>& thresholds) {
+const ExitOutput& EagerHost::do_run(const at::Tensor& input, const std::vector<float>& thresholds) {
   const ModelConfig& config = layers_->config();
   at::Tensor h = input;
   at::Tensor rows;  // batch indices of the active rows; undefined while all rows are active
@@ -59,7 +60,7 @@ ExitOutput EagerHost::do_run(const at::Tensor& input, const std::vector<float>& 
     if (fired == 0) continue;
     if (fired == active) {
       write_rows(rows, logits, k + 1);
-      return {exit_id_, logits_};
+      return output();
     }
     // Some rows leave here: split the active set on the host, scatter the leavers, compact the rest.
     at::Tensor leave = at::empty({fired}, at::kLong), stay = at::empty({active - fired}, at::kLong);
@@ -78,7 +79,7 @@ ExitOutput EagerHost::do_run(const at::Tensor& input, const std::vector<float>& 
   record().flops_executed += active * head_flops(config);
   record().bytes_read += head_bytes(config);
   write_rows(rows, logits, config.final_exit());
-  return {exit_id_, logits_};
+  return output();
 }
 
 // Results for `rows` of the batch (all rows when undefined) leave at exit `exit_id`.

@@ -26,7 +26,7 @@ class EagerHost : public TorchStrategy {
   void prepare(const EarlyExitModel& model, int64_t batch) override;
 
  protected:
-  ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) override;
+  const ExitOutput& do_run(const at::Tensor& input, const std::vector<float>& thresholds) override;
 
  private:
   // The exit test's mask for `active` rows, on the host.

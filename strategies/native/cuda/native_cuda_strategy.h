@@ -27,7 +27,7 @@ class NativeCudaStrategy : public Strategy {
   std::optional<void*> cuda_stream() const final { return stream_.get(); }
 
  protected:
-  ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) final;
+  const ExitOutput& do_run(const at::Tensor& input, const std::vector<float>& thresholds) final;
   // No host decision ever; FLOPs from the kernels' own device counter (executed_flops).
   void do_read_device_counters(const ExitOutput& output, InferenceCounters& record) const final;
 

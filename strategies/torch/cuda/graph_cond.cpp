@@ -42,6 +42,7 @@ class GraphCondTorch final : public TorchStrategy {
     layers_ = model->layers(torch_device(device()));
     const ModelConfig& config = layers_->config();
     io_.allocate(config, batch);
+    output() = {io_.exit_id, io_.logits};
     thresholds_.allocate(config.blocks);
 
     const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
@@ -60,12 +61,12 @@ class GraphCondTorch final : public TorchStrategy {
   }
 
  protected:
-  ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
+  const ExitOutput& do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
     thresholds_.update(thresholds);
     io_.input.copy_(input, /*non_blocking=*/true);
     launch();
     record().launches += 1;  // the graph launch; the copy is an ATen call, counted as one
-    return {io_.exit_id, io_.logits};
+    return output();
   }
 
   // Which stages ran follows from the deepest exit taken, and each stage that ran computed every

@@ -23,6 +23,7 @@ class SegmentedGraph final : public TorchStrategy {
     layers_ = model->layers(torch_device(device()));
     const ModelConfig& config = layers_->config();
     io_.allocate(config, batch);
+    output() = {io_.exit_id, io_.logits};
     any_left_host_ = at::empty({1}, at::TensorOptions().dtype(at::kBool).pinned_memory(true));
     thresholds_.allocate(config.blocks);
     hidden_.assign(config.blocks, at::Tensor());
@@ -45,7 +46,7 @@ class SegmentedGraph final : public TorchStrategy {
   }
 
  protected:
-  ExitOutput do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
+  const ExitOutput& do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
     const ModelConfig& config = layers_->config();
     const int blocks = config.blocks;
     const double rows = static_cast<double>(io_.input.size(0));
@@ -58,12 +59,12 @@ class SegmentedGraph final : public TorchStrategy {
       readback_.read(any_left_[k].view({1}), any_left_host_);  // the host decides
       ++record().host_syncs;
       record().bytes_read_back += 1;  // one bool: is any row left?
-      if (!any_left_host_.data_ptr<bool>()[0]) return {io_.exit_id, io_.logits};
+      if (!any_left_host_.data_ptr<bool>()[0]) return output();
     }
     graphs_[blocks]->replay();
     ++record().launches;
     record().flops_executed += rows * head_flops(config);
-    return {io_.exit_id, io_.logits};
+    return output();
   }
 
  private:
