@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "condbench/simd.h"
 
@@ -51,6 +52,16 @@ inline void exp_nonpositive(simd::Vec<Lanes>& x) {
   x = underflow ? V{} : p * scale;
 }
 
+// The two halves of a vector, as lane shuffles the compiler makes register extracts (a copy
+// through memory would store the whole vector and load its halves back, and the upper half's load
+// cannot take its value from the store).
+template <int Lanes, size_t... Low>
+inline void split_halves(const simd::Vec<Lanes>& v, simd::Vec<Lanes / 2>& low, simd::Vec<Lanes / 2>& high,
+                         std::index_sequence<Low...> /*lanes*/) {
+  low = __builtin_shufflevector(v, v, Low...);
+  high = __builtin_shufflevector(v, v, (Low + Lanes / 2)...);
+}
+
 // The largest lane and the sum of the lanes, halving the vector at each step: a tree of depth
 // log2(Lanes) instead of a chain of Lanes - 1 scalar operations (45 of the exit test's cycles at
 // 16 lanes). Vectors by reference, as in simd.h.
@@ -60,8 +71,7 @@ inline float largest_lane(const simd::Vec<Lanes>& v) {
     return v[0];
   } else {
     simd::Vec<Lanes / 2> low, high;
-    std::memcpy(&low, &v, sizeof low);
-    std::memcpy(&high, reinterpret_cast<const char*>(&v) + sizeof low, sizeof high);
+    split_halves<Lanes>(v, low, high, std::make_index_sequence<Lanes / 2>{});
     low = high > low ? high : low;
     return largest_lane<Lanes / 2>(low);
   }
@@ -72,8 +82,7 @@ inline float lane_sum(const simd::Vec<Lanes>& v) {
     return v[0];
   } else {
     simd::Vec<Lanes / 2> low, high;
-    std::memcpy(&low, &v, sizeof low);
-    std::memcpy(&high, reinterpret_cast<const char*>(&v) + sizeof low, sizeof high);
+    split_halves<Lanes>(v, low, high, std::make_index_sequence<Lanes / 2>{});
     low += high;
     return lane_sum<Lanes / 2>(low);
   }
