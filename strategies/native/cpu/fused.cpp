@@ -3,8 +3,9 @@
 // still active, then exit head k for the same rows, then each row's exit test (in vectors:
 // vector_confidence.h) decides whether it leaves, and the active list shrinks. Every Linear is a
 // PanelLinear (panel_linear.h): its weights are read once per inference, front to back, however
-// many rows are active, and each loaded weight serves up to six rows. Results go straight into the
-// output buffers made in prepare(); nothing is allocated while timed.
+// many rows are active, and each loaded weight serves up to six rows. Exit ids go straight into the
+// output buffers made in prepare(), logits when their row leaves (from the heads' padded rows);
+// nothing is allocated while timed.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
