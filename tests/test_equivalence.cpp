@@ -173,6 +173,33 @@ TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceAtWideLayers) {
     }
 }
 
+// More classes than one vector holds (two-vector heads, an exit test over several vectors) and
+// narrow hidden layers: the random cases draw at most 12 classes.
+TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceWithManyClasses) {
+  SplitMix64 rng(4096);
+  for (const int classes : {17, 33, 100})
+    for (const int hidden : {5, 64})
+      for (const int64_t batch : {1, 9}) {
+        ModelConfig config;
+        config.hidden = hidden;
+        config.num_classes = classes;
+        const EarlyExitModel model(config, static_cast<uint64_t>(classes * hidden + batch));
+        const FlatParameters params = model->flat_parameters();
+        const at::Tensor x = seeded_input(config, batch, 29);
+        const ReferenceResult probe = reference_forward(config, params, x, std::vector<float>(config.blocks, 1.0f));
+        std::vector<float> thresholds;
+        for (int k = 0; k < config.blocks; ++k) thresholds.push_back(splitting_threshold(probe, k, rng));
+        const ReferenceResult ref = reference_forward(config, params, x, thresholds);
+        for (const StrategyInfo* info : strategies_on(Device::cpu)) {
+          if (info->unsupported(config, batch)) continue;
+          SCOPED_TRACE(info->key() + " " + config.describe() + " batch=" + std::to_string(batch));
+          auto strategy = info->make();
+          strategy->prepare(model, batch);
+          ASSERT_TRUE(matches_reference(strategy->run(x, thresholds), ref, kLogitTolerance));
+        }
+      }
+}
+
 // With more than one intra-op thread, fused splits wide Linears across threads by panels: the
 // same results, whichever thread computed which outputs.
 TEST(Equivalence, FusedSplitAcrossThreadsMatchesTheReference) {

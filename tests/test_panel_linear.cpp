@@ -2,7 +2,7 @@
 // sum, at both vector widths whatever this machine has: every row count a kernel call can get
 // (1..6 and their combinations), odd and power-of-two sizes, one-vector panels (out up to a
 // vector's lanes) and two-vector ones, sums split or not (in below and above the split), ReLU on
-// and off.
+// and off, into exact rows and, as fused calls them, padded rows and panel ranges.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,18 +27,25 @@ NativeLinear random_linear(int in, int out, SplitMix64& rng) {
   return l;
 }
 
+// How a test calls the kernels: forward() into rows of exactly `out` floats, forward(padded) into
+// rows with room for padded_out() (as fused calls it), or forward_panels(padded) in two panel
+// ranges, as two threads would.
+enum class Call { exact, padded, two_ranges };
+
 template <int Lanes>
-void check(int in, int out, int rows, bool relu, uint64_t seed) {
+void check(int in, int out, int rows, bool relu, uint64_t seed, Call call = Call::exact) {
   SCOPED_TRACE("lanes=" + std::to_string(Lanes) + " in=" + std::to_string(in) + " out=" + std::to_string(out) +
-               " rows=" + std::to_string(rows) + (relu ? " relu" : ""));
+               " rows=" + std::to_string(rows) + (relu ? " relu" : "") + " call=" + std::to_string(int(call)));
   SplitMix64 rng(seed);
   const NativeLinear l = random_linear(in, out, rng);
   const cpu::PanelLinear<Lanes> panels(l);
   // Rows scattered in one buffer, in no particular order, as fused's active rows are.
   std::vector<float> x(static_cast<size_t>(rows) * in);
   for (float& v : x) v = 2.0f * rng.uniform() - 1.0f;
-  // Each output row has a sentinel after it: the kernels must not write past `out`.
-  const size_t stride = static_cast<size_t>(out) + 1;
+  // Each output row has a sentinel after what the call may write: the kernels must not write past
+  // `out` (or, padded, past padded_out(), the padding itself written as zeros).
+  const int room = call == Call::exact ? out : panels.padded_out();
+  const size_t stride = static_cast<size_t>(room) + 1;
   std::vector<float> y(rows * stride, -7.0f);
   std::vector<const float*> xs;
   std::vector<float*> ys;
@@ -46,7 +53,15 @@ void check(int in, int out, int rows, bool relu, uint64_t seed) {
     xs.push_back(x.data() + static_cast<size_t>(r) * in);
     ys.push_back(y.data() + r * stride);
   }
-  panels.forward(xs.data(), ys.data(), rows, relu);
+  if (call == Call::exact) {
+    panels.forward(xs.data(), ys.data(), rows, relu);
+  } else if (call == Call::padded) {
+    panels.forward(xs.data(), ys.data(), rows, relu, /*padded=*/true);
+  } else {
+    const int split = panels.panels() / 2;
+    panels.forward_panels(split, panels.panels(), xs.data(), ys.data(), rows, relu, /*padded=*/true);
+    panels.forward_panels(0, split, xs.data(), ys.data(), rows, relu, /*padded=*/true);
+  }
   for (int r = 0; r < rows; ++r) {
     for (int o = 0; o < out; ++o) {
       double want = l.bias[o], magnitude = std::abs(l.bias[o]);
@@ -59,7 +74,8 @@ void check(int in, int out, int rows, bool relu, uint64_t seed) {
       if (relu && want < 0) want = 0;
       ASSERT_NEAR(y[r * stride + o], want, 1e-5 * magnitude + 1e-30) << "row " << r << " output " << o;
     }
-    ASSERT_EQ(y[r * stride + out], -7.0f) << "row " << r << ": written past the last output";
+    for (int o = out; o < room; ++o) ASSERT_EQ(y[r * stride + o], 0.0f) << "row " << r << ": padding output " << o;
+    ASSERT_EQ(y[r * stride + room], -7.0f) << "row " << r << ": written past the row's room";
   }
 }
 
@@ -71,6 +87,17 @@ TEST(PanelLinear, MatchesADoubleSumAtEveryRowCountAndWidth) {
       check<8>(in, out, rows, rows % 2 == 0, ++seed);
       check<16>(in, out, rows, rows % 2 == 1, ++seed);
     }
+}
+
+// fused's calls: rows padded to whole panels, and panel ranges as threads split them.
+TEST(PanelLinear, PaddedRowsAndPanelRanges) {
+  uint64_t seed = 500;
+  for (const int rows : {1, 2, 6, 7, 13})
+    for (const auto& [in, out] : {std::pair{1, 1}, {3, 17}, {32, 64}, {64, 10}, {100, 100}, {17, 9}, {70, 5}})
+      for (const Call call : {Call::padded, Call::two_ranges}) {
+        check<8>(in, out, rows, rows % 2 == 0, ++seed, call);
+        check<16>(in, out, rows, rows % 2 == 1, ++seed, call);
+      }
 }
 
 TEST(PanelLinear, WideLayersAtTheBenchmarkSizes) {

@@ -46,10 +46,11 @@ class FusedCpu final : public Strategy {
     output() = {at::empty({batch}, at::kInt), at::empty({batch, config_.num_classes}, at::kFloat)};
     exit_ids_out_ = output().exit_id.data_ptr<int32_t>();
     logits_out_ = output().logits.data_ptr<float>();
-    // Every Linear stores whole vectors into rows padded to whole panels (64-byte aligned: LibTorch's
-    // CPU allocator), so the next read of a row, a vector one in the exit test, takes its value
-    // straight from the store. Rows of activations a little more than that apart: at a power-of-two
-    // width, rows exactly 4 KiB apart would put the six rows a kernel reads (and writes) in one set.
+    // Every Linear stores whole vectors into rows padded to whole panels (the buffers 64-byte
+    // aligned by LibTorch's CPU allocator, the rows as their pitch allows), so the next read of a
+    // row, a vector one in the exit test, takes its value straight from the store. Rows of activations a little more
+    // than that apart: at a power-of-two width, rows exactly 4 KiB apart would put the six rows a kernel reads (and
+    // writes) in one set.
     row_pitch_ = static_cast<size_t>(blocks_[0].padded_out()) + 16;
     for (int i = 0; i < 2; ++i) {
       hidden_[i] = at::zeros({batch, static_cast<int64_t>(row_pitch_)}, at::kFloat);

@@ -220,7 +220,7 @@ class PanelLinear {
   }
 
   // One panel's outputs of one row: whole vectors, or, in a last panel, only its real outputs —
-  // its whole vectors, then the rest in pieces of 8, 4, 2 and 1 floats (constant-size copies: a
+  // its whole vectors, then the rest in pieces of Lanes/2, ..., 2 and 1 floats (constant-size copies: a
   // plain loop over the rest became a `rep movs`, which costs more than the exit head it ends).
   template <int Vectors>
   void store(float* out, const V* sums, int p) const {
