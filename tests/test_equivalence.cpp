@@ -148,6 +148,26 @@ TEST(Equivalence, AotiStrategiesMatchTheReferenceOnTheirPackagedModels) {
   EXPECT_EQ(compared, 2 * 2 * 24);  // cond and masked, on both models
 }
 
+// Every CPU strategy that can run `config` at `batch` against the reference, with thresholds that
+// split the rows at each exit.
+void expect_every_cpu_strategy_matches(const ModelConfig& config, int64_t batch, uint64_t model_seed,
+                                       uint64_t input_seed, SplitMix64& rng) {
+  const EarlyExitModel model(config, model_seed);
+  const FlatParameters params = model->flat_parameters();
+  const at::Tensor x = seeded_input(config, batch, input_seed);
+  const ReferenceResult probe = reference_forward(config, params, x, std::vector<float>(config.blocks, 1.0f));
+  std::vector<float> thresholds;
+  for (int k = 0; k < config.blocks; ++k) thresholds.push_back(splitting_threshold(probe, k, rng));
+  const ReferenceResult ref = reference_forward(config, params, x, thresholds);
+  for (const StrategyInfo* info : strategies_on(Device::cpu)) {
+    if (info->unsupported(config, batch)) continue;
+    SCOPED_TRACE(info->key() + " " + config.describe() + " batch=" + std::to_string(batch));
+    auto strategy = info->make();
+    strategy->prepare(model, batch);
+    ASSERT_TRUE(matches_reference(strategy->run(x, thresholds), ref, kLogitTolerance));
+  }
+}
+
 // The sizes the benchmarks run and odd ones near them, where the CPU kernels take their wide
 // paths (many panels, six-row groups and their remainders).
 TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceAtWideLayers) {
@@ -156,20 +176,7 @@ TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceAtWideLayers) {
     for (const int64_t batch : {1, 7, 64}) {
       ModelConfig config;
       config.hidden = hidden;
-      const EarlyExitModel model(config, static_cast<uint64_t>(hidden + batch));
-      const FlatParameters params = model->flat_parameters();
-      const at::Tensor x = seeded_input(config, batch, 17);
-      const ReferenceResult probe = reference_forward(config, params, x, std::vector<float>(config.blocks, 1.0f));
-      std::vector<float> thresholds;
-      for (int k = 0; k < config.blocks; ++k) thresholds.push_back(splitting_threshold(probe, k, rng));
-      const ReferenceResult ref = reference_forward(config, params, x, thresholds);
-      for (const StrategyInfo* info : strategies_on(Device::cpu)) {
-        if (info->unsupported(config, batch)) continue;
-        SCOPED_TRACE(info->key() + " " + config.describe() + " batch=" + std::to_string(batch));
-        auto strategy = info->make();
-        strategy->prepare(model, batch);
-        ASSERT_TRUE(matches_reference(strategy->run(x, thresholds), ref, kLogitTolerance));
-      }
+      expect_every_cpu_strategy_matches(config, batch, static_cast<uint64_t>(hidden + batch), 17, rng);
     }
 }
 
@@ -183,20 +190,7 @@ TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceWithManyClasses) {
         ModelConfig config;
         config.hidden = hidden;
         config.num_classes = classes;
-        const EarlyExitModel model(config, static_cast<uint64_t>(classes * hidden + batch));
-        const FlatParameters params = model->flat_parameters();
-        const at::Tensor x = seeded_input(config, batch, 29);
-        const ReferenceResult probe = reference_forward(config, params, x, std::vector<float>(config.blocks, 1.0f));
-        std::vector<float> thresholds;
-        for (int k = 0; k < config.blocks; ++k) thresholds.push_back(splitting_threshold(probe, k, rng));
-        const ReferenceResult ref = reference_forward(config, params, x, thresholds);
-        for (const StrategyInfo* info : strategies_on(Device::cpu)) {
-          if (info->unsupported(config, batch)) continue;
-          SCOPED_TRACE(info->key() + " " + config.describe() + " batch=" + std::to_string(batch));
-          auto strategy = info->make();
-          strategy->prepare(model, batch);
-          ASSERT_TRUE(matches_reference(strategy->run(x, thresholds), ref, kLogitTolerance));
-        }
+        expect_every_cpu_strategy_matches(config, batch, static_cast<uint64_t>(classes * hidden + batch), 29, rng);
       }
 }
 

@@ -17,9 +17,8 @@ inline constexpr int kLanes = 8;
 // Put before a loop with a small constant trip count over an array of vectors (a tile's
 // accumulators, its bias, a store): unrolled before the vectoriser sees it, so every element is a
 // register. Left to itself, GCC 12 turns such a loop into a loop over memory — the array goes to
-// the stack and each 256-bit value is written in 128-bit halves and read back whole, a failed
-// store-to-load forward (one 64-output, 32-input Linear took 140 ns that way, 94 ns after the
-// ReLU alone was moved into registers).
+// the stack, written back and reloaded around every loop it spans (seen in the generated code of
+// PanelLinear's tiles).
 #define CONDBENCH_UNROLL_FIXED _Pragma("GCC unroll 64")
 
 template <int Lanes>
