@@ -207,6 +207,11 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
   else
     timed_loop<false>(state, strategy, p.inputs, p.thresholds, 1.0);
   report_counters(state, p.records, p.workload->config(), c.batch);
+  // Where this repetition stands in the run's order: Google Benchmark calls run_case once per
+  // iteration count it tries and once per repetition, and keeps the last call's counters, so the
+  // numbers that reach the file rise with time (not by one).
+  static int64_t sequence = 0;
+  state.counters["sequence"] = static_cast<double>(sequence++);
   // GPU time from CUDA events, measured after the timed loop so the events cost it nothing; once
   // per case.
   if (!p.gpu_measured) {

@@ -38,7 +38,44 @@ Cell make_cell(const std::vector<double>& times_us, double unstable_cv) {
   c.repetitions = times_us.size();
   c.interval = median_interval(times_us);
   c.unstable = c.cv > unstable_cv;
+  c.times_us = times_us;
   return c;
+}
+
+double drift_allowance(const Cell& a, const Cell& b) {
+  return a.file == b.file && a.interleaved && b.interleaved ? 1.0 : kDriftBetweenProcesses;
+}
+
+const char* to_string(Standing standing) {
+  switch (standing) {
+    case Standing::faster:
+      return "faster";
+    case Standing::tied:
+      return "tied";
+    case Standing::ambiguous:
+      return "ambiguous";
+  }
+  return "?";
+}
+
+Judgement judge(const Cell& a, const Cell& b, double min_effect) {
+  Judgement j;
+  j.first_faster = a.median_us <= b.median_us;
+  const Cell& fast = j.first_faster ? a : b;
+  const Cell& slow = j.first_faster ? b : a;
+  j.ratio = ratio_interval(fast.times_us, slow.times_us);
+  j.drift = drift_allowance(a, b);
+  if (!j.ratio.bounded()) return j;  // ambiguous: too few repetitions for an interval
+  const double lower = j.ratio.low / j.drift;
+  if (lower >= 1.0 + min_effect) {
+    j.standing = Standing::faster;
+    j.factor = lower;
+  } else if (j.ratio.low <= 1.0 && 1.0 <= j.ratio.high) {
+    j.standing = Standing::tied;
+  } else {
+    j.detectable = (1.0 + min_effect) * j.drift * std::max(1.0, j.ratio.median) / j.ratio.low;
+  }
+  return j;
 }
 
 const Cell* Group::cell(const std::string& strategy, const std::string& scenario) const {
@@ -77,10 +114,19 @@ std::string model_text(int64_t hidden, int64_t blocks, const std::string& extra_
 
 std::string Group::model_text() const { return condbench::report::model_text(hidden, blocks, extra_axes); }
 
+namespace {
+
+bool interleaved(const ResultFile& file) {
+  const auto it = file.context.find("condbench_interleaving");
+  return it != file.context.end() && (it->second == "random" || it->second == "rounds");
+}
+
+}  // namespace
+
 std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unstable_cv) {
   std::map<std::tuple<std::string, int64_t, int64_t, std::string, int64_t>, Group> groups;
-  for (const ResultFile& file : files)
-    for (const Series& s : file.series) {
+  for (size_t index = 0; index < files.size(); ++index)
+    for (const ResultFile& file = files[index]; const Series& s : file.series) {
       if (s.primitive || s.times_us.empty()) continue;
       const std::string label = file.device_label(s.device);
       Group& g = groups[{label, s.hidden, s.blocks, s.extra_axes, s.batch}];
@@ -92,6 +138,8 @@ std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unst
       // A benchmark present in several files keeps the first file's numbers.
       Cell cell = make_cell(s.times_us, unstable_cv);
       cell.counters = s.counters;
+      cell.file = index;
+      cell.interleaved = interleaved(file);
       g.cells.emplace(std::make_pair(s.strategy_key(), s.scenario), std::move(cell));
     }
   std::vector<Group> out;
@@ -131,12 +179,14 @@ std::vector<Winner> best_strategies(const std::vector<Group>& groups) {
       w.median_us = ranked[0].first;
       w.interval = best.interval;
       w.unstable = best.unstable;
-      for (size_t i = 1; i < ranked.size(); ++i)
-        if (intervals_overlap(best.interval, g.cell(ranked[i].second, scenario)->interval))
-          w.tied.push_back(ranked[i].second);
-      if (ranked.size() > 1) {
-        w.runner_up = ranked[1].second;
-        if (w.tied.empty()) w.margin = g.cell(w.runner_up, scenario)->interval.low / best.interval.high;
+      for (size_t i = 1; i < ranked.size(); ++i) {
+        const Judgement j = judge(best, *g.cell(ranked[i].second, scenario));
+        if (j.standing == Standing::tied) w.tied.push_back(ranked[i].second);
+        if (j.standing == Standing::ambiguous) w.ambiguous.push_back(ranked[i].second);
+        if (i == 1) {
+          w.runner_up = ranked[1].second;
+          w.margin = j.factor;
+        }
       }
       winners.push_back(w);
     }
@@ -197,39 +247,15 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups) {
       const Cell& second = *g.cell(other, scenario);
       const std::string phrase = scenario_phrase(scenario);
 
-      // Each reason for no claim is said, so a reader knows what to fix.
-      std::string few, unstable;
-      for (const auto& [name, c] : {std::pair<std::string, const Cell*>{best, &lead}, {other, &second}}) {
-        if (c->interval.confidence < kDecisionConfidence)
-          few += (few.empty() ? "" : ", ") + name + " has " + std::to_string(c->repetitions) +
-                 (c->repetitions == 1 ? " repetition" : " repetitions");
-        if (c->unstable) unstable += (unstable.empty() ? "" : ", ") + name + " (cv " + percent(c->cv) + ")";
-      }
-      std::vector<std::string> tied;
-      for (size_t i = 1; i < ranked.size(); ++i)
-        if (intervals_overlap(lead.interval, g.cell(ranked[i].second, scenario)->interval))
-          tied.push_back(ranked[i].second);
+      const Judgement j = judge(lead, second);
       std::string sentence;
-      if (!few.empty()) {
-        sentence = where + "no recommendation " + phrase + ": " + few +
-                   ", too few for a confident interval of the median (5 or more give 94%).";
-      } else if (!unstable.empty()) {
-        sentence = where + "no recommendation " + phrase + ": " + unstable +
-                   " varied too much between repetitions (unstable).";
-      } else if (!tied.empty()) {
-        std::string names = best;
-        for (const std::string& t : tied) names += (t == tied.back() ? " and " : ", ") + t;
-        sentence = where + names + " are tied " + phrase + ": their intervals of the median overlap.";
-      } else {
-        // The conservative margin: the far edges of the two intervals.
-        const double margin = second.interval.low / lead.interval.high;
-        if (against_eager)
-          sentence =
-              where + best + " is at least " + format_at_least(margin) + " faster than " + kEager + " " + phrase + ".";
-        else
-          sentence = where + best + " is the fastest " + phrase + ", at least " + format_at_least(margin) +
-                     " ahead of " + other + ".";
-      }
+      if (j.standing == Standing::faster && against_eager)
+        sentence = where + best + " is at least " + format_at_least(j.factor) + " faster than " + kEager + " " + phrase + ".";
+      else if (j.standing == Standing::faster)
+        sentence = where + best + " is the fastest " + phrase + ", at least " + format_at_least(j.factor) + " ahead of " +
+                   other + ".";
+      else
+        sentence = where + "no recommendation " + phrase + ": " + verdict_text(j, best, other, lead, second) + ".";
       sentences.push_back(sentence);
     }
   }
@@ -249,23 +275,55 @@ std::string figure(const Cell& c) {
   return plain(c.median_us) + " µs [" + plain(c.interval.low) + "–" + plain(c.interval.high) + "]";
 }
 
-// "A (m µs [lo–hi]) is at least R× faster than B (…)", or why no such claim can be made: too few
-// repetitions, unstable, overlapping intervals. `a` is the one with the lower median.
-std::string claim(const Group& g, const std::string& a, const std::string& b, const std::string& scenario) {
-  const Cell& fast = *g.cell(a, scenario);
-  const Cell& slow = *g.cell(b, scenario);
-  const std::string both = a + " (" + figure(fast) + ") and " + b + " (" + figure(slow) + ")";
-  std::string few, unstable;
-  for (const auto& [name, c] : {std::pair<std::string, const Cell*>{a, &fast}, {b, &slow}}) {
-    if (c->interval.confidence < kDecisionConfidence)
-      few += (few.empty() ? "" : ", ") + name + " has " + std::to_string(c->repetitions) + " repetitions";
-    if (c->unstable) unstable += (unstable.empty() ? "" : ", ") + name + " (cv " + percent(c->cv) + ")";
+// x rounded to three significant figures towards -inf (up = false) or +inf, so an interval printed
+// never claims more than it holds.
+double three_figures(double x, bool up) {
+  if (!(x > 0) || !std::isfinite(x)) return x;
+  const double unit = std::pow(10.0, std::floor(std::log10(x)) - 2);
+  return (up ? std::ceil(x / unit - 1e-9) : std::floor(x / unit + 1e-9)) * unit;
+}
+
+std::string ratio_text(const RatioInterval& r) {
+  // Appended piece by piece: GCC 12's -Wrestrict misreads "[" + std::string (a known false positive).
+  std::string text = "[";
+  text.append(plain(three_figures(r.low, false))).append("–").append(plain(three_figures(r.high, true)));
+  return text.append("]×");
+}
+
+}  // namespace
+
+std::string verdict_text(const Judgement& j, const std::string& fast, const std::string& slow, const Cell& f,
+                         const Cell& s) {
+  const std::string drift =
+      j.drift > 1 ? ", allowing " + format_ratio(j.drift) + " for drift between separately timed cells" : "";
+  switch (j.standing) {
+    case Standing::faster:
+      return fast + " is at least " + format_at_least(j.factor) + " faster than " + slow + " (ratio " +
+             ratio_text(j.ratio) + drift + ")";
+    case Standing::tied:
+      return fast + " and " + slow + " are tied: the interval of their ratio, " + ratio_text(j.ratio) + ", holds 1";
+    case Standing::ambiguous:
+      break;
   }
-  if (!few.empty()) return "no verdict between " + both + ": " + few + ", too few for a confident interval";
-  if (!unstable.empty()) return "no verdict between " + both + ": " + unstable + " varied too much (unstable)";
-  if (intervals_overlap(fast.interval, slow.interval)) return both + " are tied: their intervals overlap";
-  return a + " (" + figure(fast) + ") is at least " + format_at_least(slow.interval.low / fast.interval.high) +
-         " faster than " + b + " (" + figure(slow) + ")";
+  if (!j.ratio.bounded())
+    return "ambiguous between " + fast + " and " + slow + ": " + std::to_string(f.repetitions) + " and " +
+           std::to_string(s.repetitions) + " repetitions are too few for a 99% interval of their ratio";
+  return "ambiguous between " + fast + " and " + slow + ": the ratio " + ratio_text(j.ratio) +
+         " is below what this data can call" + drift + " (it would have called " + plain(j.detectable) +
+         "× or more)";
+}
+
+namespace {
+
+// The verdict between a and b in words, with the medians and intervals it rests on: "A (m µs
+// [lo–hi]) is at least R× faster than B (…)", "A (…) and B (…) are tied: …", or ambiguous and why.
+std::string claim(const Group& g, const std::string& a, const std::string& b, const std::string& scenario) {
+  const Judgement j = judge(*g.cell(a, scenario), *g.cell(b, scenario));
+  const std::string& fast = j.first_faster ? a : b;
+  const std::string& slow = j.first_faster ? b : a;
+  const Cell& f = *g.cell(fast, scenario);
+  const Cell& s = *g.cell(slow, scenario);
+  return verdict_text(j, fast + " (" + figure(f) + ")", slow + " (" + figure(s) + ")", f, s);
 }
 
 // The strategies among `names` that ran `scenario`, fastest first.

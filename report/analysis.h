@@ -2,6 +2,7 @@
 // From result files to what the report shows: latency tables per model and batch, the winner of
 // each (device, batch, hidden, scenario), the sentences that say it, where the time goes, and the
 // A/B comparison. Plain data, no formatting beyond the sentences, so tests check exact values.
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,17 +17,63 @@ struct Cell {
   double median_us = 0, cv = 0, q1_us = 0, q3_us = 0;
   size_t repetitions = 0;
   MedianInterval interval;  // of the median
-  bool unstable = false;    // cv above the threshold the groups were made with
+  bool unstable = false;    // cv above the threshold the groups were made with: a label, never a veto
   std::map<std::string, double> counters;
+  std::vector<double> times_us;  // every repetition, for the interval of a ratio
+  // Where the repetitions were measured: the index of their file among the report's inputs, and
+  // whether that file's repetitions were randomly interleaved with every other cell's (condbench's
+  // random interleaving, the peer's shuffled rounds). Two cells of one interleaved file saw the same
+  // machine; any other two may have seen it at different speeds (drift_allowance).
+  size_t file = 0;
+  bool interleaved = false;
 };
 
 // A benchmark whose repetitions vary more than this (coefficient of variation) is unstable: its
 // median is not a number to act on (README, "Trusting the numbers").
 constexpr double kDefaultUnstableCv = 0.05;
+// Below this change a difference is not reported, however sure: a 3% win is not worth a rewrite, and
+// the spread between two runs of one build is larger than the spread within a run.
+constexpr double kDefaultMinEffect = 0.05;
 // Decisions (a recommendation, a tie broken) need intervals at least this sure; 5 repetitions
 // give 93.75%, 3 give 75%.
 constexpr double kDecisionConfidence = 0.9;
 Cell make_cell(const std::vector<double>& times_us, double unstable_cv = kDefaultUnstableCv);
+
+// How much faster or slower the machine can be for one cell than for another, when the two were not
+// measured interleaved: different processes (condbench and the peer), different runs, or a file whose
+// repetitions ran back to back. Measured on this project's machine kind (docs/statistics.md, "The drift
+// allowance"): across 432 pairs of PyTorch-peer cells doing identical work, measured minutes apart without
+// interleaving in the runs cpu-2026-12-01, -01b and -01c, the largest conservative ratio was 1.67; two
+// back-to-back condbench processes of the A/A check separated no cell. Within one interleaved file the
+// allowance is 1: there, across 1,032 pairs of identical work, nothing separated (largest 1.006).
+constexpr double kDriftBetweenProcesses = 1.7;
+double drift_allowance(const Cell& a, const Cell& b);
+
+// The one verdict rule of the report: the answer, the recommendations and the best-strategy map all
+// judge two cells with it (docs/statistics.md, "Verdicts").
+//   faster     the interval of the ratio slow / fast (ratio_interval, 99%) starts at L, and L / D is at
+//              least 1 + min_effect: the faster cell is at least L / D times faster (D: drift_allowance).
+//   tied       the interval of the ratio holds 1: this data shows no difference.
+//   ambiguous  neither: a difference smaller than the drift allowance or the minimum effect, or too few
+//              repetitions for an interval; `detectable` says how large a ratio this data could have called.
+// cv plays no part: it labels a cell, it does not veto a verdict.
+enum class Standing { faster, tied, ambiguous };
+const char* to_string(Standing standing);
+struct Judgement {
+  Standing standing = Standing::ambiguous;
+  bool first_faster = true;  // the first cell judge() was given has the lower median
+  RatioInterval ratio;       // slower / faster
+  double drift = 1;          // D
+  double factor = 0;         // faster: L / D, the conservative factor
+  // ambiguous: the smallest ratio of medians this data would have called (the slower cell's times scaled
+  // until L / D reaches 1 + min_effect); infinite without an interval (too few repetitions).
+  double detectable = std::numeric_limits<double>::infinity();
+};
+Judgement judge(const Cell& a, const Cell& b, double min_effect = kDefaultMinEffect);
+// The judgement in words, `fast` and `slow` naming the cells (with figures if wanted): "FAST is at least
+// 3.1× faster than SLOW (ratio [3.4–4.0]×)", "… are tied: …", "ambiguous between …: why".
+std::string verdict_text(const Judgement& j, const std::string& fast, const std::string& slow, const Cell& f,
+                         const Cell& s);
 
 // One table: a machine's device, a model and a batch size.
 struct Group {
@@ -57,10 +104,11 @@ struct Winner {
   std::string strategy, runner_up;  // the lowest median and the next; runner_up empty when only one ran
   double median_us = 0;
   MedianInterval interval;
-  bool unstable = false;          // the winner's own repetitions vary too much
-  std::vector<std::string> tied;  // others whose median interval overlaps the winner's: a tie
-  // The conservative margin: the runner-up's interval low edge over the winner's high edge (> 1).
-  // 0 for a tie or a lone strategy.
+  bool unstable = false;               // the winner's own repetitions vary: a label
+  std::vector<std::string> tied;       // others judge() calls tied with the winner
+  std::vector<std::string> ambiguous;  // others it cannot separate from the winner either way
+  // The conservative factor over the runner-up (judge()'s L / D, > 1). 0 when the runner-up is tied
+  // or ambiguous, or the winner ran alone.
   double margin = 0;
 };
 std::vector<Winner> best_strategies(const std::vector<Group>& groups);
@@ -141,10 +189,6 @@ struct Comparison {
   Verdict verdict = Verdict::same;
 };
 constexpr double kSignificance = 0.05;
-// Below this change of the median a difference is not reported, however significant: the spread
-// between two runs of one build is larger than the spread within a run, so a U test over one
-// run's repetitions alone would call drift a change.
-constexpr double kDefaultMinEffect = 0.05;
 // FASTER or SLOWER needs all of: a change of at least `min_effect`, the U test significant, and the
 // two median intervals apart. The U test runs only when the sample sizes can reach significance
 // (smallest_u_test_p); otherwise the verdict is TOO FEW REPETITIONS.

@@ -392,7 +392,11 @@ void the_answer(const ReportInput& in, Charts& /*out*/, Document& doc) {
       t.rows.push_back(row);
     }
     doc.table(t);
-    doc.bullets(answer_sentences(g));
+    if (in.check.disturbed())
+      doc.paragraph("No verdicts: this run was disturbed (see the top of the report), so its differences may be the "
+                    "machine's.");
+    else
+      doc.bullets(answer_sentences(g));
   }
   if (!any)
     doc.paragraph(
@@ -462,9 +466,10 @@ void recommendations_section(const ReportInput& in, Charts& /*out*/, Document& d
 void best_strategy(const ReportInput& in, Charts& /*out*/, Document& doc) {
   doc.paragraph(
       "The fastest strategy (lowest median wall time) for each device, model, batch and scenario, the "
-      "interval of its median, and its margin over the runner-up at the interval edges (runner-up's low "
-      "edge over the winner's high edge). Where other strategies' intervals overlap the winner's, the "
-      "cell says tie and names them.");
+      "interval of its median, and its margin over the runner-up: the conservative factor of the verdict rule "
+      "(the low edge of the 99% interval of their ratio, over the drift allowance; see \"Verdicts\" in "
+      "docs/statistics.md). Where the rule calls others tied with the winner, the cell says tie and names "
+      "them; where it cannot separate them either way, it says so.");
   Table best{{"device", "batch", "hidden", "blocks", "scenario", "winner", "median (µs)", "interval (µs)", "margin",
               "runner-up"},
              {}};
@@ -472,6 +477,11 @@ void best_strategy(const ReportInput& in, Charts& /*out*/, Document& doc) {
     std::string winner = w.strategy + (w.unstable ? " (unstable)" : "");
     for (const std::string& t : w.tied) winner += ", " + t;
     if (!w.tied.empty()) winner = "tie: " + winner;
+    if (!w.ambiguous.empty()) {
+      std::string names;
+      for (const std::string& a : w.ambiguous) names += (names.empty() ? "" : ", ") + a;
+      winner += " (not separated from " + names + ")";
+    }
     best.rows.push_back({w.device_label, std::to_string(w.batch), std::to_string(w.hidden), std::to_string(w.blocks),
                          w.extra_axes.empty() ? w.scenario : w.scenario + " · " + w.extra_axes, winner,
                          number(w.median_us), interval_text(w.interval),

@@ -203,7 +203,7 @@ ResultFile parse_result_file(const std::string& path, const std::string& text) {
           for (const auto& [key, value] : b.items())
             if (value.is_number() && key != "real_time" && key != "cpu_time" && key != "iterations" &&
                 key != "repetitions" && key != "repetition_index" && key != "threads" && key != "family_index" &&
-                key != "per_family_instance_index")
+                key != "per_family_instance_index" && key != "sequence" && key != "round")
               s.counters[key] = value.get<double>();
       }
     }

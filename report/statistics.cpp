@@ -91,6 +91,66 @@ double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
 }  // namespace
 
+size_t rank_sum_order(size_t n1, size_t n2, double tail) {
+  if (n1 == 0 || n2 == 0 || !(tail > 0)) return 0;
+  const size_t pairs = n1 * n2;
+  if (pairs <= kExactUPairs) {
+    const std::vector<double> counts = exact_u_counts(static_cast<int>(n1), static_cast<int>(n2));
+    const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
+    double below = 0;
+    size_t k = 0;
+    while (k < counts.size() && (below + counts[k]) / total <= tail) below += counts[k++];
+    return k;
+  }
+  // Normal approximation with continuity correction: P(U <= k - 1) = Phi((k - 1 + 0.5 - mean) / sd).
+  const double mean_u = static_cast<double>(pairs) / 2.0;
+  const double sd = std::sqrt(static_cast<double>(pairs) * static_cast<double>(n1 + n2 + 1) / 12.0);
+  double lo = -40, hi = 0;  // the tail's quantile of the standard normal, by bisection
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (normal_cdf(mid) < tail ? lo : hi) = mid;
+  }
+  const double k = std::floor(mean_u - 0.5 + lo * sd) + 1;
+  return k <= 0 ? 0 : std::min(static_cast<size_t>(k), pairs / 2);
+}
+
+namespace {
+
+// At most kMaxRatioSamples evenly spaced order statistics of `samples`, sorted.
+std::vector<double> thinned(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  if (samples.size() <= kMaxRatioSamples) return samples;
+  std::vector<double> out(kMaxRatioSamples);
+  for (size_t i = 0; i < kMaxRatioSamples; ++i)
+    out[i] = samples[i * (samples.size() - 1) / (kMaxRatioSamples - 1)];
+  return out;
+}
+
+}  // namespace
+
+RatioInterval ratio_interval(const std::vector<double>& fast, const std::vector<double>& slow, double confidence) {
+  RatioInterval r;
+  const auto usable = [](const std::vector<double>& v) {
+    return !v.empty() && std::all_of(v.begin(), v.end(), [](double x) { return x > 0 && std::isfinite(x); });
+  };
+  if (!usable(fast) || !usable(slow)) return r;
+  const std::vector<double> a = thinned(fast), b = thinned(slow);
+  std::vector<double> ratios;
+  ratios.reserve(a.size() * b.size());
+  for (double y : b)
+    for (double x : a) ratios.push_back(y / x);
+  r.median = median(ratios);
+  r.k = rank_sum_order(a.size(), b.size(), (1.0 - confidence) / 2.0);
+  if (r.k == 0) return r;
+  const auto kth = [&ratios](size_t i) {
+    std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(i), ratios.end());
+    return ratios[i];
+  };
+  r.low = kth(r.k - 1);
+  r.high = kth(ratios.size() - r.k);
+  return r;
+}
+
 std::optional<UTest> mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() < kMinRepetitions || b.size() < kMinRepetitions) return std::nullopt;
   const size_t n1 = a.size(), n2 = b.size(), n = n1 + n2;

@@ -6,13 +6,18 @@ input pool and thresholds `condbench --export-workload` writes) and written as G
 JSON that condbench-report reads beside condbench's own results.
 
 usage: peer.py --workload DIR --out FILE.json [--device cpu|cuda] [--variants LIST]
-               [--scenarios LIST] [--threads N] [--repetitions 5] [--min-time 0.1]
+               [--scenarios LIST] [--threads N] [--repetitions 10] [--min-time 0.05]
+
+Every variant x scenario is made ready first (an untimed pass, then the iteration count); then
+each round times every case once in a freshly shuffled order, as condbench interleaves its own
+repetitions, and each repetition records its round and its place in the run (sequence).
 """
 import argparse
 import datetime
 import json
 import os
 import platform
+import random
 import socket
 import sys
 import time
@@ -59,30 +64,50 @@ def run_variant(fn, rows, thresholds, sync):
     return out
 
 
-def time_variant(fn, pool, thresholds, sync, repetitions, min_time):
-    """Per-inference wall times (µs), one per repetition, walking the rows in condbench's order,
-    and how many inferences each repetition ran."""
-    def loop(n):
-        start = time.perf_counter()
-        for i in range(n):
-            fn(pool[i % len(pool)], thresholds)
-            if sync:
-                torch.cuda.synchronize()  # one inference = finished on the device, like condbench
-        return time.perf_counter() - start
+def timed_loop(case, n):
+    """Seconds for n inferences of a case, walking its rows in condbench's order."""
+    fn, walk, thresholds, sync = case["fn"], case["walk"], case["thresholds"], case["sync"]
+    start = time.perf_counter()
+    for i in range(n):
+        fn(walk[i % len(walk)], thresholds)
+        if sync:
+            torch.cuda.synchronize()  # one inference = finished on the device, like condbench
+    return time.perf_counter() - start
 
+
+def iterations_for(case, min_time):
+    """Like Google Benchmark: grow the count until a run lasts min_time."""
     n = 1
-    while True:  # like Google Benchmark: grow the count until a run lasts min_time
-        took = loop(n)
+    while True:
+        took = timed_loop(case, n)
         if took >= min_time or n >= 1 << 24:
-            break
+            return n
         n = max(n * 2, int(n * min_time / max(took, 1e-9) * 1.2))
-    return [loop(n) / n * 1e6 for _ in range(repetitions)], n
 
 
-def entry(name, rep, repetitions, iterations, value_us, counters):
+def interleaved_rounds(cases, repetitions, rng):
+    """Each round times every case once, in a freshly shuffled order, so a change in the machine's
+    speed lands on every case alike (condbench's --benchmark_enable_random_interleaving does the same
+    for its own cases). Per case: [(per-inference µs, round, sequence)], sequence counting every
+    repetition of the run in the order they ran."""
+    samples = {id(c): [] for c in cases}
+    sequence = 0
+    for round_index in range(repetitions):
+        order = list(cases)
+        rng.shuffle(order)
+        for case in order:
+            seconds = timed_loop(case, case["iterations"])
+            samples[id(case)].append((seconds / case["iterations"] * 1e6, round_index, sequence))
+            sequence += 1
+    return samples
+
+
+def entry(name, rep, repetitions, iterations, sample, counters):
+    value_us, round_index, sequence = sample
     return {"name": name, "family_index": 0, "per_family_instance_index": 0, "run_name": name,
             "run_type": "iteration", "repetitions": repetitions, "repetition_index": rep, "threads": 1,
-            "iterations": iterations, "real_time": value_us, "cpu_time": value_us, "time_unit": "us", **counters}
+            "iterations": iterations, "real_time": value_us, "cpu_time": value_us, "time_unit": "us",
+            "round": round_index, "sequence": sequence, **counters}
 
 
 def aggregates(name, repetitions, times, counters):
@@ -135,7 +160,7 @@ def main():
     wanted_scenarios = [s for s in args.scenarios.split(",") if s]
     sync = args.device == "cuda"
 
-    benchmarks, notes = [], []
+    cases, notes = [], []
     for directory, meta in load_workloads(args.workload):
         config = meta["config"]
         model = load_model(os.path.join(directory, "weights.pt"), config, args.device)
@@ -156,21 +181,32 @@ def main():
                 if meta.get("full_model_flops", 0) > 0:
                     walk = walk[:max(MIN_WALK_ROWS, int(WALK_FLOPS // meta["full_model_flops"]))]
                 thresholds = torch.tensor(values, device=args.device) if tensor_thresholds else list(values)
-                # Untimed pass over the pool: compiles, warms up, and learns each row's exit.
-                exits = [int(run_variant(fn, row, thresholds, sync)[1]) for row in walk]
-                times, iterations = time_variant(fn, walk, thresholds, sync, args.repetitions, args.min_time)
-                visited = [exits[i % len(exits)] for i in range(min(iterations, len(exits)))]
-                counters = {"host_syncs": sum(host_syncs(e) for e in visited) / len(visited),
-                            "exit_mean": sum(visited) / len(visited)}
-                for k in range(1, config["blocks"] + 2):
-                    counters[f"exit_{k}"] = visited.count(k) / len(visited)
                 kind, _, value = scenario.partition(":")
-                bench_name = benchmark_name.build(["early_exit", args.device, "python", name],
-                                                  [(kind, value), ("batch", 1)] + model_axes(config))
-                benchmarks += [entry(bench_name, r, args.repetitions, iterations, t, counters)
-                               for r, t in enumerate(times)]
-                benchmarks += aggregates(bench_name, args.repetitions, times, counters)
-                print(f"{bench_name:<80} {sorted(times)[len(times) // 2]:10.2f} us", flush=True)
+                case = {"fn": fn, "walk": walk, "thresholds": thresholds, "sync": sync, "host_syncs": host_syncs,
+                        "blocks": config["blocks"],
+                        "name": benchmark_name.build(["early_exit", args.device, "python", name],
+                                                     [(kind, value), ("batch", 1)] + model_axes(config))}
+                # Untimed pass over the walk: compiles, warms up, and learns each row's exit; then the
+                # iteration count that makes a repetition last --min-time.
+                case["exits"] = [int(run_variant(fn, row, thresholds, sync)[1]) for row in walk]
+                case["iterations"] = iterations_for(case, args.min_time)
+                cases.append(case)
+
+    benchmarks = []
+    samples = interleaved_rounds(cases, args.repetitions, random.Random())
+    for case in cases:
+        exits, iterations = case["exits"], case["iterations"]
+        visited = [exits[i % len(exits)] for i in range(min(iterations, len(exits)))]
+        counters = {"host_syncs": sum(case["host_syncs"](e) for e in visited) / len(visited),
+                    "exit_mean": sum(visited) / len(visited)}
+        for k in range(1, case["blocks"] + 2):
+            counters[f"exit_{k}"] = visited.count(k) / len(visited)
+        mine = samples[id(case)]
+        benchmarks += [entry(case["name"], r, args.repetitions, iterations, sample, counters)
+                       for r, sample in enumerate(mine)]
+        times = [sample[0] for sample in mine]
+        benchmarks += aggregates(case["name"], args.repetitions, times, counters)
+        print(f"{case['name']:<80} {sorted(times)[len(times) // 2]:10.2f} us", flush=True)
 
     device_name = torch.cuda.get_device_name(0) if args.device == "cuda" else "none"
     result = {
@@ -178,7 +214,7 @@ def main():
             "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "host_name": socket.gethostname(), "executable": "bench/python/peer.py",
             "num_cpus": os.cpu_count(), "library_build_type": "release",
-            "condbench_schema": SCHEMA, "peer": "python", "python_version": platform.python_version(),
+            "condbench_schema": SCHEMA, "peer": "python", "condbench_interleaving": "rounds", "python_version": platform.python_version(),
             "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda or "none",
             "device_name": device_name, "cpu_model": cpu_model(), "threads": str(torch.get_num_threads()),
             **{f"strategy:{args.device}/python/{name}": summary for name, summary in SUMMARIES.items()},

@@ -31,6 +31,7 @@ enum class CounterSource {
   strategy,    // a field of InferenceCounters, per inference
   exit_ids,    // the harness, from the exit ids an inference returned
   gpu_timing,  // the harness, from CUDA events around held-back inferences (CUDA strategies only)
+  run_order,   // the harness: when a repetition ran, not what an inference did
 };
 
 // How the per-inference values become the number in the result file.
@@ -38,6 +39,7 @@ enum class Averaging {
   per_inference,  // mean over the timed inferences, each pool batch weighted by how often it ran
   per_row,        // the same, divided by the batch: a share of rows
   per_timed_run,  // one measurement over a run of inferences, divided by their number
+  none,           // a label of the repetition, not an average (its aggregates mean nothing)
 };
 
 struct CounterSpec {
@@ -72,6 +74,9 @@ inline constexpr CounterSpec kCounters[] = {
      "exit_K: the share of rows that left at exit K"},
     {"gpu_us", "µs", CounterSource::gpu_timing, Averaging::per_timed_run, nullptr, true,
      "GPU time per inference: CUDA events around inferences enqueued behind a held stream"},
+    {"sequence", "position", CounterSource::run_order, Averaging::none, nullptr, false,
+     "the repetition's place in the order the run timed its repetitions (0 first; the PyTorch peer adds its "
+     "round): interleaved, repetitions close in sequence ran close in time, so cells can be paired by time"},
 };
 
 // The description of `name` ("exit_3" finds the exit_ family), or nullptr.
