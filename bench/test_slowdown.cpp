@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <vector>
 
 #include "condbench/error.h"
+#include "condbench/strategy.h"
 
 namespace condbench {
 
@@ -42,6 +44,30 @@ double test_slowdown(const std::string& strategy_path) {
   static const std::map<std::string, double> factors = parse(test_slowdown_setting());
   auto it = factors.find(strategy_path);
   return it == factors.end() ? 1.0 : it->second;
+}
+
+std::string register_test_twins() {
+  const char* value = std::getenv("CONDBENCH_TEST_TWIN");
+  const std::string setting = value ? value : "";
+  StrategyRegistry& registry = StrategyRegistry::instance();
+  std::vector<StrategyInfo> twins;
+  size_t start = 0;
+  while (!setting.empty() && start <= setting.size()) {
+    const size_t comma = setting.find(',', start);
+    const std::string item = setting.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const StrategyInfo* original = nullptr;
+    for (const StrategyInfo& info : registry.entries())
+      if (info.key() == item) original = &info;
+    if (!original) fail("CONDBENCH_TEST_TWIN: '" + item + "' is not a registered device/engine/strategy");
+    StrategyInfo twin = *original;
+    twin.name += "_twin";
+    twin.summary = "the same code as " + original->name + ", registered twice (CONDBENCH_TEST_TWIN)";
+    twins.push_back(std::move(twin));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (StrategyInfo& twin : twins) registry.add(std::move(twin));
+  return setting;
 }
 
 }  // namespace condbench

@@ -14,4 +14,12 @@ double test_slowdown(const std::string& strategy_path);
 // The variable's value, or "" when unset.
 std::string test_slowdown_setting();
 
+// A second test knob: CONDBENCH_TEST_TWIN=cpu/torch/eager_host[,device/engine/strategy...] registers
+// each named strategy a second time as <name>_twin — the same code under another name — so a run can
+// show that the report's verdicts make no claim between identical work (docs/statistics.md). Called
+// before the command line is read, so --strategy can name a twin. Returns the setting ("" when unset;
+// the runner records it as condbench_test_twin); a name that is no registered strategy throws
+// condbench::Error naming the variable.
+std::string register_test_twins();
+
 }  // namespace condbench

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -250,10 +251,11 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups) {
       const Judgement j = judge(lead, second);
       std::string sentence;
       if (j.standing == Standing::faster && against_eager)
-        sentence = where + best + " is at least " + format_at_least(j.factor) + " faster than " + kEager + " " + phrase + ".";
+        sentence =
+            where + best + " is at least " + format_at_least(j.factor) + " faster than " + kEager + " " + phrase + ".";
       else if (j.standing == Standing::faster)
-        sentence = where + best + " is the fastest " + phrase + ", at least " + format_at_least(j.factor) + " ahead of " +
-                   other + ".";
+        sentence = where + best + " is the fastest " + phrase + ", at least " + format_at_least(j.factor) +
+                   " ahead of " + other + ".";
       else
         sentence = where + "no recommendation " + phrase + ": " + verdict_text(j, best, other, lead, second) + ".";
       sentences.push_back(sentence);
@@ -309,8 +311,7 @@ std::string verdict_text(const Judgement& j, const std::string& fast, const std:
     return "ambiguous between " + fast + " and " + slow + ": " + std::to_string(f.repetitions) + " and " +
            std::to_string(s.repetitions) + " repetitions are too few for a 99% interval of their ratio";
   return "ambiguous between " + fast + " and " + slow + ": the ratio " + ratio_text(j.ratio) +
-         " is below what this data can call" + drift + " (it would have called " + plain(j.detectable) +
-         "× or more)";
+         " is below what this data can call" + drift + " (it would have called " + plain(j.detectable) + "× or more)";
 }
 
 namespace {
@@ -360,50 +361,48 @@ std::vector<std::string> answer_scenarios(const Group& g) {
 std::vector<std::string> answer_sentences(const Group& g) {
   std::vector<std::string> sentences;
   const std::vector<std::string> python = pytorch_options(g);
-  if (g.batch != 1 || python.empty()) return sentences;
+  const std::vector<std::string> scenarios = answer_scenarios(g);
+  if (g.batch != 1 || python.empty() || scenarios.empty()) return sentences;
   std::vector<std::string> others;  // what condbench itself runs
   for (const std::string& s : g.strategies)
     if (!is_pytorch_option(s)) others.push_back(s);
-  const std::string where = "On " + g.device_label + " at batch 1 (" + g.model_text() + ") ";
-  for (const std::string& scenario : answer_scenarios(g)) {
-    const std::string phrase = scenario_phrase(scenario);
+  // One sentence per question, each scenario a clause: "TOPIC: when …, CLAIM; when …, CLAIM."
+  // `pick` gives the two cells a scenario compares, or nothing where it has no such pair.
+  using Pair = std::optional<std::pair<std::string, std::string>>;
+  const auto sentence = [&](const std::string& topic, const std::function<Pair(const std::string&)>& pick) {
+    std::string clauses;
+    for (const std::string& scenario : scenarios)
+      if (const Pair p = pick(scenario))
+        clauses +=
+            (clauses.empty() ? "" : "; ") + scenario_phrase(scenario) + ", " + claim(g, p->first, p->second, scenario);
+    if (!clauses.empty()) sentences.push_back(topic + ": " + clauses + ".");
+  };
+  const auto best_python = [&](const std::string& scenario) {
     const std::vector<std::string> ranked = by_median(g, python, scenario);
-    if (ranked.empty()) continue;
-    if (ranked.size() == 1)
-      sentences.push_back(where + phrase + ", the one PyTorch option measured is " + ranked[0] + " (" +
-                          figure(*g.cell(ranked[0], scenario)) + ").");
-    else
-      sentences.push_back(where + phrase + ", the fastest way to write it with PyTorch: " +
-                          claim(g, ranked[0], ranked[1], scenario) + ".");
-    const Cell* cond = g.cell("python/py_cond", scenario);
-    const Cell* eager_if = g.cell("python/py_eager_if", scenario);
-    if (cond && eager_if) {
-      const bool cond_first = cond->median_us < eager_if->median_us;
-      sentences.push_back("Nested torch.cond in eager mode against a plain Python if, " + phrase + ": " +
-                          (cond_first ? claim(g, "python/py_cond", "python/py_eager_if", scenario)
-                                      : claim(g, "python/py_eager_if", "python/py_cond", scenario)) +
-                          ".");
-    }
-    // torch.cond as deployed: exported, compiled by AOTInductor, run from C++ — against eager.
-    const Cell* deployed = g.cell("aoti/cond", scenario);
-    if (cond && deployed) {
-      const bool deployed_first = deployed->median_us < cond->median_us;
-      sentences.push_back(
-          "Nested torch.cond exported with AOTInductor and run from C++ against torch.cond in eager "
-          "mode, " +
-          phrase + ": " +
-          (deployed_first ? claim(g, "aoti/cond", "python/py_cond", scenario)
-                          : claim(g, "python/py_cond", "aoti/cond", scenario)) +
-          ".");
-    }
+    return ranked.empty() ? std::string() : ranked[0];
+  };
+  sentence("On " + g.device_label + " at batch 1 (" + g.model_text() + "), the fastest way to write it with PyTorch",
+           [&](const std::string& scenario) -> Pair {
+             const std::vector<std::string> ranked = by_median(g, python, scenario);
+             if (ranked.size() < 2) return std::nullopt;
+             return std::make_pair(ranked[0], ranked[1]);
+           });
+  const auto both = [&](const std::string& a, const std::string& b) {
+    return [&g, a, b](const std::string& scenario) -> Pair {
+      if (!g.cell(a, scenario) || !g.cell(b, scenario)) return std::nullopt;
+      return std::make_pair(a, b);
+    };
+  };
+  sentence("Nested torch.cond in eager mode against a plain Python if", both("python/py_cond", "python/py_eager_if"));
+  // torch.cond as deployed: exported, compiled by AOTInductor, run from C++ — against eager.
+  sentence("Nested torch.cond exported with AOTInductor and run from C++ against torch.cond in eager mode",
+           both("aoti/cond", "python/py_cond"));
+  sentence("condbench's fastest strategy against the best PyTorch option", [&](const std::string& scenario) -> Pair {
     const std::vector<std::string> ours = by_median(g, others, scenario);
-    if (!ours.empty() && ours[0] != ranked[0]) {
-      const bool ours_first = g.cell(ours[0], scenario)->median_us < g.cell(ranked[0], scenario)->median_us;
-      sentences.push_back(
-          "condbench's fastest strategy against the best PyTorch option, " + phrase + ": " +
-          (ours_first ? claim(g, ours[0], ranked[0], scenario) : claim(g, ranked[0], ours[0], scenario)) + ".");
-    }
-  }
+    const std::string theirs = best_python(scenario);
+    if (ours.empty() || theirs.empty()) return std::nullopt;
+    return std::make_pair(ours[0], theirs);
+  });
   return sentences;
 }
 
@@ -526,6 +525,8 @@ const char* to_string(Verdict verdict) {
       return "FASTER";
     case Verdict::slower:
       return "SLOWER";
+    case Verdict::ambiguous:
+      return "AMBIGUOUS";
     case Verdict::too_few_repetitions:
       return "TOO FEW REPETITIONS";
     case Verdict::too_few_benchmarks:
@@ -550,14 +551,18 @@ std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b, double
     c.interval_a = median_interval(s.times_us);
     c.interval_b = median_interval(times_b);
     c.change = (c.median_b_us - c.median_a_us) / c.median_a_us;
-    if (smallest_u_test_p(s.times_us.size(), times_b.size()) >= kSignificance) {
+    c.ratio = ratio_interval(s.times_us, times_b);  // pairwise b / a
+    const double margin = (1.0 + min_effect) * kDriftBetweenProcesses;
+    if (!c.ratio.bounded())
       c.verdict = Verdict::too_few_repetitions;
-    } else {
-      c.test = mann_whitney_u(s.times_us, times_b);
-      const bool shifted = std::abs(c.change) >= min_effect && c.test && c.test->p_value < kSignificance &&
-                           !intervals_overlap(c.interval_a, c.interval_b);
-      c.verdict = !shifted ? Verdict::same : c.median_b_us < c.median_a_us ? Verdict::faster : Verdict::slower;
-    }
+    else if (c.ratio.low >= margin)
+      c.verdict = Verdict::slower;
+    else if (c.ratio.high * margin <= 1.0)
+      c.verdict = Verdict::faster;
+    else if (c.ratio.low <= 1.0 && 1.0 <= c.ratio.high)
+      c.verdict = Verdict::same;
+    else
+      c.verdict = Verdict::ambiguous;
     out.push_back(c);
   }
   return out;
@@ -574,6 +579,9 @@ ComparisonSummary summarize(const std::vector<Comparison>& rows) {
         break;
       case Verdict::same:
         ++summary.same;
+        break;
+      case Verdict::ambiguous:
+        ++summary.ambiguous;
         break;
       case Verdict::too_few_repetitions:
       case Verdict::too_few_benchmarks:

@@ -16,6 +16,7 @@
 #include "analysis.h"
 #include "condbench/error.h"
 #include "condbench/output_file.h"
+#include "condbench/result_format.h"
 #include "render.h"
 #include "result_file.h"
 #include "stability.h"
@@ -164,12 +165,27 @@ int run(int argc, char** argv) {
         warnings.push_back("recorded on a busy machine: " + line);
     for (const std::string& w : warnings) std::cerr << "condbench-report: warning: " << w << "\n";
     std::cout << comparison_markdown(rows, inputs[0], inputs[1], effect, warnings);
-    int regressions = 0;
-    for (const Comparison& c : rows)
-      if (threshold >= 0 && c.verdict == Verdict::slower && 100 * c.change > threshold) ++regressions;
-    if (regressions > 0) {
-      std::cerr << "condbench-report: " << regressions << " benchmarks slowed by more than " << fail_on
-                << "% with significance\n";
+    if (threshold < 0) return 0;
+    // The per-strategy verdicts are the headline and what counts; a strategy with too few benchmarks to
+    // take together counts by its benchmarks one by one.
+    std::vector<std::string> regressed;
+    for (const StrategyComparison& s : compare_strategies(rows, effect).strategies) {
+      const ChangeSummary& verdict = s.decisive();
+      if (verdict.verdict == Verdict::slower && 100 * verdict.median_change > threshold) {
+        regressed.push_back(s.strategy);
+      } else if (verdict.verdict == Verdict::too_few_benchmarks) {
+        for (const Comparison& c : rows) {
+          const std::optional<BenchmarkName> name = BenchmarkName::parse(c.name);
+          if ((name ? name->without_axes() : c.name) == s.strategy && c.verdict == Verdict::slower &&
+              100 * c.change > threshold)
+            regressed.push_back(c.name);
+        }
+      }
+    }
+    if (!regressed.empty()) {
+      std::string names;
+      for (const std::string& r : regressed) names += (names.empty() ? "" : ", ") + r;
+      std::cerr << "condbench-report: slower by more than " << fail_on << "% beyond the run's drift: " << names << "\n";
       return 1;
     }
     return 0;

@@ -339,15 +339,88 @@ std::optional<Floor> cell_floor(const ReportInput& in, const Group& g, const std
   return floor_of(limits->second, c, strategy.substr(0, strategy.find('/')));
 }
 
+// An option's standing against the fastest row of its column, in the answer's words.
+std::string standing_text(const Group& g, const std::string& best, const std::string& option,
+                          const std::string& scenario) {
+  if (option == best) return "fastest";
+  const Judgement j = judge(*g.cell(best, scenario), *g.cell(option, scenario));
+  switch (j.standing) {
+    case Standing::faster:
+      return "≥" + format_at_least(j.factor) + " slower";
+    case Standing::tied:
+      return "tied with " + best;
+    case Standing::ambiguous:
+      break;
+  }
+  return std::isfinite(j.detectable) ? "ambiguous (could show ≥" + number(j.detectable) + "×)"
+                                     : "ambiguous (too few repetitions)";
+}
+
+// The answer's chart: each option a dot at its median with the interval of the median as a
+// whisker, one colour per scenario, options sorted as the table, log axis, the floor a triangle.
+void answer_chart(const ReportInput& in, Charts& out, Document& doc, const Group& g, size_t index,
+                  const std::vector<std::string>& rows, const std::vector<std::string>& scenarios,
+                  const std::string& fastest) {
+  if (out.gnuplot.empty()) return;
+  std::ostringstream data;
+  data << "option";
+  for (const std::string& sc : scenarios) data << " " << gnuplot_label(sc) << " low high";
+  for (const std::string& sc : scenarios) data << " " << gnuplot_label("floor " + sc);
+  data << "\n";
+  double lo = INFINITY, hi = 0;
+  for (const std::string& s : rows) {
+    data << gnuplot_label(s);
+    for (const std::string& sc : scenarios) {
+      const Cell* c = g.cell(s, sc);
+      data << " "
+           << (c ? number(c->median_us, 6) + " " + number(c->interval.low, 6) + " " + number(c->interval.high, 6)
+                 : "NaN NaN NaN");
+      if (c) lo = std::min(lo, c->interval.low), hi = std::max(hi, c->interval.high);
+    }
+    for (const std::string& sc : scenarios) {
+      const Cell* c = s == fastest ? g.cell(s, sc) : nullptr;
+      // The floor's value, NaN where there is none (a plain double: GCC 12 misreads an optional here).
+      const double floor_us = c ? cell_floor(in, g, s, *c).value_or(Floor{NAN, 0, 0, 0}).us : NAN;
+      data << " " << (std::isfinite(floor_us) ? number(floor_us, 6) : "NaN");
+      if (std::isfinite(floor_us)) lo = std::min(lo, floor_us);
+    }
+    data << "\n";
+  }
+  const std::string id = chart_id(g, "answer", index);
+  std::string plot = "plot ";
+  const size_t n = scenarios.size();
+  for (size_t i = 0; i < n; ++i) {
+    const std::string x = "($0" + std::string(i ? "+" : "-") + "0.12)";
+    const std::string col = std::to_string(2 + 3 * i);
+    plot += (i ? ", " : "") + std::string("'") + id + ".dat' using " + x + ":" + col + ":" + std::to_string(3 + 3 * i) +
+            ":" + std::to_string(4 + 3 * i) + (i == 0 ? ":xtic(1)" : "") +
+            " with yerrorbars pt 7 ps 1.3 lw 1.5 title columnheader(" + col + ")";
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const std::string col = std::to_string(2 + 3 * n + i);
+    plot += ", '" + id + ".dat' using ($0" + std::string(i ? "+" : "-") + "0.12):" + col +
+            " with points pt 9 ps 1.6 lc rgb 'black' " + (i ? "notitle" : "title 'one-core floor'");
+  }
+  const std::string settings = std::string(hi / std::max(lo, 1e-9) > 10 ? "set logscale y\n" : "set yrange [0:*]\n") +
+                               "set ylabel 'µs per inference (median, interval)'\nset xtics rotate by -30\n"
+                               "set offsets 0.5,0.5,0,0\nset bars small\nset key autotitle columnheader\n";
+  const std::string svg = draw(out.gnuplot, out.work, id, data.str(), settings, plot);
+  if (svg.empty()) return;
+  write_text(out.dir / (id + ".svg"), svg);
+  doc.chart("charts/" + id + ".svg", svg, "The options, fastest first, " + group_title(g));
+  ++out.drawn;
+}
+
 // First in the report: what a PyTorch user should write for an early exit, from this run's data.
-void the_answer(const ReportInput& in, Charts& /*out*/, Document& doc) {
+// Per model at batch 1: one table (each option's median and its standing against the fastest),
+// one chart, and at most four sentences that state the verdicts.
+void the_answer(const ReportInput& in, Charts& out, Document& doc) {
   doc.paragraph(
-      "What should a PyTorch user write for an early exit? The ways a user writes it with PyTorch are the PyTorch "
-      "peer's variants (python/...: a Python if, nested torch.cond eager or compiled, each block compiled, masking, "
-      "the torch.cond exported to ONNX Runtime) and the same modules exported with torch.export and compiled by "
-      "AOTInductor, run from C++ (aoti/...); beside them condbench's LibTorch eager_host and its fastest strategy, "
-      "and that strategy's floor. Median wall time per inference in µs with the interval of the median; a claim "
-      "needs stable figures whose intervals are apart.");
+      "What should a PyTorch user write for an early exit? The PyTorch options (python/...: the peer's ways to "
+      "write it; aoti/...: the same modules through torch.export and AOTInductor, run from C++) beside LibTorch's "
+      "eager_host, condbench's fastest strategy and its one-core floor. Median µs per inference [interval of the "
+      "median], and each option's standing against the fastest (≥ N× slower, tied or ambiguous; docs/"
+      "statistics.md, \"Verdicts\").");
   bool any = false;
   for (size_t gi = 0; gi < in.groups.size(); ++gi) {
     const Group& g = in.groups[gi];
@@ -356,18 +429,7 @@ void the_answer(const ReportInput& in, Charts& /*out*/, Document& doc) {
     if (g.batch != 1 || python.empty() || scenarios.empty()) continue;
     any = true;
     doc.heading(3, group_title(g));
-    Table t{{"option"}, {}};
-    for (const std::string& sc : scenarios) t.header.push_back(scenario_phrase(sc));
-    const auto cell_text = [&](const std::string& s, const std::string& sc) {
-      const Cell* c = g.cell(s, sc);
-      if (!c) return std::string("-");
-      return number(c->median_us) + " " + interval_text(c->interval) + (c->unstable ? " unstable" : "");
-    };
     std::vector<std::string> rows = python;
-    std::sort(rows.begin(), rows.end(), [&](const std::string& a, const std::string& b) {
-      const Cell *ca = g.cell(a, scenarios[0]), *cb = g.cell(b, scenarios[0]);
-      return (ca ? ca->median_us : INFINITY) < (cb ? cb->median_us : INFINITY);
-    });
     // condbench's: eager_host (LibTorch, what the Python if becomes in C++) and the fastest of its strategies
     std::string fastest;
     for (const std::string& s : g.strategies) {
@@ -377,9 +439,27 @@ void the_answer(const ReportInput& in, Charts& /*out*/, Document& doc) {
     }
     if (g.cell("torch/eager_host", scenarios[0])) rows.push_back("torch/eager_host");
     if (!fastest.empty() && fastest != "torch/eager_host") rows.push_back(fastest);
+    std::sort(rows.begin(), rows.end(), [&](const std::string& a, const std::string& b) {
+      const Cell *ca = g.cell(a, scenarios[0]), *cb = g.cell(b, scenarios[0]);
+      return (ca ? ca->median_us : INFINITY) < (cb ? cb->median_us : INFINITY);
+    });
+    Table t{{"option"}, {}};
+    std::vector<std::string> best;  // per scenario: the row with the lowest median
+    for (const std::string& sc : scenarios) {
+      t.header.push_back(scenario_phrase(sc));
+      t.header.push_back("standing");
+      std::string b;
+      for (const std::string& s : rows)
+        if (g.cell(s, sc) && (b.empty() || g.cell(s, sc)->median_us < g.cell(b, sc)->median_us)) b = s;
+      best.push_back(b);
+    }
     for (const std::string& s : rows) {
       std::vector<std::string> row{s};
-      for (const std::string& sc : scenarios) row.push_back(cell_text(s, sc));
+      for (size_t i = 0; i < scenarios.size(); ++i) {
+        const Cell* c = g.cell(s, scenarios[i]);
+        row.push_back(c ? number(c->median_us) + " " + interval_text(c->interval) : "-");
+        row.push_back(c && !in.check.disturbed() ? standing_text(g, best[i], s, scenarios[i]) : "-");
+      }
       t.rows.push_back(row);
     }
     if (!fastest.empty()) {
@@ -388,13 +468,16 @@ void the_answer(const ReportInput& in, Charts& /*out*/, Document& doc) {
         const Cell* c = g.cell(fastest, sc);
         const std::optional<Floor> f = c ? cell_floor(in, g, fastest, *c) : std::nullopt;
         row.push_back(f ? number(f->us) : "-");
+        row.push_back("-");
       }
       t.rows.push_back(row);
     }
     doc.table(t);
+    answer_chart(in, out, doc, g, gi, rows, scenarios, fastest);
     if (in.check.disturbed())
-      doc.paragraph("No verdicts: this run was disturbed (see the top of the report), so its differences may be the "
-                    "machine's.");
+      doc.paragraph(
+          "No verdicts: this run was disturbed (see the top of the report), so its differences may be the "
+          "machine's.");
     else
       doc.bullets(answer_sentences(g));
   }
@@ -502,20 +585,20 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
       "), the coefficient of variation, \"unstable\" "
       "where that exceeds " +
       threshold +
-      "%, and in parentheses the speedup of medians over "
+      "% (a label that says to read the cell with care; the verdicts rest on the intervals of ratios, not on cv), "
+      "and in parentheses the speedup of medians over "
       "torch/eager_host on the same device (above 1× is faster). Where the run measured the CPU "
       "primitives, \"× floor\" is the median over the strategy's one-core floor (see \"Where the time "
-      "goes\"). Charts ring unstable points.");
+      "goes\").");
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const Group& g = groups[gi];
     doc.heading(3, group_title(g));
     Table t{{"strategy"}, {}};
     for (const std::string& sc : g.scenarios) t.header.push_back(sc);
     std::ostringstream data;
-    // Per scenario: each strategy's median, first and third quartile, then the unstable medians.
+    // Per scenario: each strategy's median, first and third quartile.
     data << "scenario";
     for (const std::string& s : g.strategies) data << " " << gnuplot_label(s) << " q1 q3";
-    for (const std::string& s : g.strategies) data << " " << gnuplot_label(s + " unstable");
     data << "\n";
     double lo = INFINITY, hi = 0;
     for (const std::string& s : g.strategies) {
@@ -539,7 +622,6 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
       }
       t.rows.push_back(row);
     }
-    std::vector<bool> unstable(g.strategies.size(), false);  // per strategy: has an unstable cell
     for (const std::string& sc : g.scenarios) {
       data << gnuplot_label(sc);
       for (const std::string& s : g.strategies) {
@@ -550,12 +632,6 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
         }
         data << " "
              << (c ? number(c->median_us, 6) + " " + number(c->q1_us, 6) + " " + number(c->q3_us, 6) : "NaN NaN NaN");
-      }
-      // Then the unstable ones again, so the chart can ring them.
-      for (size_t i = 0; i < g.strategies.size(); ++i) {
-        const Cell* c = g.cell(g.strategies[i], sc);
-        if (c && c->unstable) unstable[i] = true;
-        data << " " << (c && c->unstable ? number(c->median_us, 6) : "NaN");
       }
       data << "\n";
     }
@@ -576,14 +652,6 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
         plot += (i ? ", " : "") + std::string("'") + id + ".dat' using " + x(i) + ":" + median + ":" +
                 std::to_string(3 + 3 * i) + ":" + std::to_string(4 + 3 * i) + (i == 0 ? ":xtic(1)" : "") +
                 " with yerrorbars pt 7 ps 1.2 lw 1.5 title columnheader(" + median + ")";
-      }
-      // Only strategies with an unstable point: gnuplot drops the key entry of an all-NaN column.
-      bool titled = false;
-      for (size_t i = 0; i < n; ++i) {
-        if (!unstable[i]) continue;
-        plot += ", '" + id + ".dat' using " + x(i) + ":" + std::to_string(2 + 3 * n + i) +
-                " with points pt 6 ps 2.5 lw 2 lc rgb 'red' " + (titled ? "notitle" : "title 'unstable'");
-        titled = true;
       }
       const std::string settings =
           std::string(hi / std::max(lo, 1e-9) > 10 ? "set logscale y\n" : "") +
@@ -636,7 +704,6 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
     if (with_floor) t.header.insert(t.header.end(), {"floor (µs)", "bound", "× floor"});
     std::ostringstream data;
     bool any_floor = false;
-    bool any_unstable = false;
     double lo = INFINITY, hi = 0;  // the range the chart spans
     for (const std::string& s : g.strategies) {
       const Cell* c = g.cell(s, scenario);
@@ -661,11 +728,9 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
       any_floor = any_floor || floor.has_value();
       t.rows.push_back(std::move(row));
       data << gnuplot_label(s) << " " << number(c->median_us, 6) << " " << number(c->q1_us, 6) << " "
-           << number(c->q3_us, 6) << " " << (c->unstable ? number(c->median_us, 6) : "NaN") << " "
-           << (floor ? number(floor->us, 6) : "NaN") << "\n";
+           << number(c->q3_us, 6) << " " << (floor ? number(floor->us, 6) : "NaN") << "\n";
       lo = std::min({lo, c->q1_us, floor ? floor->us : INFINITY});
       hi = std::max(hi, c->q3_us);
-      any_unstable = any_unstable || c->unstable;
     }
     doc.table(t);
     if (!out.gnuplot.empty()) {
@@ -673,10 +738,8 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
       // A dot at the median with a bar from the first to the third quartile; the floor a triangle.
       std::string plot =
           "plot '" + id + ".dat' using 0:2:3:4:xtic(1) with yerrorbars pt 7 ps 1.4 lw 1.5 title 'median, quartiles'";
-      if (any_unstable)
-        plot += ", '" + id + ".dat' using 0:5 with points pt 6 ps 2.5 lw 2 lc rgb 'red' title 'unstable'";
       if (any_floor)
-        plot += ", '" + id + ".dat' using 0:6 with points pt 9 ps 1.8 lc rgb 'black' title 'one-core floor'";
+        plot += ", '" + id + ".dat' using 0:5 with points pt 9 ps 1.8 lc rgb 'black' title 'one-core floor'";
       if (floors.count(g.device_label))
         for (const char* p : kFloorPrimitives)
           if (floors.at(g.device_label).count(p))
@@ -802,22 +865,6 @@ std::string comparison_markdown(const std::vector<Comparison>& rows, const std::
   std::ostringstream md;
   md << "A: " << escape_markdown(a) << "\nB: " << escape_markdown(b) << "\n\n";
   for (const std::string& w : warnings) md << "WARNING: " << escape_markdown(w) << "\n\n";
-  md << "| benchmark | A median (µs) | B median (µs) | change | U test p | verdict |\n"
-     << "|---|---:|---:|---:|---:|---|\n";
-  for (const Comparison& c : rows) {
-    char change[32];
-    std::snprintf(change, sizeof change, "%+.1f%%", 100 * c.change);
-    md << "| " << escape_markdown(c.name) << " | " << number(c.median_a_us) << " | " << number(c.median_b_us) << " | "
-       << change << " | " << (c.test ? number(c.test->p_value, 3) : std::string("-")) << " | " << to_string(c.verdict)
-       << " |\n";
-  }
-  const ComparisonSummary sum = summarize(rows);
-  md << "\nSummary: " << sum.faster << " faster, " << sum.slower << " slower, " << sum.same << " same, " << sum.too_few
-     << " too few repetitions, of " << rows.size() << " (FASTER/SLOWER: median changed by at least "
-     << number(100 * min_effect, 3) << "%, U test p < " << number(kSignificance)
-     << ", intervals of the medians apart)\n";
-
-  const StrategyComparisons together = compare_strategies(rows, min_effect);
   const auto percent = [](double fraction) {
     char text[32];
     std::snprintf(text, sizeof text, "%+.1f%%", 100 * fraction);
@@ -828,14 +875,9 @@ std::string comparison_markdown(const std::vector<Comparison>& rows, const std::
            (std::isnan(c.interval.low) ? std::string("-")
                                        : "\\[" + percent(c.interval.low) + " – " + percent(c.interval.high) + "\\]");
   };
-  const ChangeSummary& run = together.whole_run;
-  md << "\nWhole run: " << change_text(run) << " over " << run.benchmarks << " benchmarks (" << run.slower << " up, "
-     << run.faster << " down), " << to_string(run.verdict)
-     << ". A shift of the whole run is a change to every strategy or the machine drifting between the runs; two runs "
-        "cannot tell which, an A/A pair can.";
-  if (together.drift) md << " Drift, the median of the strategies' median changes: " << percent(*together.drift) << ".";
-  md << "\n";
-  md << "\n| strategy (all its benchmarks) | benchmarks | medians up / down | median change | against the drift "
+  // The headline: each strategy, all its benchmarks together, against the run's drift.
+  const StrategyComparisons together = compare_strategies(rows, min_effect);
+  md << "| strategy (all its benchmarks) | benchmarks | medians up / down | median change | against the drift "
         "| verdict |\n"
      << "|---|---:|---:|---|---|---|\n";
   for (const StrategyComparison& s : together.strategies)
@@ -848,7 +890,31 @@ std::string comparison_markdown(const std::vector<Comparison>& rows, const std::
      << "% interval (a sign test); where the run has 3 or more strategies, the verdict is on the change against the "
         "drift (each benchmark's change divided by it), so that drift of the machine, which moves every strategy "
         "alike, is not called a change. FASTER/SLOWER when the whole interval lies beyond "
-     << number(100 * min_effect, 3) << "%; fewer than 6 benchmarks cannot reach that (TOO FEW BENCHMARKS).\n";
+     << number(100 * min_effect, 3)
+     << "%; fewer than 6 benchmarks cannot reach that (TOO FEW BENCHMARKS). This is the verdict "
+        "--fail-on-regression counts.\n";
+  const ChangeSummary& run = together.whole_run;
+  md << "\nWhole run: " << change_text(run) << " over " << run.benchmarks << " benchmarks (" << run.slower << " up, "
+     << run.faster << " down), " << to_string(run.verdict)
+     << ". A shift of the whole run is a change to every strategy or the machine drifting between the runs; two runs "
+        "cannot tell which, an A/A pair can.";
+  if (together.drift) md << " Drift, the median of the strategies' median changes: " << percent(*together.drift) << ".";
+  md << "\n";
+
+  md << "\n| benchmark | A median (µs) | B median (µs) | change | B / A (99%) | verdict |\n"
+     << "|---|---:|---:|---:|---:|---|\n";
+  for (const Comparison& c : rows) {
+    const std::string ratio =
+        c.ratio.bounded() ? "\\[" + number(c.ratio.low) + "–" + number(c.ratio.high) + "\\]" : std::string("-");
+    md << "| " << escape_markdown(c.name) << " | " << number(c.median_a_us) << " | " << number(c.median_b_us) << " | "
+       << percent(c.change) << " | " << ratio << " | " << to_string(c.verdict) << " |\n";
+  }
+  const ComparisonSummary sum = summarize(rows);
+  md << "\nSummary: " << sum.faster << " faster, " << sum.slower << " slower, " << sum.same << " same, "
+     << sum.ambiguous << " ambiguous, " << sum.too_few << " too few repetitions, of " << rows.size()
+     << " (one by one, on the interval of the ratio B / A: FASTER/SLOWER when it lies beyond "
+     << number(100 * min_effect, 3) << "% and the drift allowance between runs, "
+     << format_ratio(kDriftBetweenProcesses) << "; SAME when it holds 1; see docs/statistics.md)\n";
   return md.str();
 }
 

@@ -54,18 +54,6 @@ MedianInterval median_interval(std::vector<double> samples, double confidence) {
   return interval;
 }
 
-bool intervals_overlap(const MedianInterval& a, const MedianInterval& b) {
-  if (std::isnan(a.low) || std::isnan(b.low)) return true;
-  return a.low <= b.high && b.low <= a.high;
-}
-
-double smallest_u_test_p(size_t n1, size_t n2) {
-  if (n1 == 0 || n2 == 0) return 1.0;
-  const double log_choose = std::lgamma(static_cast<double>(n1 + n2) + 1) - std::lgamma(static_cast<double>(n1) + 1) -
-                            std::lgamma(static_cast<double>(n2) + 1);
-  return std::min(1.0, 2.0 * std::exp(-log_choose));
-}
-
 namespace {
 
 // Number of ways to pick `n1` of `n1 + n2` ranks with rank sum giving U = u, for every u:
@@ -121,8 +109,7 @@ std::vector<double> thinned(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   if (samples.size() <= kMaxRatioSamples) return samples;
   std::vector<double> out(kMaxRatioSamples);
-  for (size_t i = 0; i < kMaxRatioSamples; ++i)
-    out[i] = samples[i * (samples.size() - 1) / (kMaxRatioSamples - 1)];
+  for (size_t i = 0; i < kMaxRatioSamples; ++i) out[i] = samples[i * (samples.size() - 1) / (kMaxRatioSamples - 1)];
   return out;
 }
 
@@ -149,58 +136,6 @@ RatioInterval ratio_interval(const std::vector<double>& fast, const std::vector<
   r.low = kth(r.k - 1);
   r.high = kth(ratios.size() - r.k);
   return r;
-}
-
-std::optional<UTest> mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() < kMinRepetitions || b.size() < kMinRepetitions) return std::nullopt;
-  const size_t n1 = a.size(), n2 = b.size(), n = n1 + n2;
-  // Midranks of the pooled sample.
-  std::vector<std::pair<double, size_t>> pooled;
-  for (size_t i = 0; i < n1; ++i) pooled.push_back({a[i], i});
-  for (size_t j = 0; j < n2; ++j) pooled.push_back({b[j], n1 + j});
-  std::sort(pooled.begin(), pooled.end());
-  std::vector<double> rank(n);
-  double tie_term = 0;  // sum of t^3 - t over groups of ties
-  bool ties = false;
-  for (size_t i = 0; i < n;) {
-    size_t j = i;
-    while (j < n && pooled[j].first == pooled[i].first) ++j;
-    const double midrank = 0.5 * static_cast<double>(i + 1 + j);
-    for (size_t k = i; k < j; ++k) rank[pooled[k].second] = midrank;
-    const double t = static_cast<double>(j - i);
-    if (t > 1) {
-      ties = true;
-      tie_term += t * t * t - t;
-    }
-    i = j;
-  }
-  double rank_sum = 0;
-  for (size_t i = 0; i < n1; ++i) rank_sum += rank[i];
-  UTest result;
-  result.u = rank_sum - static_cast<double>(n1 * (n1 + 1)) / 2.0;
-  const double mean_u = static_cast<double>(n1 * n2) / 2.0;
-
-  if (!ties && n1 < 8 && n2 < 8) {
-    const std::vector<double> counts = exact_u_counts(static_cast<int>(n1), static_cast<int>(n2));
-    const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
-    // Two-sided: twice the smaller tail, at the larger of U and n1 n2 - U.
-    const int u_big = static_cast<int>(std::max(result.u, static_cast<double>(n1 * n2) - result.u));
-    double upper = 0;
-    for (size_t u = static_cast<size_t>(u_big); u < counts.size(); ++u) upper += counts[u];
-    result.p_value = std::min(1.0, 2.0 * upper / total);
-    result.exact = true;
-    return result;
-  }
-  const double nn = static_cast<double>(n);
-  const double variance = static_cast<double>(n1 * n2) / 12.0 * ((nn + 1) - tie_term / (nn * (nn - 1)));
-  if (variance <= 0) {  // every value tied: no evidence of a difference
-    result.p_value = 1.0;
-    return result;
-  }
-  const double u_big = std::max(result.u, static_cast<double>(n1 * n2) - result.u);
-  const double z = (u_big - mean_u - 0.5) / std::sqrt(variance);
-  result.p_value = std::min(1.0, 2.0 * (1.0 - normal_cdf(z)));
-  return result;
 }
 
 }  // namespace condbench::report

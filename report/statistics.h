@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,25 +28,6 @@ constexpr double kIntervalConfidence = 0.95;
 MedianInterval median_interval(std::vector<double> samples, double confidence = kIntervalConfidence);
 // P(Binomial(n, 1/2) <= k).
 double binomial_half_cdf(int n, int k);
-// Two intervals share a point. Missing intervals (NaN) overlap everything: no evidence of a gap.
-bool intervals_overlap(const MedianInterval& a, const MedianInterval& b);
-
-// The Mann-Whitney U test of google/benchmark's tools/compare.py (scipy.stats.mannwhitneyu,
-// two-sided): exact distribution when both samples have fewer than 8 values and no ties, else the
-// normal approximation with tie correction and continuity correction.
-struct UTest {
-  double u = 0;        // U of the first sample
-  double p_value = 1;  // two-sided
-  bool exact = false;
-};
-// nullopt when either sample has fewer than kMinRepetitions values: too few to test.
-constexpr size_t kMinRepetitions = 2;
-std::optional<UTest> mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b);
-// The smallest two-sided p value the U test can give for samples of these sizes, 2 / C(n1 + n2, n1)
-// (complete separation, no ties): when it is not below the significance level, no data could
-// show a difference, so the test is not worth running.
-double smallest_u_test_p(size_t n1, size_t n2);
-
 // The ratio slow / fast of two cells' times with a distribution-free confidence interval: the
 // k-th smallest and k-th largest of the n1 x n2 pairwise ratios slow_j / fast_i, k the largest
 // with P(U < k) <= (1 - confidence) / 2 under the rank-sum null distribution of U (exact for

@@ -147,7 +147,18 @@ class PythonPeer(unittest.TestCase):
         data = json.load(open(out))
         self.assertEqual(data["context"]["condbench_schema"], RESULT_SCHEMA)
         self.assertEqual(data["context"]["torch_version"], torch.__version__)
-        runs = {b["run_name"]: b for b in data["benchmarks"] if b["run_type"] == "iteration"}
+        # Interleaved in rounds: each round runs every case once, the rounds one after the other, and
+        # every repetition says where it ran.
+        self.assertEqual(data["context"]["condbench_interleaving"], "rounds")
+        iterations = [b for b in data["benchmarks"] if b["run_type"] == "iteration"]
+        cases = {b["run_name"] for b in iterations}
+        self.assertEqual(len(cases), 4)  # py_eager_if and py_masked at exit:1 and exit:4
+        self.assertEqual(sorted(b["sequence"] for b in iterations), list(range(2 * len(cases))))
+        for r in (0, 1):
+            in_round = [b for b in iterations if b["round"] == r]
+            self.assertEqual({b["run_name"] for b in in_round}, cases)
+            self.assertEqual(sorted(b["sequence"] for b in in_round), list(range(r * 4, r * 4 + 4)))
+        runs = {b["run_name"]: b for b in iterations}
         eager4 = runs["early_exit/cpu/python/py_eager_if/exit:4/batch:1/hidden:24/blocks:3"]
         self.assertEqual(eager4["host_syncs"], 3.0)
         self.assertEqual(eager4["exit_4"], 1.0)

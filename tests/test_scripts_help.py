@@ -6,8 +6,8 @@ import sys
 import unittest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-SCRIPTS = ["aa-check", "build", "device-check", "fuzz", "fuzz_seeds.py", "profile", "run", "run_history.py",
-           "setup", "summary.py", "test", "tidy"]
+SCRIPTS = ["aa-check", "build", "device-check", "drift_allowance.py", "fuzz", "fuzz_seeds.py", "interval_widths.py",
+           "profile", "run", "run_history.py", "setup", "summary.py", "test", "tidy"]
 
 
 def repo_state():

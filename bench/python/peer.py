@@ -57,6 +57,13 @@ def load_workloads(root):
     return found
 
 
+def test_twins():
+    """CONDBENCH_TEST_TWIN, as condbench reads it: the python/<variant> items name variants to run a
+    second time as <variant>_twin (the same code under another name; docs/statistics.md)."""
+    items = [i for i in os.environ.get("CONDBENCH_TEST_TWIN", "").split(",") if i]
+    return [i.split("/", 1)[1] for i in items if i.startswith("python/")]
+
+
 def run_variant(fn, rows, thresholds, sync):
     out = fn(rows, thresholds)
     if sync:
@@ -147,8 +154,8 @@ def main():
     parser.add_argument("--variants", default="", help="comma-separated subset (default: all that run here)")
     parser.add_argument("--scenarios", default="", help="comma-separated subset (default: all exported)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (condbench's count)")
-    parser.add_argument("--repetitions", type=int, default=5)
-    parser.add_argument("--min-time", type=float, default=0.1)
+    parser.add_argument("--repetitions", type=int, default=10, help="rounds (condbench's default)")
+    parser.add_argument("--min-time", type=float, default=0.05, help="seconds per repetition at least")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         fail("--device=cuda: no CUDA device here")
@@ -159,6 +166,7 @@ def main():
     wanted_variants = [v for v in args.variants.split(",") if v]
     wanted_scenarios = [s for s in args.scenarios.split(",") if s]
     sync = args.device == "cuda"
+    twins = test_twins()
 
     cases, notes = [], []
     for directory, meta in load_workloads(args.workload):
@@ -167,6 +175,7 @@ def main():
         pool_all = torch.load(os.path.join(directory, "pool.pt")).to(args.device)
         pool = [pool_all[i:i + 1] for i in range(pool_all.shape[0])]
         runnable, skipped = variants(model, args.device)
+        runnable += [(name + "_twin", *rest) for name, *rest in runnable if name in twins]
         notes += [f"{name}: skipped ({why})" for name, why in skipped if not wanted_variants or name in wanted_variants]
         for name, fn, host_syncs, tensor_thresholds in runnable:
             if wanted_variants and name not in wanted_variants:
@@ -218,6 +227,9 @@ def main():
             "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda or "none",
             "device_name": device_name, "cpu_model": cpu_model(), "threads": str(torch.get_num_threads()),
             **{f"strategy:{args.device}/python/{name}": summary for name, summary in SUMMARIES.items()},
+            **{f"strategy:{args.device}/python/{name}_twin": f"the same code as {name}, run twice (CONDBENCH_TEST_TWIN)"
+               for name in twins},
+            **({"condbench_test_twin": os.environ["CONDBENCH_TEST_TWIN"]} if twins else {}),
         },
         "benchmarks": benchmarks,
     }

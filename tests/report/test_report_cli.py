@@ -40,13 +40,15 @@ class Report(unittest.TestCase):
         md = open(os.path.join(out, "report.md")).read()
         html = open(os.path.join(out, "report.html")).read()
         # 3 and 1 repetitions: no claim, and the report says why
-        self.assertIn("no recommendation when most rows exit early: native/fused has 3 repetitions", md)
+        self.assertIn("no recommendation when most rows exit early: ambiguous between native/fused and "
+                      "torch/eager_host: 3 and 3 repetitions are too few for a 99% interval of their ratio", md)
         self.assertNotIn("faster than", md)
         # median, interval of the median, cv, unstable mark, speedup of medians
         self.assertIn("| native/fused | 1.5 \\[1–2\\] ±33% unstable (7.3×) | 5 \\[5–5\\] ±0% (6.0×) |", md)
         self.assertIn("75% with 3 repetitions", md)
-        # conservative margin: masked's low edge over fused's high edge
-        self.assertIn("| cpu · Test CPU | 1 | 64 | 3 | mix:late | native/fused | 5 | \\[5–5\\] | ≥4.2× | torch/masked |", md)
+        # one repetition each: no interval of a ratio, so no margin, and the winner says so
+        self.assertIn("| cpu · Test CPU | 1 | 64 | 3 | mix:late | native/fused (not separated from torch/masked, "
+                      "torch/eager_host) | 5 | \\[5–5\\] | torch/masked |", md)
         self.assertNotIn("disturbed", md)
         # 1 - 9000/25600 wasted; bytes_read_back and gpu_us, measured by none, are left out
         self.assertIn("| torch/masked | 21 | 0 | 25 | 64.8% |", md)
@@ -160,8 +162,8 @@ class Report(unittest.TestCase):
     def test_compare_same_run_is_same_and_regression_fails_on_request(self):
         result = run("--compare", SMALL, SMALL)
         self.assertEqual(result.returncode, 0, result.stderr)
-        # 3 + 3 repetitions cannot reach p < 0.05, 1 + 1 even less: no verdict for any
-        self.assertIn("Summary: 0 faster, 0 slower, 0 same, 6 too few repetitions, of 6", result.stdout)
+        # 3 + 3 repetitions cannot reach a 99% interval of a ratio, 1 + 1 even less: no verdict for any
+        self.assertIn("Summary: 0 faster, 0 slower, 0 same, 0 ambiguous, 6 too few repetitions, of 6", result.stdout)
         slower = json.load(open(SMALL))
         for b in slower["benchmarks"]:
             if "fused/mix:early" in b["name"] and b.get("run_type") == "iteration":
@@ -169,7 +171,7 @@ class Report(unittest.TestCase):
         path = self.write_json("slower.json", slower)
         result = run("--compare", SMALL, path)
         self.assertEqual(result.returncode, 0, result.stderr)
-        # 3 vs 3 repetitions, fully separated: the smallest p there is, 2/20 = 0.1, is not significant
+        # 3 vs 3 repetitions, fully separated: P(U = 0) = 1/20, no 99% interval
         self.assertIn("| early_exit/cpu/native/fused/mix:early/batch:1/hidden:64/blocks:3 | 1.5 | 4.5 | +200.0% | - | "
                       "TOO FEW REPETITIONS |", result.stdout)
         five = json.load(open(SMALL))
@@ -180,12 +182,13 @@ class Report(unittest.TestCase):
         slow5 = copy.deepcopy(five)
         for b in slow5["benchmarks"]:
             if "fused/mix:early" in b["name"] and b.get("run_type") == "iteration":
-                b["real_time"] *= 3
+                b["real_time"] *= 10  # 1-2 µs spread: 10x clears the drift allowance between runs (1.7x)
         a, b = self.write_json("a5.json", five), self.write_json("b5.json", slow5)
         result = run("--compare", a, b, "--fail-on-regression", "50")
         self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
         self.assertIn("SLOWER", result.stdout)
-        self.assertEqual(run("--compare", a, b, "--fail-on-regression", "500").returncode, 0)
+        self.assertIn("slower by more than 50% beyond the run's drift: early_exit/cpu/native/fused/mix:early", result.stderr)
+        self.assertEqual(run("--compare", a, b, "--fail-on-regression", "1000").returncode, 0)
         self.assertEqual(run("--compare", a, b, "--fail-on-regression", "x").returncode, 2)
 
     def five_repetition_run(self, seed, scale=1.0, cv=0.01):
@@ -211,18 +214,22 @@ class Report(unittest.TestCase):
         b = self.write_json("b.json", self.five_repetition_run(2))
         result = run("--compare", a, b)
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("Summary: 0 faster, 0 slower, 3 same, 0 too few repetitions, of 3", result.stdout)
+        self.assertIn("Summary: 0 faster, 0 slower, 3 same, 0 ambiguous, 0 too few repetitions, of 3", result.stdout)
         self.assertNotIn("WARNING", result.stdout)
         # one benchmark per strategy: too few to take together
         self.assertIn("| early_exit/cpu/native/fused | 1 | ", result.stdout)
         self.assertEqual(result.stdout.count("| TOO FEW BENCHMARKS |"), 3)
+        # 20% slower, tight: apart, but within the drift allowance between two runs
         slow = self.write_json("slow.json", self.five_repetition_run(3, scale=1.2))
         result = run("--compare", a, slow)
+        self.assertIn("Summary: 0 faster, 0 slower, 0 same, 3 ambiguous", result.stdout)
+        slow = self.write_json("slow3.json", self.five_repetition_run(3, scale=3))
+        result = run("--compare", a, slow)
         self.assertIn("Summary: 0 faster, 3 slower, 0 same", result.stdout)
-        # a 20% shift is below a 25% minimum effect
-        result = run("--compare", a, slow, "--min-effect", "25")
-        self.assertIn("Summary: 0 faster, 0 slower, 3 same", result.stdout)
-        self.assertIn("at least 25%", result.stdout)
+        # 3x is below an 80% minimum effect beyond the allowance (1.8 x 1.7 = 3.06)
+        result = run("--compare", a, slow, "--min-effect", "80")
+        self.assertIn("Summary: 0 faster, 0 slower, 0 same, 3 ambiguous", result.stdout)
+        self.assertIn("beyond 80%", result.stdout)
         for bad in (["--min-effect", "x"], ["--min-effect=-1"]):
             self.assertEqual(run("--compare", a, b, *bad).returncode, 2)
         self.assertEqual(run("--out", os.path.join(self.dir, "r"), a, "--min-effect", "5").returncode, 2)

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Measures how far the machine drifts between cells that were not timed interleaved: the figure
+behind condbench-report's drift allowance (docs/statistics.md, "The drift allowance").
+
+Pairs of cells that did identical work, timed apart, should not separate; the conservative ratio
+of a pair is min(slower) / max(faster) over their repetitions (the low edge of the report's 99%
+interval of the ratio with 5 and 5 repetitions). Above 1 the two separated completely although
+the work was the same: the machine changed speed between them. The allowance must exceed the
+largest such ratio.
+
+  scripts/drift_allowance.py --aa A.json B.json     the same benchmarks in two runs (two processes)
+  scripts/drift_allowance.py --flat FILE.json...    within each file, the scenarios of a strategy whose
+                                                    work does not depend on the scenario (masked)
+
+A file whose repetitions were randomly interleaved (condbench's context condbench_interleaving)
+pairs cells timed together, so --flat then measures what the interleaving leaves, not drift.
+"""
+import argparse
+import collections
+import json
+import re
+import sys
+
+
+def fail(message):
+    print(f"drift_allowance: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def cells(path):
+    """{run_name: [real_time of each repetition]} and the file's interleaving."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        out = collections.defaultdict(list)
+        for b in data["benchmarks"]:
+            if b.get("run_type", "iteration") == "iteration" and not b.get("error_occurred"):
+                out[str(b["run_name"]).removesuffix("/real_time")].append(float(b["real_time"]))
+        return out, data.get("context", {}).get("condbench_interleaving", "in order")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        fail(f"{path}: not a condbench result file ({e})")
+
+
+def conservative_ratio(x, y):
+    """min(slower) / max(faster), the two ordered by their medians."""
+    med = lambda v: sorted(v)[len(v) // 2]
+    fast, slow = (x, y) if med(x) <= med(y) else (y, x)
+    return min(slow) / max(fast)
+
+
+def report(pairs, what):
+    if not pairs:
+        fail(f"no {what} to compare")
+    pairs.sort()
+    separated = sum(r > 1 for r, _ in pairs)
+    print(f"{len(pairs)} pairs of {what}; {separated} separated completely")
+    for r, name in pairs[-5:]:
+        print(f"  {r:6.3f}  {name}")
+    print(f"largest conservative ratio: {pairs[-1][0]:.3f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--aa", nargs=2, metavar="FILE", help="two runs of the same build")
+    mode.add_argument("--flat", nargs="+", metavar="FILE", help="runs whose masked strategies did identical work")
+    args = parser.parse_args()
+    pairs = []
+    if args.aa:
+        (a, _), (b, _) = cells(args.aa[0]), cells(args.aa[1])
+        for name in sorted(set(a) & set(b)):
+            if not name.startswith("primitive/") and len(a[name]) > 1 and len(b[name]) > 1:
+                pairs.append((conservative_ratio(a[name], b[name]), name))
+        report(pairs, "benchmarks run in both files")
+        return
+    for path in args.flat:
+        runs, interleaving = cells(path)
+        if interleaving != "in order":
+            print(f"note: {path}'s repetitions were interleaved ({interleaving}): its pairs were timed together")
+        by_strategy = collections.defaultdict(list)
+        for name, times in runs.items():
+            parts = name.split("/")
+            if parts[0] == "early_exit" and len(parts) > 3 and "masked" in parts[3] and len(times) > 1:
+                by_strategy[re.sub(r"/(exit|mix):[a-z0-9]+", "", name)].append(times)
+        for key, series in by_strategy.items():
+            for i in range(len(series)):
+                for j in range(i + 1, len(series)):
+                    pairs.append((conservative_ratio(series[i], series[j]), f"{path}: {key}"))
+    report(pairs, "scenarios of a masked strategy")
+
+
+if __name__ == "__main__":
+    main()
