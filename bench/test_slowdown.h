@@ -16,7 +16,8 @@ std::string test_slowdown_setting();
 
 // A second test knob: CONDBENCH_TEST_TWIN=cpu/torch/eager_host[,device/engine/strategy...] registers
 // each named strategy a second time as <name>_twin — the same code under another name — so a run can
-// show that the report's verdicts make no claim between identical work (docs/statistics.md). Called
+// show that the report's verdicts make no claim between identical work (docs/statistics.md); items
+// python/<variant> are the PyTorch peer's, which reads the same variable. Called
 // before the command line is read, so --strategy can name a twin. Returns the setting ("" when unset;
 // the runner records it as condbench_test_twin); a name that is no registered strategy throws
 // condbench::Error naming the variable.

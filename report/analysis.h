@@ -28,15 +28,13 @@ struct Cell {
   bool interleaved = false;
 };
 
-// A benchmark whose repetitions vary more than this (coefficient of variation) is unstable: its
-// median is not a number to act on (README, "Trusting the numbers").
+// A benchmark whose repetitions vary more than this (coefficient of variation) is labelled unstable:
+// read it with care. A label, not a veto: judge() rests on the interval of a ratio, which holds the
+// spread already (docs/statistics.md).
 constexpr double kDefaultUnstableCv = 0.05;
 // Below this change a difference is not reported, however sure: a 3% win is not worth a rewrite, and
 // the spread between two runs of one build is larger than the spread within a run.
 constexpr double kDefaultMinEffect = 0.05;
-// Decisions (a recommendation, a tie broken) need intervals at least this sure; 5 repetitions
-// give 93.75%, 3 give 75%.
-constexpr double kDecisionConfidence = 0.9;
 Cell make_cell(const std::vector<double>& times_us, double unstable_cv = kDefaultUnstableCv);
 
 // How much faster or slower the machine can be for one cell than for another, when the two were not
@@ -115,8 +113,8 @@ std::vector<Winner> best_strategies(const std::vector<Group>& groups);
 
 // A few plain sentences per device, generated from the data, e.g. "At batch 1 (hidden 64, 3
 // blocks) on cpu · X, native/fused is at least 55× faster than torch/eager_host when most rows
-// exit late." Only stable results with enough repetitions and non-overlapping intervals make a
-// claim, quoted at the interval edges; otherwise the sentence says why there is none.
+// exit late." The claim is judge()'s conservative factor; where judge() calls the two tied or
+// ambiguous, the sentence says so and why.
 std::vector<std::string> recommendations(const std::vector<Group>& groups);
 
 // The question condbench exists for, answered from a run's data: what should a PyTorch user

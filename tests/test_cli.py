@@ -256,6 +256,22 @@ class MachineChecks(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(self.context()["condbench_test_slowdown"], "cpu/native/fused:1.2")
 
+    def test_test_twin_registers_the_same_strategy_again_and_is_recorded(self):
+        # condbench's own items get a twin; the peer's (python/...) are left to the peer
+        twin = "cpu/native/fused,python/py_eager_if"
+        result = self.condbench(self.quiet, *TINY[:-3], "--strategy=fused,fused_twin", "--benchmark_min_time=0.01",
+                                "--benchmark_repetitions=2", f"--benchmark_out={self.out}", CONDBENCH_TEST_TWIN=twin)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(self.context()["condbench_test_twin"], twin)
+        with open(self.out) as f:
+            names = {b["run_name"] for b in json.load(f)["benchmarks"] if b.get("run_type") == "iteration"}
+        self.assertIn("early_exit/cpu/native/fused_twin/exit:1/batch:1/hidden:16/blocks:3/real_time", names)
+        self.assertIn("early_exit/cpu/native/fused/exit:1/batch:1/hidden:16/blocks:3/real_time", names)
+        result = self.condbench(self.quiet, "--list", CONDBENCH_TEST_TWIN="cpu/native/nothing")
+        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.stderr.strip(),
+                         "condbench: CONDBENCH_TEST_TWIN: 'cpu/native/nothing' is not a registered device/engine/strategy")
+
 
 class BenchmarkOutput(unittest.TestCase):
     @classmethod
@@ -290,6 +306,15 @@ class BenchmarkOutput(unittest.TestCase):
             self.assertIn(key, self.data["context"])
         self.assertIn(self.data["context"]["condbench_machine_busy_end"], ["yes", "no"])
         self.assertEqual(self.data["context"]["condbench_interleaving"], "random")
+
+    def test_every_repetition_says_where_it_ran_in_the_run(self):
+        # Google Benchmark keeps the last call's counters of each repetition: distinct, rising with time
+        sequences = [b["sequence"] for b in self.runs]
+        self.assertEqual(len(set(sequences)), len(sequences))
+        self.assertTrue(all(s >= 0 and s == int(s) for s in sequences))
+        # interleaved: a benchmark's repetitions are not back to back
+        first = [b for b in self.runs if b["repetition_index"] == 0]
+        self.assertGreater(max(b["sequence"] for b in first), min(b["sequence"] for b in self.runs if b["repetition_index"] == 2))
 
     def test_only_the_aoti_strategies_without_packages_were_skipped_with_the_reason(self):
         self.assertEqual({b["run_name"].split("/")[3] for b in self.skipped}, {"cond", "masked"})

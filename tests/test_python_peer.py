@@ -139,9 +139,10 @@ class PythonPeer(unittest.TestCase):
         out = os.path.join(self.tmp.name, "peer.json")
         result = subprocess.run([sys.executable, os.path.join(PEER, "peer.py"), "--workload",
                                  os.path.join(self.tmp.name, "workload"), "--out", out,
-                                 "--variants=py_eager_if,py_masked,py_cond_cudagraph", "--scenarios=exit:1,exit:4",
-                                 "--repetitions=2", "--min-time=0.01", "--threads=1"],
-                                capture_output=True, text=True, timeout=300)
+                                 "--variants=py_eager_if,py_masked,py_cond_cudagraph,py_eager_if_twin",
+                                 "--scenarios=exit:1,exit:4", "--repetitions=2", "--min-time=0.01", "--threads=1"],
+                                capture_output=True, text=True, timeout=300,
+                                env={**os.environ, "CONDBENCH_TEST_TWIN": "cpu/native/fused,python/py_eager_if"})
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("py_cond_cudagraph: skipped (CUDA only)", result.stdout)
         data = json.load(open(out))
@@ -152,12 +153,15 @@ class PythonPeer(unittest.TestCase):
         self.assertEqual(data["context"]["condbench_interleaving"], "rounds")
         iterations = [b for b in data["benchmarks"] if b["run_type"] == "iteration"]
         cases = {b["run_name"] for b in iterations}
-        self.assertEqual(len(cases), 4)  # py_eager_if and py_masked at exit:1 and exit:4
+        self.assertEqual(len(cases), 6)  # py_eager_if, its twin and py_masked at exit:1 and exit:4
         self.assertEqual(sorted(b["sequence"] for b in iterations), list(range(2 * len(cases))))
         for r in (0, 1):
             in_round = [b for b in iterations if b["round"] == r]
             self.assertEqual({b["run_name"] for b in in_round}, cases)
-            self.assertEqual(sorted(b["sequence"] for b in in_round), list(range(r * 4, r * 4 + 4)))
+            self.assertEqual(sorted(b["sequence"] for b in in_round), list(range(r * 6, r * 6 + 6)))
+        # CONDBENCH_TEST_TWIN: the same variant under a second name, recorded; condbench's items ignored
+        self.assertIn("early_exit/cpu/python/py_eager_if_twin/exit:1/batch:1/hidden:24/blocks:3", cases)
+        self.assertEqual(data["context"]["condbench_test_twin"], "cpu/native/fused,python/py_eager_if")
         runs = {b["run_name"]: b for b in iterations}
         eager4 = runs["early_exit/cpu/python/py_eager_if/exit:4/batch:1/hidden:24/blocks:3"]
         self.assertEqual(eager4["host_syncs"], 3.0)
