@@ -173,6 +173,10 @@ class Document {
     md_ << "\n";
     html_ << "</table>\n";
   }
+  // What comes between these two sits side by side in the HTML (a table and its chart); Markdown
+  // has no columns and shows them one after the other.
+  void begin_side_by_side() { html_ << "<div class=\"pair\">\n"; }
+  void end_side_by_side() { html_ << "</div>\n"; }
   void chart(const std::string& file, const std::string& svg, const std::string& caption) {
     md_ << "![" << escape_markdown(caption) << "](" << file << ")\n\n";
     const size_t start = svg.find("<svg");
@@ -182,10 +186,12 @@ class Document {
   std::string markdown() const { return md_.str(); }
   std::string html(const std::string& title) const {
     return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape_html(title) +
-           "</title>\n<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+           "</title>\n<style>body{font-family:sans-serif;max-width:1340px;margin:1em auto;padding:0 1em;color:#222}"
            "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
            "td.t,th.t{text-align:left}th{background:#f3f3f3}figure.chart svg{max-width:100%;"
-           "height:auto}figcaption{color:#666;font-size:90%}</style></head><body>\n" +
+           "height:auto}figcaption{color:#666;font-size:90%}div.pair{display:flex;flex-wrap:wrap;gap:0 1.5em;"
+           "align-items:flex-start}div.pair table{font-size:14px}div.pair figure{margin:1em 0;flex:1 1 440px}"
+           "</style></head><body>\n" +
            html_.str() + "</body></html>\n";
   }
 
@@ -239,15 +245,15 @@ bool run_gnuplot(const std::string& gnuplot, const fs::path& work, const std::st
 // `plot` the plot command, which refers to the data file as '<name>.dat'. Returns the SVG, or ""
 // when gnuplot failed.
 std::string draw(const std::string& gnuplot, const fs::path& work, const std::string& name, const std::string& data,
-                 const std::string& settings, const std::string& plot) {
+                 const std::string& settings, const std::string& plot, const std::string& size = "860,460") {
   write_text(work / (name + ".dat"), data);
-  write_text(work / (name + ".gp"),
-             "set terminal svg size 860,460 noenhanced font 'sans,13' background rgb 'white'\n"
-             "set output '" +
-                 name +
-                 ".svg'\nset datafile missing 'NaN'\n"
-                 "set key outside right top\nset grid ytics\n" +
-                 settings + plot + "\n");
+  write_text(work / (name + ".gp"), "set terminal svg size " + size +
+                                        " noenhanced font 'sans,13' background rgb 'white'\n"
+                                        "set output '" +
+                                        name +
+                                        ".svg'\nset datafile missing 'NaN'\n"
+                                        "set key outside right top\nset grid ytics\n" +
+                                        settings + plot + "\n");
   const fs::path svg = work / (name + ".svg");
   if (!run_gnuplot(gnuplot, work, name + ".gp", name + ".log") || !fs::exists(svg)) return "";
   return read_text(svg);
@@ -402,12 +408,13 @@ void answer_chart(const ReportInput& in, Charts& out, Document& doc, const Group
             " with points pt 9 ps 1.6 lc rgb 'black' " + (i ? "notitle" : "title 'one-core floor'");
   }
   const std::string settings = std::string(hi / std::max(lo, 1e-9) > 10 ? "set logscale y\n" : "set yrange [0:*]\n") +
-                               "set ylabel 'µs per inference (median, interval)'\nset xtics rotate by -30\n"
+                               "set ylabel 'µs per inference (median, interval)'\nset xtics rotate by -60\n"
+                               "set key inside bottom right\n"
                                "set offsets 0.5,0.5,0,0\nset bars small\nset key autotitle columnheader\n";
-  const std::string svg = draw(out.gnuplot, out.work, id, data.str(), settings, plot);
+  const std::string svg = draw(out.gnuplot, out.work, id, data.str(), settings, plot, "620,430");
   if (svg.empty()) return;
   write_text(out.dir / (id + ".svg"), svg);
-  doc.chart("charts/" + id + ".svg", svg, "The options, fastest first, " + group_title(g));
+  doc.chart("charts/" + id + ".svg", svg, "The options as in the table: median, interval of the median, floor");
   ++out.drawn;
 }
 
@@ -416,11 +423,11 @@ void answer_chart(const ReportInput& in, Charts& out, Document& doc, const Group
 // one chart, and at most four sentences that state the verdicts.
 void the_answer(const ReportInput& in, Charts& out, Document& doc) {
   doc.paragraph(
-      "What should a PyTorch user write for an early exit? The PyTorch options (python/...: the peer's ways to "
-      "write it; aoti/...: the same modules through torch.export and AOTInductor, run from C++) beside LibTorch's "
-      "eager_host, condbench's fastest strategy and its one-core floor. Median µs per inference [interval of the "
-      "median], and each option's standing against the fastest (≥ N× slower, tied or ambiguous; docs/"
-      "statistics.md, \"Verdicts\").");
+      "What should a PyTorch user write for an early exit? Every row leaves at exit 1, or runs to the full depth. "
+      "The PyTorch options (python/...: the peer's ways to write it; aoti/...: the same modules through "
+      "torch.export and AOTInductor, run from C++), LibTorch's eager_host, condbench's fastest strategy and its "
+      "one-core floor: median µs per inference [interval of the median] and the standing against the fastest "
+      "(≥ N× slower, tied or ambiguous: docs/statistics.md, \"Verdicts\").");
   bool any = false;
   for (size_t gi = 0; gi < in.groups.size(); ++gi) {
     const Group& g = in.groups[gi];
@@ -446,7 +453,9 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
     Table t{{"option"}, {}};
     std::vector<std::string> best;  // per scenario: the row with the lowest median
     for (const std::string& sc : scenarios) {
-      t.header.push_back(scenario_phrase(sc));
+      // "exit 1", "exit 4 (full depth)": every row leaves there
+      t.header.push_back("exit " + sc.substr(sc.find(':') + 1) +
+                         (sc == scenarios.back() && sc != scenarios.front() ? " (full depth)" : ""));
       t.header.push_back("standing");
       std::string b;
       for (const std::string& s : rows)
@@ -463,7 +472,7 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
       t.rows.push_back(row);
     }
     if (!fastest.empty()) {
-      std::vector<std::string> row{"floor (" + fastest + "'s work, one core)"};
+      std::vector<std::string> row{"one-core floor of " + fastest};
       for (const std::string& sc : scenarios) {
         const Cell* c = g.cell(fastest, sc);
         const std::optional<Floor> f = c ? cell_floor(in, g, fastest, *c) : std::nullopt;
@@ -472,8 +481,10 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
       }
       t.rows.push_back(row);
     }
+    doc.begin_side_by_side();
     doc.table(t);
     answer_chart(in, out, doc, g, gi, rows, scenarios, fastest);
+    doc.end_side_by_side();
     if (in.check.disturbed())
       doc.paragraph(
           "No verdicts: this run was disturbed (see the top of the report), so its differences may be the "
