@@ -302,11 +302,22 @@ std::string verdict_text(const Judgement& j, const std::string& fast, const std:
     case Standing::faster:
       return fast + " is at least " + format_at_least(j.factor) + " faster than " + slow + " (ratio " +
              ratio_text(j.ratio) + drift + ")";
-    case Standing::tied:
-      return fast + " and " + slow + " are tied: the interval of their ratio, " + ratio_text(j.ratio) + ", holds 1";
+    case Standing::tied: {
+      if (j.drift <= 1)
+        return fast + " and " + slow + " are tied: the interval of their ratio, " + ratio_text(j.ratio) + ", holds 1";
+      // Timed apart: the interval says no difference, but one of up to the allowance could hide in drift.
+      RatioInterval widened = j.ratio;
+      widened.low /= j.drift;
+      widened.high *= j.drift;
+      return fast + " and " + slow + " are tied: the interval of their ratio, " + ratio_text(j.ratio) + ", holds 1 (" +
+             ratio_text(widened) + " with the " + format_ratio(j.drift) +
+             " allowed for drift between separately timed cells)";
+    }
     case Standing::ambiguous:
       break;
   }
+  if (!j.ratio.valid)
+    return "ambiguous between " + fast + " and " + slow + ": a repetition's time is zero, negative or not a number";
   if (!j.ratio.bounded())
     return "ambiguous between " + fast + " and " + slow + ": " + std::to_string(f.repetitions) + " and " +
            std::to_string(s.repetitions) + " repetitions are too few for a 99% interval of their ratio";

@@ -32,7 +32,9 @@ const char* const kUsage =
     "       condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]\n"
     "  --force             replace DIR even if it is not a previous condbench report\n"
     "  --unstable-cv PCT   mark a benchmark unstable above this coefficient of variation (default 5)\n"
-    "  --min-effect PCT    smallest change --compare calls FASTER or SLOWER (default 5)\n";
+    "  --min-effect PCT    smallest change --compare calls FASTER or SLOWER beyond the drift between\n"
+    "                      runs (default 5; docs/statistics.md)\n"
+    "  --fail-on-regression PCT  exit 1 when a strategy is SLOWER by more than PCT\n";
 
 // A percentage flag's value as a fraction.
 double percentage(const std::string& flag, const std::string& text) {
@@ -185,7 +187,8 @@ int run(int argc, char** argv) {
     if (!regressed.empty()) {
       std::string names;
       for (const std::string& r : regressed) names += (names.empty() ? "" : ", ") + r;
-      std::cerr << "condbench-report: slower by more than " << fail_on << "% beyond the run's drift: " << names << "\n";
+      std::cerr << "condbench-report: slower by more than " << fail_on << "% (SLOWER, docs/statistics.md): " << names
+                << "\n";
       return 1;
     }
     return 0;

@@ -373,7 +373,6 @@ void answer_chart(const ReportInput& in, Charts& out, Document& doc, const Group
   for (const std::string& sc : scenarios) data << " " << gnuplot_label(sc) << " low high";
   for (const std::string& sc : scenarios) data << " " << gnuplot_label("floor " + sc);
   data << "\n";
-  double lo = INFINITY, hi = 0;
   for (const std::string& s : rows) {
     data << gnuplot_label(s);
     for (const std::string& sc : scenarios) {
@@ -381,14 +380,12 @@ void answer_chart(const ReportInput& in, Charts& out, Document& doc, const Group
       data << " "
            << (c ? number(c->median_us, 6) + " " + number(c->interval.low, 6) + " " + number(c->interval.high, 6)
                  : "NaN NaN NaN");
-      if (c) lo = std::min(lo, c->interval.low), hi = std::max(hi, c->interval.high);
     }
     for (const std::string& sc : scenarios) {
       const Cell* c = s == fastest ? g.cell(s, sc) : nullptr;
       // The floor's value, NaN where there is none (a plain double: GCC 12 misreads an optional here).
       const double floor_us = c ? cell_floor(in, g, s, *c).value_or(Floor{NAN, 0, 0, 0}).us : NAN;
       data << " " << (std::isfinite(floor_us) ? number(floor_us, 6) : "NaN");
-      if (std::isfinite(floor_us)) lo = std::min(lo, floor_us);
     }
     data << "\n";
   }
@@ -407,7 +404,8 @@ void answer_chart(const ReportInput& in, Charts& out, Document& doc, const Group
     plot += ", '" + id + ".dat' using ($0" + std::string(i ? "+" : "-") + "0.12):" + col +
             " with points pt 9 ps 1.6 lc rgb 'black' " + (i ? "notitle" : "title 'one-core floor'");
   }
-  const std::string settings = std::string(hi / std::max(lo, 1e-9) > 10 ? "set logscale y\n" : "set yrange [0:*]\n") +
+  // Always a log axis: the options differ by factors, and a factor reads the same anywhere on it.
+  const std::string settings = std::string("set logscale y\n") +
                                "set ylabel 'µs per inference (median, interval)'\nset xtics rotate by -60\n"
                                "set key inside bottom right\n"
                                "set offsets 0.5,0.5,0,0\nset bars small\nset key autotitle columnheader\n";
@@ -427,7 +425,9 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
       "The PyTorch options (python/...: the peer's ways to write it; aoti/...: the same modules through "
       "torch.export and AOTInductor, run from C++), LibTorch's eager_host, condbench's fastest strategy and its "
       "one-core floor: median µs per inference [interval of the median] and the standing against the fastest "
-      "(≥ N× slower, tied or ambiguous: docs/statistics.md, \"Verdicts\").");
+      "(≥ N× slower, tied or ambiguous: docs/statistics.md, \"Verdicts\"). Cells timed in different processes or "
+      "runs (condbench's against the peer's) are judged with a drift allowance of " +
+      format_ratio(kDriftBetweenProcesses) + ", cells of one interleaved run with none.");
   bool any = false;
   for (size_t gi = 0; gi < in.groups.size(); ++gi) {
     const Group& g = in.groups[gi];
@@ -438,14 +438,21 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
     doc.heading(3, group_title(g));
     std::vector<std::string> rows = python;
     // condbench's: eager_host (LibTorch, what the Python if becomes in C++) and the fastest of its strategies
-    std::string fastest;
-    for (const std::string& s : g.strategies) {
-      const Cell* c = g.cell(s, scenarios[0]);
-      if (is_pytorch_option(s) || !c) continue;
-      if (fastest.empty() || c->median_us < g.cell(fastest, scenarios[0])->median_us) fastest = s;
+    // ... in every scenario (the sentences compare each scenario's fastest): usually one strategy
+    std::string fastest;  // of the first scenario: the floor's row
+    for (const std::string& sc : scenarios) {
+      std::string best_own;
+      for (const std::string& s : g.strategies) {
+        const Cell* c = g.cell(s, sc);
+        if (is_pytorch_option(s) || !c) continue;
+        if (best_own.empty() || c->median_us < g.cell(best_own, sc)->median_us) best_own = s;
+      }
+      if (fastest.empty()) fastest = best_own;
+      if (!best_own.empty() && std::find(rows.begin(), rows.end(), best_own) == rows.end()) rows.push_back(best_own);
     }
-    if (g.cell("torch/eager_host", scenarios[0])) rows.push_back("torch/eager_host");
-    if (!fastest.empty() && fastest != "torch/eager_host") rows.push_back(fastest);
+    if (g.cell("torch/eager_host", scenarios[0]) &&
+        std::find(rows.begin(), rows.end(), "torch/eager_host") == rows.end())
+      rows.push_back("torch/eager_host");
     std::sort(rows.begin(), rows.end(), [&](const std::string& a, const std::string& b) {
       const Cell *ca = g.cell(a, scenarios[0]), *cb = g.cell(b, scenarios[0]);
       return (ca ? ca->median_us : INFINITY) < (cb ? cb->median_us : INFINITY);
@@ -498,7 +505,9 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
         "write with PyTorch: "
         "scripts/run runs the peer with condbench (--no-python skips it); give its result file to condbench-report "
         "beside condbench's.");
-  doc.bullets({conditional_graphs_sentence(in.groups), round_trip_sentence(in.floors)});
+  doc.bullets({in.check.disturbed() ? "Conditional graphs: no verdict, this run was disturbed."
+                                    : conditional_graphs_sentence(in.groups),
+               round_trip_sentence(in.floors)});
 }
 
 void what_was_compared(const ReportInput& in, Charts& /*out*/, Document& doc) {
@@ -567,6 +576,10 @@ void best_strategy(const ReportInput& in, Charts& /*out*/, Document& doc) {
   Table best{{"device", "batch", "hidden", "blocks", "scenario", "winner", "median (µs)", "interval (µs)", "margin",
               "runner-up"},
              {}};
+  if (in.check.disturbed()) {
+    doc.paragraph("None: this run was disturbed (see the top of the report).");
+    return;
+  }
   for (const Winner& w : best_strategies(in.groups)) {
     std::string winner = w.strategy + (w.unstable ? " (unstable)" : "");
     for (const std::string& t : w.tied) winner += ", " + t;
@@ -851,7 +864,8 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
   doc.heading(1, "condbench report");
   if (check.disturbed()) {
     doc.paragraph(
-        "This run was disturbed, so this report gives no recommendations: its timings measure the machine "
+        "This run was disturbed, so this report gives no verdicts and no recommendations: its timings measure the "
+        "machine "
         "as much as the code. Rerun on a quiet machine (see \"Trusting the numbers\" in the README). "
         "The evidence:");
     doc.bullets(check.evidence);

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <numeric>
+#include <tuple>
 
 namespace condbench::report {
 
@@ -57,22 +60,26 @@ MedianInterval median_interval(std::vector<double> samples, double confidence) {
 namespace {
 
 // Number of ways to pick `n1` of `n1 + n2` ranks with rank sum giving U = u, for every u:
-// the exact null distribution of U without ties.
-std::vector<double> exact_u_counts(int n1, int n2) {
-  // counts[i][j][u]: arrangements of i values of the first and j of the second sample with U = u.
-  const int max_u = n1 * n2;
-  std::vector<std::vector<std::vector<double>>> counts(
-      n1 + 1, std::vector<std::vector<double>>(n2 + 1, std::vector<double>(max_u + 1, 0.0)));
-  for (int i = 0; i <= n1; ++i)
-    for (int j = 0; j <= n2; ++j) {
-      if (i == 0 || j == 0) {
-        counts[i][j][0] = 1;
-        continue;
-      }
-      // The largest value belongs to the first sample (it beats all j of the second) or not.
-      for (int u = 0; u <= i * j; ++u) counts[i][j][u] = (u >= j ? counts[i - 1][j][u - j] : 0.0) + counts[i][j - 1][u];
+// the exact null distribution of U without ties. counts(i, j)[u], the arrangements of i values of
+// the first sample and j of the second with U = u, from counts(i - 1, j) and counts(i, j - 1): the
+// largest value belongs to the first sample (it beats all j of the second) or not. Two rows of j
+// at a time: O(n2 n1 n2) memory, O(n1 n2 n1 n2) time.
+std::vector<double> exact_u_counts(size_t n1, size_t n2) {
+  std::vector<std::vector<double>> previous(n2 + 1, std::vector<double>{1.0});  // i = 0: U = 0 only
+  for (size_t i = 1; i <= n1; ++i) {
+    std::vector<std::vector<double>> row(n2 + 1);
+    row[0] = {1.0};
+    for (size_t j = 1; j <= n2; ++j) {
+      std::vector<double>& c = row[j];
+      c.assign(i * j + 1, 0.0);
+      const std::vector<double>& first_largest = previous[j];  // counts(i - 1, j), shifted by j
+      const std::vector<double>& second_largest = row[j - 1];  // counts(i, j - 1)
+      for (size_t u = 0; u < first_largest.size(); ++u) c[u + j] += first_largest[u];
+      for (size_t u = 0; u < second_largest.size(); ++u) c[u] += second_largest[u];
     }
-  return counts[n1][n2];
+    previous = std::move(row);
+  }
+  return previous[n2];
 }
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
@@ -83,12 +90,18 @@ size_t rank_sum_order(size_t n1, size_t n2, double tail) {
   if (n1 == 0 || n2 == 0 || !(tail > 0)) return 0;
   const size_t pairs = n1 * n2;
   if (pairs <= kExactUPairs) {
-    const std::vector<double> counts = exact_u_counts(static_cast<int>(n1), static_cast<int>(n2));
+    // A report judges thousands of pairs of a few sizes: each size is counted once.
+    static std::mutex mutex;
+    static std::map<std::tuple<size_t, size_t, double>, size_t> known;
+    const std::lock_guard<std::mutex> lock(mutex);
+    const auto key = std::make_tuple(std::min(n1, n2), std::max(n1, n2), tail);
+    if (const auto it = known.find(key); it != known.end()) return it->second;
+    const std::vector<double> counts = exact_u_counts(std::get<0>(key), std::get<1>(key));
     const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
     double below = 0;
     size_t k = 0;
     while (k < counts.size() && (below + counts[k]) / total <= tail) below += counts[k++];
-    return k;
+    return known[key] = k;
   }
   // Normal approximation with continuity correction: P(U <= k - 1) = Phi((k - 1 + 0.5 - mean) / sd).
   const double mean_u = static_cast<double>(pairs) / 2.0;
@@ -118,9 +131,13 @@ std::vector<double> thinned(std::vector<double> samples) {
 RatioInterval ratio_interval(const std::vector<double>& fast, const std::vector<double>& slow, double confidence) {
   RatioInterval r;
   const auto usable = [](const std::vector<double>& v) {
-    return !v.empty() && std::all_of(v.begin(), v.end(), [](double x) { return x > 0 && std::isfinite(x); });
+    return std::all_of(v.begin(), v.end(), [](double x) { return x > 0 && std::isfinite(x); });
   };
-  if (!usable(fast) || !usable(slow)) return r;
+  if (fast.empty() || slow.empty()) return r;
+  if (!usable(fast) || !usable(slow)) {
+    r.valid = false;
+    return r;
+  }
   const std::vector<double> a = thinned(fast), b = thinned(slow);
   std::vector<double> ratios;
   ratios.reserve(a.size() * b.size());

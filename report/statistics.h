@@ -31,19 +31,21 @@ double binomial_half_cdf(int n, int k);
 // The ratio slow / fast of two cells' times with a distribution-free confidence interval: the
 // k-th smallest and k-th largest of the n1 x n2 pairwise ratios slow_j / fast_i, k the largest
 // with P(U < k) <= (1 - confidence) / 2 under the rank-sum null distribution of U (exact for
-// n1 x n2 <= kExactUPairs, the normal approximation above). It is the interval of a shift in the
+// n1 x n2 <= kExactUPairs, the normal approximation above, which errs towards a smaller k: a wider
+// interval). It is the interval of a shift in the
 // logarithm (Hodges-Lehmann / Bauer), valid for any continuous distribution of the two cells' noise
 // alike. With 5 and 5 samples at 99% it is [min(slow) / max(fast), max(slow) / min(fast)]. Too few
-// samples to reach `confidence` (at 99%: fewer than 5 and 5, whose C(n1 + n2, n1) is under 200) give
-// [0, inf]: no bound at all.
+// samples to reach `confidence` (at 99%: C(n1 + n2, n1) under 200, as with 4 and 4 or 3 and 6)
+// give [0, inf]: no bound at all; so does a time that is not positive and finite (`valid` false).
 struct RatioInterval {
   double low = 0, high = std::numeric_limits<double>::infinity();
   double median = std::nan("");  // of the pairwise ratios: the point estimate
   size_t k = 0;                  // the order statistic used; 0 when there is none
+  bool valid = true;             // false: a time was zero, negative or not finite
   bool bounded() const { return k > 0; }
 };
 constexpr double kRatioConfidence = 0.99;
-constexpr size_t kExactUPairs = 400;
+constexpr size_t kExactUPairs = 2500;
 // Samples larger than this are thinned to this many evenly spaced order statistics first, so a
 // crafted file with huge repetition counts costs at most kMaxRatioSamples^2 ratios.
 constexpr size_t kMaxRatioSamples = 2000;

@@ -3,10 +3,11 @@
 behind condbench-report's drift allowance (docs/statistics.md, "The drift allowance").
 
 Pairs of cells that did identical work, timed apart, should not separate; the conservative ratio
-of a pair is min(slower) / max(faster) over their repetitions (the low edge of the report's 99%
-interval of the ratio with 5 and 5 repetitions). Above 1 the two separated completely although
-the work was the same: the machine changed speed between them. The allowance must exceed the
-largest such ratio.
+of a pair is the low edge L of the report's 99% interval of their ratio (the k-th smallest of the
+pairwise ratios, k as condbench-report takes it: min(slower) / max(faster) with 5 and 5
+repetitions). Above 1 the two separated although the work was the same: the machine changed
+speed between them. The allowance must exceed the largest such ratio. The largest ratio of the
+pairs' medians is printed too: what drift and noise together did to the typical value.
 
   scripts/drift_allowance.py --aa A.json B.json     the same benchmarks in two runs (two processes)
   scripts/drift_allowance.py --flat FILE.json...    within each file, the scenarios of a strategy whose
@@ -18,8 +19,12 @@ pairs cells timed together, so --flat then measures what the interleaving leaves
 import argparse
 import collections
 import json
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interval_widths import rank_sum_order  # noqa: E402  the report's order statistic
 
 
 def fail(message):
@@ -41,22 +46,27 @@ def cells(path):
         fail(f"{path}: not a condbench result file ({e})")
 
 
+def median(v):
+    return sorted(v)[len(v) // 2]
+
+
 def conservative_ratio(x, y):
-    """min(slower) / max(faster), the two ordered by their medians."""
-    med = lambda v: sorted(v)[len(v) // 2]
-    fast, slow = (x, y) if med(x) <= med(y) else (y, x)
-    return min(slow) / max(fast)
+    """(L, ratio of medians) of the slower over the faster, the two ordered by their medians."""
+    fast, slow = (x, y) if median(x) <= median(y) else (y, x)
+    k = max(1, rank_sum_order(len(fast), len(slow)))
+    return sorted(b / a for a in fast for b in slow)[k - 1], median(slow) / median(fast)
 
 
 def report(pairs, what):
     if not pairs:
         fail(f"no {what} to compare")
     pairs.sort()
-    separated = sum(r > 1 for r, _ in pairs)
-    print(f"{len(pairs)} pairs of {what}; {separated} separated completely")
-    for r, name in pairs[-5:]:
+    separated = sum(r > 1 for r, _, _ in pairs)
+    print(f"{len(pairs)} pairs of {what}; {separated} separated (L > 1)")
+    for r, _, name in pairs[-5:]:
         print(f"  {r:6.3f}  {name}")
-    print(f"largest conservative ratio: {pairs[-1][0]:.3f}")
+    print(f"largest conservative ratio L: {pairs[-1][0]:.3f}; largest ratio of medians: "
+          f"{max(m for _, m, _ in pairs):.3f}")
 
 
 def main():
@@ -70,7 +80,7 @@ def main():
         (a, _), (b, _) = cells(args.aa[0]), cells(args.aa[1])
         for name in sorted(set(a) & set(b)):
             if not name.startswith("primitive/") and len(a[name]) > 1 and len(b[name]) > 1:
-                pairs.append((conservative_ratio(a[name], b[name]), name))
+                pairs.append((*conservative_ratio(a[name], b[name]), name))
         report(pairs, "benchmarks run in both files")
         return
     for path in args.flat:
@@ -85,7 +95,7 @@ def main():
         for key, series in by_strategy.items():
             for i in range(len(series)):
                 for j in range(i + 1, len(series)):
-                    pairs.append((conservative_ratio(series[i], series[j]), f"{path}: {key}"))
+                    pairs.append((*conservative_ratio(series[i], series[j]), f"{path}: {key}"))
     report(pairs, "scenarios of a masked strategy")
 
 

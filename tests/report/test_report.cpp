@@ -269,18 +269,32 @@ TEST(RatioInterval, OrderStatisticsOfThePairwiseRatios) {
   EXPECT_EQ(rank_sum_order(12, 12, 0.005), 28u);
   EXPECT_EQ(rank_sum_order(5, 10, 0.005), 5u);
   EXPECT_EQ(rank_sum_order(20, 20, 0.005), 106u);
-  // 25 and 25 (625 pairs) take the normal approximation: the exact order is 181; never above it by
-  // more than one, so the interval is at most one order statistic narrower than exact.
-  EXPECT_GE(rank_sum_order(25, 25, 0.005), 179u);
-  EXPECT_LE(rank_sum_order(25, 25, 0.005), 182u);
+  EXPECT_EQ(rank_sum_order(25, 25, 0.005), 181u);
+  EXPECT_EQ(rank_sum_order(50, 50, 0.005), 878u);
+  // Unbalanced samples are counted exactly too: P(U <= k - 1) = k / 402 with one value against 401.
+  EXPECT_EQ(rank_sum_order(2, 201, 0.005), 19u);
+  EXPECT_EQ(rank_sum_order(1, 401, 0.005), 2u);
+  // 60 and 60 (3600 pairs) take the normal approximation: the exact order is 1311; the approximation
+  // must not exceed it (a narrower interval than the exact one), and stays close.
+  EXPECT_LE(rank_sum_order(60, 60, 0.005), 1311u);
+  EXPECT_GE(rank_sum_order(60, 60, 0.005), 1305u);
 
   const RatioInterval r = ratio_interval({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10});
   EXPECT_EQ(r.k, 1u);
   EXPECT_DOUBLE_EQ(r.low, 6.0 / 5.0);
   EXPECT_DOUBLE_EQ(r.high, 10.0 / 1.0);
   EXPECT_FALSE(ratio_interval({1, 2, 3}, {6, 7, 8}).bounded());
-  EXPECT_FALSE(ratio_interval({1, 2, 3, 4, 0}, {6, 7, 8, 9, 10}).bounded());  // a zero time: no ratio
-  EXPECT_FALSE(ratio_interval({1, 2, 3, 4, NAN}, {6, 7, 8, 9, 10}).bounded());
+  EXPECT_TRUE(ratio_interval({1, 2, 3}, {6, 7, 8}).valid);  // too few, not invalid
+  for (const double bad : {0.0, -1.0, double(NAN), double(INFINITY)}) {
+    const RatioInterval r = ratio_interval({1, 2, 3, 4, bad}, {6, 7, 8, 9, 10});
+    EXPECT_FALSE(r.bounded());
+    EXPECT_FALSE(r.valid);
+  }
+  // and the verdict says why, not "too few"
+  Cell zero = make_cell({1, 2, 3, 4, 0}), fine = make_cell({6, 7, 8, 9, 10});
+  zero.interleaved = fine.interleaved = true;
+  EXPECT_EQ(verdict_text(judge(zero, fine), "a", "b", zero, fine),
+            "ambiguous between a and b: a repetition's time is zero, negative or not a number");
   // A crafted file's huge repetition counts are thinned, not multiplied out: 10^5 x 10^5 samples.
   std::vector<double> many(100000), more(100000);
   for (size_t i = 0; i < many.size(); ++i) {
@@ -362,6 +376,14 @@ TEST(Verdict, CellsTimedApartGetTheDriftAllowance) {
   j = judge(fast, slow);
   EXPECT_EQ(j.standing, Standing::ambiguous);
   EXPECT_NEAR(j.detectable, 1.05 * 1.7 * (15.02 / 10.02) / (14.95 / 10.1), 0.02);
+  // A tie between cells timed apart shows what the allowance could hide.
+  Cell near = make_cell({10.1, 10.0, 10.2, 9.9, 10.05});
+  near.file = 1;
+  j = judge(fast, near);
+  EXPECT_EQ(j.standing, Standing::tied);
+  EXPECT_EQ(verdict_text(j, "a", "b", fast, near),
+            "a and b are tied: the interval of their ratio, [0.98–1.03]×, holds 1 ([0.576–1.75]× with the 1.7× "
+            "allowed for drift between separately timed cells)");
   // Non-interleaved repetitions in one file (an old peer file, --in-order) are timed apart too.
   slow.file = 0;
   slow.interleaved = false;

@@ -187,7 +187,8 @@ class Report(unittest.TestCase):
         result = run("--compare", a, b, "--fail-on-regression", "50")
         self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
         self.assertIn("SLOWER", result.stdout)
-        self.assertIn("slower by more than 50% beyond the run's drift: early_exit/cpu/native/fused/mix:early", result.stderr)
+        self.assertIn("slower by more than 50% (SLOWER, docs/statistics.md): early_exit/cpu/native/fused/mix:early",
+                      result.stderr)
         self.assertEqual(run("--compare", a, b, "--fail-on-regression", "1000").returncode, 0)
         self.assertEqual(run("--compare", a, b, "--fail-on-regression", "x").returncode, 2)
 
@@ -244,6 +245,64 @@ class Report(unittest.TestCase):
         self.assertIn("WARNING: recorded on a busy machine: busy.json: load average 6.20 on 2 CPUs", result.stdout)
         self.assertIn("condbench-report: warning: recorded on a busy machine: busy.json", result.stderr)
 
+    def answer_run(self, seed):
+        """SMALL's context with 10 interleaved repetitions (cv 2%) of PyTorch options and condbench's
+        strategies at exit:1 and exit:4, batch 1: what the answer section reads."""
+        import random
+        rng = random.Random(seed)
+        data = json.load(open(SMALL))
+        data["context"]["condbench_interleaving"] = "random"
+        centers = {"native/fused": 0.2, "torch/eager_host": 20.0, "python/py_eager_if": 40.0,
+                   "python/py_cond": 700.0, "aoti/cond": 10.0}
+        runs = []
+        for strategy, center in centers.items():
+            for scenario, scale in (("exit:1", 1.0), ("exit:4", 3.0)):
+                name = f"early_exit/cpu/{strategy}/{scenario}/batch:1/hidden:64/blocks:3"
+                for i in range(10):
+                    t = center * scale * (1 + rng.gauss(0, 0.02))
+                    runs.append({"name": name, "run_name": name, "run_type": "iteration", "repetitions": 10,
+                                 "repetition_index": i, "threads": 1, "iterations": 100, "real_time": t,
+                                 "cpu_time": t, "time_unit": "us", "sequence": len(runs)})
+        data["benchmarks"] = runs
+        return data
+
+    def test_the_answer_comes_first_with_standings_a_chart_and_verdicts_unless_disturbed(self):
+        out = os.path.join(self.dir, "answer")
+        result = run("--out", out, self.write_json("answer.json", self.answer_run(1)))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        md = open(os.path.join(out, "report.md")).read()
+        answer = md.split("## The answer: what to write for an early exit")[1].split("\n## ")[0]
+        self.assertIn("| option | exit 1 | standing | exit 4 (full depth) | standing |", answer)
+        self.assertRegex(answer, r"\| native/fused \| 0\.2\d* \\\[[^|]*\] \| fastest \|")
+        self.assertRegex(answer, r"\| python/py_cond \| [^|]* \| ≥\d+× slower \|")
+        self.assertIn("Nested torch.cond in eager mode against a plain Python if: when every row leaves at exit 1, "
+                      "python/py_eager_if", answer)
+        self.assertIn("is at least", answer)
+        self.assertLessEqual(answer.count("\n- "), 6)  # four verdict sentences, then graphs and round trip
+        if shutil.which("gnuplot"):
+            self.assertIn("answer-0-b1-h64-n3.svg", answer)
+            self.assertTrue(os.path.exists(os.path.join(out, "charts", "answer-0-b1-h64-n3.svg")))
+        html = open(os.path.join(out, "report.html")).read()
+        self.assertLess(html.index("<h2>The answer"), html.index("<h2>What was compared"))
+        self.assertIn('<div class="pair">', html)
+
+        busy = self.answer_run(1)
+        busy["context"].update({"condbench_machine_busy": "yes", "condbench_running_start": "2.0",
+                                "condbench_loadavg_start": "6.20 5.10 4.00", "condbench_cpus": "2"})
+        out = os.path.join(self.dir, "answer-busy")
+        result = run("--out", out, self.write_json("answer-busy.json", busy))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        md = open(os.path.join(out, "report.md")).read()
+        self.assertIn("This run was disturbed, so this report gives no verdicts and no recommendations", md)
+        answer = md.split("## The answer: what to write for an early exit")[1].split("\n## ")[0]
+        self.assertIn("No verdicts: this run was disturbed", answer)
+        self.assertIn("Conditional graphs: no verdict, this run was disturbed.", answer)
+        body = answer.split("### ", 1)[1]  # past the introduction, which names the verdicts
+        for claim in ("is at least", "slower", "tied", "fastest |", "ambiguous"):
+            self.assertNotIn(claim, body)
+        best = md.split("## Best strategy")[1].split("\n## ")[0]
+        self.assertIn("None: this run was disturbed", best)
+
     def test_disturbed_run_says_so_at_the_top_and_recommends_nothing(self):
         quiet = self.five_repetition_run(1)
         out = os.path.join(self.dir, "quiet")
@@ -261,7 +320,7 @@ class Report(unittest.TestCase):
         self.assertIn("the run was disturbed", result.stderr)
         md = open(os.path.join(out, "report.md")).read()
         top = md.split("## What was compared")[0]
-        self.assertIn("This run was disturbed, so this report gives no recommendations", top)
+        self.assertIn("This run was disturbed, so this report gives no verdicts and no recommendations", top)
         self.assertIn("busy.json: busy when the run started (2.0 other tasks running, load average 6.20 5.10 4.00 "
                       "on 2 CPUs)", top)
         self.assertIn("None: this run was disturbed", md)
