@@ -1,5 +1,6 @@
 #include "test_slowdown.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -13,12 +14,20 @@ namespace condbench {
 
 namespace {
 
+// The comma-separated items of a knob's value; none for an empty value.
+std::vector<std::string> items_of(const std::string& text) {
+  std::vector<std::string> items;
+  for (size_t start = 0; !text.empty() && start <= text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
 std::map<std::string, double> parse(const std::string& text) {
   std::map<std::string, double> factors;
-  size_t start = 0;
-  while (start <= text.size() && !text.empty()) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& item : items_of(text)) {
     const size_t colon = item.rfind(':');
     char* end = nullptr;
     errno = 0;
@@ -27,8 +36,6 @@ std::map<std::string, double> parse(const std::string& text) {
         !(factor >= 1.0 && factor <= 100.0))
       fail("CONDBENCH_TEST_SLOWDOWN: '" + item + "' is not device/engine/strategy:FACTOR with FACTOR in [1, 100]");
     factors[item.substr(0, colon)] = factor;
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return factors;
 }
@@ -51,25 +58,16 @@ std::string register_test_twins() {
   const std::string setting = value ? value : "";
   StrategyRegistry& registry = StrategyRegistry::instance();
   std::vector<StrategyInfo> twins;
-  size_t start = 0;
-  while (!setting.empty() && start <= setting.size()) {
-    const size_t comma = setting.find(',', start);
-    const std::string item = setting.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& item : items_of(setting)) {
+    if (item.rfind("python/", 0) == 0) continue;  // the PyTorch peer's, python/<variant>: it reads them itself
     const StrategyInfo* original = nullptr;
     for (const StrategyInfo& info : registry.entries())
       if (info.key() == item) original = &info;
-    if (item.rfind("python/", 0) == 0) {  // the PyTorch peer's, python/<variant>: it reads them itself
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-      continue;
-    }
     if (!original) fail("CONDBENCH_TEST_TWIN: '" + item + "' is not a registered device/engine/strategy");
     StrategyInfo twin = *original;
     twin.name += "_twin";
     twin.summary = "the same code as " + original->name + ", registered twice (CONDBENCH_TEST_TWIN)";
     twins.push_back(std::move(twin));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   for (StrategyInfo& twin : twins) registry.add(std::move(twin));
   return setting;

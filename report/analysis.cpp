@@ -338,7 +338,8 @@ std::string claim(const Group& g, const std::string& a, const std::string& b, co
   return verdict_text(j, fast + " (" + figure(f) + ")", slow + " (" + figure(s) + ")", f, s);
 }
 
-// The strategies among `names` that ran `scenario`, fastest first.
+}  // namespace
+
 std::vector<std::string> by_median(const Group& g, const std::vector<std::string>& names, const std::string& scenario) {
   std::vector<std::pair<double, std::string>> ranked;
   for (const std::string& s : names)
@@ -348,8 +349,6 @@ std::vector<std::string> by_median(const Group& g, const std::vector<std::string
   for (const auto& r : ranked) out.push_back(r.second);
   return out;
 }
-
-}  // namespace
 
 bool is_pytorch_option(const std::string& strategy) {
   return strategy.rfind("python/", 0) == 0 || strategy.rfind("aoti/", 0) == 0;

@@ -439,16 +439,15 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
     std::vector<std::string> rows = python;
     // condbench's: eager_host (LibTorch, what the Python if becomes in C++) and the fastest of its strategies
     // ... in every scenario (the sentences compare each scenario's fastest): usually one strategy
+    std::vector<std::string> own;  // what condbench itself runs
+    for (const std::string& s : g.strategies)
+      if (!is_pytorch_option(s)) own.push_back(s);
     std::string fastest;  // of the first scenario: the floor's row
     for (const std::string& sc : scenarios) {
-      std::string best_own;
-      for (const std::string& s : g.strategies) {
-        const Cell* c = g.cell(s, sc);
-        if (is_pytorch_option(s) || !c) continue;
-        if (best_own.empty() || c->median_us < g.cell(best_own, sc)->median_us) best_own = s;
-      }
-      if (fastest.empty()) fastest = best_own;
-      if (!best_own.empty() && std::find(rows.begin(), rows.end(), best_own) == rows.end()) rows.push_back(best_own);
+      const std::vector<std::string> ranked = by_median(g, own, sc);
+      if (ranked.empty()) continue;
+      if (fastest.empty()) fastest = ranked[0];
+      if (std::find(rows.begin(), rows.end(), ranked[0]) == rows.end()) rows.push_back(ranked[0]);
     }
     if (g.cell("torch/eager_host", scenarios[0]) &&
         std::find(rows.begin(), rows.end(), "torch/eager_host") == rows.end())
@@ -464,10 +463,8 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
       t.header.push_back("exit " + sc.substr(sc.find(':') + 1) +
                          (sc == scenarios.back() && sc != scenarios.front() ? " (full depth)" : ""));
       t.header.push_back("standing");
-      std::string b;
-      for (const std::string& s : rows)
-        if (g.cell(s, sc) && (b.empty() || g.cell(s, sc)->median_us < g.cell(b, sc)->median_us)) b = s;
-      best.push_back(b);
+      const std::vector<std::string> ranked = by_median(g, rows, sc);
+      best.push_back(ranked.empty() ? std::string() : ranked[0]);
     }
     for (const std::string& s : rows) {
       std::vector<std::string> row{s};
