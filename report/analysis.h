@@ -43,8 +43,8 @@ Cell make_cell(const std::vector<double>& times_us, double unstable_cv = kDefaul
 // allowance", scripts/drift_allowance.py): across 432 pairs of PyTorch-peer cells doing identical work
 // minutes apart without interleaving (the runs cpu-2026-12-01, -01b, -01c) the low edge of the interval
 // of their ratio reached 1.67; two back-to-back condbench processes separated no cell. Within one
-// interleaved file the allowance is 1: there identical work never reached a claim (condbench's reference
-// of 2026-12-02: 348 pairs, largest 0.989; the peer's rounds: 174 pairs, largest 1.046).
+// interleaved file the allowance is 1: there identical work never reached a claim (the reference of
+// 2026-12-02: 348 pairs in condbench, largest 1.043; 174 in the peer's rounds, largest 0.979).
 constexpr double kDriftBetweenProcesses = 1.7;
 double drift_allowance(const Cell& a, const Cell& b);
 
@@ -138,6 +138,8 @@ std::string round_trip_sentence(const std::map<std::string, std::map<std::string
 // scenarios the answer looks at: the first exit and the full depth (exit:1 and exit:<blocks+1>)
 // where they ran.
 bool is_pytorch_option(const std::string& strategy);
+// The strategies among `names` that ran `scenario`, fastest (lowest median) first.
+std::vector<std::string> by_median(const Group& g, const std::vector<std::string>& names, const std::string& scenario);
 std::vector<std::string> pytorch_options(const Group& g);
 std::vector<std::string> answer_scenarios(const Group& g);
 
