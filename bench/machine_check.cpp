@@ -79,22 +79,4 @@ ContextEntries check_machine_after_run(int threads) {
   return context;
 }
 
-void add_to_json_context(const std::string& path, const ContextEntries& entries) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string json = text.str();
-  // Google Benchmark's JSON reporter opens the file with `"context": {` and one key per line.
-  const std::string opening = "\"context\": {";
-  const size_t at = json.find(opening);
-  if (at == std::string::npos) return;
-  std::string added;
-  for (const auto& [key, value] : entries)
-    added += "\n    " + nlohmann::json(key).dump() + ": " + nlohmann::json(value).dump() + ",";
-  json.insert(at + opening.size(), added);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << json;
-  if (!out) fail("--benchmark_out: cannot write '" + path + "'");
-}
-
 }  // namespace condbench

@@ -20,9 +20,4 @@ ContextEntries check_machine_before_run(int threads, bool require_quiet);
 // to `threads` of ours, and is judged less those.
 ContextEntries check_machine_after_run(int threads);
 
-// Google Benchmark writes its context when the run starts; the end-of-run findings are added to
-// the "context" object of the JSON file it wrote, before the file is renamed into place. A file
-// that is not JSON output (--benchmark_out_format=csv) is left alone.
-void add_to_json_context(const std::string& path, const ContextEntries& entries);
-
 }  // namespace condbench

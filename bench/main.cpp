@@ -6,15 +6,19 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
+#include <sstream>
 
-#include "checkpoint_reporter.h"
+#include "analysis.h"
+#include "answer_budget.h"
 #include "condbench/error.h"
 #include "condbench/nvtx.h"
 #include "condbench/output_file.h"
@@ -25,6 +29,7 @@
 #include "export_workload.h"
 #include "machine_check.h"
 #include "registration.h"
+#include "run_record.h"
 #include "test_slowdown.h"
 
 namespace {
@@ -61,34 +66,59 @@ void announce(std::ostream& out, size_t benchmarks, const std::string& repetitio
   out << "\n";
 }
 
-// Result files are written atomically. Google Benchmark writes --benchmark_out in place, so point
-// it at a temporary file beside the target and rename it when the run ends. A Ctrl-C removes the
-// temporary (install_signal_cleanup); a failed rename keeps it and says where.
-class AtomicBenchmarkOut {
- public:
-  AtomicBenchmarkOut(int argc, char** argv) {
-    for (int i = 1; i < argc; ++i)
-      if (std::strncmp(argv[i], "--benchmark_out=", 16) == 0) {
-        // argv[i] is rewritten to point into arg_: a second --benchmark_out would rewrite arg_
-        // under the first one's feet, and which of two files was meant is a guess anyway.
-        if (pending_) condbench::fail("--benchmark_out: given twice");
-        const std::string target = argv[i] + 16;
-        if (target.empty()) condbench::fail("--benchmark_out: needs a file name");
-        std::error_code ec;
-        const auto status = std::filesystem::status(target, ec);
-        if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
-          condbench::fail("--benchmark_out: '" + target + "' exists and is not a regular file");
-        condbench::install_signal_cleanup();
-        pending_ = std::make_unique<condbench::PendingFile>(target);
-        if (!std::ofstream(pending_->temp_path())) condbench::fail("--benchmark_out: cannot write '" + target + "'");
-        arg_ = "--benchmark_out=" + pending_->temp_path();
-        argv[i] = arg_.data();
-      }
+// Takes every --NAME=VALUE out of argv (Google Benchmark never sees them) and returns the last
+// value, or nullopt; `given` counts them.
+std::optional<std::string> take_flag(int& argc, char** argv, const char* name, int* given = nullptr) {
+  const size_t n = std::strlen(name);
+  std::optional<std::string> value;
+  int count = 0, kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], name, n) == 0 && argv[i][n] == '=') {
+      value = argv[i] + n + 1;
+      ++count;
+    } else {
+      argv[kept++] = argv[i];
+    }
   }
-  // The file Google Benchmark writes to ("" without --benchmark_out).
-  std::string path() const { return pending_ ? pending_->temp_path() : std::string(); }
-  void commit() {
+  argc = kept;
+  argv[argc] = nullptr;
+  if (given) *given = count;
+  return value;
+}
+
+// --benchmark_out=FILE: the run's record, written when the run ends in --benchmark_out_format
+// (json unless given), atomically: under a temporary name beside FILE, renamed into place. A Ctrl-C
+// removes the temporary (install_signal_cleanup); a failed rename keeps it and says where. condbench
+// writes it rather than Google Benchmark, which would write each of --answer-budget's rounds over
+// the one before.
+class BenchmarkOut {
+ public:
+  BenchmarkOut(int& argc, char** argv) {
+    int given = 0;
+    const std::optional<std::string> target = take_flag(argc, argv, "--benchmark_out", &given);
+    format_ = take_flag(argc, argv, "--benchmark_out_format").value_or("json");
+    if (format_ != "json" && format_ != "csv" && format_ != "console")
+      condbench::fail("--benchmark_out_format: '" + format_ + "' is not json, csv or console");
+    if (!target) return;
+    // Which of two files was meant is a guess.
+    if (given > 1) condbench::fail("--benchmark_out: given twice");
+    if (target->empty()) condbench::fail("--benchmark_out: needs a file name");
+    std::error_code ec;
+    const auto status = std::filesystem::status(*target, ec);
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+      condbench::fail("--benchmark_out: '" + *target + "' exists and is not a regular file");
+    condbench::install_signal_cleanup();
+    pending_ = std::make_unique<condbench::PendingFile>(*target);
+    if (!std::ofstream(pending_->temp_path())) condbench::fail("--benchmark_out: cannot write '" + *target + "'");
+  }
+  bool wanted() const { return pending_ != nullptr; }
+  void write(const condbench::RunRecord& record) {
     if (!pending_) return;
+    {
+      std::ofstream out(pending_->temp_path(), std::ios::binary | std::ios::trunc);
+      out << record.document(format_);
+      if (!out.flush()) condbench::fail("--benchmark_out: cannot write '" + pending_->temp_path() + "'");
+    }
     try {
       pending_->commit();
     } catch (const condbench::Error& e) {
@@ -98,8 +128,22 @@ class AtomicBenchmarkOut {
 
  private:
   std::unique_ptr<condbench::PendingFile> pending_;  // destroyed uncommitted: the temporary goes
-  std::string arg_;
+  std::string format_;
 };
+
+// --benchmark_context=KEY=VALUE[,KEY=VALUE...]: added by condbench, since Google Benchmark adds its
+// entries again (and warns) each time its flags are read, which --answer-budget does.
+void take_benchmark_context(int& argc, char** argv) {
+  const std::optional<std::string> given = take_flag(argc, argv, "--benchmark_context");
+  if (!given) return;
+  std::istringstream entries(*given);
+  for (std::string entry; std::getline(entries, entry, ',');) {
+    const size_t eq = entry.find('=');
+    if (eq == 0 || eq == std::string::npos)
+      condbench::fail("--benchmark_context: '" + entry + "' is not KEY=VALUE");
+    benchmark::AddCustomContext(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+}
 
 // --trace=FILE: condbench-trace.so, built beside this executable, records every NVTX range and
 // writes FILE when the process exits (bench/trace/nvtx_injection.cpp).
@@ -171,7 +215,8 @@ int main(int argc, char** argv) {
     const std::string filter = flag_value(args_count, args.data(), "--benchmark_filter", "");
     const std::string repetitions = flag_value(args_count, args.data(), "--benchmark_repetitions", "1");
     const std::string min_time = flag_value(args_count, args.data(), "--benchmark_min_time", "0.5");
-    AtomicBenchmarkOut out(args_count, args.data());
+    BenchmarkOut out(args_count, args.data());
+    take_benchmark_context(args_count, args.data());
     benchmark::Initialize(&args_count, args.data());
     if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
 
@@ -229,20 +274,29 @@ int main(int argc, char** argv) {
       } else {
         display = benchmark::CreateDefaultDisplayReporter();  // Google Benchmark's, which it keeps
       }
-      if (options.checkpoint_out.empty()) {
-        benchmark::RunSpecifiedBenchmarks(display);
-      } else {
-        condbench::CheckpointReporter checkpoint(*display, options.checkpoint_out);
-        benchmark::RunSpecifiedBenchmarks(&checkpoint);
+      condbench::RunRecord record(*display);
+      record.refresh_display_aggregates(table != nullptr);
+      if (!options.checkpoint_out.empty()) record.checkpoint_to(options.checkpoint_out);
+      const auto started = std::chrono::steady_clock::now();
+      benchmark::RunSpecifiedBenchmarks(&record);
+      if (runs && options.answer_budget_s > 0) {
+        const condbench::BudgetSpent spent = condbench::spend_answer_budget(
+            record, options.answer_budget_s, std::atoi(repetitions.c_str()),
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), argv[0]);
+        std::cerr << "condbench: answer budget: " << spent.text() << "\n";
+        benchmark::AddCustomContext(condbench::report::kAnswerBudgetContext, spent.text());
+        if (spent.rounds > 0)
+          benchmark::AddCustomContext(condbench::report::kAnswerLooksContext,
+                                      std::to_string(condbench::report::kAnswerLooks));
       }
+      // What the machine did during the run goes into the files' context, written from the record now.
+      if (runs)
+        for (const auto& [key, value] : condbench::check_machine_after_run(at::get_num_threads()))
+          benchmark::AddCustomContext(key, value);
+      record.finish();
+      if (runs) out.write(record);
     }
     benchmark::Shutdown();
-    if (runs) {
-      const condbench::ContextEntries end = condbench::check_machine_after_run(at::get_num_threads());
-      if (!out.path().empty()) condbench::add_to_json_context(out.path(), end);
-      if (!options.checkpoint_out.empty()) condbench::add_to_json_context(options.checkpoint_out, end);
-    }
-    out.commit();
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "condbench: " << condbench::one_line(e) << "\n";

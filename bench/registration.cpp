@@ -42,6 +42,8 @@ constexpr FlagSpec kFlags[] = {
     {"--require-quiet", nullptr, "refuse to start on a busy machine (exit 2)"},
     {"--progress", nullptr, "progress and the time left on stderr even when it is not a terminal (default: on one)"},
     {"--in-order", nullptr, "repetitions in registration order (default: randomly interleaved)"},
+    {"--answer-budget", "SECONDS",
+     "after the run, interleaved rounds over the answer's undecided comparisons until decided (default 0: none)"},
     {"--checkpoint-out", "FILE", "Google Benchmark JSON of every finished benchmark, as they finish"},
     {"--export-workload", "DIR", "write weights, input pool and thresholds for the Python peer; run nothing"},
     {"--list", nullptr, "the strategies, what they declare, and what they cannot run here; run nothing"},
@@ -187,6 +189,11 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   if (given("--nvtx")) options.nvtx = nvtx::parse_level(flags.at("--nvtx"));
   if (given("--export-workload")) options.export_dir = flags.at("--export-workload");
   if (given("--checkpoint-out")) options.checkpoint_out = flags.at("--checkpoint-out");
+  if (given("--answer-budget")) {
+    options.answer_budget_s = cli::parse_float("--answer-budget", flags.at("--answer-budget"), 0, 86400);
+    if (options.in_order && options.answer_budget_s > 0)
+      fail("--answer-budget: its rounds are interleaved; drop --in-order");
+  }
   if (given("--threads"))
     options.threads = static_cast<int>(cli::parse_int("--threads", flags.at("--threads"), 1, 1024));
   if (given("--weights")) {

@@ -59,12 +59,17 @@ const char* to_string(Standing standing) {
   return "?";
 }
 
+double answer_confidence(const Cell& a, const Cell& b) {
+  return 1.0 - (1.0 - kRatioConfidence) / static_cast<double>(std::max<size_t>({a.looks, b.looks, 1}));
+}
+
 Judgement judge(const Cell& a, const Cell& b, double min_effect) {
   Judgement j;
   j.first_faster = a.median_us <= b.median_us;
   const Cell& fast = j.first_faster ? a : b;
   const Cell& slow = j.first_faster ? b : a;
-  j.ratio = ratio_interval(fast.times_us, slow.times_us);
+  j.confidence = answer_confidence(a, b);
+  j.ratio = ratio_interval(fast.times_us, slow.times_us, j.confidence);
   j.drift = drift_allowance(a, b);
   if (!j.ratio.bounded()) return j;  // ambiguous: too few repetitions for an interval
   const double lower = j.ratio.low / j.drift;
@@ -77,6 +82,11 @@ Judgement judge(const Cell& a, const Cell& b, double min_effect) {
     j.detectable = (1.0 + min_effect) * j.drift * std::max(1.0, j.ratio.median) / j.ratio.low;
   }
   return j;
+}
+
+bool could_decide(const Judgement& j, double min_effect) {
+  if (j.standing != Standing::ambiguous || !j.ratio.valid) return false;
+  return !j.ratio.bounded() || j.ratio.high / j.drift >= 1.0 + min_effect;
 }
 
 const Cell* Group::cell(const std::string& strategy, const std::string& scenario) const {
@@ -122,6 +132,17 @@ bool interleaved(const ResultFile& file) {
   return it != file.context.end() && (it->second == "random" || it->second == "rounds");
 }
 
+// The looks a file's verdicts are split over: its context's count, 1 without one. A file from another
+// machine may say anything: a count that is not a small whole number counts as the most there can be.
+size_t looks(const ResultFile& file) {
+  const auto it = file.context.find(kAnswerLooksContext);
+  if (it == file.context.end()) return 1;
+  const std::string& text = it->second;
+  if (text.empty() || text.size() > 2 || text.find_first_not_of("0123456789") != std::string::npos)
+    return kAnswerLooks;
+  return std::clamp<size_t>(std::stoul(text), 1, 99);
+}
+
 }  // namespace
 
 std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unstable_cv) {
@@ -141,6 +162,8 @@ std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unst
       cell.counters = s.counters;
       cell.file = index;
       cell.interleaved = interleaved(file);
+      cell.name = s.name;
+      cell.looks = looks(file);
       g.cells.emplace(std::make_pair(s.strategy_key(), s.scenario), std::move(cell));
     }
   std::vector<Group> out;
@@ -285,6 +308,13 @@ double three_figures(double x, bool up) {
   return (up ? std::ceil(x / unit - 1e-9) : std::floor(x / unit + 1e-9)) * unit;
 }
 
+// "99%", "99.67%": a confidence as the verdicts print it.
+std::string confidence_text(double confidence) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g%%", 100 * confidence);
+  return text;
+}
+
 std::string ratio_text(const RatioInterval& r) {
   // Appended piece by piece: GCC 12's -Wrestrict misreads "[" + std::string (a known false positive).
   std::string text = "[";
@@ -320,7 +350,8 @@ std::string verdict_text(const Judgement& j, const std::string& fast, const std:
     return "ambiguous between " + fast + " and " + slow + ": a repetition's time is zero, negative or not a number";
   if (!j.ratio.bounded())
     return "ambiguous between " + fast + " and " + slow + ": " + std::to_string(f.repetitions) + " and " +
-           std::to_string(s.repetitions) + " repetitions are too few for a 99% interval of their ratio";
+           std::to_string(s.repetitions) + " repetitions are too few for a " + confidence_text(j.confidence) +
+           " interval of their ratio";
   return "ambiguous between " + fast + " and " + slow + ": the ratio " + ratio_text(j.ratio) +
          " is below what this data can call" + drift + " (it would have called " + plain(j.detectable) + "× or more)";
 }
@@ -368,52 +399,133 @@ std::vector<std::string> answer_scenarios(const Group& g) {
   return out;
 }
 
-std::vector<std::string> answer_sentences(const Group& g) {
-  std::vector<std::string> sentences;
+namespace {
+
+// One question the answer's sentences settle, and the pair of cells each scenario compares for it.
+struct AnswerQuestion {
+  std::string topic;
+  std::vector<AnswerPair> pairs;
+};
+
+std::vector<AnswerQuestion> answer_questions(const Group& g) {
+  std::vector<AnswerQuestion> questions;
   const std::vector<std::string> python = pytorch_options(g);
   const std::vector<std::string> scenarios = answer_scenarios(g);
-  if (g.batch != 1 || python.empty() || scenarios.empty()) return sentences;
+  if (g.batch != 1 || python.empty() || scenarios.empty()) return questions;
   std::vector<std::string> others;  // what condbench itself runs
   for (const std::string& s : g.strategies)
     if (!is_pytorch_option(s)) others.push_back(s);
-  // One sentence per question, each scenario a clause: "TOPIC: when …, CLAIM; when …, CLAIM."
   // `pick` gives the two cells a scenario compares, or nothing where it has no such pair.
   using Pair = std::optional<std::pair<std::string, std::string>>;
-  const auto sentence = [&](const std::string& topic, const std::function<Pair(const std::string&)>& pick) {
-    std::string clauses;
+  const auto ask = [&](const std::string& topic, const std::function<Pair(const std::string&)>& pick) {
+    AnswerQuestion q{topic, {}};
     for (const std::string& scenario : scenarios)
-      if (const Pair p = pick(scenario))
-        clauses +=
-            (clauses.empty() ? "" : "; ") + scenario_phrase(scenario) + ", " + claim(g, p->first, p->second, scenario);
-    if (!clauses.empty()) sentences.push_back(topic + ": " + clauses + ".");
+      if (const Pair p = pick(scenario)) q.pairs.push_back({p->first, p->second, scenario});
+    if (!q.pairs.empty()) questions.push_back(std::move(q));
   };
-  const auto best_python = [&](const std::string& scenario) {
-    const std::vector<std::string> ranked = by_median(g, python, scenario);
-    return ranked.empty() ? std::string() : ranked[0];
-  };
-  sentence("On " + g.device_label + " at batch 1 (" + g.model_text() + "), the fastest way to write it with PyTorch",
-           [&](const std::string& scenario) -> Pair {
-             const std::vector<std::string> ranked = by_median(g, python, scenario);
-             if (ranked.size() < 2) return std::nullopt;
-             return std::make_pair(ranked[0], ranked[1]);
-           });
+  ask("On " + g.device_label + " at batch 1 (" + g.model_text() + "), the fastest way to write it with PyTorch",
+      [&](const std::string& scenario) -> Pair {
+        const std::vector<std::string> ranked = by_median(g, python, scenario);
+        if (ranked.size() < 2) return std::nullopt;
+        return std::make_pair(ranked[0], ranked[1]);
+      });
   const auto both = [&](const std::string& a, const std::string& b) {
     return [&g, a, b](const std::string& scenario) -> Pair {
       if (!g.cell(a, scenario) || !g.cell(b, scenario)) return std::nullopt;
       return std::make_pair(a, b);
     };
   };
-  sentence("Nested torch.cond in eager mode against a plain Python if", both("python/py_cond", "python/py_eager_if"));
+  ask("Nested torch.cond in eager mode against a plain Python if", both("python/py_cond", "python/py_eager_if"));
   // torch.cond as deployed: exported, compiled by AOTInductor, run from C++ — against eager.
-  sentence("Nested torch.cond exported with AOTInductor and run from C++ against torch.cond in eager mode",
-           both("aoti/cond", "python/py_cond"));
-  sentence("condbench's fastest strategy against the best PyTorch option", [&](const std::string& scenario) -> Pair {
+  ask("Nested torch.cond exported with AOTInductor and run from C++ against torch.cond in eager mode",
+      both("aoti/cond", "python/py_cond"));
+  ask("condbench's fastest strategy against the best PyTorch option", [&](const std::string& scenario) -> Pair {
     const std::vector<std::string> ours = by_median(g, others, scenario);
-    const std::string theirs = best_python(scenario);
+    const std::vector<std::string> theirs = by_median(g, python, scenario);
     if (ours.empty() || theirs.empty()) return std::nullopt;
-    return std::make_pair(ours[0], theirs);
+    return std::make_pair(ours[0], theirs[0]);
   });
+  return questions;
+}
+
+}  // namespace
+
+std::vector<std::string> answer_sentences(const Group& g) {
+  // One sentence per question, each scenario a clause: "TOPIC: when …, CLAIM; when …, CLAIM."
+  std::vector<std::string> sentences;
+  for (const AnswerQuestion& q : answer_questions(g)) {
+    std::string clauses;
+    for (const AnswerPair& p : q.pairs)
+      clauses += (clauses.empty() ? "" : "; ") + scenario_phrase(p.scenario) + ", " + claim(g, p.a, p.b, p.scenario);
+    sentences.push_back(q.topic + ": " + clauses + ".");
+  }
   return sentences;
+}
+
+std::optional<AnswerTable> answer_table(const Group& g) {
+  AnswerTable t;
+  t.scenarios = answer_scenarios(g);
+  t.rows = pytorch_options(g);
+  if (g.batch != 1 || t.rows.empty() || t.scenarios.empty()) return std::nullopt;
+  // condbench's: its fastest strategy in every scenario (the sentences compare each scenario's
+  // fastest; usually one strategy), and eager_host, what the Python if becomes in C++
+  std::vector<std::string> own;
+  for (const std::string& s : g.strategies)
+    if (!is_pytorch_option(s)) own.push_back(s);
+  for (const std::string& sc : t.scenarios) {
+    const std::vector<std::string> ranked = by_median(g, own, sc);
+    if (ranked.empty()) continue;
+    if (t.own_fastest.empty()) t.own_fastest = ranked[0];
+    if (std::find(t.rows.begin(), t.rows.end(), ranked[0]) == t.rows.end()) t.rows.push_back(ranked[0]);
+  }
+  if (g.cell(kEager, t.scenarios[0]) && std::find(t.rows.begin(), t.rows.end(), kEager) == t.rows.end())
+    t.rows.push_back(kEager);
+  std::sort(t.rows.begin(), t.rows.end(), [&](const std::string& a, const std::string& b) {
+    const Cell *ca = g.cell(a, t.scenarios[0]), *cb = g.cell(b, t.scenarios[0]);
+    return (ca ? ca->median_us : INFINITY) < (cb ? cb->median_us : INFINITY);
+  });
+  for (const std::string& sc : t.scenarios) {
+    const std::vector<std::string> ranked = by_median(g, t.rows, sc);
+    t.best.push_back(ranked.empty() ? std::string() : ranked[0]);
+  }
+  return t;
+}
+
+std::vector<AnswerPair> answer_pairs(const Group& g) {
+  std::vector<AnswerPair> pairs;
+  std::set<std::tuple<std::string, std::string, std::string>> seen;  // (scenario, lower name, higher name)
+  const auto add = [&](const std::string& a, const std::string& b, const std::string& scenario) {
+    if (a == b || !g.cell(a, scenario) || !g.cell(b, scenario)) return;
+    if (seen.insert({scenario, std::min(a, b), std::max(a, b)}).second) pairs.push_back({a, b, scenario});
+  };
+  if (const std::optional<AnswerTable> t = answer_table(g))
+    for (size_t i = 0; i < t->scenarios.size(); ++i)
+      for (const std::string& row : t->rows) add(t->best[i], row, t->scenarios[i]);
+  for (const AnswerQuestion& q : answer_questions(g))
+    for (const AnswerPair& p : q.pairs) add(p.a, p.b, p.scenario);
+  return pairs;
+}
+
+std::vector<std::string> undecided_cells(const std::vector<Group>& groups, size_t file, size_t* undecided) {
+  std::set<std::string> names;
+  size_t count = 0;
+  for (const Group& g : groups)
+    for (const AnswerPair& p : answer_pairs(g)) {
+      const Cell& a = *g.cell(p.a, p.scenario);
+      const Cell& b = *g.cell(p.b, p.scenario);
+      if (!could_decide(judge(a, b))) continue;
+      ++count;
+      for (const Cell* c : {&a, &b})
+        if (c->file == file) names.insert(c->name);
+    }
+  if (undecided) *undecided = count;
+  return {names.begin(), names.end()};
+}
+
+std::vector<std::string> cells_for_next_rounds(std::vector<ResultFile> files, size_t* undecided) {
+  if (files.empty()) return {};
+  files.back().context[kAnswerLooksContext] = std::to_string(kAnswerLooks);
+  return undecided_cells(make_groups(files), files.size() - 1, undecided);
 }
 
 std::string conditional_graphs_sentence(const std::vector<Group>& groups) {

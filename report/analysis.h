@@ -26,6 +26,11 @@ struct Cell {
   // machine; any other two may have seen it at different speeds (drift_allowance).
   size_t file = 0;
   bool interleaved = false;
+  std::string name;  // the benchmark's name in its file (Series::name)
+  // How many times the run that measured it judged the answer before it stopped (--answer-budget's
+  // looks, from the file's context; 1 without a budget). Every verdict on it is made at the
+  // confidence that many looks leave each (answer_confidence).
+  size_t looks = 1;
 };
 
 // A benchmark whose repetitions vary more than this (coefficient of variation) is labelled unstable:
@@ -48,6 +53,19 @@ Cell make_cell(const std::vector<double>& times_us, double unstable_cv = kDefaul
 constexpr double kDriftBetweenProcesses = 1.7;
 double drift_allowance(const Cell& a, const Cell& b);
 
+// --answer-budget (condbench and the peer) adds interleaved rounds over the cells of the answer's
+// undecided comparisons and judges again: the first look after the run's own repetitions n, the next
+// when those cells have 2n, the last at 4n or when the budget is spent. A comparison judged at up to
+// kAnswerLooks looks keeps the chance of a false claim at 1 - kRatioConfidence by judging each look at
+// 1 - (1 - kRatioConfidence) / kAnswerLooks (Bonferroni). A run that added rounds records the looks
+// its verdicts were split over (kAnswerLooks, however many it reached) in its context; the report
+// judges its cells at the same confidence.
+constexpr size_t kAnswerLooks = 3;
+constexpr const char* kAnswerLooksContext = "condbench_answer_looks";
+constexpr const char* kAnswerBudgetContext = "condbench_answer_budget";  // what the budget did, in words
+// The confidence of the interval judge() takes for two cells: kRatioConfidence, less per look made.
+double answer_confidence(const Cell& a, const Cell& b);
+
 // The one verdict rule of the report: the answer, the recommendations and the best-strategy map all
 // judge two cells with it (docs/statistics.md, "Verdicts").
 //   faster     the interval of the ratio slow / fast (ratio_interval, 99%) starts at L, and L / D is at
@@ -62,13 +80,18 @@ struct Judgement {
   Standing standing = Standing::ambiguous;
   bool first_faster = true;  // the first cell judge() was given has the lower median
   RatioInterval ratio;       // slower / faster
-  double drift = 1;          // D
+  double confidence = kRatioConfidence;  // of `ratio` (answer_confidence)
+  double drift = 1;                      // D
   double factor = 0;         // faster: L / D, the conservative factor
   // ambiguous: the smallest ratio of medians this data would have called (the slower cell's times scaled
   // until L / D reaches 1 + min_effect); infinite without an interval (too few repetitions).
   double detectable = std::numeric_limits<double>::infinity();
 };
 Judgement judge(const Cell& a, const Cell& b, double min_effect = kDefaultMinEffect);
+// An ambiguous judgement that more repetitions could still decide: its interval has no bound yet, or
+// its high end still reaches a verdict. One whose whole interval lies above 1 but below the claim
+// (a difference smaller than the allowance) stays ambiguous however long it runs.
+bool could_decide(const Judgement& j, double min_effect = kDefaultMinEffect);
 // The judgement in words, `fast` and `slow` naming the cells (with figures if wanted): "FAST is at least
 // 3.1× faster than SLOW (ratio [3.4–4.0]×)", "… are tied: …", "ambiguous between …: why".
 std::string verdict_text(const Judgement& j, const std::string& fast, const std::string& slow, const Cell& f,
@@ -126,6 +149,33 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups);
 // strategy against the best PyTorch option. Every clause is judge()'s verdict with the medians,
 // intervals and ratio it rests on.
 std::vector<std::string> answer_sentences(const Group& g);
+
+// The answer's table for a group (nullopt where the group has none: not batch 1, or no PyTorch
+// option): its rows are the PyTorch options, condbench's fastest strategy of each answer scenario
+// and LibTorch's eager_host, fastest first in the first scenario; each row stands against the
+// fastest of its column.
+struct AnswerTable {
+  std::vector<std::string> scenarios;  // answer_scenarios
+  std::vector<std::string> rows;
+  std::vector<std::string> best;  // per scenario: the row with the lowest median
+  std::string own_fastest;        // condbench's fastest in the first scenario (the floor's row)
+};
+std::optional<AnswerTable> answer_table(const Group& g);
+
+// Every comparison the answer judges in a group: each row of its table against its column's fastest,
+// and the pairs its sentences name. Each once, whichever order.
+struct AnswerPair {
+  std::string a, b, scenario;
+};
+std::vector<AnswerPair> answer_pairs(const Group& g);
+
+// What --answer-budget runs more of: the names of the cells from file `file` (an index into the files
+// the groups were made from) in the answer's comparisons that are ambiguous and could_decide().
+// `undecided`, when given, counts those comparisons (whichever files their cells came from).
+std::vector<std::string> undecided_cells(const std::vector<Group>& groups, size_t file, size_t* undecided = nullptr);
+// One look of a run that spends an answer budget: `files` are what the answer reads, the last the
+// run's own so far, judged at kAnswerLooks looks; the names of its cells the next rounds run.
+std::vector<std::string> cells_for_next_rounds(std::vector<ResultFile> files, size_t* undecided = nullptr);
 // Whether "conditional graphs are impossible" holds, from the GPU groups: a device-side decision
 // in a graph (graph_cond, py_cond_cudagraph) against eager_host. Says it is unmeasured when the run
 // has no GPU figure for it.

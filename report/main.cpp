@@ -13,6 +13,8 @@
 #include <fstream>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis.h"
 #include "condbench/error.h"
 #include "condbench/output_file.h"
@@ -30,11 +32,14 @@ namespace {
 const char* const kUsage =
     "usage: condbench-report --out DIR [--force] [--unstable-cv PCT] RESULT.json...\n"
     "       condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]\n"
+    "       condbench-report --undecided RESULT.json... OWN.json\n"
     "  --force             replace DIR even if it is not a previous condbench report\n"
     "  --unstable-cv PCT   mark a benchmark unstable above this coefficient of variation (default 5)\n"
     "  --min-effect PCT    smallest change --compare calls FASTER or SLOWER beyond the drift between\n"
     "                      runs (default 5; docs/statistics.md)\n"
-    "  --fail-on-regression PCT  exit 1 when a strategy is SLOWER by more than PCT\n";
+    "  --fail-on-regression PCT  exit 1 when a strategy is SLOWER by more than PCT\n"
+    "  --undecided         for a run spending an answer budget (the peer's --answer-budget): JSON of the\n"
+    "                      cells of the last file that the answer's undecided comparisons need more of\n";
 
 // A percentage flag's value as a fraction.
 double percentage(const std::string& flag, const std::string& text) {
@@ -117,7 +122,7 @@ void write_atomically(const std::vector<ResultFile>& files, const fs::path& dir,
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string out, fail_on, unstable_cv, min_effect;
-  bool compare_mode = false, force = false;
+  bool compare_mode = false, undecided_mode = false, force = false;
   std::vector<std::string> inputs;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -139,6 +144,8 @@ int run(int argc, char** argv) {
       force = true;
     } else if (a == "--compare") {
       compare_mode = true;
+    } else if (a == "--undecided") {
+      undecided_mode = true;
     } else if (a == "--fail-on-regression" || a.rfind("--fail-on-regression=", 0) == 0) {
       fail_on = value("--fail-on-regression");
     } else if (a.rfind("--", 0) == 0) {
@@ -146,6 +153,20 @@ int run(int argc, char** argv) {
     } else {
       inputs.push_back(a);
     }
+  }
+  if (undecided_mode) {
+    if (compare_mode || !out.empty() || !fail_on.empty() || !unstable_cv.empty() || !min_effect.empty() || force)
+      fail("--undecided takes result files only");
+    if (inputs.empty()) fail("--undecided: no result files given");
+    std::vector<ResultFile> files;
+    for (const std::string& path : inputs) files.push_back(load_result_file(path));
+    size_t undecided = 0;
+    const std::vector<std::string> cells = cells_for_next_rounds(std::move(files), &undecided);
+    std::cout << nlohmann::json{{"looks", kAnswerLooks},
+                                  {"confidence", 1 - (1 - kRatioConfidence) / kAnswerLooks},
+                                  {"undecided", undecided},
+                                  {"cells", cells}}.dump() << "\n";
+    return 0;
   }
   if (compare_mode) {
     if (inputs.size() != 2) fail("--compare takes exactly two result files");

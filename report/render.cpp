@@ -416,6 +416,38 @@ void answer_chart(const ReportInput& in, Charts& out, Document& doc, const Group
   ++out.drawn;
 }
 
+std::string join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string text;
+  for (const std::string& p : parts) text += (text.empty() ? "" : separator) + p;
+  return text;
+}
+
+// What --answer-budget did in each file that ran one, and what stayed ambiguous all the same, with
+// the smallest ratio its data could have called.
+void answer_budget(const ReportInput& in, Document& doc) {
+  std::vector<std::string> said;
+  for (const ResultFile& f : in.files)
+    if (const auto it = f.context.find(kAnswerBudgetContext); it != f.context.end())
+      said.push_back(fs::path(f.path).filename().string() + ": " + printable(it->second, 300));
+  if (said.empty()) return;
+  std::vector<std::string> open;
+  for (const Group& g : in.groups)
+    for (const AnswerPair& p : answer_pairs(g)) {
+      const Judgement j = judge(*g.cell(p.a, p.scenario), *g.cell(p.b, p.scenario));
+      if (j.standing != Standing::ambiguous) continue;
+      const std::string& fast = j.first_faster ? p.a : p.b;
+      const std::string& slow = j.first_faster ? p.b : p.a;
+      open.push_back(g.model_text() + ", " + p.scenario + ": " + fast + " against " + slow +
+                     (std::isfinite(j.detectable) ? " (could have called ≥" + number(j.detectable) + "×)"
+                                                  : " (too few repetitions)"));
+    }
+  std::string text = "An answer budget added interleaved rounds until the answer's comparisons were decided (" +
+                     join(said, "; ") + "). ";
+  text += open.empty() ? "Every comparison of the answer was decided."
+                       : std::to_string(open.size()) + " stayed ambiguous: " + join(open, "; ") + ".";
+  doc.paragraph(text);
+}
+
 // First in the report: what a PyTorch user should write for an early exit, from this run's data.
 // Per model at batch 1: one table (each option's median and its standing against the fastest),
 // one chart, and at most four sentences that state the verdicts.
@@ -428,43 +460,24 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
       "(≥ N× slower, tied or ambiguous: docs/statistics.md, \"Verdicts\"). Cells timed in different processes or "
       "runs (condbench's against the peer's) are judged with a drift allowance of " +
       format_ratio(kDriftBetweenProcesses) + ", cells of one interleaved run with none.");
+  answer_budget(in, doc);
   bool any = false;
   for (size_t gi = 0; gi < in.groups.size(); ++gi) {
     const Group& g = in.groups[gi];
-    const std::vector<std::string> python = pytorch_options(g);
-    const std::vector<std::string> scenarios = answer_scenarios(g);
-    if (g.batch != 1 || python.empty() || scenarios.empty()) continue;
+    const std::optional<AnswerTable> table = answer_table(g);
+    if (!table) continue;
     any = true;
     doc.heading(3, group_title(g));
-    std::vector<std::string> rows = python;
-    // condbench's: eager_host (LibTorch, what the Python if becomes in C++) and the fastest of its strategies
-    // ... in every scenario (the sentences compare each scenario's fastest): usually one strategy
-    std::vector<std::string> own;  // what condbench itself runs
-    for (const std::string& s : g.strategies)
-      if (!is_pytorch_option(s)) own.push_back(s);
-    std::string fastest;  // of the first scenario: the floor's row
-    for (const std::string& sc : scenarios) {
-      const std::vector<std::string> ranked = by_median(g, own, sc);
-      if (ranked.empty()) continue;
-      if (fastest.empty()) fastest = ranked[0];
-      if (std::find(rows.begin(), rows.end(), ranked[0]) == rows.end()) rows.push_back(ranked[0]);
-    }
-    if (g.cell("torch/eager_host", scenarios[0]) &&
-        std::find(rows.begin(), rows.end(), "torch/eager_host") == rows.end())
-      rows.push_back("torch/eager_host");
-    std::sort(rows.begin(), rows.end(), [&](const std::string& a, const std::string& b) {
-      const Cell *ca = g.cell(a, scenarios[0]), *cb = g.cell(b, scenarios[0]);
-      return (ca ? ca->median_us : INFINITY) < (cb ? cb->median_us : INFINITY);
-    });
+    const std::vector<std::string>& scenarios = table->scenarios;
+    const std::vector<std::string>& rows = table->rows;
+    const std::vector<std::string>& best = table->best;
+    const std::string& fastest = table->own_fastest;
     Table t{{"option"}, {}};
-    std::vector<std::string> best;  // per scenario: the row with the lowest median
     for (const std::string& sc : scenarios) {
       // "exit 1", "exit 4 (full depth)": every row leaves there
       t.header.push_back("exit " + sc.substr(sc.find(':') + 1) +
                          (sc == scenarios.back() && sc != scenarios.front() ? " (full depth)" : ""));
       t.header.push_back("standing");
-      const std::vector<std::string> ranked = by_median(g, rows, sc);
-      best.push_back(ranked.empty() ? std::string() : ranked[0]);
     }
     for (const std::string& s : rows) {
       std::vector<std::string> row{s};

@@ -7,10 +7,15 @@ JSON that condbench-report reads beside condbench's own results.
 
 usage: peer.py --workload DIR --out FILE.json [--device cpu|cuda] [--variants LIST]
                [--scenarios LIST] [--threads N] [--repetitions 10] [--min-time 0.05]
+               [--answer-budget SECONDS --report-tool CONDBENCH-REPORT [--against CONDBENCH.json]]
 
 Every variant x scenario is made ready first (an untimed pass, then the iteration count); then
 each round times every case once in a freshly shuffled order, as condbench interleaves its own
 repetitions, and each repetition records its round and its place in the run (sequence).
+
+--answer-budget spends up to SECONDS more, as condbench's does: rounds over the cases in the report's
+answer comparisons that are still undecided, judged by `condbench-report --undecided` (beside
+condbench's file given by --against), until each is decided or the time is spent.
 """
 import argparse
 import datetime
@@ -19,6 +24,7 @@ import os
 import platform
 import random
 import socket
+import subprocess
 import sys
 import time
 
@@ -92,21 +98,27 @@ def iterations_for(case, min_time):
         n = max(n * 2, int(n * min_time / max(took, 1e-9) * 1.2))
 
 
-def interleaved_rounds(cases, repetitions, rng):
-    """Each round times every case once, in a freshly shuffled order, so a change in the machine's
-    speed lands on every case alike (condbench's --benchmark_enable_random_interleaving does the same
-    for its own cases). Per case: [(per-inference µs, round, sequence)], sequence counting every
-    repetition of the run in the order they ran."""
-    samples = {id(c): [] for c in cases}
-    sequence = 0
-    for round_index in range(repetitions):
-        order = list(cases)
-        rng.shuffle(order)
-        for case in order:
-            seconds = timed_loop(case, case["iterations"])
-            samples[id(case)].append((seconds / case["iterations"] * 1e6, round_index, sequence))
-            sequence += 1
-    return samples
+class Rounds:
+    """Each round times every case it is given once, in a freshly shuffled order, so a change in the
+    machine's speed lands on every case alike (condbench's --benchmark_enable_random_interleaving
+    does the same for its own cases). Per case: [(per-inference µs, round, sequence)], sequence
+    counting every repetition of the run in the order they ran."""
+
+    def __init__(self, cases, rng):
+        self.samples = {id(c): [] for c in cases}
+        self.rng = rng
+        self.round = 0
+        self.sequence = 0
+
+    def run(self, cases, count):
+        for _ in range(count):
+            order = list(cases)
+            self.rng.shuffle(order)
+            for case in order:
+                seconds = timed_loop(case, case["iterations"])
+                self.samples[id(case)].append((seconds / case["iterations"] * 1e6, self.round, self.sequence))
+                self.sequence += 1
+            self.round += 1
 
 
 def entry(name, rep, repetitions, iterations, sample, counters):
@@ -117,14 +129,17 @@ def entry(name, rep, repetitions, iterations, sample, counters):
             "round": round_index, "sequence": sequence, **counters}
 
 
+def median(values):
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
+
+
 def aggregates(name, repetitions, times, counters):
     mean = sum(times) / len(times)
-    ordered = sorted(times)
-    mid = len(ordered) // 2
-    median = ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
     sd = (sum((t - mean) ** 2 for t in times) / (len(times) - 1)) ** 0.5 if len(times) > 1 else 0.0
     out = []
-    for agg, value, unit in [("mean", mean, "time"), ("median", median, "time"), ("stddev", sd, "time"),
+    for agg, value, unit in [("mean", mean, "time"), ("median", median(times), "time"), ("stddev", sd, "time"),
                              ("cv", sd / mean if mean else 0.0, "percentage")]:
         out.append({"name": f"{name}_{agg}", "family_index": 0, "per_family_instance_index": 0, "run_name": name,
                     "run_type": "aggregate", "repetitions": repetitions, "threads": 1, "aggregate_name": agg,
@@ -156,11 +171,19 @@ def main():
     parser.add_argument("--threads", type=int, default=0, help="torch threads (condbench's count)")
     parser.add_argument("--repetitions", type=int, default=10, help="rounds (condbench's default)")
     parser.add_argument("--min-time", type=float, default=0.05, help="seconds per repetition at least")
+    parser.add_argument("--answer-budget", type=float, default=0.0,
+                        help="seconds of rounds over the answer's undecided comparisons (default 0: none)")
+    parser.add_argument("--report-tool", default="", help="condbench-report, which judges (--answer-budget)")
+    parser.add_argument("--against", default="", help="condbench's result file of this run (--answer-budget)")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         fail("--device=cuda: no CUDA device here")
     if args.repetitions < 1 or args.min_time <= 0:
         fail("--repetitions must be >= 1 and --min-time > 0")
+    if not 0 <= args.answer_budget <= 86400:
+        fail("--answer-budget: seconds from 0 to 86400")
+    if args.answer_budget > 0 and not args.report_tool:
+        fail("--answer-budget needs --report-tool (condbench-report judges the answer)")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     wanted_variants = [v for v in args.variants.split(",") if v]
@@ -201,45 +224,130 @@ def main():
                 case["iterations"] = iterations_for(case, args.min_time)
                 cases.append(case)
 
-    benchmarks = []
-    samples = interleaved_rounds(cases, args.repetitions, random.Random())
+    rounds = Rounds(cases, random.Random())
+    rounds.run(cases, args.repetitions)
+    document = Document(args, cases, rounds, twins)
+    if args.answer_budget > 0:
+        spent = spend_answer_budget(args, cases, rounds, document)
+        print(f"peer: answer budget: {spent}", flush=True)
+    result = document.build()
     for case in cases:
-        exits, iterations = case["exits"], case["iterations"]
-        visited = [exits[i % len(exits)] for i in range(min(iterations, len(exits)))]
-        counters = {"host_syncs": sum(case["host_syncs"](e) for e in visited) / len(visited),
-                    "exit_mean": sum(visited) / len(visited)}
-        for k in range(1, case["blocks"] + 2):
-            counters[f"exit_{k}"] = visited.count(k) / len(visited)
-        mine = samples[id(case)]
-        benchmarks += [entry(case["name"], r, args.repetitions, iterations, sample, counters)
-                       for r, sample in enumerate(mine)]
-        times = [sample[0] for sample in mine]
-        benchmarks += aggregates(case["name"], args.repetitions, times, counters)
+        times = [sample[0] for sample in rounds.samples[id(case)]]
         print(f"{case['name']:<80} {sorted(times)[len(times) // 2]:10.2f} us", flush=True)
-
-    device_name = torch.cuda.get_device_name(0) if args.device == "cuda" else "none"
-    result = {
-        "context": {
-            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "host_name": socket.gethostname(), "executable": "bench/python/peer.py",
-            "num_cpus": os.cpu_count(), "library_build_type": "release",
-            "condbench_schema": SCHEMA, "peer": "python", "condbench_interleaving": "rounds", "python_version": platform.python_version(),
-            "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda or "none",
-            "device_name": device_name, "cpu_model": cpu_model(), "threads": str(torch.get_num_threads()),
-            **{f"strategy:{args.device}/python/{name}": summary for name, summary in SUMMARIES.items()},
-            **{f"strategy:{args.device}/python/{name}_twin": f"the same code as {name}, run twice (CONDBENCH_TEST_TWIN)"
-               for name in twins},
-            **({"condbench_test_twin": os.environ["CONDBENCH_TEST_TWIN"]} if twins else {}),
-        },
-        "benchmarks": benchmarks,
-    }
-    tmp = f"{args.out}.tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(tmp, args.out)  # atomic, like condbench's own output
+    write_atomically(args.out, result)
     for note in notes:
         print(f"peer: {note}")
     print(f"wrote {args.out}")
+
+
+def write_atomically(path, result):
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(tmp, path)  # atomic, like condbench's own output
+
+
+class Document:
+    """The run as Google Benchmark JSON: every repetition of every case, its aggregates, the context."""
+
+    def __init__(self, args, cases, rounds, twins):
+        self.args, self.cases, self.rounds, self.twins = args, cases, rounds, twins
+        self.context = {}  # added by the answer budget
+
+    def build(self):
+        args, twins = self.args, self.twins
+        benchmarks = []
+        for case in self.cases:
+            exits, iterations = case["exits"], case["iterations"]
+            visited = [exits[i % len(exits)] for i in range(min(iterations, len(exits)))]
+            counters = {"host_syncs": sum(case["host_syncs"](e) for e in visited) / len(visited),
+                        "exit_mean": sum(visited) / len(visited)}
+            for k in range(1, case["blocks"] + 2):
+                counters[f"exit_{k}"] = visited.count(k) / len(visited)
+            mine = self.rounds.samples[id(case)]
+            benchmarks += [entry(case["name"], r, len(mine), iterations, sample, counters)
+                           for r, sample in enumerate(mine)]
+            benchmarks += aggregates(case["name"], len(mine), [sample[0] for sample in mine], counters)
+        device_name = torch.cuda.get_device_name(0) if args.device == "cuda" else "none"
+        return {
+            "context": {
+                "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+                "host_name": socket.gethostname(), "executable": "bench/python/peer.py",
+                "num_cpus": os.cpu_count(), "library_build_type": "release",
+                "condbench_schema": SCHEMA, "peer": "python", "condbench_interleaving": "rounds",
+                "python_version": platform.python_version(),
+                "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda or "none",
+                "device_name": device_name, "cpu_model": cpu_model(), "threads": str(torch.get_num_threads()),
+                **{f"strategy:{args.device}/python/{name}": summary for name, summary in SUMMARIES.items()},
+                **{f"strategy:{args.device}/python/{name}_twin":
+                   f"the same code as {name}, run twice (CONDBENCH_TEST_TWIN)" for name in twins},
+                **({"condbench_test_twin": os.environ["CONDBENCH_TEST_TWIN"]} if twins else {}),
+                **self.context,
+            },
+            "benchmarks": benchmarks,
+        }
+
+
+# report/analysis.h: the looks an answer budget splits its verdicts over, and the context keys.
+LOOKS_CONTEXT, BUDGET_CONTEXT = "condbench_answer_looks", "condbench_answer_budget"
+
+
+def spend_answer_budget(args, cases, rounds, document):
+    """condbench's answer budget (bench/answer_budget.cpp), for the peer's cases: at each look,
+    condbench-report --undecided names the cases the answer still needs; rounds over them until
+    their repetitions double, then the next look; stop when none is left or the time is spent.
+    Returns what it did, in words, and records it in the document's context."""
+    start = time.monotonic()
+    by_name = {case["name"]: case for case in cases}
+    scratch = f"{args.out}.undecided.{os.getpid()}"
+
+    def look():
+        write_atomically(scratch, document.build())
+        try:
+            done = subprocess.run([args.report_tool, "--undecided", *([args.against] if args.against else []),
+                                   scratch], capture_output=True, text=True, timeout=600)
+        finally:
+            os.remove(scratch)
+        if done.returncode != 0:
+            fail(f"--answer-budget: {args.report_tool}: {done.stderr.strip() or 'exit ' + str(done.returncode)}")
+        answer = json.loads(done.stdout)
+        return answer, [by_name[n] for n in answer["cells"] if n in by_name]
+
+    plan, chosen = look()
+    planned, undecided_at_start = plan["looks"], plan["undecided"]
+    undecided, looks, ran_rounds, again = undecided_at_start, 1, 0, set()
+    first = args.repetitions
+    out_of_time = False
+    while chosen and looks < planned and not out_of_time:
+        count = first << (looks - 1)  # the next look when these cases have doubled their repetitions
+        print(f"peer: answer budget, look {looks} of {planned}: {undecided} comparisons undecided, "
+              f"up to {count} rounds over {len(chosen)} cases", flush=True)
+        done = 0
+        for _ in range(count):
+            cost = sum(c["iterations"] * median([s[0] for s in rounds.samples[id(c)]]) * 1e-6 for c in chosen)
+            if time.monotonic() - start + cost > args.answer_budget:
+                out_of_time = True
+                break
+            rounds.run(chosen, 1)
+            done += 1
+        if done == 0:
+            break
+        ran_rounds += done
+        looks += 1
+        again.update(c["name"] for c in chosen)
+        now, chosen = look()
+        undecided = now["undecided"]
+    if undecided_at_start == 0:
+        text = "every comparison of the answer was decided by the run's own repetitions"
+    elif ran_rounds == 0:
+        text = f"{undecided_at_start} comparisons of the answer undecided; no round fitted the budget"
+    else:
+        text = (f"{ran_rounds} rounds over {len(again)} cells in {time.monotonic() - start:.3g} s, {looks} looks "
+                f"(verdicts at {100 * plan['confidence']:.3g}%): {undecided_at_start} comparisons undecided "
+                f"before, {undecided} after")
+        document.context[LOOKS_CONTEXT] = str(planned)
+    document.context[BUDGET_CONTEXT] = text
+    return text
 
 
 if __name__ == "__main__":

@@ -1,0 +1,25 @@
+#pragma once
+// --answer-budget=SECONDS: after the run's own repetitions, interleaved rounds over the cells of the
+// answer's undecided comparisons until each is decided (a verdict or a tie) or the budget is spent
+// (report/analysis.h, kAnswerLooks, says how the looks keep the verdicts' confidence). Each round is
+// one call of Google Benchmark with one repetition of each such cell, in a fresh random order; the
+// record (run_record.h) makes them repetitions of the one run.
+#include <string>
+
+#include "run_record.h"
+
+namespace condbench {
+
+struct BudgetSpent {
+  size_t looks = 1, rounds = 0, cells = 0;  // cells: run again at least once
+  size_t undecided_at_start = 0, undecided_at_end = 0;
+  double seconds = 0;
+  std::string text() const;  // for the result file's context and the terminal
+};
+
+// `budget_s` > 0. `first_repetitions`: the repetitions each benchmark had in the run (the first look);
+// `run_seconds`: how long the run took, from which a round's cost is estimated before the first.
+BudgetSpent spend_answer_budget(RunRecord& record, double budget_s, int first_repetitions, double run_seconds,
+                                const char* argv0);
+
+}  // namespace condbench
