@@ -80,6 +80,66 @@ class AotiEngine(unittest.TestCase):
         self.assertEqual(b["exit_mean"], 2)
 
 
+    def test_an_answer_budget_adds_rounds_until_the_answer_is_decided(self):
+        # aoti/cond, fused and eager_host at exit 1: 3 repetitions are too few for an interval, so both
+        # comparisons of the answer (fused, the fastest, against each) start undecided. One look's rounds
+        # double the three cells to 6 repetitions, where a 50x gap is decided: no further look.
+        with tempfile.TemporaryDirectory() as d:
+            out, checkpoint = os.path.join(d, "run.json"), os.path.join(d, "checkpoint.json")
+            result = run(CONDBENCH, "--device=cpu", "--strategy=cond,fused,eager_host", "--hidden=64", "--batch=1",
+                         "--scenario=exit:1", "--benchmark_repetitions=3", "--benchmark_min_time=0.01",
+                         "--answer-budget=120", f"--benchmark_out={out}", f"--checkpoint-out={checkpoint}",
+                         env=WITH_PACKAGES)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(out) as f:
+                data = json.load(f)
+            with open(checkpoint) as f:
+                self.assertEqual(json.load(f)["benchmarks"], data["benchmarks"])
+            self.assertEqual(sorted(os.listdir(d)), ["checkpoint.json", "run.json"])
+        spent = data["context"]["condbench_answer_budget"]
+        self.assertRegex(spent, r"^3 rounds over 3 cells in [0-9.e-]+ s, 2 looks \(verdicts at 99\.7%\): "
+                                r"2 comparisons undecided before, 0 after$")
+        self.assertEqual(data["context"]["condbench_answer_looks"], "3")
+        self.assertIn(f"condbench: answer budget: {spent}", result.stderr)
+        runs = {}
+        for b in data["benchmarks"]:
+            if b["run_type"] == "iteration":
+                runs.setdefault(b["run_name"], []).append(b)
+        for name, reps in runs.items():
+            with self.subTest(name=name):
+                n = 6 if name.startswith("early_exit/") else 3  # the primitives are not in the answer
+                self.assertEqual([b["repetition_index"] for b in reps], list(range(n)))
+                self.assertEqual({b["repetitions"] for b in reps}, {n})
+                # the aggregates are over every repetition, once
+                aggregates = {b["aggregate_name"]: b for b in data["benchmarks"]
+                              if b["run_type"] == "aggregate" and b["run_name"] == name}
+                self.assertEqual(sorted(aggregates), ["cv", "mean", "median", "stddev"])
+                times = sorted(b["real_time"] for b in reps)
+                self.assertAlmostEqual(aggregates["median"]["real_time"], (times[n // 2 - 1] + times[n // 2]) / 2
+                                       if n % 2 == 0 else times[n // 2], delta=1e-9 * times[-1])
+                self.assertEqual(aggregates["median"]["repetitions"], n)
+        # the rounds ran after the run's own repetitions, each once per round
+        last_own = max(b["sequence"] for reps in runs.values() for b in reps if b["repetition_index"] < 3)
+        self.assertGreater(min(b["sequence"] for reps in runs.values() for b in reps if b["repetition_index"] >= 3),
+                           last_own)
+
+    def test_an_answer_budget_with_nothing_undecided_adds_nothing(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "run.json")
+            result = run(CONDBENCH, "--device=cpu", "--strategy=fused,eager_host", "--hidden=64", "--batch=1",
+                         "--scenario=exit:1", "--benchmark_repetitions=3", "--benchmark_min_time=0.01",
+                         "--answer-budget=60", f"--benchmark_out={out}", env=WITH_PACKAGES)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(out) as f:
+                data = json.load(f)
+        # no PyTorch option ran: the answer compares nothing
+        self.assertEqual(data["context"]["condbench_answer_budget"],
+                         "every comparison of the answer was decided by the run's own repetitions")
+        self.assertNotIn("condbench_answer_looks", data["context"])
+        self.assertEqual(len([b for b in data["benchmarks"] if b["run_type"] == "iteration"
+                              and b["run_name"].startswith("early_exit/")]), 6)
+
+
 class BadFlags(unittest.TestCase):
     def assert_rejected(self, tool, flag_args, names):
         result = run(tool, *flag_args)
@@ -104,6 +164,11 @@ class BadFlags(unittest.TestCase):
             (["--weights=/nonexistent/w.pt"], "/nonexistent/w.pt"),
             (["--device"], "--device"),
             (["--benchmark_out=/nonexistent/dir/out.json"], "--benchmark_out"),
+            (["--benchmark_out_format=xml"], "--benchmark_out_format"),
+            (["--benchmark_context=novalue"], "--benchmark_context"),
+            (["--answer-budget=-1"], "--answer-budget"),
+            (["--answer-budget=soon"], "--answer-budget"),
+            (["--answer-budget=10", "--in-order"], "--answer-budget"),
         ]
         for flag_args, names in cases:
             with self.subTest(flag_args=flag_args):
@@ -131,6 +196,7 @@ class BadFlags(unittest.TestCase):
             for name in ["--device=cpu|cuda|all", "--strategy", "--scenario", "--batch", "--hidden", "--blocks",
                          "--weights", "--full", "--threads", "--nvtx", "--require-quiet", "--in-order",
                          "--checkpoint-out", "--export-workload", "--list", "--trace", "--progress", "--benchmark_filter",
+                         "--answer-budget",
                          "--model=mlp|transformer", "--d-model", "--heads", "--ffn", "--seq"]:
                 self.assertIn(name, result.stdout, flag)
             self.assertIn("(default 1,64 for the mlp, 1,8 for the transformer)", result.stdout)
@@ -365,6 +431,23 @@ class BenchmarkOutput(unittest.TestCase):
                 self.assertEqual(b["host_syncs"], 3.0)
             if "/masked/" in b["name"]:
                 self.assertEqual(b["host_syncs"], 0.0)
+
+    def test_the_output_format_and_context_flags_are_honoured(self):
+        # condbench writes --benchmark_out itself (from the run's record), in the format asked for
+        with tempfile.TemporaryDirectory() as d:
+            csv, out = os.path.join(d, "run.csv"), os.path.join(d, "run.json")
+            result = run(CONDBENCH, *TINY, f"--benchmark_out={csv}", "--benchmark_out_format=csv")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(csv) as f:
+                lines = f.read().splitlines()
+            self.assertTrue(lines[0].startswith("name,iterations,real_time,cpu_time,time_unit"), lines[0])
+            self.assertTrue(any(line.startswith('"early_exit/cpu/native/fused/exit:1/') for line in lines), lines)
+            result = run(CONDBENCH, *TINY, f"--benchmark_out={out}", "--benchmark_context=team=perf,ticket=7")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(out) as f:
+                context = json.load(f)["context"]
+            self.assertEqual((context["team"], context["ticket"]), ("perf", "7"))
+            self.assertNotIn("condbench_answer_budget", context)
 
     def test_repetitions_come_with_aggregates(self):
         aggregates = {b["aggregate_name"] for b in self.data["benchmarks"] if b.get("run_type") == "aggregate"}

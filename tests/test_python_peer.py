@@ -182,6 +182,38 @@ class PythonPeer(unittest.TestCase):
         self.assertIn("a Python if on each exit's confidence", md)
 
 
+    def test_an_answer_budget_adds_rounds_until_the_answer_is_decided(self):
+        # py_eager_if and py_masked, about 5x apart: 3 repetitions are too few for an interval; one look's
+        # rounds double both to 6, where the answer's one comparison is decided.
+        out = os.path.join(self.tmp.name, "peer-budget.json")
+        peer = [sys.executable, os.path.join(PEER, "peer.py"), "--workload", os.path.join(self.tmp.name, "workload"),
+                "--out", out, "--variants=py_eager_if,py_masked", "--scenarios=exit:1", "--repetitions=3",
+                "--min-time=0.005", "--threads=1", "--answer-budget=120"]
+        result = subprocess.run(peer, capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(result.stderr.strip(), "peer: --answer-budget needs --report-tool (condbench-report judges "
+                                                "the answer)")
+        result = subprocess.run(peer + ["--report-tool", REPORT], capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        data = json.load(open(out))
+        spent = data["context"]["condbench_answer_budget"]
+        self.assertRegex(spent, r"^3 rounds over 2 cells in [0-9.e-]+ s, 2 looks \(verdicts at 99\.7%\): "
+                                r"1 comparisons undecided before, 0 after$")
+        self.assertEqual(data["context"]["condbench_answer_looks"], "3")
+        self.assertIn(f"peer: answer budget: {spent}", result.stdout)
+        iterations = [b for b in data["benchmarks"] if b["run_type"] == "iteration"]
+        self.assertEqual(sorted(b["sequence"] for b in iterations), list(range(12)))
+        for r in range(6):
+            self.assertEqual(len([b for b in iterations if b["round"] == r]), 2)
+        for name in {b["run_name"] for b in iterations}:
+            reps = [b for b in iterations if b["run_name"] == name]
+            self.assertEqual([b["repetition_index"] for b in reps], list(range(6)))
+            [median] = [b for b in data["benchmarks"] if b["run_name"] == name and b.get("aggregate_name") == "median"]
+            self.assertEqual(median["repetitions"], 6)
+        self.assertEqual(os.listdir(self.tmp.name).count("peer-budget.json"), 1)
+        self.assertFalse([f for f in os.listdir(self.tmp.name) if "undecided" in f or ".tmp." in f])
+
+
 @unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
 class PythonPeerTransformer(unittest.TestCase):
     """The same for the transformer family: condbench's exported encoder loads into the peer's

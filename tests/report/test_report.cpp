@@ -362,6 +362,162 @@ TEST(Verdict, ATrueTwofoldEffectAtCv25IsCalledAndNeverOverstated) {
     }
 }
 
+// --answer-budget's schedule on synthetic cells (analysis.h, kAnswerLooks): a look after n repetitions
+// each, the next after 2n, the last after 4n, every look at the confidence kAnswerLooks looks leave;
+// more repetitions only while the comparison could still be decided. Returns the last judgement.
+Judgement budgeted(std::mt19937_64& rng, size_t n, double fast_center, double slow_center, double cv,
+                   bool lognormal) {
+  Cell fast = synthetic_cell(rng, n, fast_center, cv, lognormal), slow = synthetic_cell(rng, n, slow_center, cv, lognormal);
+  for (size_t look = 1;; ++look) {
+    fast.looks = slow.looks = kAnswerLooks;
+    const Judgement j = judge(slow, fast);
+    if (look == kAnswerLooks || !could_decide(j)) return j;
+    const size_t more = n << (look - 1);
+    for (auto [cell, center] : {std::pair<Cell*, double>{&fast, fast_center}, {&slow, slow_center}}) {
+      std::vector<double> times = cell->times_us;
+      const Cell added = synthetic_cell(rng, more, center, cv, lognormal);
+      times.insert(times.end(), added.times_us.begin(), added.times_us.end());
+      *cell = make_cell(times);
+      cell->interleaved = true;
+    }
+  }
+}
+
+TEST(AnswerBudget, LooksUntilDecidedKeepTheFalseClaimsUnderOnePercent) {
+  // A/A as in WithinRunAaClaimsInAtMostOnePercent, but judged up to three times as the budget does.
+  std::mt19937_64 rng(27);
+  int claims = 0;
+  const int trials = 2000;
+  for (int t = 0; t < trials; ++t) {
+    const size_t n = 5 + static_cast<size_t>(t % 8);
+    const double cv = 0.05 + 0.05 * (t / 8 % 5);
+    claims += budgeted(rng, n, 100, 100, cv, t / 40 % 2 == 1).standing == Standing::faster;
+  }
+  EXPECT_LE(claims, trials / 100) << claims << " false claims in " << trials;
+}
+
+TEST(AnswerBudget, ATwofoldEffectAtCv25FromFiveRepetitionsIsCalledAndNeverOverstated) {
+  // What 5 repetitions alone cannot reach (ATrueTwofoldEffectAtCv25IsCalledAndNeverOverstated): with
+  // the budget's rounds the 2x effect at cv 25% is called in at least 95% of trials, never the wrong
+  // way round, its factor above 2 in at most 5%.
+  for (const bool lognormal : {false, true}) {
+    std::mt19937_64 rng(28 + lognormal);
+    int called = 0, overstated = 0;
+    const int trials = 2000;
+    for (int t = 0; t < trials; ++t) {
+      const Judgement j = budgeted(rng, 5, 100, 200, 0.25, lognormal);
+      if (j.standing != Standing::faster) continue;
+      EXPECT_FALSE(j.first_faster) << "the slow cell called faster";  // judge(slow, fast)
+      ++called;
+      overstated += j.factor > 2.0;
+    }
+    SCOPED_TRACE(lognormal ? "log-normal" : "normal");
+    EXPECT_GE(called, trials * 95 / 100) << called << " of " << trials;
+    EXPECT_LE(overstated, trials * 5 / 100) << overstated << " of " << trials;
+  }
+}
+
+TEST(AnswerBudget, ALookSplitsTheConfidenceAndOnlyWhatCanStillBeDecidedRunsAgain) {
+  Cell a = make_cell({10, 10.2, 10.1, 9.9, 10.05, 10.15, 9.95, 10.1, 10.0, 10.02});
+  Cell b = make_cell({20, 20.2, 20.1, 19.9, 20.05, 20.15, 19.95, 20.1, 20.0, 20.02});
+  a.interleaved = b.interleaved = true;
+  Judgement once = judge(a, b);
+  EXPECT_DOUBLE_EQ(once.confidence, 0.99);
+  b.looks = kAnswerLooks;  // either cell's run looked three times: the pair is judged as such
+  Judgement thrice = judge(a, b);
+  EXPECT_DOUBLE_EQ(thrice.confidence, 1 - 0.01 / 3);
+  EXPECT_LT(thrice.ratio.k, once.ratio.k);  // a wider interval
+  EXPECT_LT(thrice.ratio.low, once.ratio.low);
+  EXPECT_EQ(thrice.standing, Standing::faster);
+  EXPECT_FALSE(could_decide(thrice));  // decided
+  // Too few repetitions for an interval: more can decide. A difference inside the claim's margin
+  // (ratio [1.02-1.03], below 1.05): ambiguous however long it runs, so it does not run again.
+  Cell few = make_cell({20, 20.1, 19.9});
+  few.interleaved = true;
+  few.looks = kAnswerLooks;  // 10 against 3: an interval at 99%, none at 99.67%
+  Judgement j = judge(a, few);
+  EXPECT_EQ(j.standing, Standing::ambiguous);
+  EXPECT_FALSE(j.ratio.bounded());
+  EXPECT_TRUE(could_decide(j));
+  EXPECT_NE(verdict_text(j, "a", "few", a, few).find("too few for a 99.67% interval"), std::string::npos)
+      << verdict_text(j, "a", "few", a, few);
+  Cell near = make_cell({10.25, 10.45, 10.35, 10.15, 10.3, 10.4, 10.2, 10.35, 10.25, 10.27});  // a x 1.025
+  near.interleaved = true;
+  j = judge(a, near);
+  EXPECT_EQ(j.standing, Standing::ambiguous);
+  EXPECT_FALSE(could_decide(j));
+  // Wider, and reaching past the margin: still worth rounds.
+  Cell wide = make_cell({10.1, 11.5, 10.6, 10.2, 10.9, 11.2, 10.3, 10.8, 10.4, 10.7});
+  wide.interleaved = true;
+  j = judge(a, wide);
+  EXPECT_EQ(j.standing, Standing::ambiguous);
+  EXPECT_TRUE(could_decide(j));
+}
+
+TEST(AnswerBudget, TheAnswersComparisonsAndTheCellsEachFileRunsAgain) {
+  // exit:1 only: three PyTorch options (the peer's two, aoti/cond), condbench's fused (the fastest),
+  // another strategy of condbench's (not in the answer) and eager_host.
+  Group g = group_of({{{"python/py_eager_if", "exit:1"}, {80, 81, 82}},  // too few repetitions
+                      {{"python/py_cond", "exit:1"}, {1400, 1410, 1390, 1405, 1395, 1402, 1398, 1401, 1399, 1403}},
+                      {{"aoti/cond", "exit:1"}, {4.3, 4.35, 4.25, 4.4, 4.2, 4.31, 4.29, 4.33, 4.27, 4.3}},
+                      {{"native/fused", "exit:1"}, {0.37, 0.371, 0.372, 0.369, 0.37, 0.371, 0.369, 0.37, 0.37, 0.371}},
+                      {{"native/layered", "exit:1"}, {0.9, 0.91, 0.92, 0.89, 0.9, 0.91, 0.89, 0.9, 0.9, 0.91}},
+                      {{"torch/eager_host", "exit:1"}, {28, 28.1, 27.9, 28.05, 27.95, 28, 28.1, 27.9, 28, 28}}});
+  for (auto& [key, cell] : g.cells) {
+    cell.name = key.first;
+    cell.looks = kAnswerLooks;  // as a run spending a budget judges: 10 against 3 has no interval then
+    cell.file = is_pytorch_option(key.first) && key.first != "aoti/cond" ? 1 : 0;  // the peer's file
+  }
+  std::set<std::pair<std::string, std::string>> pairs;
+  for (const AnswerPair& p : answer_pairs(g)) {
+    EXPECT_EQ(p.scenario, "exit:1");
+    EXPECT_TRUE(pairs.insert({std::min(p.a, p.b), std::max(p.a, p.b)}).second) << p.a << " " << p.b << " twice";
+  }
+  // each row against the fastest (fused); the fastest PyTorch option against the next; torch.cond
+  // against the Python if, and deployed against eager
+  EXPECT_EQ(pairs, (std::set<std::pair<std::string, std::string>>{{"aoti/cond", "native/fused"},
+                                                                    {"native/fused", "python/py_cond"},
+                                                                    {"native/fused", "python/py_eager_if"},
+                                                                    {"native/fused", "torch/eager_host"},
+                                                                    {"aoti/cond", "python/py_eager_if"},
+                                                                    {"python/py_cond", "python/py_eager_if"},
+                                                                    {"aoti/cond", "python/py_cond"}}));
+  // py_eager_if's three comparisons are undecided: the peer runs it and py_cond again, condbench
+  // fused and aoti/cond.
+  size_t undecided = 0;
+  EXPECT_EQ(undecided_cells({g}, 1, &undecided), (std::vector<std::string>{"python/py_cond", "python/py_eager_if"}));
+  EXPECT_EQ(undecided, 3u);
+  EXPECT_EQ(undecided_cells({g}, 0), (std::vector<std::string>{"aoti/cond", "native/fused"}));
+  // Not batch 1: no answer, nothing to run again.
+  g.batch = 64;
+  EXPECT_TRUE(answer_pairs(g).empty());
+  EXPECT_TRUE(undecided_cells({g}, 1).empty());
+}
+
+TEST(AnswerBudget, AFileSaysHowManyLooksItsVerdictsAreSplitOver) {
+  const auto file_with = [](const std::string& looks) {
+    ResultFile f;
+    f.context["condbench_interleaving"] = "random";
+    if (!looks.empty()) f.context[kAnswerLooksContext] = looks;
+    Series s;
+    s.name = "early_exit/cpu/native/fused/exit:1/batch:1/hidden:64/blocks:3";
+    s.device = "cpu", s.engine = "native", s.strategy = "fused", s.scenario = "exit:1";
+    s.batch = 1, s.hidden = 64, s.blocks = 3;
+    s.times_us = {1, 2, 3};
+    f.series.push_back(s);
+    return f;
+  };
+  for (const auto& [text, looks] : std::vector<std::pair<std::string, size_t>>{
+           {"", 1}, {"3", 3}, {"1", 1}, {"0", 1}, {"7", 7}, {"x", kAnswerLooks}, {"-2", kAnswerLooks},
+           {"99999999999999999999", kAnswerLooks}}) {
+    const std::vector<Group> groups = make_groups({file_with(text)});
+    ASSERT_EQ(groups.size(), 1u);
+    const Cell& c = groups[0].cells.begin()->second;
+    EXPECT_EQ(c.looks, looks) << "'" << text << "'";
+    EXPECT_EQ(c.name, "early_exit/cpu/native/fused/exit:1/batch:1/hidden:64/blocks:3");
+  }
+}
+
 TEST(Verdict, CellsTimedApartGetTheDriftAllowance) {
   // 1.5x apart, tight: decided within one interleaved run; from two processes (condbench and the
   // peer) the allowance for drift, 1.7x, is larger than the effect: ambiguous, never "tied".

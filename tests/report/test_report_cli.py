@@ -303,6 +303,47 @@ class Report(unittest.TestCase):
         best = md.split("## Best strategy")[1].split("\n## ")[0]
         self.assertIn("None: this run was disturbed", best)
 
+    def test_undecided_names_the_cells_an_answer_budget_runs_again(self):
+        full = self.answer_run(1)
+        result = run("--undecided", self.write_json("all.json", full))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        answer = json.loads(result.stdout)
+        self.assertEqual((answer["looks"], answer["undecided"], answer["cells"]), (3, 0, []))
+        self.assertAlmostEqual(answer["confidence"], 1 - 0.01 / 3)
+        # The peer's cells in a file of their own, py_eager_if with 3 repetitions: at 99.67% too few for an
+        # interval against 10. Undecided at each exit: py_eager_if against the fastest (the table), against
+        # aoti/cond (the fastest PyTorch option) and against py_cond. The cells of the last file run again.
+        ours, peer = copy.deepcopy(full), copy.deepcopy(full)
+        ours["benchmarks"] = [b for b in full["benchmarks"] if "/python/" not in b["run_name"]]
+        peer["benchmarks"] = [b for b in full["benchmarks"] if "/python/" in b["run_name"] and
+                              not ("py_eager_if" in b["run_name"] and b["repetition_index"] >= 3)]
+        result = run("--undecided", self.write_json("ours.json", ours), self.write_json("peer.json", peer))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        answer = json.loads(result.stdout)
+        self.assertEqual(answer["undecided"], 6)
+        self.assertEqual(answer["cells"], [f"early_exit/cpu/python/{s}/{e}/batch:1/hidden:64/blocks:3"
+                                           for s in ("py_cond", "py_eager_if") for e in ("exit:1", "exit:4")])
+        result = run("--undecided", self.dir + "/peer.json", self.dir + "/ours.json")
+        self.assertEqual(json.loads(result.stdout)["cells"], [f"early_exit/cpu/aoti/cond/{e}/batch:1/hidden:64/blocks:3"
+                                                              for e in ("exit:1", "exit:4")] +
+                         [f"early_exit/cpu/native/fused/{e}/batch:1/hidden:64/blocks:3" for e in ("exit:1", "exit:4")])
+        # A report of a run that spent a budget says what it did and what stayed ambiguous.
+        peer["context"].update({"condbench_answer_budget": "3 rounds over 4 cells in 1.5 s", "condbench_answer_looks": "3"})
+        out = os.path.join(self.dir, "budget")
+        result = run("--out", out, self.dir + "/ours.json", self.write_json("peer.json", peer))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        md = open(os.path.join(out, "report.md")).read()
+        self.assertIn("An answer budget added interleaved rounds until the answer's comparisons were decided "
+                      "(peer.json: 3 rounds over 4 cells in 1.5 s). 6 stayed ambiguous: hidden 64, 3 blocks, exit:1: ",
+                      md)
+        self.assertIn("python/py_eager_if against python/py_cond (too few repetitions)", md)
+        for args in (["--undecided"], ["--undecided", "--out", out, self.dir + "/ours.json"],
+                     ["--undecided", "--compare", self.dir + "/ours.json", self.dir + "/peer.json"]):
+            result = run(*args)
+            self.assertEqual(result.returncode, 2, f"{args}: {result.stderr}")
+            self.assertEqual(len(result.stderr.strip().splitlines()), 1, f"{args}: {result.stderr}")
+            self.assertIn("--undecided", result.stderr)
+
     def test_disturbed_run_says_so_at_the_top_and_recommends_nothing(self):
         quiet = self.five_repetition_run(1)
         out = os.path.join(self.dir, "quiet")
