@@ -36,10 +36,12 @@ std::string filter_for(const std::vector<std::string>& names) {
   return spec + ")(/[a-z_]+_time)?$";
 }
 
-// From here on each call of Google Benchmark runs every selected benchmark once: one round.
-void one_repetition_per_call(const char* argv0) {
-  std::string program = argv0, flag = "--benchmark_repetitions=1";
-  char* args[] = {program.data(), flag.data(), nullptr};
+// From here on each call of Google Benchmark runs every selected benchmark once: one round. Google
+// Benchmark keeps argv[0] as the executable's name for every context it writes later: it must live
+// as long as the process, so it is main's own.
+void one_repetition_per_call(char* argv0) {
+  static char flag[] = "--benchmark_repetitions=1";
+  char* args[] = {argv0, flag, nullptr};
   int count = 2;
   benchmark::Initialize(&count, args);
 }
@@ -71,7 +73,7 @@ std::string BudgetSpent::text() const {
 }
 
 BudgetSpent spend_answer_budget(RunRecord& record, double budget_s, int first_repetitions, double run_seconds,
-                                const char* argv0) {
+                                char* argv0) {
   BudgetSpent spent;
   const Clock::time_point start = Clock::now();
   std::vector<std::string> cells = next_cells(record, &spent.undecided_at_start);

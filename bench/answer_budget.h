@@ -19,7 +19,8 @@ struct BudgetSpent {
 
 // `budget_s` > 0. `first_repetitions`: the repetitions each benchmark had in the run (the first look);
 // `run_seconds`: how long the run took, from which a round's cost is estimated before the first.
+// `argv0`: main's argv[0] (Google Benchmark keeps it).
 BudgetSpent spend_answer_budget(RunRecord& record, double budget_s, int first_repetitions, double run_seconds,
-                                const char* argv0);
+                                char* argv0);
 
 }  // namespace condbench
