@@ -48,8 +48,7 @@ void one_repetition_per_call(char* argv0) {
 
 std::vector<std::string> next_cells(const RunRecord& record, size_t* undecided) {
   try {
-    return report::cells_for_next_rounds({report::parse_result_file("this run", record.document("json"))},
-                                         undecided);
+    return report::cells_for_next_rounds({report::parse_result_file("this run", record.document("json"))}, undecided);
   } catch (const Error&) {  // nothing the answer compares ran (primitives alone)
     *undecided = 0;
     return {};
@@ -89,8 +88,8 @@ BudgetSpent spend_answer_budget(RunRecord& record, double budget_s, int first_re
     // The next look when these cells have twice the repetitions they had at this one.
     const size_t rounds = first << (look - 1);
     std::cerr << "condbench: answer budget, look " << look << " of " << report::kAnswerLooks << ": "
-              << spent.undecided_at_end << " comparisons undecided, up to " << rounds << " rounds over "
-              << cells.size() << " cells\n";
+              << spent.undecided_at_end << " comparisons undecided, up to " << rounds << " rounds over " << cells.size()
+              << " cells\n";
     const std::string filter = filter_for(cells);
     size_t ran_rounds = 0;
     for (; ran_rounds < rounds; ++ran_rounds) {

@@ -139,8 +139,7 @@ void take_benchmark_context(int& argc, char** argv) {
   std::istringstream entries(*given);
   for (std::string entry; std::getline(entries, entry, ',');) {
     const size_t eq = entry.find('=');
-    if (eq == 0 || eq == std::string::npos)
-      condbench::fail("--benchmark_context: '" + entry + "' is not KEY=VALUE");
+    if (eq == 0 || eq == std::string::npos) condbench::fail("--benchmark_context: '" + entry + "' is not KEY=VALUE");
     benchmark::AddCustomContext(entry.substr(0, eq), entry.substr(eq + 1));
   }
 }

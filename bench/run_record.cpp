@@ -16,7 +16,7 @@ using Run = benchmark::BenchmarkReporter::Run;
 
 std::unique_ptr<benchmark::BenchmarkReporter> reporter_for(const std::string& format) {
   if (format == "json") return std::make_unique<benchmark::JSONReporter>();
-  // Google Benchmark deprecates its CSV reporter but still offers --benchmark_out_format=csv; so do we.
+    // Google Benchmark deprecates its CSV reporter but still offers --benchmark_out_format=csv; so do we.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   if (format == "csv") return std::make_unique<benchmark::CSVReporter>();

@@ -138,8 +138,7 @@ size_t looks(const ResultFile& file) {
   const auto it = file.context.find(kAnswerLooksContext);
   if (it == file.context.end()) return 1;
   const std::string& text = it->second;
-  if (text.empty() || text.size() > 2 || text.find_first_not_of("0123456789") != std::string::npos)
-    return kAnswerLooks;
+  if (text.empty() || text.size() > 2 || text.find_first_not_of("0123456789") != std::string::npos) return kAnswerLooks;
   return std::clamp<size_t>(std::stoul(text), 1, 99);
 }
 

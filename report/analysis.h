@@ -78,11 +78,11 @@ enum class Standing { faster, tied, ambiguous };
 const char* to_string(Standing standing);
 struct Judgement {
   Standing standing = Standing::ambiguous;
-  bool first_faster = true;  // the first cell judge() was given has the lower median
-  RatioInterval ratio;       // slower / faster
+  bool first_faster = true;              // the first cell judge() was given has the lower median
+  RatioInterval ratio;                   // slower / faster
   double confidence = kRatioConfidence;  // of `ratio` (answer_confidence)
   double drift = 1;                      // D
-  double factor = 0;         // faster: L / D, the conservative factor
+  double factor = 0;                     // faster: L / D, the conservative factor
   // ambiguous: the smallest ratio of medians this data would have called (the slower cell's times scaled
   // until L / D reaches 1 + min_effect); infinite without an interval (too few repetitions).
   double detectable = std::numeric_limits<double>::infinity();

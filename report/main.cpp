@@ -163,9 +163,11 @@ int run(int argc, char** argv) {
     size_t undecided = 0;
     const std::vector<std::string> cells = cells_for_next_rounds(std::move(files), &undecided);
     std::cout << nlohmann::json{{"looks", kAnswerLooks},
-                                  {"confidence", 1 - (1 - kRatioConfidence) / kAnswerLooks},
-                                  {"undecided", undecided},
-                                  {"cells", cells}}.dump() << "\n";
+                                {"confidence", 1 - (1 - kRatioConfidence) / kAnswerLooks},
+                                {"undecided", undecided},
+                                {"cells", cells}}
+                     .dump()
+              << "\n";
     return 0;
   }
   if (compare_mode) {

@@ -365,9 +365,9 @@ TEST(Verdict, ATrueTwofoldEffectAtCv25IsCalledAndNeverOverstated) {
 // --answer-budget's schedule on synthetic cells (analysis.h, kAnswerLooks): a look after n repetitions
 // each, the next after 2n, the last after 4n, every look at the confidence kAnswerLooks looks leave;
 // more repetitions only while the comparison could still be decided. Returns the last judgement.
-Judgement budgeted(std::mt19937_64& rng, size_t n, double fast_center, double slow_center, double cv,
-                   bool lognormal) {
-  Cell fast = synthetic_cell(rng, n, fast_center, cv, lognormal), slow = synthetic_cell(rng, n, slow_center, cv, lognormal);
+Judgement budgeted(std::mt19937_64& rng, size_t n, double fast_center, double slow_center, double cv, bool lognormal) {
+  Cell fast = synthetic_cell(rng, n, fast_center, cv, lognormal),
+       slow = synthetic_cell(rng, n, slow_center, cv, lognormal);
   for (size_t look = 1;; ++look) {
     fast.looks = slow.looks = kAnswerLooks;
     const Judgement j = judge(slow, fast);
@@ -476,12 +476,12 @@ TEST(AnswerBudget, TheAnswersComparisonsAndTheCellsEachFileRunsAgain) {
   // each row against the fastest (fused); the fastest PyTorch option against the next; torch.cond
   // against the Python if, and deployed against eager
   EXPECT_EQ(pairs, (std::set<std::pair<std::string, std::string>>{{"aoti/cond", "native/fused"},
-                                                                    {"native/fused", "python/py_cond"},
-                                                                    {"native/fused", "python/py_eager_if"},
-                                                                    {"native/fused", "torch/eager_host"},
-                                                                    {"aoti/cond", "python/py_eager_if"},
-                                                                    {"python/py_cond", "python/py_eager_if"},
-                                                                    {"aoti/cond", "python/py_cond"}}));
+                                                                  {"native/fused", "python/py_cond"},
+                                                                  {"native/fused", "python/py_eager_if"},
+                                                                  {"native/fused", "torch/eager_host"},
+                                                                  {"aoti/cond", "python/py_eager_if"},
+                                                                  {"python/py_cond", "python/py_eager_if"},
+                                                                  {"aoti/cond", "python/py_cond"}}));
   // py_eager_if's three comparisons are undecided: the peer runs it and py_cond again, condbench
   // fused and aoti/cond.
   size_t undecided = 0;
@@ -507,9 +507,15 @@ TEST(AnswerBudget, AFileSaysHowManyLooksItsVerdictsAreSplitOver) {
     f.series.push_back(s);
     return f;
   };
-  for (const auto& [text, looks] : std::vector<std::pair<std::string, size_t>>{
-           {"", 1}, {"3", 3}, {"1", 1}, {"0", 1}, {"7", 7}, {"x", kAnswerLooks}, {"-2", kAnswerLooks},
-           {"99999999999999999999", kAnswerLooks}}) {
+  for (const auto& [text, looks] :
+       std::vector<std::pair<std::string, size_t>>{{"", 1},
+                                                   {"3", 3},
+                                                   {"1", 1},
+                                                   {"0", 1},
+                                                   {"7", 7},
+                                                   {"x", kAnswerLooks},
+                                                   {"-2", kAnswerLooks},
+                                                   {"99999999999999999999", kAnswerLooks}}) {
     const std::vector<Group> groups = make_groups({file_with(text)});
     ASSERT_EQ(groups.size(), 1u);
     const Cell& c = groups[0].cells.begin()->second;
