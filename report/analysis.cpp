@@ -512,7 +512,7 @@ std::vector<std::string> undecided_cells(const std::vector<Group>& groups, size_
     for (const AnswerPair& p : answer_pairs(g)) {
       const Cell& a = *g.cell(p.a, p.scenario);
       const Cell& b = *g.cell(p.b, p.scenario);
-      if (!could_decide(judge(a, b))) continue;
+      if ((a.file != file && b.file != file) || !could_decide(judge(a, b))) continue;
       ++count;
       for (const Cell* c : {&a, &b})
         if (c->file == file) names.insert(c->name);

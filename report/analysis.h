@@ -171,7 +171,7 @@ std::vector<AnswerPair> answer_pairs(const Group& g);
 
 // What --answer-budget runs more of: the names of the cells from file `file` (an index into the files
 // the groups were made from) in the answer's comparisons that are ambiguous and could_decide().
-// `undecided`, when given, counts those comparisons (whichever files their cells came from).
+// `undecided`, when given, counts those comparisons: the ones with a cell from that file.
 std::vector<std::string> undecided_cells(const std::vector<Group>& groups, size_t file, size_t* undecided = nullptr);
 // One look of a run that spends an answer budget: `files` are what the answer reads, the last the
 // run's own so far, judged at kAnswerLooks looks; the names of its cells the next rounds run.

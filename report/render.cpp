@@ -441,8 +441,10 @@ void answer_budget(const ReportInput& in, Document& doc) {
                      (std::isfinite(j.detectable) ? " (could have called ≥" + number(j.detectable) + "×)"
                                                   : " (too few repetitions)"));
     }
-  std::string text = "An answer budget added interleaved rounds until the answer's comparisons were decided (" +
-                     join(said, "; ") + "). ";
+  std::string text =
+      "This run had an answer budget: interleaved rounds over the cells of the answer's undecided comparisons "
+      "until each was decided (" +
+      join(said, "; ") + "). ";
   text += open.empty() ? "Every comparison of the answer was decided."
                        : std::to_string(open.size()) + " stayed ambiguous: " + join(open, "; ") + ".";
   doc.paragraph(text);

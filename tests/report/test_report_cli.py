@@ -333,9 +333,9 @@ class Report(unittest.TestCase):
         result = run("--out", out, self.dir + "/ours.json", self.write_json("peer.json", peer))
         self.assertEqual(result.returncode, 0, result.stderr)
         md = open(os.path.join(out, "report.md")).read()
-        self.assertIn("An answer budget added interleaved rounds until the answer's comparisons were decided "
-                      "(peer.json: 3 rounds over 4 cells in 1.5 s). 6 stayed ambiguous: hidden 64, 3 blocks, exit:1: ",
-                      md)
+        self.assertIn("This run had an answer budget: interleaved rounds over the cells of the answer's undecided "
+                      "comparisons until each was decided (peer.json: 3 rounds over 4 cells in 1.5 s). 6 stayed "
+                      "ambiguous: hidden 64, 3 blocks, exit:1: ", md)
         self.assertIn("python/py_eager_if against python/py_cond (too few repetitions)", md)
         for args in (["--undecided"], ["--undecided", "--out", out, self.dir + "/ours.json"],
                      ["--undecided", "--compare", self.dir + "/ours.json", self.dir + "/peer.json"]):
