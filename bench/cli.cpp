@@ -43,13 +43,17 @@ std::map<std::string, std::string> take_flags(int& argc, char** argv, const std:
   return flags;
 }
 
-std::vector<std::string> split_list(const std::string& flag, const std::string& text) {
+std::vector<std::string> split_list(const std::string& flag, const std::string& text, bool distinct) {
   std::vector<std::string> items;
+  std::set<std::string> seen;
   size_t start = 0;
   while (true) {
     const size_t comma = text.find(',', start);
     const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (item.empty()) fail(flag + ": empty item in '" + text + "'");
+    if (item.empty()) fail(flag + ": empty item in '" + printable(text) + "'");
+    if (items.size() == kMaxListItems) fail(flag + ": more than " + std::to_string(kMaxListItems) + " values");
+    // --batch=1,1 would register every benchmark twice under one name.
+    if (distinct && !seen.insert(item).second) fail(flag + ": '" + printable(item) + "' is given twice");
     items.push_back(item);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -70,7 +74,12 @@ int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, 
 
 std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
   std::vector<int64_t> values;
-  for (const std::string& item : split_list(flag, text)) values.push_back(parse_int(flag, item, lo, hi));
+  for (const std::string& item : split_list(flag, text, /*distinct=*/false)) {  // as numbers, below
+    values.push_back(parse_int(flag, item, lo, hi));
+    // 1 and 01 are one value
+    if (std::count(values.begin(), values.end(), values.back()) > 1)
+      fail(flag + ": " + std::to_string(values.back()) + " is given twice");
+  }
   return values;
 }
 

@@ -18,7 +18,9 @@ namespace condbench::cli {
 std::map<std::string, std::string> take_flags(int& argc, char** argv, const std::vector<std::string>& known,
                                               const std::vector<std::string>& switches);
 
-std::vector<std::string> split_list(const std::string& flag, const std::string& text);
+// Comma-separated values: none empty, at most kMaxListItems, and (when `distinct`) none twice.
+constexpr size_t kMaxListItems = 256;
+std::vector<std::string> split_list(const std::string& flag, const std::string& text, bool distinct = true);
 int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi);
 std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text, int64_t lo, int64_t hi);
 float parse_float(const std::string& flag, const std::string& text, float lo, float hi);

@@ -143,7 +143,7 @@ Options parse_options(int argc, char** argv) {
 
   if (!given("--thresholds"))
     fail("--thresholds: required, one per exit head (" + std::to_string(config.blocks) + " values in [0, 1])");
-  for (const std::string& item : cli::split_list("--thresholds", flags.at("--thresholds")))
+  for (const std::string& item : cli::split_list("--thresholds", flags.at("--thresholds"), /*distinct=*/false))
     options.thresholds.push_back(cli::parse_float("--thresholds", item, 0.0f, 1.0f));
   if (static_cast<int>(options.thresholds.size()) != config.blocks)
     fail("--thresholds: expected " + std::to_string(config.blocks) + " values (one per exit head), got " +
@@ -184,6 +184,17 @@ int run(int argc, char** argv) {
     strategy->finish();
     const at::Tensor ids = result.exit_id.to(at::kCPU, at::kInt).contiguous();
     const at::Tensor logits = result.logits.to(at::kCPU, at::kFloat).contiguous();
+    if (!logits.isfinite().all().item<bool>()) {
+      const std::string who = std::string(to_string(info.device)) + "/" + to_string(info.engine) + "/" + info.name;
+      // The first strategy's: the model overflows on this data (bad input). A later one's, where the
+      // first's are finite: that strategy is wrong (internal), and the results do not agree.
+      if (!first_ids.defined())
+        fail(who +
+             ": the logits are not finite: the weights or the input overflow float32, which the model "
+             "computes in");
+      std::cerr << "condbench-infer: " << who << ": the logits are not finite where the first strategy's are\n";
+      agree = false;
+    }
 
     Json entry;
     entry["device"] = to_string(info.device);

@@ -6,9 +6,11 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,6 +21,7 @@
 
 #include "analysis.h"
 #include "answer_budget.h"
+#include "cli.h"
 #include "condbench/error.h"
 #include "condbench/nvtx.h"
 #include "condbench/output_file.h"
@@ -95,23 +98,22 @@ class BenchmarkOut {
  public:
   BenchmarkOut(int& argc, char** argv) {
     int given = 0;
-    const std::optional<std::string> target = take_flag(argc, argv, "--benchmark_out", &given);
+    target_ = take_flag(argc, argv, "--benchmark_out", &given);
     format_ = take_flag(argc, argv, "--benchmark_out_format").value_or("json");
     if (format_ != "json" && format_ != "csv" && format_ != "console")
       condbench::fail("--benchmark_out_format: '" + format_ + "' is not json, csv or console");
-    if (!target) return;
     // Which of two files was meant is a guess.
     if (given > 1) condbench::fail("--benchmark_out: given twice");
-    if (target->empty()) condbench::fail("--benchmark_out: needs a file name");
-    std::error_code ec;
-    const auto status = std::filesystem::status(*target, ec);
-    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
-      condbench::fail("--benchmark_out: '" + *target + "' exists and is not a regular file");
-    condbench::install_signal_cleanup();
-    pending_ = std::make_unique<condbench::PendingFile>(*target);
-    if (!std::ofstream(pending_->temp_path())) condbench::fail("--benchmark_out: cannot write '" + *target + "'");
   }
-  bool wanted() const { return pending_ != nullptr; }
+  // The file asked for (nullopt: none), for the output policy's check before anything runs.
+  const std::optional<std::string>& target() const { return target_; }
+  // After the check: the temporary, created now, so an unwritable place fails before the run.
+  void open() {
+    if (!target_) return;
+    condbench::install_signal_cleanup();
+    pending_ = std::make_unique<condbench::PendingFile>(*target_);
+    if (!std::ofstream(pending_->temp_path())) condbench::fail("--benchmark_out: cannot write '" + *target_ + "'");
+  }
   void write(const condbench::RunRecord& record) {
     if (!pending_) return;
     {
@@ -127,9 +129,69 @@ class BenchmarkOut {
   }
 
  private:
+  std::optional<std::string> target_;
   std::unique_ptr<condbench::PendingFile> pending_;  // destroyed uncommitted: the temporary goes
   std::string format_;
 };
+
+// Google Benchmark's flags, checked before it reads them, so a bad value gets condbench's one line and
+// exit code 2 rather than its usage text; an empty value is an error. Its flags of 1.7 take seconds as
+// a plain number: "0.5s" is rewritten to 0.5 (kept alive in `rewritten`), "10x" (1.8's iteration
+// count) refused.
+void check_benchmark_flags(int argc, char** argv, std::deque<std::string>& rewritten) {
+  const auto one_of = [](const std::string& flag, const std::string& value, std::initializer_list<const char*> ok) {
+    std::string lower = value, list;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    for (const char* o : ok) {
+      if (lower == o) return;
+      list += (list.empty() ? "" : ", ") + std::string(o);
+    }
+    condbench::fail(flag + ": '" + condbench::printable(value) + "' is not one of " + list);
+  };
+  // A number of seconds, > 0 (the minimum time) or >= 0 (the warm-up), as plain text.
+  const auto seconds = [](const std::string& flag, std::string value, bool positive) {
+    if (!value.empty() && value.back() == 'x')
+      condbench::fail(flag + ": '" + condbench::printable(value) +
+                      "' is an iteration count, which Google Benchmark 1.7 does not take; give seconds");
+    if (!value.empty() && value.back() == 's') value.pop_back();
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !(positive ? v > 0 : v >= 0) || !(v <= 86400))
+      condbench::fail(flag + ": '" + condbench::printable(value) + "' is not a number of seconds in " +
+                      (positive ? "(0" : "[0") + ", 86400]");
+    return value;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--benchmark_", 0) != 0) continue;
+    const size_t eq = arg.find('=');
+    const std::string flag = arg.substr(0, eq), value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    if (eq == std::string::npos) {
+      if (flag != "--benchmark_list_tests" && flag != "--benchmark_enable_random_interleaving" &&
+          flag != "--benchmark_report_aggregates_only" && flag != "--benchmark_display_aggregates_only" &&
+          flag != "--benchmark_counters_tabular")
+        condbench::fail(flag + ": needs a value (" + flag + "=...)");
+      continue;
+    }
+    if (value.empty()) condbench::fail(flag + ": needs a value");
+    if (flag == "--benchmark_repetitions") {
+      condbench::cli::parse_int(flag, value, 1, 100000);
+    } else if (flag == "--benchmark_min_time" || flag == "--benchmark_min_warmup_time") {
+      const std::string plain = seconds(flag, value, flag == "--benchmark_min_time");
+      if (plain != value) argv[i] = rewritten.emplace_back(flag + "=" + plain).data();
+    } else if (flag == "--benchmark_format" || flag == "--benchmark_out_format") {
+      one_of(flag, value, {"console", "json", "csv"});
+    } else if (flag == "--benchmark_time_unit") {
+      one_of(flag, value, {"ns", "us", "ms", "s"});
+    } else if (flag == "--benchmark_color") {
+      one_of(flag, value, {"auto", "true", "false", "yes", "no", "on", "off", "1", "0"});
+    } else if (flag == "--benchmark_list_tests" || flag == "--benchmark_enable_random_interleaving" ||
+               flag == "--benchmark_report_aggregates_only" || flag == "--benchmark_display_aggregates_only" ||
+               flag == "--benchmark_counters_tabular") {
+      one_of(flag, value, {"true", "false", "yes", "no", "on", "off", "1", "0"});
+    }
+  }
+}
 
 // --benchmark_context=KEY=VALUE[,KEY=VALUE...]: added by condbench, since Google Benchmark adds its
 // entries again (and warns) each time its flags are read, which --answer-budget does.
@@ -152,11 +214,7 @@ void attach_trace(const std::string& file) {
   const fs::path library = fs::read_symlink("/proc/self/exe", ec).parent_path() / "condbench-trace.so";
   if (ec || !fs::is_regular_file(library, ec))
     condbench::fail("--trace: condbench-trace.so is not beside this condbench (a build with NVTX makes it)");
-  const fs::path target = fs::absolute(file, ec);
-  if (ec || !fs::is_directory(target.parent_path(), ec))
-    condbench::fail("--trace: the folder of '" + file + "' does not exist");
-  if (fs::exists(target, ec) && !fs::is_regular_file(target, ec))
-    condbench::fail("--trace: '" + file + "' exists and is not a regular file");
+  const fs::path target = fs::absolute(file, ec);  // the output policy has checked it (check_outputs)
   try {
     condbench::nvtx::attach_tool(library.string(), {{"CONDBENCH_TRACE_OUT", target.string()}});
   } catch (const condbench::Error& e) {
@@ -180,6 +238,14 @@ int main(int argc, char** argv) {
       }
     const std::string twins = condbench::register_test_twins();  // before --strategy is read: it may name one
     condbench::RunnerOptions options = condbench::parse_runner_options(argc, argv);
+    BenchmarkOut out(argc, argv);
+    // Every output checked before anything runs (output_file.h): none may destroy what it did not make.
+    std::vector<condbench::OutputPath> outputs;
+    if (out.target()) outputs.push_back({"--benchmark_out", *out.target()});
+    if (!options.checkpoint_out.empty()) outputs.push_back({"--checkpoint-out", options.checkpoint_out});
+    if (!options.trace_out.empty()) outputs.push_back({"--trace", options.trace_out});
+    if (!options.export_dir.empty()) outputs.push_back({"--export-workload", options.export_dir, true});
+    condbench::check_outputs(outputs, {{"--weights", options.weights}});
     if (options.list) {
       condbench::print_strategies(options, std::cout);
       return 0;
@@ -209,12 +275,14 @@ int main(int argc, char** argv) {
     args.push_back(nullptr);
     int args_count = static_cast<int>(args.size()) - 1;
 
+    std::deque<std::string> rewritten;  // flags check_benchmark_flags rewrote; args points into them
+    check_benchmark_flags(args_count, args.data(), rewritten);
     // Read before Google Benchmark takes its flags out of args: what the table and progress need.
     const std::string format = flag_value(args_count, args.data(), "--benchmark_format", "console");
     const std::string filter = flag_value(args_count, args.data(), "--benchmark_filter", "");
     const std::string repetitions = flag_value(args_count, args.data(), "--benchmark_repetitions", "1");
     const std::string min_time = flag_value(args_count, args.data(), "--benchmark_min_time", "0.5");
-    BenchmarkOut out(args_count, args.data());
+    out.open();
     take_benchmark_context(args_count, args.data());
     benchmark::Initialize(&args_count, args.data());
     if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;

@@ -187,6 +187,8 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     options.nvtx = nvtx::Level::stage;
   }
   if (given("--nvtx")) options.nvtx = nvtx::parse_level(flags.at("--nvtx"));
+  for (const char* output : {"--trace", "--export-workload", "--checkpoint-out"})
+    if (given(output) && flags.at(output).empty()) fail(std::string(output) + ": needs a name");
   if (given("--export-workload")) options.export_dir = flags.at("--export-workload");
   if (given("--checkpoint-out")) options.checkpoint_out = flags.at("--checkpoint-out");
   if (given("--answer-budget")) {

@@ -68,13 +68,14 @@ bool inside(const fs::path& path, const fs::path& dir) {
 void check_out(const fs::path& dir, const std::vector<std::string>& inputs, bool force) {
   std::error_code ec;
   const fs::file_status status = fs::symlink_status(dir, ec);
+  // The output policy (condbench/output_file.h): never replace what is not a plain file or a folder.
+  if (const std::string kind = special_file_kind(dir.string()); !kind.empty())
+    fail("--out: '" + dir.string() + "' is " + kind + "; it is never replaced, even with --force");
   for (const std::string& input : inputs)
     if (inside(input, dir)) fail("--out: '" + dir.string() + "' holds the input '" + input + "'; choose another path");
   if (!fs::exists(status)) return;
   const bool report = fs::is_directory(status) && fs::exists(dir / kMarker, ec);
   if (report) return;
-  if (!fs::is_directory(status) && !fs::is_regular_file(status) && !fs::is_symlink(status))
-    fail("--out: '" + dir.string() + "' is neither a file nor a directory; it is never replaced");
   if (!force)
     fail("--out: '" + dir.string() + "' exists and is not a condbench report (it has no " + kMarker +
          "); choose another path, or pass --force to replace it");

@@ -44,20 +44,41 @@ def was_filtered(results, stamp):
         return True  # unknown: never guard it
 
 
+def move_aside(results, name):
+    """What is at results/<name> and is not this script's link (a file or folder someone put there, an
+    older layout's copy): moved into the history, never deleted or replaced. A FIFO, device or socket
+    is left alone and the link is not made."""
+    path = os.path.join(results, name)
+    if os.path.islink(path) or not os.path.lexists(path):
+        return True
+    if not (os.path.isfile(path) or os.path.isdir(path)):
+        print(f"run_history: {path} is neither a file, a folder nor a link; left alone, not pointed at the run",
+              file=sys.stderr)
+        return False
+    aside = os.path.join(results, "runs", "before-history-" + name)
+    n = 1
+    while os.path.lexists(aside):
+        aside = os.path.join(results, "runs", f"before-history-{n}-{name}")
+        n += 1
+    os.replace(path, aside)
+    print(f"run_history: moved {path} (not a link of the run history) to {aside}")
+    return True
+
+
 def point(results, name, target):
-    """results/<name> -> runs/<target>, atomically; removed when the run has no such file."""
+    """results/<name> -> runs/<target>, atomically; the link removed when the run has no such file.
+    Only this script's links are ever replaced or removed (the output policy, README)."""
     link = os.path.join(results, name)
+    if not move_aside(results, name):
+        return
     if not os.path.exists(os.path.join(results, "runs", target)):
-        if os.path.islink(link) or os.path.isfile(link):
+        if os.path.islink(link):
             os.remove(link)
         return
-    temp = link + ".new"
+    temp = f"{link}.new-{os.getpid()}"
     if os.path.lexists(temp):
         os.remove(temp)
     os.symlink(os.path.join("runs", target), temp)
-    if os.path.isdir(link) and not os.path.islink(link):
-        # an older layout's real folder: moved aside into the history rather than deleted
-        os.replace(link, os.path.join(results, "runs", "before-history-" + name))
     os.replace(temp, link)
 
 
@@ -67,8 +88,10 @@ def promote(results, stamp, as_latest, args):
         print(f"run_history: {runs}/{stamp}.json does not exist: the run did not complete", file=sys.stderr)
         return 1
     filtered = is_filtered(args)
-    with open(os.path.join(runs, stamp + ".args.json"), "w") as f:
+    args_file = os.path.join(runs, stamp + ".args.json")
+    with open(f"{args_file}.tmp-{os.getpid()}", "w") as f:
         json.dump({"args": args, "filtered": filtered}, f)
+    os.replace(f"{args_file}.tmp-{os.getpid()}", args_file)
     previous = current_latest(results)
     if filtered and not as_latest and previous and previous != stamp and not was_filtered(results, previous):
         print(f"results/latest.* stay on the full run {previous}; this filtered run is "

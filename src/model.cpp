@@ -200,18 +200,32 @@ ModelConfig infer_config(const StateDict& state_dict, int heads) {
            std::to_string(dims));
     return it->second;
   };
+  // Blocks 0, 1, ... while `prefix N suffix` is there; a key of a later block after a gap names the gap.
   auto count = [&](const std::string& prefix, const std::string& suffix) {
     int n = 0;
     while (given.count(prefix + std::to_string(n) + suffix)) ++n;
+    for (const auto& [key, tensor] : given) {
+      if (key.rfind(prefix, 0) != 0) continue;
+      const std::string rest = key.substr(prefix.size());
+      const size_t digits = rest.find_first_not_of("0123456789");
+      if (digits == 0 || digits == std::string::npos || digits > 6) continue;
+      if (std::stoi(rest.substr(0, digits)) > n)
+        fail("weights: missing key '" + prefix + std::to_string(n) + suffix + "' before '" + printable(key) + "'" +
+             key_hint(state_dict));
+    }
     return n;
   };
+  // The family from its keys: a transformer's blocks are layers.N..., an mlp's backbone.N...
+  const bool transformer =
+      std::any_of(given.begin(), given.end(), [](const auto& entry) { return entry.first.rfind("layers.", 0) == 0; });
   ModelConfig config;
-  if (given.count("layers.0.self_attn.in_proj_weight")) {
+  if (transformer) {
     config = ModelConfig::transformer();
     const at::Tensor& linear1 = require("layers.0.linear1.weight", 2);
     config.ffn = static_cast<int>(linear1.size(0));
     config.d_model = static_cast<int>(linear1.size(1));
     config.heads = heads;
+    require("layers.0.self_attn.in_proj_weight", 2);
     config.num_classes = static_cast<int>(require("final.proj.weight", 2).size(0));
     config.blocks = count("layers.", ".self_attn.in_proj_weight");
   } else {

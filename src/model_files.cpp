@@ -4,10 +4,12 @@
 
 #include <unistd.h>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 #include "condbench/error.h"
 #include "condbench/model_files.h"
@@ -15,6 +17,31 @@
 #include "torch_save_writer.h"
 
 namespace condbench {
+
+namespace {
+
+// The model computes in float32: a value that is finite in its file's dtype (float64) but not in float32
+// would turn into inf on the way in, and into NaN logits after it. Refused with the file and the key.
+void check_values(const std::string& what, const std::string& path, const std::string& key, const at::Tensor& t) {
+  if (!at::isFloatingType(t.scalar_type()) || t.numel() == 0) return;
+  // Appended piece by piece: GCC 12's -Wstringop-overflow misreads the chained operator+ here.
+  std::string named = what;
+  named.append(" '").append(path).append("': ");
+  if (key.empty())
+    named.append("the tensor");
+  else
+    named.append("'").append(printable(key)).append("'");
+  if (!t.isfinite().all().item<bool>()) fail(named + " holds NaN or infinite values");
+  const at::Tensor flat = t.flatten();
+  const double largest = flat[flat.abs().argmax()].item<double>();  // the value of the largest magnitude
+  if (std::abs(largest) > std::numeric_limits<float>::max()) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%.3g", largest);
+    fail(named + " holds " + value + ", beyond float32's range (the model computes in float32)");
+  }
+}
+
+}  // namespace
 
 StateDict load_state_dict_file(const std::string& path) {
   // Keys and shapes are checked on the file's meta tensors, before any tensor data is read: a
@@ -31,6 +58,7 @@ StateDict load_state_dict_file(const std::string& path) {
   detail::SavedObject saved = detail::read_torch_save_file("weights", path, check);
   if (saved.kind != detail::SavedObject::Kind::dict_of_tensors)
     fail("weights '" + path + "': expected a state_dict (a dict of tensors), found a tensor");
+  for (const auto& [key, tensor] : saved.items) check_values("weights", path, key, tensor);
   return std::move(saved.items);
 }
 
@@ -46,6 +74,7 @@ at::Tensor load_tensor_file(const std::string& path) {
   detail::SavedObject saved = detail::read_torch_save_file("input", path);
   if (saved.kind != detail::SavedObject::Kind::tensor)
     fail("input '" + path + "': expected a tensor saved with torch.save, found a dict");
+  check_values("input", path, "", saved.tensor);
   return saved.tensor;
 }
 

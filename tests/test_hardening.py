@@ -2,8 +2,10 @@
 one line naming what is wrong and exit code 2 (bad input): never a crash, a hang, a huge
 allocation or a half-written output. Every file is made here, byte by byte.
 Usage: test_hardening.py CONDBENCH CONDBENCH_INFER."""
+import math
 import os
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -153,7 +155,7 @@ class TorchSaveReader(Case):
         data = tensor_file([1.0, float("nan"), 0.5, 2.0], [2, 2])
         result = run(INFER, "--device=cpu", "--weights=" + self.write("w.pt", state_dict_file(SMALL_MODEL)),
                      "--input=" + self.write("x.pt", data), "--thresholds=0.5")
-        self.assert_bad_input(result, "--input: the tensor holds NaN or infinite values")
+        self.assert_bad_input(result, f"input '{self.dir}/x.pt': the tensor holds NaN or infinite values")
 
     def test_names_from_the_file_cannot_break_the_error_line(self):
         data = state_dict_file(SMALL_MODEL + [("evil\nsecond line\r\x1b[31m", [1.0], [1])])
@@ -185,7 +187,7 @@ class Flags(Case):
 
     def test_benchmark_out_naming_a_directory_is_refused_before_the_run(self):
         result = run(CONDBENCH, "--device=cpu", "--benchmark_out=" + self.dir, "--benchmark_filter=none")
-        self.assert_bad_input(result, "is not a regular file")
+        self.assert_bad_input(result, "is a folder, not a regular file")
         self.assertEqual(os.listdir(self.dir), [])
 
 
@@ -208,7 +210,7 @@ class ExportWorkload(Case):
     def test_impossible_path_is_one_line_not_an_abort(self):
         blocker = self.write("file", b"x")
         result = run(CONDBENCH, "--device=cpu", "--hidden=16", "--export-workload=" + os.path.join(blocker, "sub"))
-        self.assert_bad_input(result, "--export-workload: cannot create")
+        self.assert_bad_input(result, f"--export-workload: '{blocker}/sub': '{blocker}' is not a folder")
 
     def test_a_file_that_cannot_be_renamed_into_place_is_kept_and_named(self):
         out = os.path.join(self.dir, "export")
@@ -218,6 +220,169 @@ class ExportWorkload(Case):
         kept = line.split("it is kept in '")[1].rstrip("'")
         self.assertTrue(os.path.isfile(kept))
         self.assertNotIn("wrote", result.stdout)
+
+
+def state_dict_file64(tensors):
+    """state_dict_file, in float64 (DoubleStorage)."""
+    items, records = [], {}
+    for i, (name, values, sizes) in enumerate(tensors):
+        strides = [math.prod(sizes[j + 1:]) for j in range(len(sizes))]
+        items.append((name, p_tensor(str(i), len(values), 0, sizes, strides, "DoubleStorage")))
+        records[str(i)] = struct.pack("<%dd" % len(values), *values)
+    return archive(pickle_of(p_dict(items)), records)
+
+
+TINY = ["--device=cpu", "--hidden=16", "--batch=1", "--scenario=exit:1", "--strategy=fused",
+        "--benchmark_min_time=0.01", "--benchmark_repetitions=2"]
+
+
+class Outputs(Case):
+    """The output policy (condbench/output_file.h): every output checked before the run; nothing that
+    existed is changed when one is refused."""
+
+    def snapshot(self):
+        """What is in the folder: each entry's kind and, for a regular file, its bytes."""
+        out = {}
+        for name in os.listdir(self.dir):
+            path = os.path.join(self.dir, name)
+            st = os.lstat(path)
+            out[name] = (stat.S_IFMT(st.st_mode), os.readlink(path) if os.path.islink(path) else
+                         open(path, "rb").read() if stat.S_ISREG(st.st_mode) else None)
+        return out
+
+    def assert_refused_untouched(self, args, *fragments):
+        before = self.snapshot()
+        line = self.assert_bad_input(run(CONDBENCH, *args), *fragments)
+        self.assertEqual(self.snapshot(), before, line)
+        return line
+
+    def specials(self):
+        """A FIFO, a symbolic link to a precious file, a device node where this user may make one
+        (never a path under /dev): name -> what the refusal calls it."""
+        precious = self.write("precious.json", b"precious")
+        os.mkfifo(os.path.join(self.dir, "fifo"))
+        os.symlink(precious, os.path.join(self.dir, "link"))
+        made = {"fifo": "is a FIFO", "link": "is a symbolic link"}
+        try:
+            os.mknod(os.path.join(self.dir, "null"), stat.S_IFCHR | 0o600, os.makedev(1, 3))
+            made["null"] = "is a device"
+        except PermissionError:
+            pass  # not root: the FIFO and the link stand for the rest
+        return made
+
+    def test_no_output_replaces_a_device_fifo_or_link(self):
+        for name, kind in self.specials().items():
+            target = os.path.join(self.dir, name)
+            for flag in ("--benchmark_out", "--checkpoint-out", "--trace"):
+                with self.subTest(flag=flag, target=name):
+                    self.assert_refused_untouched([*TINY, f"{flag}={target}"], f"{flag}: '{target}' {kind}")
+
+    def test_two_outputs_naming_one_file_are_refused_before_the_run(self):
+        out = self.write("out.json", b"precious")
+        os.link(out, os.path.join(self.dir, "hardlink.json"))
+        for a, b in (("--benchmark_out", "--trace"), ("--benchmark_out", "--checkpoint-out"),
+                     ("--checkpoint-out", "--trace")):
+            for other in (out, os.path.join(self.dir, "hardlink.json"), os.path.join(self.dir, ".", "out.json")):
+                with self.subTest(a=a, b=b, other=other):
+                    self.assert_refused_untouched([*TINY, f"{a}={out}", f"{b}={other}"], f"{a} and {b} name the same file")
+        # one that does not exist yet, named twice
+        fresh = os.path.join(self.dir, "fresh.json")
+        self.assert_refused_untouched([*TINY, f"--benchmark_out={fresh}", f"--checkpoint-out={fresh}"], "the same file")
+
+    def test_no_output_overwrites_the_weights(self):
+        weights = self.write("w.pt", state_dict_file(model_tensors(in_features=32, hidden=16, classes=10, blocks=3)))
+        for flag in ("--benchmark_out", "--checkpoint-out", "--trace"):
+            with self.subTest(flag=flag):
+                self.assert_refused_untouched(["--device=cpu", f"--weights={weights}", f"{flag}={weights}"],
+                                              f"{flag}: '{weights}' is the input of --weights")
+        export = os.path.join(self.dir, "export")
+        os.mkdir(export)
+        inside = os.path.join(export, "w.pt")
+        os.link(weights, inside)
+        self.assert_refused_untouched(["--device=cpu", f"--weights={inside}", f"--export-workload={export}"],
+                                      f"--export-workload: '{export}' holds the input of --weights")
+
+    def test_an_output_in_a_missing_folder_or_onto_a_folder_is_refused_before_the_run(self):
+        missing = os.path.join(self.dir, "no", "out.json")
+        for flag in ("--benchmark_out", "--checkpoint-out", "--trace"):
+            with self.subTest(flag=flag):
+                self.assert_refused_untouched([*TINY, f"{flag}={missing}"], f"{flag}: '{missing}': its folder",
+                                              "does not exist")
+                self.assert_refused_untouched([*TINY, f"{flag}={self.dir}"], "is a folder, not a regular file")
+                self.assert_refused_untouched([*TINY, f"{flag}="], f"{flag}: needs a")
+
+    def test_the_temporary_of_each_writer_is_its_own(self):
+        # --benchmark_out and --checkpoint-out side by side: both written, no temporary left
+        out, checkpoint = os.path.join(self.dir, "out.json"), os.path.join(self.dir, "checkpoint.json")
+        result = run(CONDBENCH, *TINY, f"--benchmark_out={out}", f"--checkpoint-out={checkpoint}")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["checkpoint.json", "out.json"])
+
+
+class Values(Case):
+    def test_weights_beyond_float32_are_refused_with_the_file_and_the_key(self):
+        tensors = [(n, list(v), s) for n, v, s in SMALL_MODEL]
+        tensors[0][1][1] = 1e300  # finite in float64, inf in float32
+        path = self.write("w64.pt", state_dict_file64(tensors))
+        self.assert_bad_input(run(INFER, "--device=cpu", f"--weights={path}", "--thresholds=0.5"),
+                              f"weights '{path}': 'backbone.0.weight' holds 1e+300, beyond float32's range")
+        data = archive(pickle_of(p_tensor("0", 4, 0, [2, 2], [2, 1], "DoubleStorage")),
+                       {"0": struct.pack("<4d", 1, -1e300, 0.5, 2)})
+        result = run(INFER, "--device=cpu", "--weights=" + self.write("w.pt", state_dict_file(SMALL_MODEL)),
+                     "--input=" + self.write("x64.pt", data), "--thresholds=0.5")
+        self.assert_bad_input(result, f"input '{self.dir}/x64.pt': the tensor holds -1e+300, beyond float32's range")
+
+    def test_an_inference_that_overflows_says_so_with_the_strategy(self):
+        # float32 weights of 3e38: finite, but the first Linear overflows to inf and the logits to NaN
+        result = run(INFER, "--device=cpu", "--weights=" + self.write("w.pt", state_dict_file(
+            model_tensors(value=3e38))), "--batch=2", "--thresholds=0.5")
+        line = self.assert_bad_input(result, "the logits are not finite: the weights or the input overflow float32")
+        self.assertRegex(line, r"^condbench-infer: cpu/\w+/\w+: ")
+        self.assertEqual(result.stdout, "")
+
+
+class KeysAndLists(Case):
+    def transformer_keys(self, *names):
+        sizes = {"layers.0.self_attn.in_proj_weight": [12, 4], "layers.0.linear1.weight": [8, 4],
+                 "final.proj.weight": [2, 4], "layers.2.self_attn.in_proj_weight": [12, 4]}
+        return state_dict_file([(n, [0.5] * math.prod(sizes[n]), sizes[n]) for n in names])
+
+    def test_transformer_key_errors_name_a_transformer_key_and_the_file(self):
+        path = self.write("t.pt", self.transformer_keys("layers.0.linear1.weight", "final.proj.weight"))
+        self.assert_bad_input(run(INFER, "--device=cpu", f"--weights={path}", "--thresholds=0.5"),
+                              f"weights '{path}': missing key 'layers.0.self_attn.in_proj_weight'")
+        path = self.write("gap.pt", self.transformer_keys("layers.0.self_attn.in_proj_weight", "layers.0.linear1.weight",
+                                                          "final.proj.weight", "layers.2.self_attn.in_proj_weight"))
+        self.assert_bad_input(run(INFER, "--device=cpu", f"--weights={path}", "--thresholds=0.5"),
+                              "missing key 'layers.1.self_attn.in_proj_weight' before "
+                              "'layers.2.self_attn.in_proj_weight'")
+
+    def test_a_value_given_twice_or_a_list_too_long_is_refused(self):
+        self.assert_bad_input(run(CONDBENCH, "--device=cpu", "--batch=1,1", "--list"), "--batch: 1 is given twice")
+        self.assert_bad_input(run(CONDBENCH, "--device=cpu", "--batch=1,01", "--list"), "--batch: 1 is given twice")
+        self.assert_bad_input(run(CONDBENCH, "--device=cpu", "--strategy=fused,fused", "--list"),
+                              "--strategy: 'fused' is given twice")
+        many = ",".join(str(b) for b in range(1, 5001))
+        self.assert_bad_input(run(CONDBENCH, "--device=cpu", f"--batch={many}", "--benchmark_list_tests"),
+                              "--batch: more than 256 values")
+
+    def test_google_benchmarks_flags_get_one_line(self):
+        for args, fragment in [(["--benchmark_repetitions=99999999999"], "--benchmark_repetitions"),
+                               (["--benchmark_repetitions=0"], "--benchmark_repetitions: 0 is out of range"),
+                               (["--benchmark_min_time="], "--benchmark_min_time: needs a value"),
+                               (["--benchmark_min_time=10x"], "an iteration count"),
+                               (["--benchmark_min_time=-1"], "not a number of seconds"),
+                               (["--benchmark_format=xml"], "--benchmark_format: 'xml' is not one of"),
+                               (["--benchmark_enable_random_interleaving=maybe"], "is not one of"),
+                               (["--benchmark_filter="], "--benchmark_filter: needs a value"),
+                               (["--benchmark_repetitions"], "needs a value")]:
+            with self.subTest(args=args):
+                self.assert_bad_input(run(CONDBENCH, *TINY, *args), fragment)
+        # 1.8's "0.01s" is read as 1.7's 0.01
+        out = os.path.join(self.dir, "out.json")
+        result = run(CONDBENCH, *TINY[:-2], "--benchmark_min_time=0.01s", "--benchmark_repetitions=2",
+                     f"--benchmark_out={out}")
+        self.assertEqual(result.returncode, 0, result.stderr)
 
 
 if __name__ == "__main__":

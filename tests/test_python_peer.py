@@ -182,6 +182,31 @@ class PythonPeer(unittest.TestCase):
         self.assertIn("a Python if on each exit's confidence", md)
 
 
+    def test_the_peers_output_follows_condbenchs_output_policy(self):
+        precious = os.path.join(self.tmp.name, "precious.json")
+        with open(precious, "w") as f:
+            f.write("precious")
+        link, fifo = os.path.join(self.tmp.name, "link.json"), os.path.join(self.tmp.name, "fifo.json")
+        os.symlink(precious, link)
+        os.mkfifo(fifo)
+        workload = os.path.join(self.tmp.name, "workload")
+        for out, why in [(link, "is a symbolic link"), (fifo, "is a FIFO"), (self.tmp.name, "is a folder"),
+                         (os.path.join(self.tmp.name, "no", "x.json"), "does not exist"),
+                         (os.path.join(self.dir, "weights.pt"), "is the input of --workload"),
+                         (precious, "is the input of --against")]:
+            with self.subTest(out=out):
+                result = subprocess.run([sys.executable, os.path.join(PEER, "peer.py"), "--workload", workload,
+                                         "--out", out, "--against", precious], capture_output=True, text=True,
+                                        timeout=120)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+                self.assertIn(why, result.stderr)
+        with open(precious) as f:
+            self.assertEqual(f.read(), "precious")
+        self.assertEqual(os.readlink(link), precious)
+        os.remove(link)
+        os.remove(fifo)
+
     def test_an_answer_budget_adds_rounds_until_the_answer_is_decided(self):
         # py_eager_if and py_masked, about 5x apart: 3 repetitions are too few for an interval; one look's
         # rounds double both to 6, where the answer's one comparison is decided.

@@ -1,6 +1,7 @@
 """scripts/run_history.py: every run kept in results/runs/, results/latest.* on the newest complete
 one, and a filtered run never replacing a full one as latest without saying so."""
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,37 @@ class RunHistory(unittest.TestCase):
         promote(self.results, "E")
         self.assertEqual(self.latest(), os.path.join("runs", "E.json"))
         self.assertEqual(self.latest("latest.log"), os.path.join("runs", "E.log"))
+
+    def test_only_its_own_links_are_replaced_or_removed(self):
+        # a file and a folder someone put where the links go are moved into the history, never deleted;
+        # a FIFO is left alone (and no link is made there)
+        with open(os.path.join(self.results, "latest.json"), "w") as f:
+            f.write("my notes")
+        os.makedirs(os.path.join(self.results, "latest-report"))
+        with open(os.path.join(self.results, "latest-python.json"), "w") as f:
+            f.write("mine too")  # the run has no peer file: still moved, not removed
+        os.mkfifo(os.path.join(self.results, "latest.log"))
+        self.make_run("A")
+        result = promote(self.results, "A")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(self.latest(), os.path.join("runs", "A.json"))
+        self.assertEqual(self.latest("latest-report"), os.path.join("runs", "A-report"))
+        self.assertIsNone(self.latest("latest-python.json"))
+        with open(os.path.join(self.results, "runs", "before-history-latest.json")) as f:
+            self.assertEqual(f.read(), "my notes")
+        with open(os.path.join(self.results, "runs", "before-history-latest-python.json")) as f:
+            self.assertEqual(f.read(), "mine too")
+        self.assertTrue(os.path.isdir(os.path.join(self.results, "runs", "before-history-latest-report")))
+        self.assertTrue(stat.S_ISFIFO(os.lstat(os.path.join(self.results, "latest.log")).st_mode))
+        self.assertIn("latest.log is neither a file, a folder nor a link", result.stderr)
+        # a second time: nothing of anyone's is in the way now, and nothing is moved again
+        self.make_run("B")
+        with open(os.path.join(self.results, "latest.json.new"), "w") as f:
+            f.write("not the script's temporary")
+        self.assertEqual(promote(self.results, "B").returncode, 0)
+        self.assertEqual(self.latest(), os.path.join("runs", "B.json"))
+        with open(os.path.join(self.results, "latest.json.new")) as f:
+            self.assertEqual(f.read(), "not the script's temporary")
 
     def test_an_incomplete_run_changes_nothing(self):
         self.make_run("A")

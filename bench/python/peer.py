@@ -184,6 +184,9 @@ def main():
         fail("--answer-budget: seconds from 0 to 86400")
     if args.answer_budget > 0 and not args.report_tool:
         fail("--answer-budget needs --report-tool (condbench-report judges the answer)")
+    check_output(args.out, [("--against", args.against)] +
+                 [("--workload", os.path.join(d, f)) for d, _ in load_workloads(args.workload)
+                  for f in ("weights.pt", "pool.pt", "workload.json")])
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     wanted_variants = [v for v in args.variants.split(",") if v]
@@ -238,6 +241,27 @@ def main():
     for note in notes:
         print(f"peer: {note}")
     print(f"wrote {args.out}")
+
+
+def check_output(path, inputs):
+    """condbench's output policy (include/condbench/output_file.h) for the peer's --out, before
+    anything runs: absent or a regular file (never a link, FIFO, device or socket), in a folder that
+    exists, and not one of the inputs."""
+    import stat
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = ("a symbolic link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else
+                "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device")
+        fail(f"--out: '{path}' is {kind}; the peer writes only regular files and never replaces {kind}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        fail(f"--out: '{path}': its folder '{folder}' does not exist")
+    for flag, given in inputs:
+        if given and os.path.exists(given) and os.path.exists(path) and os.path.samefile(given, path):
+            fail(f"--out: '{path}' is the input of {flag}; an output never overwrites an input")
 
 
 def write_atomically(path, result):

@@ -5,6 +5,7 @@
 // the final rename fails the output is kept under its temporary name, and the error says where.
 #include <exception>
 #include <string>
+#include <vector>
 
 namespace condbench {
 
@@ -32,8 +33,31 @@ void throw_if_interrupted();
 // Dies of `signal` with its default action (for main, after unwinding).
 [[noreturn]] void reraise(int signal);
 
-// A file being written: `temp_path()` is TARGET.tmp-PID; commit() renames it to TARGET. Destroyed
-// without commit, it removes the temporary. Move-only bookkeeping, so no copy.
+// The output policy of every condbench tool (README, "Untrusted input and limits"), checked before any
+// work starts, for all of a command's outputs at once:
+//   - an output file is absent or a regular file; an output folder is absent or a folder. A symbolic
+//     link, a device, a FIFO or a socket is refused, never followed or replaced;
+//   - its folder exists and is writable;
+//   - no two outputs name one file (by path, or by identity: a hard link is the same file);
+//   - no output names an input, and no output folder holds one.
+// Throws condbench::Error naming the flag and the path: "--checkpoint-out: '/x' is a FIFO; ...".
+struct OutputPath {
+  std::string flag;  // "--benchmark_out"
+  std::string path;
+  bool folder = false;  // a folder the tool fills (--export-workload, condbench-report --out)
+};
+struct InputPath {
+  std::string flag;  // "--weights"
+  std::string path;
+};
+void check_outputs(const std::vector<OutputPath>& outputs, const std::vector<InputPath>& inputs);
+// What is at `path`, in words, when it is not a regular file or a folder ("a symbolic link", "a FIFO",
+// "a device", "a socket"); "" otherwise, and when nothing is there.
+std::string special_file_kind(const std::string& path);
+
+// A file being written: `temp_path()` is TARGET.tmp-PID-N, unique to this writer; commit() flushes it
+// to disk and renames it to TARGET, refusing a TARGET that has become something other than a regular
+// file meanwhile. Destroyed without commit, it removes the temporary. Move-only bookkeeping, so no copy.
 class PendingFile {
  public:
   explicit PendingFile(std::string target);
@@ -42,7 +66,8 @@ class PendingFile {
   ~PendingFile();
   const std::string& temp_path() const { return temp_; }
   const std::string& target() const { return target_; }
-  // Throws condbench::Error naming the temporary where the output was kept when the rename fails.
+  // Throws condbench::Error when the rename fails or is refused, naming the temporary where the output
+  // was kept (it was: a temporary that vanished is said to be lost).
   void commit();
 
  private:

@@ -152,9 +152,27 @@ class OutputsNeverDestroy(Case):
         self.assertEqual(run("--out", other, "--force", SMALL).returncode, 0)
         self.assertIn("report.md", os.listdir(other))
 
-    def test_device_node_is_never_replaced(self):
-        self.assert_bad_input(run("--out", "/dev/null", "--force", SMALL), "neither a file nor a directory")
-        self.assertTrue(stat.S_ISCHR(os.stat("/dev/null").st_mode))
+    def test_a_fifo_a_link_or_a_device_is_never_replaced_even_with_force(self):
+        # made here, never a path under /dev
+        precious = os.path.join(self.dir, "precious")
+        os.makedirs(precious)
+        open(os.path.join(precious, "keep.txt"), "w").write("precious")
+        os.symlink(precious, os.path.join(self.dir, "link"))
+        os.mkfifo(os.path.join(self.dir, "fifo"))
+        made = {"link": ("is a symbolic link", stat.S_ISLNK), "fifo": ("is a FIFO", stat.S_ISFIFO)}
+        try:
+            os.mknod(os.path.join(self.dir, "null"), stat.S_IFCHR | 0o600, os.makedev(1, 3))
+            made["null"] = ("is a device", stat.S_ISCHR)
+        except PermissionError:
+            pass  # not root: the FIFO and the link stand for it
+        for name, (kind, still) in made.items():
+            target = os.path.join(self.dir, name)
+            with self.subTest(target=name):
+                self.assert_bad_input(run("--out", target, "--force", SMALL), f"--out: '{target}' {kind}",
+                                      "never replaced, even with --force")
+                self.assertTrue(still(os.lstat(target).st_mode))
+        self.assertEqual(os.readlink(os.path.join(self.dir, "link")), precious)
+        self.assertEqual(os.listdir(precious), ["keep.txt"])
 
     def test_earlier_report_is_replaced_and_marked(self):
         out = os.path.join(self.dir, "report")
