@@ -5,6 +5,7 @@ checkpointed JSON of condbench itself: valid after every benchmark, not only at 
 Usage: test_device_check.py SOURCE_DIR BUILD_DIR."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -24,6 +25,24 @@ def read(path):
 
 def run(*args, timeout=300, env=None):
     return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def gpu_visible():
+    smi = shutil.which("nvidia-smi")
+    return smi is not None and subprocess.run([smi, "-L"], capture_output=True).returncode == 0
+
+
+class RequireGpu(unittest.TestCase):
+    @unittest.skipIf(gpu_visible(), "a GPU is visible here: the GPU tests run")
+    def test_a_gpu_test_that_cannot_see_the_gpu_fails_under_the_device_check(self):
+        tests = os.path.join(BUILD, "tests", "condbench_gpu_tests")
+        plain = run(tests, "--gtest_filter=CudaRecovery.*")
+        self.assertEqual(plain.returncode, 0, plain.stdout)
+        self.assertIn("no CUDA device on this machine", plain.stdout)
+        required = run(tests, "--gtest_filter=CudaRecovery.*", env={**os.environ, "CONDBENCH_REQUIRE_GPU": "1"})
+        self.assertNotEqual(required.returncode, 0, required.stdout)
+        self.assertIn("CONDBENCH_REQUIRE_GPU=1, but no CUDA device is visible to this process", required.stdout)
+        self.assertNotIn("[  SKIPPED ]", required.stdout)
 
 
 class DryRun(unittest.TestCase):
