@@ -1,7 +1,13 @@
 #include "reference.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <functional>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "condbench/strategy.h"
 
@@ -96,42 +102,67 @@ void transformer_row(const ModelConfig& config, const FlatParameters& params, co
 }
 }  // namespace
 
+namespace {
+
+// Runs row(r) for r in [0, rows) on every core: the rows are independent and each writes only its own
+// slot, so the result is the same as one loop's. The reference at hidden 4100 is ~8.6 G multiply-adds
+// for 256 rows; on one core that is seconds per test process, on the GPU machine's 16 a fraction.
+void for_each_row(int64_t rows, const std::function<void(int64_t)>& row) {
+  const int64_t workers = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, std::max<int64_t>(rows, 1));
+  std::atomic<int64_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto work = [&] {
+    for (int64_t r = next++; r < rows; r = next++) {
+      try {
+        row(r);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int64_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
 ReferenceHeads reference_heads(const ModelConfig& config, const FlatParameters& params, const at::Tensor& x) {
   const at::Tensor input = x.to(at::kCPU, at::kFloat).contiguous();
+  const float* data = input.data_ptr<float>();
   const int64_t rows = input.size(0);
   ReferenceHeads heads;
   heads.blocks = config.blocks;
+  heads.logits.resize(rows);
+  heads.magnitude.resize(rows);
+  heads.confidence.resize(rows);
   if (config.family == ModelFamily::transformer) {
-    for (int64_t r = 0; r < rows; ++r) {
-      std::vector<std::vector<double>> logits, magnitude;
-      std::vector<double> confidence;
-      transformer_row(config, params, input.data_ptr<float>() + r * config.row_elements(), logits, magnitude,
-                      confidence);
-      heads.logits.push_back(std::move(logits));
-      heads.magnitude.push_back(std::move(magnitude));
-      heads.confidence.push_back(std::move(confidence));
-    }
+    for_each_row(rows, [&](int64_t r) {
+      transformer_row(config, params, data + r * config.row_elements(), heads.logits[r], heads.magnitude[r],
+                      heads.confidence[r]);
+    });
     return heads;
   }
   // params: blocks' (weight, bias) pairs, then exit heads', then final's.
   auto weight = [&](int layer) -> const std::vector<float>& { return params[2 * layer]; };
   auto bias = [&](int layer) -> const std::vector<float>& { return params[2 * layer + 1]; };
-  for (int64_t r = 0; r < rows; ++r) {
-    std::vector<double> h(input.data_ptr<float>() + r * config.in_features,
-                          input.data_ptr<float>() + (r + 1) * config.in_features);
-    std::vector<std::vector<double>> logits, magnitude(config.blocks + 1);
-    std::vector<double> confidence;
+  for_each_row(rows, [&](int64_t r) {
+    std::vector<double> h(data + r * config.in_features, data + (r + 1) * config.in_features);
+    std::vector<std::vector<double>>& logits = heads.logits[r];
+    std::vector<std::vector<double>>& magnitude = heads.magnitude[r];
+    magnitude.resize(config.blocks + 1);
     for (int k = 0; k < config.blocks; ++k) {
       h = linear(weight(k), bias(k), h);
       for (double& v : h) v = std::max(v, 0.0);
       logits.push_back(linear(weight(config.blocks + k), bias(config.blocks + k), h, &magnitude[k]));
-      confidence.push_back(max_softmax(logits.back()));
+      heads.confidence[r].push_back(max_softmax(logits.back()));
     }
     logits.push_back(linear(weight(2 * config.blocks), bias(2 * config.blocks), h, &magnitude[config.blocks]));
-    heads.logits.push_back(std::move(logits));
-    heads.magnitude.push_back(std::move(magnitude));
-    heads.confidence.push_back(std::move(confidence));
-  }
+  });
   return heads;
 }
 

@@ -18,6 +18,6 @@ inline bool gpu_required() {
   do {                                                                                                        \
     if (!at::hasCUDA()) {                                                                                     \
       if (gpu_required()) FAIL() << "CONDBENCH_REQUIRE_GPU=1, but no CUDA device is visible to this process"; \
-      GTEST_SKIP() << "no CUDA device on this machine";                                                      \
+      GTEST_SKIP() << "no CUDA device on this machine";                                                       \
     }                                                                                                         \
   } while (0)
