@@ -378,9 +378,14 @@ class BenchmarkOutput(unittest.TestCase):
         sequences = [b["sequence"] for b in self.runs]
         self.assertEqual(len(set(sequences)), len(sequences))
         self.assertTrue(all(s >= 0 and s == int(s) for s in sequences))
-        # interleaved: a benchmark's repetitions are not back to back
-        first = [b for b in self.runs if b["repetition_index"] == 0]
-        self.assertGreater(max(b["sequence"] for b in first), min(b["sequence"] for b in self.runs if b["repetition_index"] == 2))
+        # interleaved: a benchmark's repetitions are not back to back. In a random order of 18 x 3
+        # repetitions a benchmark's three land side by side with probability ~0.2%; in order, all do.
+        # (Comparing the last first repetition with the first third one failed about 1 run in 10.)
+        order = [b["run_name"] for b in sorted(self.runs, key=lambda b: b["sequence"])]
+        together = sum(1 for name in set(order)
+                       if max(i for i, n in enumerate(order) if n == name) -
+                       min(i for i, n in enumerate(order) if n == name) == 2)
+        self.assertLess(together, len(set(order)) // 2, order)
 
     def test_only_the_aoti_strategies_without_packages_were_skipped_with_the_reason(self):
         self.assertEqual({b["run_name"].split("/")[3] for b in self.skipped}, {"cond", "masked"})
