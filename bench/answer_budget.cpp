@@ -79,6 +79,7 @@ BudgetSpent spend_answer_budget(RunRecord& record, double budget_s, int first_re
   spent.undecided_at_end = spent.undecided_at_start;
   if (cells.empty()) return spent;
   one_repetition_per_call(argv0);
+  record.begin_rounds();
   // Until a round has run, a repetition costs what the run's own did on average.
   double per_repetition = run_seconds / static_cast<double>(std::max<size_t>(record.repetitions(), 1));
   std::set<std::string> run_again;

@@ -69,15 +69,15 @@ void announce(std::ostream& out, size_t benchmarks, const std::string& repetitio
   out << "\n";
 }
 
-// Takes every --NAME=VALUE out of argv (Google Benchmark never sees them) and returns the last
-// value, or nullopt; `given` counts them.
+// Takes every --NAME=VALUE (and a bare --NAME, as an empty value) out of argv, so Google Benchmark
+// never sees them, and returns the last value, or nullopt; `given` counts them.
 std::optional<std::string> take_flag(int& argc, char** argv, const char* name, int* given = nullptr) {
   const size_t n = std::strlen(name);
   std::optional<std::string> value;
   int count = 0, kept = 1;
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], name, n) == 0 && argv[i][n] == '=') {
-      value = argv[i] + n + 1;
+    if (std::strncmp(argv[i], name, n) == 0 && (argv[i][n] == '=' || argv[i][n] == '\0')) {
+      value = argv[i][n] == '=' ? argv[i] + n + 1 : "";
       ++count;
     } else {
       argv[kept++] = argv[i];
@@ -139,9 +139,12 @@ class BenchmarkOut {
 // a plain number: "0.5s" is rewritten to 0.5 (kept alive in `rewritten`), "10x" (1.8's iteration
 // count) refused.
 void check_benchmark_flags(int argc, char** argv, std::deque<std::string>& rewritten) {
-  const auto one_of = [](const std::string& flag, const std::string& value, std::initializer_list<const char*> ok) {
+  // Google Benchmark reads a format and a time unit as written, a boolean in any case.
+  const auto one_of = [](const std::string& flag, const std::string& value, std::initializer_list<const char*> ok,
+                         bool any_case = false) {
     std::string lower = value, list;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (any_case)
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
     for (const char* o : ok) {
       if (lower == o) return;
       list += (list.empty() ? "" : ", ") + std::string(o);
@@ -184,13 +187,27 @@ void check_benchmark_flags(int argc, char** argv, std::deque<std::string>& rewri
     } else if (flag == "--benchmark_time_unit") {
       one_of(flag, value, {"ns", "us", "ms", "s"});
     } else if (flag == "--benchmark_color") {
-      one_of(flag, value, {"auto", "true", "false", "yes", "no", "on", "off", "1", "0"});
+      one_of(flag, value, {"auto", "true", "false", "yes", "no", "on", "off", "1", "0"}, true);
     } else if (flag == "--benchmark_list_tests" || flag == "--benchmark_enable_random_interleaving" ||
                flag == "--benchmark_report_aggregates_only" || flag == "--benchmark_display_aggregates_only" ||
                flag == "--benchmark_counters_tabular") {
-      one_of(flag, value, {"true", "false", "yes", "no", "on", "off", "1", "0"});
+      one_of(flag, value, {"true", "false", "yes", "no", "on", "off", "1", "0"}, true);
     }
   }
+}
+
+// A boolean Google Benchmark flag as it reads it: its last occurrence; given without a value, true;
+// false for false, no, off and 0 (check_benchmark_flags allows no other value).
+bool flag_is_true(int argc, char** argv, const char* name) {
+  const size_t n = std::strlen(name);
+  bool value = false;
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], name, n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '=')) {
+      std::string text = argv[i][n] == '=' ? argv[i] + n + 1 : "true";
+      std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+      value = !(text == "false" || text == "no" || text == "off" || text == "0");
+    }
+  return value;
 }
 
 // --benchmark_context=KEY=VALUE[,KEY=VALUE...]: added by condbench, since Google Benchmark adds its
@@ -239,6 +256,10 @@ int main(int argc, char** argv) {
     const std::string twins = condbench::register_test_twins();  // before --strategy is read: it may name one
     condbench::RunnerOptions options = condbench::parse_runner_options(argc, argv);
     BenchmarkOut out(argc, argv);
+    // Google Benchmark's flags before anything else happens (the trace library, once attached, writes
+    // its file at exit): a bad value is one line and exit code 2.
+    std::deque<std::string> rewritten;  // flags check_benchmark_flags rewrote; argv points into them
+    check_benchmark_flags(argc, argv, rewritten);
     // Every output checked before anything runs (output_file.h): none may destroy what it did not make.
     std::vector<condbench::OutputPath> outputs;
     if (out.target()) outputs.push_back({"--benchmark_out", *out.target()});
@@ -250,8 +271,8 @@ int main(int argc, char** argv) {
       condbench::print_strategies(options, std::cout);
       return 0;
     }
-    if (options.export_dir.empty() && !has_flag(argc, argv, "--benchmark_list_tests"))
-      condbench::require_devices_present(options);
+    const bool listing = flag_is_true(argc, argv, "--benchmark_list_tests");
+    if (options.export_dir.empty() && !listing) condbench::require_devices_present(options);
     if (!options.export_dir.empty()) {
       for (const std::string& dir : condbench::export_workloads(condbench::select_cases(options), options.export_dir))
         std::cout << "wrote " << dir << "\n";
@@ -275,8 +296,6 @@ int main(int argc, char** argv) {
     args.push_back(nullptr);
     int args_count = static_cast<int>(args.size()) - 1;
 
-    std::deque<std::string> rewritten;  // flags check_benchmark_flags rewrote; args points into them
-    check_benchmark_flags(args_count, args.data(), rewritten);
     // Read before Google Benchmark takes its flags out of args: what the table and progress need.
     const std::string format = flag_value(args_count, args.data(), "--benchmark_format", "console");
     const std::string filter = flag_value(args_count, args.data(), "--benchmark_filter", "");
@@ -284,12 +303,29 @@ int main(int argc, char** argv) {
     const std::string min_time = flag_value(args_count, args.data(), "--benchmark_min_time", "0.5");
     out.open();
     take_benchmark_context(args_count, args.data());
+    // Aggregates only: condbench still records every repetition (the report and --answer-budget
+    // need them) and shows or writes only the aggregates where asked (run_record.h).
+    const bool report_aggregates = flag_is_true(args_count, args.data(), "--benchmark_report_aggregates_only");
+    const bool display_aggregates =
+        report_aggregates || flag_is_true(args_count, args.data(), "--benchmark_display_aggregates_only");
+    take_flag(args_count, args.data(), "--benchmark_report_aggregates_only");
+    take_flag(args_count, args.data(), "--benchmark_display_aggregates_only");
     benchmark::Initialize(&args_count, args.data());
     if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
 
     if (options.threads > 0) at::set_num_threads(options.threads);
     condbench::test_slowdown("");  // a malformed CONDBENCH_TEST_SLOWDOWN is a startup error, not a skipped benchmark
-    const bool interleaved = interleave || has_flag(argc, argv, "--benchmark_enable_random_interleaving=true");
+    const bool interleaved = interleave || flag_is_true(argc, argv, "--benchmark_enable_random_interleaving");
+    if (options.answer_budget_s > 0) {
+      if (!interleaved)
+        condbench::fail("--answer-budget: its rounds are interleaved; drop what turns interleaving off");
+      if (report_aggregates)
+        condbench::fail("--answer-budget: the verdicts need every repetition; drop --benchmark_report_aggregates_only");
+      if (format != "console")
+        condbench::fail(
+            "--answer-budget: the display would show the run before its rounds; keep the console "
+            "display and write the result with --benchmark_out");
+    }
     benchmark::AddCustomContext("condbench_interleaving", interleaved ? "random" : "in order");
     if (const std::string slowdown = condbench::test_slowdown_setting(); !slowdown.empty())
       benchmark::AddCustomContext("condbench_test_slowdown", slowdown);
@@ -319,7 +355,7 @@ int main(int argc, char** argv) {
     for (const condbench::BenchmarkCase& c : cases) registered.push_back(c.name());
 
     // Last before the run, so a flag error is never preceded by warnings.
-    const bool runs = !has_flag(argc, argv, "--benchmark_list_tests");
+    const bool runs = !listing;
     if (runs)
       for (const auto& [key, value] : condbench::check_machine_before_run(at::get_num_threads(), options.require_quiet))
         benchmark::AddCustomContext(key, value);
@@ -343,6 +379,7 @@ int main(int argc, char** argv) {
       }
       condbench::RunRecord record(*display);
       record.refresh_display_aggregates(table != nullptr);
+      record.aggregates_only(display_aggregates, report_aggregates);
       if (!options.checkpoint_out.empty()) record.checkpoint_to(options.checkpoint_out);
       const auto started = std::chrono::steady_clock::now();
       benchmark::RunSpecifiedBenchmarks(&record);
@@ -361,7 +398,7 @@ int main(int argc, char** argv) {
         for (const auto& [key, value] : condbench::check_machine_after_run(at::get_num_threads()))
           benchmark::AddCustomContext(key, value);
       record.finish();
-      if (runs) out.write(record);
+      if (runs && record.ran()) out.write(record);  // a filter that matched nothing writes nothing
     }
     benchmark::Shutdown();
     return 0;

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "condbench/error.h"
@@ -86,8 +87,21 @@ void RunRecord::ReportRuns(const std::vector<Run>& runs) {
       ++repetitions_;
     }
   for (const Run& run : numbered) runs_.push_back(run);
-  display_.ReportRuns(numbered);
-  if (!checkpoint_.empty()) write_checkpoint();
+  if (display_aggregates_only_) {
+    // As Google Benchmark shows it: a benchmark's repetitions hidden where it has aggregates (the main
+    // run's repeated ones, and every round's, which add to those).
+    std::erase_if(numbered, [&](const Run& run) {
+      return run.run_type == Run::RT_Iteration && (run.repetitions > 1 || in_rounds_);
+    });
+    if (!numbered.empty()) display_.ReportRuns(numbered);
+  } else {
+    display_.ReportRuns(numbered);
+  }
+  if (!checkpoint_.empty() && !in_rounds_) write_checkpoint();
+}
+
+void RunRecord::Finalize() {
+  if (!checkpoint_.empty() && in_rounds_) write_checkpoint();
 }
 
 void RunRecord::finish() {
@@ -139,13 +153,22 @@ std::string RunRecord::document(const std::string& format) const {
   reporter->SetOutputStream(&text);
   reporter->SetErrorStream(&errors);
   if (context_) reporter->ReportContext(*context_);
-  const std::vector<Run> runs = with_current_aggregates();
+  std::vector<Run> runs = with_current_aggregates();
+  if (files_aggregates_only_) {
+    std::set<std::string> aggregated;
+    for (const Run& run : runs)
+      if (run.run_type == Run::RT_Aggregate) aggregated.insert(run.run_name.str());
+    std::erase_if(runs, [&](const Run& run) {
+      return run.run_type == Run::RT_Iteration && aggregated.count(run.run_name.str()) > 0;
+    });
+  }
   if (!runs.empty()) reporter->ReportRuns(runs);
   reporter->Finalize();
   return text.str();
 }
 
 void RunRecord::write_checkpoint() const {
+  if (!context_) return;  // nothing ran yet: no file rather than an empty document
   const std::string text = document("json");
   install_signal_cleanup();  // a Ctrl-C while the temporary exists removes it
   PendingFile file(checkpoint_);

@@ -28,10 +28,22 @@ class RunRecord final : public benchmark::BenchmarkReporter {
   // `refresh`: the display is condbench's table, which reads aggregates; finish() gives it the ones
   // made again over added repetitions.
   void refresh_display_aggregates(bool refresh) { refresh_display_ = refresh; }
+  // Google Benchmark's --benchmark_display_aggregates_only and --benchmark_report_aggregates_only: the
+  // record keeps every repetition; the display (and with `files`, the documents) show only the
+  // aggregates of a benchmark that has them.
+  void aggregates_only(bool display, bool files) {
+    display_aggregates_only_ = display;
+    files_aggregates_only_ = files;
+  }
+  // From here on every call of Google Benchmark is a round of --answer-budget: its repetitions add to
+  // benchmarks that ran before, and the checkpoint is written once per call, not once per benchmark.
+  void begin_rounds() { in_rounds_ = true; }
+  // Whether Google Benchmark ran anything (a filter that matches nothing never reports a context).
+  bool ran() const { return context_.has_value(); }
 
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
-  void Finalize() override {}  // the end of one call of Google Benchmark, not of the run: finish()
+  void Finalize() override;  // the end of one call of Google Benchmark, not of the run: finish()
   // The run's end: the display's Finalize, and the checkpoint once more with the context added since.
   void finish();
 
@@ -52,7 +64,8 @@ class RunRecord final : public benchmark::BenchmarkReporter {
   std::map<std::string, int64_t> seen_;  // run name -> iteration runs so far
   size_t repetitions_ = 0;
   std::string checkpoint_;
-  bool refresh_display_ = false;
+  bool refresh_display_ = false, display_aggregates_only_ = false, files_aggregates_only_ = false;
+  bool in_rounds_ = false;
 };
 
 }  // namespace condbench

@@ -85,7 +85,7 @@ Judgement judge(const Cell& a, const Cell& b, double min_effect) {
 }
 
 bool could_decide(const Judgement& j, double min_effect) {
-  if (j.standing != Standing::ambiguous || !j.ratio.valid) return false;
+  if (j.standing == Standing::faster || !j.ratio.valid) return false;
   return !j.ratio.bounded() || j.ratio.high / j.drift >= 1.0 + min_effect;
 }
 
@@ -508,15 +508,26 @@ std::vector<AnswerPair> answer_pairs(const Group& g) {
 std::vector<std::string> undecided_cells(const std::vector<Group>& groups, size_t file, size_t* undecided) {
   std::set<std::string> names;
   size_t count = 0;
+  std::vector<std::pair<const Cell*, const Cell*>> within;  // the answer's pairs with both cells in `file`
   for (const Group& g : groups)
     for (const AnswerPair& p : answer_pairs(g)) {
       const Cell& a = *g.cell(p.a, p.scenario);
       const Cell& b = *g.cell(p.b, p.scenario);
+      if (a.file == file && b.file == file) within.push_back({&a, &b});
       if ((a.file != file && b.file != file) || !could_decide(judge(a, b))) continue;
       ++count;
       for (const Cell* c : {&a, &b})
         if (c->file == file) names.insert(c->name);
     }
+  // Two cells of one interleaved run are judged with no drift allowance because they saw the machine
+  // alike; a cell that gets rounds would see it longer than a partner that does not. So every cell
+  // compared with one that runs again runs again too, within the file.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& [a, b] : within)
+      if (names.count(a->name) != names.count(b->name))
+        grew |= names.insert(a->name).second | names.insert(b->name).second;
+  }
   if (undecided) *undecided = count;
   return {names.begin(), names.end()};
 }

@@ -88,9 +88,10 @@ struct Judgement {
   double detectable = std::numeric_limits<double>::infinity();
 };
 Judgement judge(const Cell& a, const Cell& b, double min_effect = kDefaultMinEffect);
-// An ambiguous judgement that more repetitions could still decide: its interval has no bound yet, or
-// its high end still reaches a verdict. One whose whole interval lies above 1 but below the claim
-// (a difference smaller than the allowance) stays ambiguous however long it runs.
+// A judgement that more repetitions could still turn into a verdict: ambiguous or tied, with an interval
+// that has no bound yet or whose high end still reaches the claim (a wide tie, [0.76–1.3]×, could hide
+// a 30% difference). A tight tie, or a ratio whose whole interval lies above 1 but below the claim (a
+// difference smaller than the allowance), stays as it is however long it runs.
 bool could_decide(const Judgement& j, double min_effect = kDefaultMinEffect);
 // The judgement in words, `fast` and `slow` naming the cells (with figures if wanted): "FAST is at least
 // 3.1× faster than SLOW (ratio [3.4–4.0]×)", "… are tied: …", "ambiguous between …: why".
@@ -170,8 +171,10 @@ struct AnswerPair {
 std::vector<AnswerPair> answer_pairs(const Group& g);
 
 // What --answer-budget runs more of: the names of the cells from file `file` (an index into the files
-// the groups were made from) in the answer's comparisons that are ambiguous and could_decide().
-// `undecided`, when given, counts those comparisons: the ones with a cell from that file.
+// the groups were made from) in the answer's comparisons that could_decide(), and every cell of that
+// file the answer compares with one of those (so two cells judged without a drift allowance always
+// had the same rounds). `undecided`, when given, counts those comparisons: the ones with a cell from
+// that file.
 std::vector<std::string> undecided_cells(const std::vector<Group>& groups, size_t file, size_t* undecided = nullptr);
 // One look of a run that spends an answer budget: `files` are what the answer reads, the last the
 // run's own so far, judged at kAnswerLooks looks; the names of its cells the next rounds run.

@@ -454,6 +454,36 @@ class BenchmarkOutput(unittest.TestCase):
             self.assertEqual((context["team"], context["ticket"]), ("perf", "7"))
             self.assertNotIn("condbench_answer_budget", context)
 
+    def test_aggregates_only_flags_a_filter_of_nothing_and_list_tests_false(self):
+        with tempfile.TemporaryDirectory() as d:
+            out, checkpoint = os.path.join(d, "run.json"), os.path.join(d, "checkpoint.json")
+            # the display shows aggregates only; the files keep every repetition (the report needs them)
+            result = run(CONDBENCH, *TINY, "--benchmark_display_aggregates_only=true", "--benchmark_format=json",
+                         f"--benchmark_out={out}")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            shown = {b["run_type"] for b in json.loads(result.stdout)["benchmarks"]
+                     if b["run_name"].startswith("early_exit/")}
+            self.assertEqual(shown, {"aggregate"})
+            with open(out) as f:
+                kept = [b for b in json.load(f)["benchmarks"] if b["run_name"].startswith("early_exit/")]
+            self.assertEqual(len([b for b in kept if b["run_type"] == "iteration"]), 2)
+            # --benchmark_report_aggregates_only: the file too
+            result = run(CONDBENCH, *TINY, "--benchmark_report_aggregates_only", f"--benchmark_out={out}")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(out) as f:
+                self.assertEqual({b["run_type"] for b in json.load(f)["benchmarks"]
+                                  if b["run_name"].startswith("early_exit/")}, {"aggregate"})
+            os.remove(out)
+            # a filter that matches nothing writes nothing (no empty document over a file)
+            result = run(CONDBENCH, *TINY, "--benchmark_filter=^nothing$", f"--benchmark_out={out}",
+                         f"--checkpoint-out={checkpoint}")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(os.listdir(d), [])
+            # --benchmark_list_tests=false runs, and writes its result
+            result = run(CONDBENCH, *TINY, "--benchmark_list_tests=false", f"--benchmark_out={out}")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(os.listdir(d), ["run.json"])
+
     def test_repetitions_come_with_aggregates(self):
         aggregates = {b["aggregate_name"] for b in self.data["benchmarks"] if b.get("run_type") == "aggregate"}
         self.assertTrue({"mean", "median", "stddev"} <= aggregates, aggregates)

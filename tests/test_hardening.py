@@ -373,6 +373,13 @@ class KeysAndLists(Case):
                                (["--benchmark_min_time=10x"], "an iteration count"),
                                (["--benchmark_min_time=-1"], "not a number of seconds"),
                                (["--benchmark_format=xml"], "--benchmark_format: 'xml' is not one of"),
+                               (["--benchmark_format=JSON"], "--benchmark_format: 'JSON' is not one of"),
+                               (["--benchmark_time_unit=MS"], "--benchmark_time_unit: 'MS' is not one of"),
+                               (["--answer-budget=5", "--benchmark_format=json"], "--answer-budget: the display"),
+                               (["--answer-budget=5", "--benchmark_enable_random_interleaving=false"],
+                                "--answer-budget: its rounds are interleaved"),
+                               (["--answer-budget=5", "--benchmark_report_aggregates_only=true"],
+                                "--answer-budget: the verdicts need every repetition"),
                                (["--benchmark_enable_random_interleaving=maybe"], "is not one of"),
                                (["--benchmark_filter="], "--benchmark_filter: needs a value"),
                                (["--benchmark_repetitions"], "needs a value")]:

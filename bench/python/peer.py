@@ -256,6 +256,8 @@ def check_output(path, inputs):
         kind = ("a symbolic link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else
                 "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device")
         fail(f"--out: '{path}' is {kind}; the peer writes only regular files and never replaces {kind}")
+    if not os.path.basename(path):
+        fail(f"--out: '{path}' names a folder; name a file")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         fail(f"--out: '{path}': its folder '{folder}' does not exist")
@@ -326,18 +328,27 @@ def spend_answer_budget(args, cases, rounds, document):
     scratch = f"{args.out}.undecided.{os.getpid()}"
 
     def look():
+        """What condbench-report says is undecided; None when it cannot say (the rounds so far are kept)."""
         write_atomically(scratch, document.build())
         try:
             done = subprocess.run([args.report_tool, "--undecided", *([args.against] if args.against else []),
                                    scratch], capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                raise RuntimeError(done.stderr.strip() or f"exit {done.returncode}")
+            answer = json.loads(done.stdout)
+            return answer, [by_name[n] for n in answer["cells"] if n in by_name]
+        except (OSError, ValueError, KeyError, RuntimeError, subprocess.TimeoutExpired) as e:
+            print(f"peer: warning: --answer-budget: {args.report_tool} could not judge ({e}); "
+                  "no more rounds", file=sys.stderr)
+            return None
         finally:
             os.remove(scratch)
-        if done.returncode != 0:
-            fail(f"--answer-budget: {args.report_tool}: {done.stderr.strip() or 'exit ' + str(done.returncode)}")
-        answer = json.loads(done.stdout)
-        return answer, [by_name[n] for n in answer["cells"] if n in by_name]
 
-    plan, chosen = look()
+    first_look = look()
+    if first_look is None:
+        document.context[BUDGET_CONTEXT] = "no round: condbench-report could not judge the answer"
+        return document.context[BUDGET_CONTEXT]
+    plan, chosen = first_look
     planned, undecided_at_start = plan["looks"], plan["undecided"]
     undecided, looks, ran_rounds, again = undecided_at_start, 1, 0, set()
     first = args.repetitions
@@ -359,7 +370,10 @@ def spend_answer_budget(args, cases, rounds, document):
         ran_rounds += done
         looks += 1
         again.update(c["name"] for c in chosen)
-        now, chosen = look()
+        judged = look()
+        if judged is None:
+            break  # looks counts the rounds' look; the last judgement is the report's
+        now, chosen = judged
         undecided = now["undecided"]
     if undecided_at_start == 0:
         text = "every comparison of the answer was decided by the run's own repetitions"

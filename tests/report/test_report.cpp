@@ -430,6 +430,15 @@ TEST(AnswerBudget, ALookSplitsTheConfidenceAndOnlyWhatCanStillBeDecidedRunsAgain
   EXPECT_LT(thrice.ratio.low, once.ratio.low);
   EXPECT_EQ(thrice.standing, Standing::faster);
   EXPECT_FALSE(could_decide(thrice));  // decided
+  // A tie: tight, decided; wide enough to hide a difference past the claim, not yet.
+  Cell same = make_cell({10.01, 10.19, 10.12, 9.92, 10.04, 10.16, 9.96, 10.09, 10.01, 10.03});
+  same.interleaved = true;
+  EXPECT_EQ(judge(a, same).standing, Standing::tied);
+  EXPECT_FALSE(could_decide(judge(a, same)));
+  Cell loose = make_cell({9, 11.5, 10.1, 8.7, 10.9, 11.8, 9.3, 10.4, 8.9, 11.1});
+  loose.interleaved = true;
+  EXPECT_EQ(judge(a, loose).standing, Standing::tied);
+  EXPECT_TRUE(could_decide(judge(a, loose)));
   // Too few repetitions for an interval: more can decide. A difference inside the claim's margin
   // (ratio [1.02-1.03], below 1.05): ambiguous however long it runs, so it does not run again.
   Cell few = make_cell({20, 20.1, 19.9});
@@ -487,7 +496,9 @@ TEST(AnswerBudget, TheAnswersComparisonsAndTheCellsEachFileRunsAgain) {
   size_t undecided = 0;
   EXPECT_EQ(undecided_cells({g}, 1, &undecided), (std::vector<std::string>{"python/py_cond", "python/py_eager_if"}));
   EXPECT_EQ(undecided, 3u);
-  EXPECT_EQ(undecided_cells({g}, 0, &undecided), (std::vector<std::string>{"aoti/cond", "native/fused"}));
+  // ... and eager_host, which the answer compares with fused: it must see the rounds fused sees
+  EXPECT_EQ(undecided_cells({g}, 0, &undecided),
+            (std::vector<std::string>{"aoti/cond", "native/fused", "torch/eager_host"}));
   EXPECT_EQ(undecided, 2u);  // py_cond against py_eager_if is the peer's alone
   // Not batch 1: no answer, nothing to run again.
   g.batch = 64;
