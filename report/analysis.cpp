@@ -525,8 +525,11 @@ std::vector<std::string> undecided_cells(const std::vector<Group>& groups, size_
   for (bool grew = true; grew;) {
     grew = false;
     for (const auto& [a, b] : within)
-      if (names.count(a->name) != names.count(b->name))
-        grew |= names.insert(a->name).second | names.insert(b->name).second;
+      if (names.count(a->name) != names.count(b->name)) {
+        names.insert(a->name);
+        names.insert(b->name);
+        grew = true;
+      }
   }
   if (undecided) *undecided = count;
   return {names.begin(), names.end()};
