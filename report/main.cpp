@@ -54,15 +54,6 @@ double percentage(const std::string& flag, const std::string& text) {
 // --force, any file or directory), so a mistyped --out can never delete someone's data.
 const char* const kMarker = ".condbench-report";
 
-bool inside(const fs::path& path, const fs::path& dir) {
-  std::error_code ec;
-  const fs::path p = fs::weakly_canonical(path, ec), d = fs::weakly_canonical(dir, ec);
-  auto pi = p.begin();
-  for (auto di = d.begin(); di != d.end(); ++di, ++pi)
-    if (pi == p.end() || *pi != *di) return false;
-  return true;
-}
-
 // Refuses an --out that is not a previous report (unless --force), is not a plain file or
 // directory, or holds one of the inputs (even with --force).
 void check_out(const fs::path& dir, const std::vector<std::string>& inputs, bool force) {
@@ -72,7 +63,8 @@ void check_out(const fs::path& dir, const std::vector<std::string>& inputs, bool
   if (const std::string kind = special_file_kind(dir.string()); !kind.empty())
     fail("--out: '" + dir.string() + "' is " + kind + "; it is never replaced, even with --force");
   for (const std::string& input : inputs)
-    if (inside(input, dir)) fail("--out: '" + dir.string() + "' holds the input '" + input + "'; choose another path");
+    if (path_inside(input, dir.string()))
+      fail("--out: '" + dir.string() + "' holds the input '" + input + "'; choose another path");
   if (!fs::exists(status)) return;
   const bool report = fs::is_directory(status) && fs::exists(dir / kMarker, ec);
   if (report) return;

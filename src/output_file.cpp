@@ -74,18 +74,6 @@ bool same_file(const std::string& a, const std::string& b) {
   return !ea && !eb && pa == pb;
 }
 
-// `path` lies inside `folder` (both resolved as far as they exist).
-bool inside(const std::string& path, const std::string& folder) {
-  std::error_code ec;
-  const fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
-  const fs::path d = fs::weakly_canonical(fs::absolute(folder, ec), ec);
-  if (ec) return false;
-  auto pi = p.begin();
-  for (auto di = d.begin(); di != d.end(); ++di, ++pi)
-    if (pi == p.end() || (*pi != *di && !di->empty())) return false;
-  return true;
-}
-
 }  // namespace
 
 void install_signal_cleanup() {
@@ -122,6 +110,17 @@ std::string special_file_kind(const std::string& path) {
   return "";
 }
 
+bool path_inside(const std::string& path, const std::string& folder) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  const fs::path d = fs::weakly_canonical(fs::absolute(folder, ec), ec);
+  if (ec) return false;
+  auto pi = p.begin();
+  for (auto di = d.begin(); di != d.end(); ++di, ++pi)
+    if (pi == p.end() || (*pi != *di && !di->empty())) return false;
+  return true;
+}
+
 void check_outputs(const std::vector<OutputPath>& outputs, const std::vector<InputPath>& inputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     const OutputPath& o = outputs[i];
@@ -148,7 +147,7 @@ void check_outputs(const std::vector<OutputPath>& outputs, const std::vector<Inp
       if (in.path.empty()) continue;
       if (same_file(o.path, in.path))
         fail(named + " is the input of " + in.flag + "; an output never overwrites an input");
-      if (o.folder && inside(in.path, o.path))
+      if (o.folder && path_inside(in.path, o.path))
         fail(named + " holds the input of " + in.flag + " ('" + in.path + "'); choose another folder");
     }
   }

@@ -51,6 +51,8 @@ struct InputPath {
   std::string path;
 };
 void check_outputs(const std::vector<OutputPath>& outputs, const std::vector<InputPath>& inputs);
+// `path` lies inside `folder` (or is it), both made absolute and resolved as far as they exist.
+bool path_inside(const std::string& path, const std::string& folder);
 // What is at `path`, in words, when it is not a regular file or a folder ("a symbolic link", "a FIFO",
 // "a device", "a socket"); "" otherwise, and when nothing is there.
 std::string special_file_kind(const std::string& path);
