@@ -245,6 +245,7 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
   // per case.
   if (!rec.gpu_measured) {
     InferenceShape shape;
+    shape.engine = c.strategy->engine;
     for (const BatchRecord& batch : rec.records) {
       shape.waits_on_host |= batch.counters.host_syncs > 0;
       shape.launches_per_inference =

@@ -12,15 +12,25 @@
 
 namespace condbench {
 
+namespace {
+// Kernels a held stream may queue: a few hundred, well under the depth at which the host would
+// block in a launch (the hardware queue is finite).
+constexpr int64_t kMaxHeldKernels = 256;
+}  // namespace
+
+int64_t held_group(const InferenceShape& shape, int64_t count) {
+  // Kernels per counted launch, at most: an ATen operator launches one or a few; an AOTInductor
+  // package run, tens of generated ones.
+  const int64_t weight = shape.engine == Engine::native ? 1 : shape.engine == Engine::torch ? 4 : 32;
+  const int64_t kernels = std::max<int64_t>(1, shape.launches_per_inference) * weight;
+  return std::clamp<int64_t>(kMaxHeldKernels / kernels, 1, std::max<int64_t>(1, count));
+}
+
 #if CONDBENCH_CUDA
 
 void synchronize_cuda_device() { CONDBENCH_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 namespace {
-
-// Launches a held stream may queue before the host would block in a launch (the hardware queue
-// is finite); a group of inferences stays under it.
-constexpr int64_t kMaxHeldLaunches = 256;
 
 double elapsed_ms(const cuda::Event& start, const cuda::Event& stop) {
   float ms = 0.0f;
@@ -49,8 +59,7 @@ std::optional<double> gpu_time_us(Strategy& strategy, const std::vector<at::Tens
     strategy.finish();
     return 1000.0 * total_ms / count;
   }
-  const int64_t group =
-      std::clamp<int64_t>(kMaxHeldLaunches / std::max<int64_t>(1, shape.launches_per_inference), 1, count);
+  const int64_t group = held_group(shape, count);
   cuda::StreamHold hold;
   for (int done = 0; done < count;) {
     const int n = static_cast<int>(std::min<int64_t>(group, count - done));

@@ -17,9 +17,17 @@ void synchronize_cuda_device();
 // What the untimed pass learnt about one inference of a strategy, which decides how its GPU time
 // can be measured.
 struct InferenceShape {
-  bool waits_on_host = false;  // the host reads a result back mid-inference (host_syncs > 0)
-  int64_t launches_per_inference = 1;
+  bool waits_on_host = false;          // the host reads a result back mid-inference (host_syncs > 0)
+  int64_t launches_per_inference = 1;  // the launches counter: kernels, graphs or ATen calls
+  Engine engine = Engine::native;      // what a counted launch is (held_group)
 };
+
+// Inferences enqueued behind one hold: as many as keep the kernels they queue under what a
+// stream takes before the host blocks in a launch. A counted launch is one kernel or graph on the
+// native engine, an ATen call (which may launch several kernels) on the torch engine, and on the
+// aoti engine also a package run whose generated kernels are not counted at all; each is weighted
+// by a bound on the kernels it queues.
+int64_t held_group(const InferenceShape& shape, int64_t count);
 
 // Mean GPU time in microseconds per inference over `count` inferences walking `inputs`, from CUDA
 // events on the strategy's stream; nullopt for a strategy without one, or when the measurement

@@ -1,10 +1,12 @@
-"""scripts/device-check, as CI can run it: pack the build into a bundle (--prepare --from-build),
-then --dry-run it without a GPU, and check what comes back in $OUT — the summary, a valid JSON of
-the stand-in suite written benchmark by benchmark, and the archive of logs and report. Also the
-checkpointed JSON of condbench itself: valid after every benchmark, not only at the end.
+"""scripts/device-check, as CI can run it: its budget (each call's step limits fit its deadline,
+results first), then pack the build into a bundle (--prepare --from-build), --dry-run both calls
+without a GPU, and check what comes back in $OUT — the summary, a valid JSON of the stand-in suite
+written benchmark by benchmark, and the archive of logs and report. Also the checkpointed JSON of
+condbench itself: valid after every benchmark, not only at the end.
 Usage: test_device_check.py SOURCE_DIR BUILD_DIR."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,6 +47,96 @@ class RequireGpu(unittest.TestCase):
         self.assertNotIn("[  SKIPPED ]", required.stdout)
 
 
+def budget(call):
+    """The rows of a call's printed budget: (step, limit or None for "rest", estimate), and the
+    deadline and reserve it states."""
+    printed = run(SCRIPT, "--budget", "--call", str(call))
+    assert printed.returncode == 0, printed.stderr
+    rows, deadline, reserve = [], None, None
+    for line in printed.stdout.splitlines():
+        step = re.match(r"^ {9}([a-z0-9-]+) +(\d+ s|rest) +(\d+) s  ", line)
+        if step and step.group(1) != "total":
+            rows.append((step.group(1), None if step.group(2) == "rest" else int(step.group(2)[:-2]),
+                         int(step.group(3))))
+        total = re.search(r"deadline (\d+) s, (\d+) s kept", line)
+        if total:
+            deadline, reserve = int(total.group(1)), int(total.group(2))
+    return rows, deadline, reserve
+
+
+class Budget(unittest.TestCase):
+    def test_every_step_gets_its_whole_limit_inside_its_call(self):
+        for call in (1, 2):
+            rows, deadline, reserve = budget(call)
+            self.assertTrue(rows and deadline and reserve, call)
+            limits = sum(limit for _, limit, _ in rows if limit is not None)
+            usable = deadline - reserve
+            self.assertLessEqual(limits, usable - 5, f"call {call}: the step limits outgrow the deadline")
+            self.assertLess(sum(estimate for *_, estimate in rows), usable, f"call {call}")
+            if any(limit is None for _, limit, _ in rows):  # "rest": what the limits leave, at least 30 s
+                self.assertGreaterEqual(usable - limits, 30, call)
+            # The device tool: at most 10 minutes a command, and both calls with a machine's start
+            # inside 15 minutes of device time.
+            self.assertLessEqual(deadline + 30, 600)
+        self.assertLessEqual(budget(1)[1] + 30 + budget(2)[1] + 30 + 120, 900)
+
+    def test_the_first_call_holds_the_results_in_order(self):
+        first = [name for name, *_ in budget(1)[0]]
+        second = [name for name, *_ in budget(2)[0]]
+        order = lambda prefix: [i for i, name in enumerate(first) if name.startswith(prefix)]
+        self.assertLess(max(order("gpu-tests-")), min(order("suite")))
+        self.assertLess(max(order("suite")), first.index("report"))
+        self.assertLess(first.index("report"), first.index("trace"))
+        self.assertIn("aoti-compile", second)
+        self.assertEqual(second[-1], "memcheck")
+
+    def test_every_step_the_script_runs_has_a_row(self):
+        script = read(SCRIPT)
+        table = script[script.index("<<'TABLE'"):script.index("\nTABLE\n")]
+        rows = {line.split()[1] for line in table.splitlines()[1:] if line.strip()}
+        used = set(re.findall(r"^\s*(?:if )?(?:step|gpu_tests|report) ([a-z0-9-]+)(?: |$)", script, re.M))
+        self.assertGreater(len(used), 15)
+        self.assertEqual(used - rows, set())
+        self.assertEqual(rows - used, set(), "a row no step uses")
+
+
+class UndeclaredSkips(unittest.TestCase):
+    """On the GPU machine a GPU-test step fails when a test skipped for a reason no strategy
+    declared: the script's own check (its heredoc, run here on real gtest output)."""
+
+    def check(self, log_text):
+        script = read(SCRIPT)
+        begin = script.index("skips=$(python3 - \"$logs/$name.log\" <<'PY'\n")
+        code = script[script.index("\n", begin) + 1:script.index("\nPY\n", begin)]
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "step.log")
+            with open(log, "w") as f:
+                f.write(log_text)
+            result = run(sys.executable, "-c", code, log)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        skipped, undeclared, *names = result.stdout.split()
+        return int(skipped), int(undeclared), names
+
+    def test_a_skip_for_want_of_a_gpu_is_undeclared(self):
+        tests = os.path.join(BUILD, "tests", "condbench_gpu_tests")
+        if gpu_visible():
+            self.skipTest("a GPU is visible here: these tests run")
+        plain = run(tests, "--gtest_filter=*cuda_native_graph_cond_default:FusedLaunch.*")
+        skipped, undeclared, names = self.check(plain.stdout)
+        self.assertEqual((skipped, undeclared), (5, 5), plain.stdout)  # 4 of the strategy, 1 of the kernel
+        self.assertIn("Strategies/CudaStrategies.EveryScenarioAndBatchMatchesTheReference/cuda_native_graph_cond_default",
+                      names)
+
+    def test_a_declared_skip_is_not(self):
+        log = ("[ RUN      ] Strategies/CudaStrategies.Counters/cuda_aoti_cond_default\n"
+               "tests/gpu/test_cuda_strategies.cpp:113: Skipped\n"
+               "unsupported: cuda/aoti/cond runs one row at a time\n\n"
+               "[  SKIPPED ] Strategies/CudaStrategies.Counters/cuda_aoti_cond_default (0 ms)\n"
+               "[ RUN      ] Strategies/CudaStrategies.Counters/cuda_native_fused_default\n"
+               "[       OK ] Strategies/CudaStrategies.Counters/cuda_native_fused_default (3 ms)\n")
+        self.assertEqual(self.check(log), (1, 0, []))
+
+
 class DryRun(unittest.TestCase):
     def test_prepare_then_dry_run(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -57,19 +149,20 @@ class DryRun(unittest.TestCase):
             manifest = read(os.path.join(bundle, "BUNDLE"))
             self.assertIn("torch=", manifest)
 
+            self.assertIn("of the tool's 64 MiB", prepared.stdout)
+
             dry = run(SCRIPT, "--dry-run", "--bundle", bundle, "--out", out)
             self.assertEqual(dry.returncode, 0, dry.stdout + dry.stderr)
-            self.assertIn("limit", dry.stdout)  # the budget table comes first
+            self.assertIn("call 1   step", dry.stdout)  # the budget table comes first
             # Exactly what the device tool can bring back: a few files, no folders.
             self.assertEqual(sorted(os.listdir(out)), ["device-check.tar.gz", "h200.json", "summary.txt"])
             summary = read(os.path.join(out, "summary.txt"))
             for part in ("recovery", "native", "torch", "graph-cond"):
                 self.assertIn(f"ok       gpu-tests-{part}", summary)
-            self.assertIn("skipped  memcheck: no GPU", summary)
             self.assertIn("skipped  trace: no GPU", summary)
-            self.assertIn("skipped  aoti: no GPU", summary)
             self.assertIn("ok       suite-cpu", summary)
             self.assertIn("ok       report", summary)
+            self.assertNotIn("memcheck", summary)  # the second call's
             result = json.loads(read(os.path.join(out, "h200.json")))
             names = {b["run_name"] for b in result["benchmarks"]}
             self.assertIn("early_exit/cpu/native/fused/exit:1/batch:1/hidden:64/blocks:3/real_time", names)
@@ -77,6 +170,21 @@ class DryRun(unittest.TestCase):
                 members = archive.getnames()
             self.assertTrue(any(m.endswith("logs/gpu-tests-graph-cond.log") for m in members), members)
             self.assertTrue(any(m.endswith("report/report.md") for m in members), members)
+
+            second = run(SCRIPT, "--dry-run", "--call", "2", "--bundle", bundle, "--out", out)
+            self.assertEqual(second.returncode, 0, second.stdout + second.stderr)
+            self.assertIn("call 2   step", second.stdout)
+            summary = read(os.path.join(out, "summary.txt"))
+            self.assertIn("skipped  aoti: no GPU", summary)
+            self.assertIn("skipped  memcheck: no GPU", summary)
+
+    def test_prepare_refuses_a_bundle_a_device_call_could_not_carry(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            prepared = run(SCRIPT, "--prepare", "--from-build", BUILD, "--bundle", os.path.join(tmp, "bundle"),
+                           env={**os.environ, "CONDBENCH_CARRY_LIMIT_MIB": "1"})
+            self.assertEqual(prepared.returncode, 1, prepared.stdout + prepared.stderr)
+            self.assertIn("over 1 MiB", prepared.stderr)
+            self.assertEqual(os.listdir(tmp), [])  # nothing left behind, not even the refused bundle
 
     def test_dry_run_without_a_bundle_fails_saying_so(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -91,6 +199,9 @@ class DryRun(unittest.TestCase):
         bad = run(SCRIPT, "--frobnicate")
         self.assertEqual(bad.returncode, 2)
         self.assertIn("unknown argument", bad.stderr)
+        bad = run(SCRIPT, "--call", "3")
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("--call must be 1 or 2", bad.stderr)
 
 
 class Checkpoint(unittest.TestCase):

@@ -24,6 +24,9 @@ struct InferenceCounters {
   // Not every strategy knows what it reads: NaN is "not known", and the runner then leaves the
   // counter out. A strategy that knows assigns it (adding to NaN stays NaN).
   double bytes_read = std::numeric_limits<double>::quiet_NaN();
+  // Blocks whose exit test the device ran, counted where it runs (in the exit test's kernel, or a
+  // captured add in a conditional body); NaN where not counted.
+  double blocks_run = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Who measures a counter.
@@ -66,6 +69,10 @@ inline constexpr CounterSpec kCounters[] = {
     {"bytes_read", "bytes", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::bytes_read, false,
      "bytes of weights and biases of the Linears computed, each once per inference whatever the batch, and the "
      "input: what an ideal cache would read from memory (the report's memory floor); absent where not known"},
+    {"blocks_run", "blocks", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::blocks_run, false,
+     "blocks whose exit test ran, counted on the device (device_flag reaches every block, its kernels returning "
+     "at once when no row is left): a conditional graph's proof that it skipped the rest; absent where not "
+     "counted"},
     {"flops_useful", "FLOPs", CounterSource::exit_ids, Averaging::per_inference, nullptr, false,
      "FLOPs of the Linears each row needed up to its own exit"},
     {"exit_mean", "exit id", CounterSource::exit_ids, Averaging::per_row, nullptr, false,

@@ -65,6 +65,9 @@ class Strategy {
   static constexpr bool kHostDecides = false;
   // ...an inference is one launch (a graph, or one kernel), plus the input copy on the torch engine.
   static constexpr bool kSingleLaunch = false;
+  // ...the device skips whole blocks (conditional graph nodes): its blocks_run counter is the
+  // deepest block any row reached, not every block.
+  static constexpr bool kSkipsBlocksOnDevice = false;
   // What was built ahead of the run for `config` on `device` (an AOTInductor package: when, by
   // what, how long it took), for the result file's context; nullopt when nothing was.
   static std::optional<std::string> build_note(const ModelConfig& config, Device device);
@@ -135,6 +138,7 @@ struct StrategyInfo {
   std::function<Unsupported(const ModelConfig&, Device, int64_t)> supports;
   bool host_decides = false;                                                         // Strategy::kHostDecides
   bool single_launch = false;                                                        // Strategy::kSingleLaunch
+  bool skips_blocks_on_device = false;                                               // Strategy::kSkipsBlocksOnDevice
   std::function<std::optional<std::string>(const ModelConfig&, Device)> build_note;  // Strategy::build_note
 
   std::string key() const;  // "cpu/torch/eager_host"
@@ -161,6 +165,6 @@ class StrategyRegistry {
                 "a strategy's summary is one line of 1 to 90 characters");                                             \
   static const bool CONDBENCH_CONCAT(condbench_registered_, __LINE__) = ::condbench::StrategyRegistry::instance().add( \
       {name, engine, device, summary, [] { return std::make_unique<Type>(device); }, &Type::supports,                  \
-       Type::kHostDecides, Type::kSingleLaunch, &Type::build_note})
+       Type::kHostDecides, Type::kSingleLaunch, Type::kSkipsBlocksOnDevice, &Type::build_note})
 
 }  // namespace condbench

@@ -53,6 +53,7 @@ __global__ void begin_kernel(InferenceState st, ConditionSink loop) {
   if (threadIdx.x == 0) {
     *st.active_count = st.batch;
     *st.stage = 0;
+    *st.blocks_run = 0;
     *st.flops = 0.0;
     if (loop.enabled) cudaGraphSetConditional(loop.handle, st.batch > 0 ? 1u : 0u);
   }
@@ -237,6 +238,7 @@ __global__ void exit_test_kernel(InferenceState st, const DeviceLinear* table, S
   *st.flops += 2.0 * (static_cast<double>(block_rows) * block.in * block.out +
                       static_cast<double>(head_rows) * head.in * head.out);
   *st.active_count = rows_left;
+  *st.blocks_run += 1;
   if (next.is_loop) *st.stage = s + 1;
   // Set on every launch: the handle has no default value.
   if (next.enabled)

@@ -137,8 +137,11 @@ Package::Package(const EarlyExitModel& model, Device device, const std::string& 
   if (const Unsupported why = package_unusable(config, device, module)) fail("aoti/" + module + ": " + *why);
   const std::string path = package_path(config, device, module);
   try {
+    // The single-threaded runner: one model, run on the caller's stream with no wait. The
+    // thread-safe one waits for the previous run's event before the next, so inferences enqueued
+    // behind a held stream (the harness's gpu_us) would block the host until the hold gave up.
     loader_ = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
-        path, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
+        path, "model", /*run_single_threaded=*/true, /*num_runners=*/1,
         /*device_index=*/device == Device::cuda ? 0 : -1);
   } catch (const std::exception& e) {
     const std::string what = e.what();

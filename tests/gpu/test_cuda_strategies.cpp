@@ -1,17 +1,26 @@
 // Every CUDA strategy, native and torch engine, on a GPU: one test per (strategy, config) pair —
 // so a strategy that fails cannot hide the others — over every scenario and batch {1, 7, 70, 200},
 // against the double-precision reference, plus the counters each must report and the re-pointing
-// of captured graphs at new inputs. Without a GPU every test skips with the reason.
+// of captured graphs at new inputs. Without a GPU every test skips with the reason; a strategy
+// that cannot run a config skips with "unsupported: " and its own reason (scripts/device-check
+// fails a step on any other skip).
 #include <gtest/gtest.h>
 
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <functional>
 #include <map>
 #include <tuple>
 
 #include "condbench/cuda/early_exit_kernels.h"
+#include "condbench/cuda/stream_hold.h"
 #include "condbench/flops.h"
 #include "condbench/workload.h"
 #include "gpu_test_support.h"
+#include "native/cuda/fused.h"
 #include "reference.h"
 
 namespace condbench {
@@ -44,8 +53,9 @@ class CudaStrategies : public ::testing::TestWithParam<Case> {
   void SetUp() override {
     skip_without_gpu();
     // An aoti strategy runs where its package was compiled (bench/python/aoti_compile.py --device=cuda).
-    if (const Unsupported why = info().unsupported(source().config, 1)) GTEST_SKIP() << *why;
+    if (const Unsupported why = info().unsupported(source().config, 1)) GTEST_SKIP() << "unsupported: " << *why;
   }
+  void check_counters(int64_t batch, bool clustered);
   // The test's batch, or a skip where the strategy cannot run it (aoti/cond takes one row).
   bool runs(int64_t batch) const { return !info().unsupported(source().config, batch); }
   const StrategyInfo& info() const { return *std::get<0>(GetParam()); }
@@ -108,49 +118,112 @@ TEST_P(CudaStrategies, EveryScenarioAndBatchMatchesTheReference) {
   }
 }
 
-TEST_P(CudaStrategies, CountersSayWhatTheStrategyDoes) {
+// FLOPs of computing rows in groups, each layer over every group holding a row that still runs
+// it: rows leaving at exit e run blocks and heads 1..min(e, blocks), and the final head when
+// e = blocks + 1. group_rows(outputs): the group size of a layer with that many outputs.
+double grouped_flops(const ModelConfig& config, const std::vector<int>& ids,
+                     const std::function<int(int)>& group_rows) {
+  const auto layer = [&](int outputs, double per_row, const std::function<bool(int)>& runs) {
+    const int g = group_rows(outputs);
+    double flops = 0;
+    for (size_t g0 = 0; g0 < ids.size(); g0 += g) {
+      const size_t end = std::min(ids.size(), g0 + g);
+      if (std::any_of(ids.begin() + g0, ids.begin() + end, runs)) flops += static_cast<double>(end - g0) * per_row;
+    }
+    return flops;
+  };
+  double flops = 0;
+  for (int k = 0; k < config.blocks; ++k) {
+    const auto reaches = [k](int id) { return id > k; };
+    flops +=
+        layer(config.hidden, block_flops(config, k), reaches) + layer(config.num_classes, head_flops(config), reaches);
+  }
+  return flops + layer(config.num_classes, head_flops(config), [&](int id) { return id == config.final_exit(); });
+}
+
+int multiprocessors() {
+  int device = 0, count = 0;
+  EXPECT_EQ(cudaGetDevice(&device), cudaSuccess);
+  EXPECT_EQ(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  return count;
+}
+
+// Rows per thread block of the fused kernel on this GPU.
+int fused_block_rows(int batch, const ModelConfig& config) {
+  int device = 0, limit = 0;
+  EXPECT_EQ(cudaGetDevice(&device), cudaSuccess);
+  EXPECT_EQ(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), cudaSuccess);
+  return cuda::fused_launch(batch, config.hidden, config.num_classes,
+                            static_cast<size_t>(limit) - cuda::fused_static_shared_bytes())
+      .rows;
+}
+
+// The counters of one batch: what the strategy declares (host waits, one launch, blocks skipped on
+// the device), what it computed, and for a native strategy the FLOPs of its row groups exactly.
+// clustered: the rows sorted by their exit under mix:uniform, so whole groups leave together and
+// the kernels' skip of a group that has left is exercised.
+void CudaStrategies::check_counters(int64_t batch, bool clustered) {
   const Config c = config();
-  if (!runs(7)) GTEST_SKIP() << info().key() << " runs one row at a time";
-  const auto workload = shared_workload(source(), 7);
-  const at::Tensor input = workload->batches()[0].to(at::kCUDA);
+  const auto workload = shared_workload(source(), batch);
+  at::Tensor input = workload->batches()[0];
+  if (clustered) {
+    const ReferenceResult mix =
+        pick_exits(reference_for(source()), workload->thresholds(Scenario::mix("uniform")), batch);
+    const at::Tensor exits = at::tensor(std::vector<int64_t>(mix.exit_id.begin(), mix.exit_id.end()));
+    input = input.index_select(0, at::argsort(exits, /*stable=*/true));
+  }
+  input = input.to(at::kCUDA).contiguous();
   auto strategy = info().make();
-  strategy->prepare(workload->model(), 7);
+  strategy->prepare(workload->model(), batch);
   for (const Scenario& scenario : {Scenario::forced(1), Scenario::mix("uniform"), Scenario::forced(c.blocks + 1)}) {
-    SCOPED_TRACE(scenario.str());
+    SCOPED_TRACE("batch=" + std::to_string(batch) + (clustered ? " clustered " : " ") + scenario.str());
     const std::vector<float> thresholds = workload->thresholds(scenario);
     strategy->run(input, thresholds);  // the thresholds' upload is not part of an inference
     strategy->finish();
     const Strategy::Observed observed = strategy->observed_run(input, thresholds);
     const InferenceCounters& counters = observed.counters;
-    const at::Tensor ids = observed.output.exit_id.to(at::kCPU);
+    const at::Tensor id_tensor = observed.output.exit_id.to(at::kCPU, at::kInt).contiguous();
+    const std::vector<int> ids(id_tensor.data_ptr<int>(), id_tensor.data_ptr<int>() + id_tensor.numel());
     double useful = 0;
-    int deepest = 0;
-    for (int64_t r = 0; r < ids.numel(); ++r) {
-      useful += useful_flops(workload->config(), ids[r].item<int>());
-      deepest = std::max(deepest, ids[r].item<int>());
-    }
-    const int tests_reached = std::min(deepest, c.blocks);
+    for (int id : ids) useful += useful_flops(workload->config(), id);
+    const int deepest = *std::max_element(ids.begin(), ids.end());
+    const int blocks_reached = std::min(deepest, c.blocks);
     EXPECT_LE(useful, counters.flops_executed * (1 + 1e-12));
+    // Which blocks ran, counted on the device: a conditional node stuck open would run them all
+    // and still give the right outputs.
+    if (info().skips_blocks_on_device) {
+      ASSERT_FALSE(std::isnan(counters.blocks_run)) << "a strategy that skips blocks on the device counts them";
+      EXPECT_EQ(counters.blocks_run, blocks_reached);
+    } else if (!std::isnan(counters.blocks_run)) {
+      EXPECT_EQ(counters.blocks_run, info().host_decides ? blocks_reached : c.blocks);
+    }
     if (info().engine == Engine::native) {
       EXPECT_EQ(counters.host_syncs, 0);
-      // At batch 7 every native kernel computes rows in groups of 4 (cuda::linear_group_rows; fused:
-      // 4 rows per block), each group as deep as its deepest row goes: the rows of groups that have
-      // all left are skipped.
-      ASSERT_EQ(cuda::linear_group_rows(7, c.hidden, 1 << 20), 4);
-      double grouped = 0;
-      for (int64_t g0 = 0; g0 < ids.numel(); g0 += 4) {
-        const int64_t end = std::min<int64_t>(ids.numel(), g0 + 4);
-        int group_deepest = 1;
-        for (int64_t r = g0; r < end; ++r) group_deepest = std::max(group_deepest, ids[r].item<int>());
-        grouped += static_cast<double>(end - g0) * useful_flops(workload->config(), group_deepest);
-      }
-      EXPECT_DOUBLE_EQ(counters.flops_executed, grouped);
+      // The stage kernels compute each layer in its own row groups (cuda::linear_group_rows: 64
+      // where the tiled kernel runs, else 4); fused computes each thread block's rows (4 from batch
+      // 4, where they fit in shared memory) as deep as the deepest of them goes.
+      const int sms = multiprocessors();
+      const int fused_rows = fused_block_rows(static_cast<int>(batch), workload->config());
+      const bool fused = info().name == "fused";
+      EXPECT_DOUBLE_EQ(counters.flops_executed, grouped_flops(workload->config(), ids, [&](int outputs) {
+                         return fused ? fused_rows : cuda::linear_group_rows(static_cast<int>(batch), outputs, sms);
+                       }));
     }
-    // What the strategy declares, its counters show (no strategy named here).
-    EXPECT_EQ(counters.host_syncs, info().host_decides ? tests_reached : 0);
+    EXPECT_EQ(counters.host_syncs, info().host_decides ? blocks_reached : 0);
     // One launch: a graph or the fused kernel, plus the input copy (an ATen call) on the torch engine.
     if (info().single_launch) EXPECT_EQ(counters.launches, info().engine == Engine::torch ? 2 : 1);
     EXPECT_GE(counters.launches, 1);
+  }
+}
+
+TEST_P(CudaStrategies, CountersSayWhatTheStrategyDoes) {
+  if (!runs(7)) GTEST_SKIP() << "unsupported: " << info().key() << " runs one row at a time";
+  check_counters(7, /*clustered=*/false);
+  // At hidden 4100 and batch 200 the tiled kernel runs the blocks in 64-row groups (on a GPU with
+  // up to 260 multiprocessors); clustered rows leave a whole group behind, which it must skip.
+  if (config().hidden == 4100) {
+    ASSERT_EQ(cuda::linear_group_rows(200, 4100, multiprocessors()), 64);
+    check_counters(200, /*clustered=*/true);
   }
 }
 
@@ -158,7 +231,7 @@ TEST_P(CudaStrategies, CountersSayWhatTheStrategyDoes) {
 // inputs stay alive together, so each has its own address and every re-pointing path runs
 // (the caching allocator would otherwise hand a freed input's block to the next).
 TEST_P(CudaStrategies, ANewInputIsPickedUp) {
-  if (!runs(7)) GTEST_SKIP() << info().key() << " runs one row at a time";
+  if (!runs(7)) GTEST_SKIP() << "unsupported: " << info().key() << " runs one row at a time";
   const auto workload = shared_workload(source(), 7);
   const std::vector<float> thresholds = workload->thresholds(Scenario::mix("uniform"));
   const std::vector<size_t> pool_batches = {3, 5, 3};
@@ -179,6 +252,33 @@ TEST_P(CudaStrategies, ANewInputIsPickedUp) {
   }
 }
 
+// gpu_us holds the strategy's stream with a spinning kernel while inferences are enqueued behind
+// it (bench/device_timing.cpp): a strategy that does not decide on the host must enqueue them
+// without waiting for the GPU, or the hold gives up after its timeout and the case loses gpu_us
+// (AOTInductor's thread-safe runner waited on the previous run's event).
+TEST_P(CudaStrategies, InferencesQueueBehindAHeldStream) {
+  if (info().host_decides) GTEST_SKIP() << "unsupported: " << info().key() << " waits on the host by design";
+  const auto workload = shared_workload(source(), 1);
+  const at::Tensor input = workload->batches()[0].to(at::kCUDA);
+  const std::vector<float> thresholds = workload->thresholds(Scenario::mix("uniform"));
+  auto strategy = info().make();
+  strategy->prepare(workload->model(), 1);
+  strategy->run(input, thresholds);
+  strategy->finish();
+  const auto stream = static_cast<cudaStream_t>(strategy->cuda_stream().value());
+  cuda::StreamHold hold(/*timeout_seconds=*/2.0);
+  hold.hold(stream);
+  try {
+    for (int i = 0; i < 3; ++i) strategy->run(input, thresholds);
+  } catch (...) {
+    hold.release();
+    throw;
+  }
+  hold.release();
+  strategy->finish();
+  EXPECT_FALSE(hold.timed_out()) << "the host waited for the GPU while the stream was held";
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, CudaStrategies,
                          ::testing::Combine(::testing::ValuesIn(strategies_on(Device::cuda)),
                                             ::testing::ValuesIn(kConfigs)),
@@ -187,6 +287,25 @@ INSTANTIATE_TEST_SUITE_P(Strategies, CudaStrategies,
 // The registry holds every CUDA strategy this test file knows about: a strategy that failed to
 // register would otherwise just have no tests.
 TEST(CudaRegistry, HoldsEveryCudaStrategy) { EXPECT_GE(strategies_on(Device::cuda).size(), 11u); }
+
+// The fused kernel's shared memory is all dynamic and all counted, so a model within a few bytes
+// of the device's limit falls back to one row per block (or is declared unsupported) instead of
+// failing to launch. The arithmetic runs anywhere; the kernel's own attributes need a GPU.
+TEST(FusedLaunch, CountsEveryByteOfSharedMemoryItUses) {
+  // hidden 64, 10 classes: per row two activation vectors and the logits, and 256 partial sums;
+  // then a flag per row and their count.
+  const size_t per_row = (2 * 64 + 10 + 256) * sizeof(float);
+  EXPECT_EQ(cuda::fused_launch(1, 64, 10, 1 << 20).shared_bytes, per_row + 2 * sizeof(int));
+  const size_t four = 4 * per_row + 5 * sizeof(int);
+  EXPECT_EQ(cuda::fused_launch(7, 64, 10, four).rows, 4);
+  EXPECT_EQ(cuda::fused_launch(7, 64, 10, four).shared_bytes, four);
+  EXPECT_EQ(cuda::fused_launch(7, 64, 10, four - 1).rows, 1);
+}
+
+TEST(FusedLaunch, DeclaresNoStaticSharedMemory) {
+  skip_without_gpu();
+  EXPECT_EQ(cuda::fused_static_shared_bytes(), 0u);
+}
 
 }  // namespace
 }  // namespace condbench::testing

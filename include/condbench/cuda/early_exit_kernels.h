@@ -25,6 +25,7 @@ struct InferenceState {
   int* active;              // [batch]: 1 while the row runs
   int* active_count;        // rows still running
   int* stage;               // the WHILE loop's stage counter
+  int* blocks_run;          // exit tests run, one per block: which blocks a conditional graph ran
   double* flops;            // Linear FLOPs executed (a counter read outside the timed region)
   const float* thresholds;  // [blocks]
   int batch, blocks, in_features, hidden_size, num_classes;

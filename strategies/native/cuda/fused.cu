@@ -3,6 +3,8 @@
 #include "condbench/exit_math.h"
 #include "native/cuda/fused.h"
 
+#include <algorithm>
+
 namespace condbench::cuda {
 
 namespace {
@@ -12,19 +14,23 @@ constexpr int kSlices = 8;
 constexpr int kThreads = kTileOutputs * kSlices;
 constexpr int kRowsPerBlock = 4;  // from this batch on, a block takes this many rows
 
-// A block's share of shared memory for Rows rows: two activation buffers and the logits of each
-// row, then the slices' partial sums.
+// A block's shared memory for Rows rows, all of it dynamic (the kernel declares none statically, so
+// this is the whole of what it asks for against the device's limit): the slices' partial sums,
+// each row's two activation buffers and logits, then each row's "still running" flag and their
+// count.
 struct SharedLayout {
-  size_t floats;
+  size_t floats, ints;
   static SharedLayout of(int rows, int hidden, int num_classes) {
-    return {static_cast<size_t>(rows) * (2 * static_cast<size_t>(hidden) + num_classes + kThreads)};
+    return {static_cast<size_t>(rows) * (2 * static_cast<size_t>(hidden) + num_classes + kThreads),
+            static_cast<size_t>(rows) + 1};
   }
-  size_t bytes() const { return floats * sizeof(float); }
+  size_t bytes() const { return floats * sizeof(float) + ints * sizeof(int); }
 };
 
 // One Linear for the block's rows, held in shared memory: 32 outputs at a time, the sum over i
 // split in 8 slices (math::linear_partial_rows, each weight loaded once for every row) and added
-// to the bias by the first slice's threads. Rows past `rows` read row 0's input and are not stored.
+// to the bias by the first slice's threads. The caller points rows past `rows` (a short last block)
+// at row 0's input: they are computed, since the row count is a template constant, and not stored.
 template <int Rows>
 __device__ void linear_in_block(const DeviceLinear& layer, const float* const* x, float* const* y, int rows, bool relu,
                                 float* partial) {
@@ -66,17 +72,20 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(InferenceState st, cons
   const int rows = min(Rows, st.batch - row0);
   float* partial = shared;
   // Row r's buffers: two activation vectors (stage s writes the one at s & 1), then its logits.
-  // Pointer arrays are filled per stage with constant indices, so they stay in registers.
+  // Pointer arrays are filled per stage with constant indices, so they stay in registers. A row
+  // past `rows` (a short last block) reads row 0's buffers, which are written, so no uninitialised
+  // shared memory is read; its own buffers are neither written nor read.
   auto own = [&](int r) { return shared + Rows * kThreads + static_cast<size_t>(r) * (2 * hidden + classes); };
   auto activation = [&](int s, int r) { return own(r) + (s & 1) * hidden; };
+  auto source = [&](int r) { return r < rows ? r : 0; };
   float* logits[Rows];
   const float* input[Rows];
   for (int r = 0; r < Rows; ++r) {
     logits[r] = own(r) + 2 * hidden;
-    input[r] = st.input + static_cast<size_t>(row0 + (r < rows ? r : 0)) * st.in_features;
+    input[r] = st.input + static_cast<size_t>(row0 + source(r)) * st.in_features;
   }
-  __shared__ int live[Rows];
-  __shared__ int live_rows;
+  int* live = reinterpret_cast<int*>(own(Rows));
+  int& live_rows = live[Rows];
   if (threadIdx.x < Rows) live[threadIdx.x] = threadIdx.x < rows;
   if (threadIdx.x == 0) live_rows = rows;
   __syncthreads();
@@ -90,13 +99,15 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(InferenceState st, cons
   };
   float* h[Rows];
   const float* x[Rows];
+  const float* hx[Rows];  // h as the head reads it
   for (int s = 0; s < st.blocks; ++s) {
     for (int r = 0; r < Rows; ++r) {  // a select per row: an array picked at run time would live in memory
       h[r] = activation(s, r);
-      x[r] = s == 0 ? input[r] : activation(s + 1, r < rows ? r : 0);  // (s - 1) & 1 == (s + 1) & 1
+      hx[r] = activation(s, source(r));
+      x[r] = s == 0 ? input[r] : activation(s + 1, source(r));  // (s - 1) & 1 == (s + 1) & 1
     }
     linear_in_block<Rows>(table[s], x, h, rows, true, partial);
-    linear_in_block<Rows>(table[st.blocks + s], h, logits, rows, false, partial);
+    linear_in_block<Rows>(table[st.blocks + s], hx, logits, rows, false, partial);
     const int r = threadIdx.x;
     if (r < rows && live[r] && math::exit_fires(math::max_softmax(own(r) + 2 * hidden, classes), st.thresholds[s]))
       leave(r, s + 1);
@@ -104,8 +115,8 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(InferenceState st, cons
     if (live_rows == 0) return;
     __syncthreads();  // every thread has read live_rows before a later exit test changes it
   }
-  for (int r = 0; r < Rows; ++r) h[r] = activation(st.blocks - 1, r);
-  linear_in_block<Rows>(table[2 * st.blocks], h, logits, rows, false, partial);
+  for (int r = 0; r < Rows; ++r) hx[r] = activation(st.blocks - 1, source(r));
+  linear_in_block<Rows>(table[2 * st.blocks], hx, logits, rows, false, partial);
   const int r = threadIdx.x;
   if (r < rows && live[r]) leave(r, st.blocks + 1);
 }
@@ -118,8 +129,16 @@ FusedLaunch fused_launch(int batch, int hidden, int num_classes, size_t shared_l
   return {1, SharedLayout::of(1, hidden, num_classes).bytes()};
 }
 
+size_t fused_static_shared_bytes() {
+  cudaFuncAttributes one{}, several{};
+  CONDBENCH_CUDA_CHECK(cudaFuncGetAttributes(&one, fused_kernel<1>));
+  CONDBENCH_CUDA_CHECK(cudaFuncGetAttributes(&several, fused_kernel<kRowsPerBlock>));
+  return std::max(one.sharedSizeBytes, several.sharedSizeBytes);
+}
+
 namespace {
-// The device's opt-in shared memory per block, or nullopt without a GPU.
+// The dynamic shared memory a block may ask for: the device's opt-in limit less what the kernel
+// declares statically (nothing, today), or nullopt without a GPU.
 std::optional<size_t> shared_limit() {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -129,7 +148,8 @@ std::optional<size_t> shared_limit() {
   int device = 0, limit = 0;
   CONDBENCH_CUDA_CHECK(cudaGetDevice(&device));
   CONDBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return static_cast<size_t>(limit);
+  const size_t fixed = fused_static_shared_bytes();
+  return static_cast<size_t>(limit) > fixed ? static_cast<size_t>(limit) - fixed : 0;
 }
 }  // namespace
 

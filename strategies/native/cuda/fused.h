@@ -17,6 +17,8 @@ struct FusedLaunch {
   size_t shared_bytes;
 };
 FusedLaunch fused_launch(int batch, int hidden, int num_classes, size_t shared_limit);
+// The shared memory the kernel declares statically (needs a GPU): counted against the limit.
+size_t fused_static_shared_bytes();
 // Why this GPU cannot run the kernel for a model (one row's activations do not fit in shared
 // memory), or nullopt; nullopt without a GPU.
 std::optional<std::string> fused_unsupported(int hidden, int num_classes);

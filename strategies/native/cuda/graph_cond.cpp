@@ -10,6 +10,7 @@ namespace {
 
 class GraphCondNative final : public GraphedNativeStrategy {
  public:
+  static constexpr bool kSkipsBlocksOnDevice = true;
   using GraphedNativeStrategy::GraphedNativeStrategy;
 
  protected:

@@ -9,6 +9,7 @@ namespace {
 
 class GraphWhile final : public GraphedNativeStrategy {
  public:
+  static constexpr bool kSkipsBlocksOnDevice = true;
   using GraphedNativeStrategy::GraphedNativeStrategy;
 
  protected:

@@ -16,7 +16,7 @@ void NativeCudaStrategy::prepare(const EarlyExitModel& model, int64_t batch) {
   threshold_upload_ = PinnedBuffer<float>(config.blocks);
   uploaded_thresholds_.clear();
   active_ = DeviceBuffer<int>(batch);
-  counts_ = DeviceBuffer<int>(2);
+  counts_ = DeviceBuffer<int>(3);
   flops_ = DeviceBuffer<double>(1);
   const auto options = at::TensorOptions().device(at::kCUDA, 0);
   exit_id_ = at::empty({batch}, options.dtype(at::kInt));
@@ -33,6 +33,7 @@ void NativeCudaStrategy::prepare(const EarlyExitModel& model, int64_t batch) {
   state_.active = active_.get();
   state_.active_count = counts_.get();
   state_.stage = counts_.get() + 1;
+  state_.blocks_run = counts_.get() + 2;
   state_.flops = flops_.get();
   state_.thresholds = thresholds_.get();
   state_.batch = static_cast<int>(batch);
@@ -71,9 +72,16 @@ double NativeCudaStrategy::executed_flops() const {
   return flops;
 }
 
+double NativeCudaStrategy::blocks_run() const {
+  int blocks = 0;
+  CONDBENCH_CUDA_CHECK(cudaMemcpy(&blocks, state_.blocks_run, sizeof(int), cudaMemcpyDeviceToHost));
+  return blocks;
+}
+
 void NativeCudaStrategy::do_read_device_counters(const ExitOutput& /*output*/, InferenceCounters& record) const {
   CONDBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   record.flops_executed = executed_flops();
+  record.blocks_run = blocks_run();
 }
 
 int64_t NativeCudaStrategy::enqueue_all_stages() {

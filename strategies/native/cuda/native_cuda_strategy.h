@@ -44,6 +44,8 @@ class NativeCudaStrategy : public Strategy {
 
   // FLOPs of the last inference; by default the kernels' own device counter.
   virtual double executed_flops() const;
+  // Blocks the last inference ran; by default the exit-test kernel's device counter.
+  virtual double blocks_run() const;
   const at::Tensor& exit_ids() const { return exit_id_; }
 
   // Every stage after begin, without conditionals: what device_flag launches and
@@ -54,7 +56,7 @@ class NativeCudaStrategy : public Strategy {
   Stream stream_;
   std::unique_ptr<DeviceModel> model_;
   DeviceBuffer<float> staged_input_, hidden_[2], thresholds_;
-  DeviceBuffer<int> active_, counts_;  // counts_: active_count, stage
+  DeviceBuffer<int> active_, counts_;  // counts_: active_count, stage, blocks_run
   DeviceBuffer<double> flops_;
   PinnedBuffer<float> threshold_upload_;
   std::vector<float> uploaded_thresholds_;

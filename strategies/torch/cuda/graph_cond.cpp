@@ -2,7 +2,9 @@
 // LibTorch ops inside the bodies — what torch.cond under CUDA-graph capture does in PyTorch 2.12+.
 // Stage 0 runs unconditionally and pre-sets every output to its exit's result; each later stage,
 // and finally the final head, sits in an IF nested in the previous one, taken only while some row
-// is undecided. A skipped body leaves outputs that are already right.
+// is undecided. A skipped body leaves outputs that are already right. Each block's stage also adds
+// one to a 4-byte device counter (one more tiny kernel per body), so the blocks_run counter shows
+// which bodies ran: outputs alone cannot, since a body run for nothing merges no row.
 //
 // Two routes to the IF nodes, chosen at configure time by a compile check (CMakeLists.txt; the
 // CONDBENCH_TORCH_CONDITIONAL_ROUTE option forces one), not by a version string:
@@ -36,6 +38,7 @@ namespace {
 class GraphCondTorch final : public TorchStrategy {
  public:
   static constexpr bool kSingleLaunch = true;
+  static constexpr bool kSkipsBlocksOnDevice = true;
   using TorchStrategy::TorchStrategy;
 
   void prepare(const EarlyExitModel& model, int64_t batch) override {
@@ -44,6 +47,7 @@ class GraphCondTorch final : public TorchStrategy {
     io_.allocate(config, batch);
     output() = {io_.exit_id, io_.logits};
     thresholds_.allocate(config.blocks);
+    blocks_run_ = at::zeros({1}, io_.exit_id.options().dtype(at::kInt));
 
     const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
     make_body_streams(config.blocks);
@@ -69,16 +73,17 @@ class GraphCondTorch final : public TorchStrategy {
     return output();
   }
 
-  // Which stages ran follows from the deepest exit taken, and each stage that ran computed every
-  // row of the batch.
+  // The blocks that ran, from the device's counter; each computed every row of the batch. The
+  // final head's body ran when some row took the final exit.
   void do_read_device_counters(const ExitOutput& /*output*/, InferenceCounters& record) const override {
     const ModelConfig& config = layers_->config();
     const at::Tensor ids = io_.exit_id.to(at::kCPU);
-    const int deepest = ids.numel() ? ids.max().item<int>() : 1;
+    const int blocks = blocks_run_.item<int>();
     double flops = 0;
-    for (int k = 0; k < std::min(deepest, config.blocks); ++k) flops += block_flops(config, k) + head_flops(config);
-    if (deepest == config.final_exit()) flops += head_flops(config);
+    for (int k = 0; k < blocks; ++k) flops += block_flops(config, k) + head_flops(config);
+    if (ids.numel() && ids.max().item<int>() == config.final_exit()) flops += head_flops(config);
     record.flops_executed = flops * static_cast<double>(ids.numel());
+    record.blocks_run = blocks;
   }
 
  private:
@@ -96,6 +101,10 @@ class GraphCondTorch final : public TorchStrategy {
     const at::Tensor h = layers_->block(s, x);
     const at::Tensor logits = layers_->head(s, h);
     const at::Tensor fire = at::softmax(logits, -1).amax(-1) > thresholds_.at(s);
+    if (s == 0)
+      blocks_run_.fill_(1);
+    else
+      blocks_run_.add_(1);
     if (s == 0) {
       io_.logits.copy_(logits);  // pre-set: right for rows leaving here, overwritten for the rest
       io_.exit_id.fill_(1);
@@ -192,6 +201,7 @@ class GraphCondTorch final : public TorchStrategy {
 
   std::shared_ptr<const TorchLayers> layers_;
   CapturedIO io_;
+  at::Tensor blocks_run_;  // int32 [1]: stages run by the last inference, written inside the graph
   DeviceThresholds thresholds_;
   std::vector<at::cuda::CUDAStream> levels_;  // the runtime route's body streams, as LibTorch sees them
 };
