@@ -26,7 +26,7 @@ constexpr FlagSpec kFlags[] = {
     {"--strategy", "NAME[,NAME...]", "strategies by name (default: all; --list shows them)"},
     {"--scenario", "S[,S...]", "exit:K or mix:early|uniform|late (default: every one of each depth)"},
     {"--batch", "N[,N...]", "rows per inference (default 1,64 for the mlp, 1,8 for the transformer)"},
-    {"--model", "mlp|transformer[,...]", "model families (default both; README, \"The model\")"},
+    {"--model", "mlp|transformer[,...]", "model families (default both; docs/models.md)"},
     {"--hidden", "N[,N...]", "mlp hidden width (default 64,1024)"},
     {"--d-model", "N[,N...]", "transformer width (default 256)"},
     {"--heads", "N", "transformer attention heads; a state_dict cannot say (default 4)"},
@@ -60,7 +60,7 @@ std::vector<std::string> flag_names(bool switches) {
 
 void print_flags(std::ostream& out) {
   out << "condbench: data-dependent exits of an early-exit model, written each way a PyTorch user can, under\n"
-         "Google Benchmark (README.md, \"Running\"). Flags take --name=value or --name value.\n\n"
+         "Google Benchmark (docs/running.md). Flags take --name=value or --name value.\n\n"
          "condbench's flags:\n";
   for (const FlagSpec& f : kFlags) {
     const std::string form = std::string(f.name) + (f.value ? std::string("=") + f.value : "");

@@ -878,7 +878,7 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
     doc.paragraph(
         "This run was disturbed, so this report gives no verdicts and no recommendations: its timings measure the "
         "machine "
-        "as much as the code. Rerun on a quiet machine (see \"Trusting the numbers\" in the README). "
+        "as much as the code. Rerun on a quiet machine (see docs/trusting.md). "
         "The evidence:");
     doc.bullets(check.evidence);
   }

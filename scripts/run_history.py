@@ -67,7 +67,7 @@ def move_aside(results, name):
 
 def point(results, name, target):
     """results/<name> -> runs/<target>, atomically; the link removed when the run has no such file.
-    Only this script's links are ever replaced or removed (the output policy, README)."""
+    Only this script's links are ever replaced or removed (the output policy, docs/input.md)."""
     link = os.path.join(results, name)
     if not move_aside(results, name):
         return

@@ -537,7 +537,7 @@ class BenchmarkOutput(unittest.TestCase):
             self.assertEqual(declared["cuda/native/graph_while"],
                              "one launch per inference; skips blocks on the device" + here)
         root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-        for doc in ["README.md", os.path.join("docs", "design.md")]:
+        for doc in [os.path.join("docs", "measured.md"), os.path.join("docs", "design.md")]:
             with open(os.path.join(root, doc)) as f:
                 rows = [[c.strip() for c in line.split("|")[1:4]] for line in f
                         if re.match(r"^\| `[a-z_]+` \| (cpu|cuda)", line)]
@@ -608,7 +608,7 @@ class Console(unittest.TestCase):
 
 
 class NvtxRanges(unittest.TestCase):
-    """The NVTX ranges scripts/profile and the README promise, as condbench-trace.so (--trace) records
+    """The NVTX ranges scripts/profile and docs/profiling.md promise, as condbench-trace.so (--trace) records
     them: domain condbench; "benchmarks" around the run, the benchmark's name around each of its
     runs (--nvtx=run), "inference" around each timed inference (iter), and "block i" / "exit test k"
     inside the inferences of a host-driven strategy (stage)."""
@@ -732,7 +732,7 @@ class Infer(unittest.TestCase):
     @unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
     def test_the_readmes_model_snippet_runs_as_written_and_agrees(self):
         root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-        with open(os.path.join(root, "README.md")) as f:
+        with open(os.path.join(root, "docs", "models.md")) as f:
             section = f.read().split("## The model\n")[1].split("\n## ")[0]
         snippet = section.split("```sh\n")[1].split("```")[0]
         with tempfile.TemporaryDirectory() as d:
@@ -743,7 +743,7 @@ class Infer(unittest.TestCase):
             result = subprocess.run(["bash", "-c", snippet], cwd=d, capture_output=True, text=True, timeout=300)
         self.assertEqual(result.returncode, 0, result.stderr)
         printed, answer = result.stdout.splitlines()[0], json.loads(result.stdout.splitlines()[1])
-        self.assertIn(printed, section)  # the README quotes what the module prints
+        self.assertIn(printed, section)  # the page quotes what the module prints
         self.assertTrue(answer["agree"])
         for s in answer["strategies"]:
             self.assertEqual(s["exit_ids"], json.loads(printed), s["strategy"])
@@ -813,7 +813,7 @@ class Infer(unittest.TestCase):
 
 class TransformerInterop(unittest.TestCase):
     """A user's early-exit encoder, built from torch.nn.TransformerEncoderLayer as they would write
-    it, saved with torch.save and checked against condbench-infer (README, "The model")."""
+    it, saved with torch.save and checked against condbench-infer (docs/models.md, "The model")."""
 
     @unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
     def test_a_users_encoder_runs_unchanged_and_agrees(self):

@@ -91,8 +91,8 @@ class PythonPeer(unittest.TestCase):
         agree_with_condbench_infer(self, runnable, rows, inputs, [], 1e-5)
 
     def test_the_questions_code_fails_as_the_readme_says_and_the_peers_module_works(self):
-        """README, "The question's code, made to work": if PyTorch changes what it accepts, this
-        fails and the README must change with it."""
+        """docs/peer.md, "The question's code, made to work": if PyTorch changes what it accepts,
+        this fails and the page must change with it."""
         torch.manual_seed(0)
         model = EarlyExitMLP(in_features=8, hidden=16, num_classes=4, blocks=2).eval()
         x, thresholds = torch.randn(1, 8), torch.tensor([0.2, 0.2])

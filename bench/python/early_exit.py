@@ -102,7 +102,7 @@ class NestedCond(nn.Module):
     nested once per exit; the innermost else branch returns the final head. Thresholds come as a
     tensor, so compiled versions serve every scenario without recompiling.
 
-    What the question's code had to change for torch.cond to accept it (README, "The question's
+    What the question's code had to change for torch.cond to accept it (docs/peer.md, "The question's
     code, made to work"; tests/test_python_peer.py checks each): the branches return tensors only
     (the exit id as a 0-d tensor, not a Python int in a dict), and none returns one of its inputs
     as is (logits.clone(): torch.cond refuses aliasing)."""

@@ -5,7 +5,7 @@
 // and when the process exits writes the ranges to $CONDBENCH_TRACE_OUT as Chrome trace-event JSON
 // (what Perfetto and chrome://tracing open): one complete event ("ph": "X") per range, its domain
 // as the category and its nesting depth in args. `condbench --trace=FILE` sets both variables; the
-// tests load it the same way to check the ranges scripts/profile and the README promise.
+// tests load it the same way to check the ranges scripts/profile and docs/profiling.md promise.
 //
 // condbench also hands it spans it timed itself, on tracks of their own (the GPU's, from CUDA
 // events): condbench_trace_span below, found with dlsym in the loaded library.

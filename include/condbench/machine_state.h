@@ -27,8 +27,7 @@ struct MachineState {
 MachineState read_machine_state(const std::string& root, int samples = 5, int interval_ms = 20, int self = 1);
 
 // The rule: the machine is busy when other work keeps more than half of its CPUs running. A
-// benchmark on a busy machine measures the scheduler as much as the code (see README, "Trusting
-// the numbers").
+// benchmark on a busy machine measures the scheduler as much as the code (see docs/trusting.md).
 constexpr double kBusyLoadPerCpu = 0.5;
 bool machine_busy(double other_load, int cpus);
 // Fewer CPUs free than threads the run uses: its parallel parts wait for a core.

@@ -33,7 +33,7 @@ void throw_if_interrupted();
 // Dies of `signal` with its default action (for main, after unwinding).
 [[noreturn]] void reraise(int signal);
 
-// The output policy of every condbench tool (README, "Untrusted input and limits"), checked before any
+// The output policy of every condbench tool (docs/input.md), checked before any
 // work starts, for all of a command's outputs at once:
 //   - an output file is absent or a regular file; an output folder is absent or a folder. A symbolic
 //     link, a device, a FIFO or a socket is refused, never followed or replaced;

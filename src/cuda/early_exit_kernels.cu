@@ -20,7 +20,7 @@ namespace {
 //   kernel), each input once per kTileOutputs outputs.
 //
 // Both compute whole groups of rows (kSlicedRows or kTileRows) and skip a group whose rows have
-// all left. Neither is cuBLAS: the README ("What is measured") says where they stop being a fair
+// all left. Neither is cuBLAS: docs/measured.md says where they stop being a fair
 // floor.
 constexpr int kSliceOutputs = 32;
 constexpr int kSlices = 8;

@@ -24,7 +24,7 @@ using Linear = cpu::PanelLinear<simd::kLanes>;
 
 // A Linear is split across LibTorch's intra-op threads (the ones --threads sets), in disjoint
 // panel ranges, when its multiply-adds over the active rows reach this; below it, waking a thread
-// costs more than it saves. Measured on the reference machine (README, "Floors"): with every Linear
+// costs more than it saves. Measured on the reference machine (docs/measured.md, "Floors"): with every Linear
 // split, two threads were slower up to 0.5 M multiply-adds per Linear and faster from 1 M.
 constexpr double kParallelMultiplyAdds = 1 << 20;
 
