@@ -101,15 +101,13 @@ class GraphCondTorch final : public TorchStrategy {
     const at::Tensor h = layers_->block(s, x);
     const at::Tensor logits = layers_->head(s, h);
     const at::Tensor fire = at::softmax(logits, -1).amax(-1) > thresholds_.at(s);
-    if (s == 0)
-      blocks_run_.fill_(1);
-    else
-      blocks_run_.add_(1);
     if (s == 0) {
+      blocks_run_.fill_(1);
       io_.logits.copy_(logits);  // pre-set: right for rows leaving here, overwritten for the rest
       io_.exit_id.fill_(1);
       io_.decided.copy_(fire);
     } else {
+      blocks_run_.add_(1);
       merge_exit(fire.logical_and(io_.decided.logical_not()), logits, s + 1, io_.logits, io_.exit_id, io_.decided);
     }
     return h;
