@@ -29,17 +29,9 @@ std::string BenchmarkCase::name() const {
       .label(strategy->name)
       .axis(axis.substr(0, colon), axis.substr(colon + 1))
       .axis("batch", std::to_string(batch));
-  // The mlp's names are those of every earlier result file; another family says which it is.
-  if (config.family == ModelFamily::mlp) {
-    name.axis("hidden", std::to_string(config.hidden));
-  } else {
-    name.axis("model", to_string(config.family))
-        .axis("d_model", std::to_string(config.d_model))
-        .axis("heads", std::to_string(config.heads))
-        .axis("ffn", std::to_string(config.ffn))
-        .axis("seq", std::to_string(config.seq));
-  }
-  return name.axis("blocks", std::to_string(config.blocks)).str();
+  // The model's axes: the mlp's are those of every earlier result file; another family says which it is.
+  for (const auto& [key, value] : config.name_axes()) name.axis(key, value);
+  return name.str();
 }
 
 namespace {

@@ -50,22 +50,7 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
   for (const auto& [key, entry] : models) {
     const auto workload = shared_workload(entry.first, 1);
     const ModelConfig& config = workload->config();
-    const bool mlp = config.family == ModelFamily::mlp;
-    // Built piece by piece: GCC 12 warns falsely (stringop-overflow) on one long chain of +.
-    std::string name;
-    auto add = [&name](const char* tag, int value) {
-      name += tag;
-      name += std::to_string(value);
-    };
-    if (mlp) {
-      add("h", config.hidden);
-    } else {
-      add("t", config.d_model);
-      add("-a", config.heads);
-      add("-f", config.ffn);
-      add("-s", config.seq);
-    }
-    add("-b", config.blocks);
+    const std::string name = config.tag();
     const fs::path out = fs::path(dir) / name;
     std::error_code ec;
     fs::create_directories(out, ec);
@@ -73,20 +58,14 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
     save_state_dict_file(workload->model()->state_dict(), (out / "weights.pt").string());
     save_tensor_file(workload->pool(), (out / "pool.pt").string());
     nlohmann::json meta;
-    if (mlp) {
-      meta["config"] = {{"in_features", config.in_features},
-                        {"hidden", config.hidden},
-                        {"num_classes", config.num_classes},
-                        {"blocks", config.blocks}};
-    } else {
-      meta["config"] = {{"family", to_string(config.family)},
-                        {"d_model", config.d_model},
-                        {"heads", config.heads},
-                        {"ffn", config.ffn},
-                        {"seq", config.seq},
-                        {"num_classes", config.num_classes},
-                        {"blocks", config.blocks}};
-    }
+    // The model for the peer (bench/python): its family, every size, and the benchmark-name axes
+    // its results carry.
+    nlohmann::json& described = meta["config"];
+    described["family"] = config.family->name();
+    for (const FamilyAxis& axis : config.family->axes()) described[axis.key] = config.size(axis.key);
+    described["num_classes"] = config.num_classes;
+    described["blocks"] = config.blocks;
+    meta["name_axes"] = config.name_axes();
     // What one row costs at full depth: the peer walks as much of the pool as condbench does.
     meta["full_model_flops"] = full_model_flops(config);
     meta["pool_rows"] = workload->pool().size(0);

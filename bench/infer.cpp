@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <map>
 
 #include "cli.h"
 #include "condbench/agreement.h"
@@ -32,14 +33,22 @@ struct Options {
   std::vector<std::string> strategies;
 };
 
-const char* const kUsage =
-    "usage: condbench-infer [--weights=FILE [--heads=N] | --seed=N [--model=mlp] --in-features=N --hidden=N\n"
-    "                        --num-classes=N --blocks=N | --seed=N --model=transformer --d-model=N --heads=N\n"
-    "                        --ffn=N --seq=N --num-classes=N --blocks=N]\n"
-    "                       [--input=FILE | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
-    "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
-    "  the family comes from the weights' keys; a transformer's heads cannot (--heads, default 4),\n"
-    "  its tokens per row come from --input ([rows, seq, d_model])\n";
+void print_usage(std::ostream& out) {
+  out << "usage: condbench-infer [--weights=FILE [SIZES] | --seed=N [--model=FAMILY] [SIZES] --num-classes=N --blocks=N]\n"
+         "                       [--input=FILE | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
+         "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
+         "  the family (default "
+      << model_families().front()->name()
+      << ") and its sizes, --SIZE=N each; with --weights the family comes from the keys and only the\n"
+         "  sizes marked * are given (the file cannot say them); those marked < can come from --input's shape:\n";
+  for (const ModelFamily* family : model_families()) {
+    out << "    " << family->name() << ":";
+    for (const FamilyAxis& axis : family->axes())
+      out << " " << axis.flag() << (axis.from_weights ? "" : "*") << (axis.input_dim >= 0 ? "<" : "") << " ("
+          << axis.help << ", default " << axis.fallback << ")";
+    out << "\n";
+  }
+}
 
 std::string shape_text(at::IntArrayRef sizes) {
   std::string text = "[";
@@ -47,73 +56,97 @@ std::string shape_text(at::IntArrayRef sizes) {
   return text + "]";
 }
 
+// The families that have the size `key`, the first one first.
+std::vector<std::string> owners_of(const std::string& key) {
+  std::vector<std::string> owners;
+  for (const ModelFamily* family : model_families())
+    if (family->axis(key)) owners.push_back(family->name());
+  return owners;
+}
+
+// "the transformer's": whose size `key` is.
+std::string whose(const std::string& key) {
+  std::string text;
+  for (const std::string& owner : owners_of(key)) text += (text.empty() ? "the " : " and the ") + owner + "'s";
+  return text;
+}
+
 Options parse_options(int argc, char** argv) {
-  const auto flags = cli::take_flags(
-      argc, argv,
-      {"--weights", "--seed", "--model", "--in-features", "--hidden", "--d-model", "--heads", "--ffn", "--seq",
-       "--num-classes", "--blocks", "--input", "--batch", "--input-seed", "--thresholds", "--device", "--strategy"},
-      {});
+  std::vector<std::string> names = {"--weights", "--seed", "--model", "--num-classes", "--blocks", "--input",
+                                    "--batch",   "--input-seed", "--thresholds", "--device", "--strategy"};
+  std::vector<const FamilyAxis*> axes;  // every family's sizes, each flag once
+  for (const ModelFamily* family : model_families())
+    for (const FamilyAxis& axis : family->axes())
+      if (std::find(names.begin(), names.end(), axis.flag()) == names.end()) {
+        names.push_back(axis.flag());
+        axes.push_back(&axis);
+      }
+  const auto flags = cli::take_flags(argc, argv, names, {});
   if (argc > 1) fail(std::string("unknown argument '") + argv[1] + "'");
-  auto given = [&](const char* name) { return flags.count(name) > 0; };
-  auto int_flag = [&](const char* name, int hi) {
+  auto given = [&](const std::string& name) { return flags.count(name) > 0; };
+  auto int_flag = [&](const std::string& name, int hi) {
     return static_cast<int>(cli::parse_int(name, flags.at(name), 1, hi));
   };
   Options options;
-  ModelConfig& config = options.source.config;
   at::Tensor input;
   if (given("--input")) {
     if (given("--batch") || given("--input-seed")) fail("--input: not with --batch or --input-seed");
     input = load_tensor_file(flags.at("--input"));
   }
-  if (given("--model")) {
-    const std::string family = flags.at("--model");
-    if (family == "transformer") {
-      config = ModelConfig::transformer();
-    } else if (family != "mlp") {
-      fail("--model: unknown model family '" + family + "' (mlp, transformer)");
-    }
+  std::map<std::string, int> sizes;  // by axis key, from the flags
+  std::map<std::string, std::string> flag_of;
+  for (const FamilyAxis* axis : axes) {
+    flag_of[axis->key] = axis->flag();
+    if (given(axis->flag())) sizes[axis->key] = int_flag(axis->flag(), axis->max);
   }
-  if (given("--heads")) config.heads = int_flag("--heads", 1024);
-  if (given("--seq")) config.seq = int_flag("--seq", 1 << 14);
   if (given("--weights")) {
-    for (const char* f :
-         {"--seed", "--model", "--in-features", "--hidden", "--d-model", "--ffn", "--num-classes", "--blocks"})
+    for (const char* f : {"--seed", "--model", "--num-classes", "--blocks"})
       if (given(f)) fail(std::string(f) + ": not with --weights (the file gives the model)");
+    for (const FamilyAxis* axis : axes)
+      if (given(axis->flag()) && axis->from_weights)
+        fail(axis->flag() + ": not with --weights (the file gives the model)");
     options.source.weights_path = flags.at("--weights");
-  } else if (config.family == ModelFamily::transformer) {
+    options.source.given = sizes;
+  } else {
+    ModelConfig& config = options.source.config;
+    try {
+      config = model_config(given("--model") ? flags.at("--model") : "mlp");
+    } catch (const Error& e) {
+      fail(std::string("--model: ") + e.what());
+    }
     if (given("--seed"))
       options.source.seed = static_cast<uint64_t>(cli::parse_int("--seed", flags.at("--seed"), 0, INT64_MAX));
-    for (const char* f : {"--in-features", "--hidden"})
-      if (given(f)) fail(std::string(f) + ": the mlp's; --model=transformer takes --d-model and --ffn");
-    if (given("--d-model")) config.d_model = int_flag("--d-model", 1 << 14);
-    config.ffn = given("--ffn") ? int_flag("--ffn", 1 << 16) : 4 * config.d_model;
+    for (const auto& [key, value] : sizes)
+      if (!config.has(key))
+        fail(flag_of.at(key) + ": " + whose(key) + "; add --model=" + owners_of(key)[0]);
+    for (const FamilyAxis& axis : config.family->axes())
+      if (sizes.count(axis.key))
+        config.set(axis.key, sizes.at(axis.key));
+      else if (!axis.scales_with.empty())
+        config.set(axis.key, axis.scale * config.size(axis.scales_with));
     if (given("--num-classes")) config.num_classes = int_flag("--num-classes", 1 << 16);
     if (given("--blocks")) config.blocks = int_flag("--blocks", 256);
     config.validate();
-  } else {
-    for (const char* f : {"--d-model", "--heads", "--ffn", "--seq"})
-      if (given(f)) fail(std::string(f) + ": the transformer's; add --model=transformer");
-    if (given("--seed"))
-      options.source.seed = static_cast<uint64_t>(cli::parse_int("--seed", flags.at("--seed"), 0, INT64_MAX));
-    if (given("--in-features"))
-      config.in_features = static_cast<int>(cli::parse_int("--in-features", flags.at("--in-features"), 1, 1 << 16));
-    if (given("--hidden"))
-      config.hidden = static_cast<int>(cli::parse_int("--hidden", flags.at("--hidden"), 1, 1 << 16));
-    if (given("--num-classes"))
-      config.num_classes = static_cast<int>(cli::parse_int("--num-classes", flags.at("--num-classes"), 1, 1 << 16));
-    if (given("--blocks")) config.blocks = static_cast<int>(cli::parse_int("--blocks", flags.at("--blocks"), 1, 256));
   }
-  config = shared_model(options.source)->config();
-  if (config.family == ModelFamily::mlp && (given("--heads") || given("--seq")))
-    fail(std::string(given("--heads") ? "--heads" : "--seq") + ": the transformer's; the model is an mlp");
-  // A transformer's tokens per row are the input's ([rows, seq, d_model], or [seq, d_model]).
-  if (config.family == ModelFamily::transformer && input.defined() && (input.dim() == 2 || input.dim() == 3)) {
-    const int tokens = static_cast<int>(input.size(input.dim() - 2));
-    if (tokens != config.seq) {
-      if (given("--seq"))
-        fail("--seq=" + std::to_string(config.seq) + ": the input holds " + std::to_string(tokens) +
-             " tokens per row; drop --seq");
-      config.seq = tokens;
+  ModelConfig config = shared_model(options.source)->config();
+  for (const auto& [key, value] : sizes)
+    if (!config.has(key)) fail(flag_of.at(key) + ": " + whose(key) + "; this model is of the " +
+                               config.family->name() + " family");
+  // A size an input row's shape holds (a transformer's tokens per row) is the input's.
+  const std::vector<int64_t> row = config.row_shape();
+  if (input.defined() && (input.dim() == static_cast<int64_t>(row.size()) ||
+                          input.dim() == static_cast<int64_t>(row.size()) + 1)) {
+    for (const FamilyAxis& axis : config.family->axes()) {
+      if (axis.input_dim < 0) continue;
+      const int held = static_cast<int>(input.size(input.dim() - static_cast<int64_t>(row.size()) + axis.input_dim));
+      if (held == config.size(axis.key)) continue;
+      if (sizes.count(axis.key))
+        fail(axis.flag() + "=" + std::to_string(config.size(axis.key)) + ": the input holds " + std::to_string(held) +
+             " " + axis.help + "; drop " + axis.flag());
+      if (options.source.weights_path.empty())
+        options.source.config.set(axis.key, held);
+      else
+        options.source.given[axis.key] = held;
       config = shared_model(options.source)->config();
     }
   }
@@ -233,7 +266,7 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
-      std::cout << condbench::kUsage;
+      condbench::print_usage(std::cout);
       return 0;
     }
   try {

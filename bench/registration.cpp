@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "condbench/error.h"
+#include "condbench/family.h"
 
 namespace condbench {
 
@@ -25,17 +26,11 @@ constexpr FlagSpec kFlags[] = {
     {"--device", "cpu|cuda|all", "devices to run (default: cpu, and cuda where a GPU is)"},
     {"--strategy", "NAME[,NAME...]", "strategies by name (default: all; --list shows them)"},
     {"--scenario", "S[,S...]", "exit:K or mix:early|uniform|late (default: every one of each depth)"},
-    {"--batch", "N[,N...]", "rows per inference (default 1,64 for the mlp, 1,8 for the transformer)"},
-    {"--model", "mlp|transformer[,...]", "model families (default both; docs/models.md)"},
-    {"--hidden", "N[,N...]", "mlp hidden width (default 64,1024)"},
-    {"--d-model", "N[,N...]", "transformer width (default 256)"},
-    {"--heads", "N", "transformer attention heads; a state_dict cannot say (default 4)"},
-    {"--ffn", "N", "transformer feed-forward width (default 4 x d_model)"},
-    {"--seq", "N", "transformer tokens per row (default 32)"},
-    {"--blocks", "N[,N...]", "the model's depth: mlp blocks, transformer layers (default 3 and 6)"},
+    {"--batch", "N[,N...]", "rows per inference (default: the family's; see its sizes below)"},
+    {"--model", "FAMILY[,...]", "model families (default: all; docs/models.md)"},
+    {"--blocks", "N[,N...]", "the model's depth: blocks, or layers (default: the family's)"},
     {"--weights", "FILE", "a PyTorch state_dict (torch.save); family and sizes come from it (default: seeded weights)"},
-    {"--full", nullptr,
-     "the full grid: mlp batch 1,8,64,512, hidden 64,256,1024,4096, blocks 3,12; BERT-base transformer too"},
+    {"--full", nullptr, "the full grid: every family's full sweep of sizes, depths and batches (below)"},
     {"--threads", "N", "LibTorch's intra-op threads (default: LibTorch's choice)"},
     {"--nvtx", "off|run|iter|stage", "NVTX ranges for Nsight Systems (default off)"},
     {"--trace", "FILE", "the NVTX ranges as a Chrome trace for Perfetto, without Nsight (--nvtx=stage unless given)"},
@@ -49,11 +44,35 @@ constexpr FlagSpec kFlags[] = {
     {"--list", nullptr, "the strategies, what they declare, and what they cannot run here; run nothing"},
 };
 
+// The flags of every family's sizes (--hidden, --d-model, ...), each once, in family order.
+std::vector<std::string> size_flags() {
+  std::vector<std::string> flags;
+  for (const ModelFamily* family : model_families())
+    for (const FamilyAxis& axis : family->axes())
+      if (std::find(flags.begin(), flags.end(), axis.flag()) == flags.end()) flags.push_back(axis.flag());
+  return flags;
+}
+
 std::vector<std::string> flag_names(bool switches) {
   std::vector<std::string> names;
   for (const FlagSpec& f : kFlags)
     if ((f.value == nullptr) == switches) names.emplace_back(f.name);
+  if (!switches)
+    for (const std::string& flag : size_flags()) names.push_back(flag);
   return names;
+}
+
+std::string joined(const std::vector<int>& values) {
+  std::string text;
+  for (const int v : values) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(v);  // (apart: GCC 12 warns falsely on `"," + std::to_string(v)`)
+  }
+  return text;
+}
+
+std::string joined(const std::vector<int64_t>& values) {
+  return joined(std::vector<int>(values.begin(), values.end()));
 }
 
 }  // namespace
@@ -62,96 +81,103 @@ void print_flags(std::ostream& out) {
   out << "condbench: data-dependent exits of an early-exit model, written each way a PyTorch user can, under\n"
          "Google Benchmark (docs/running.md). Flags take --name=value or --name value.\n\n"
          "condbench's flags:\n";
-  for (const FlagSpec& f : kFlags) {
-    const std::string form = std::string(f.name) + (f.value ? std::string("=") + f.value : "");
-    out << "  " << form << std::string(form.size() < 32 ? 32 - form.size() : 1, ' ') << f.help << "\n";
+  const auto line = [&out](const std::string& form, const std::string& help) {
+    out << "  " << form << std::string(form.size() < 32 ? 32 - form.size() : 1, ' ') << help << "\n";
+  };
+  for (const FlagSpec& f : kFlags) line(std::string(f.name) + (f.value ? std::string("=") + f.value : ""), f.help);
+  for (const ModelFamily* family : model_families()) {
+    out << "\nThe " << family->name() << " family (--model=" << family->name() << "): " << family->summary()
+        << ".\n  blocks " << joined(family->runs_blocks(false)) << " (--full " << joined(family->runs_blocks(true))
+        << "), batch " << joined(family->runs_batches(false)) << " (--full " << joined(family->runs_batches(true))
+        << ")\n";
+    for (const FamilyAxis& axis : family->axes()) {
+      std::string fallback = axis.runs.empty() ? std::to_string(axis.fallback) : joined(axis.runs);
+      if (!axis.full_runs.empty()) fallback += "; --full " + joined(axis.full_runs);
+      if (!axis.scales_with.empty())
+        fallback = std::to_string(axis.scale) + " x " + axis.scales_with;
+      line(axis.flag() + "=N[,N...]", axis.help + " (default " + fallback + ")");
+    }
   }
   out << "\nGoogle Benchmark's flags:\n";
 }
 
 namespace {
 
-std::vector<ModelFamily> parse_families(const std::string& flag, const std::string& text) {
-  std::vector<ModelFamily> families;
+std::vector<const ModelFamily*> parse_families(const std::string& flag, const std::string& text) {
+  std::vector<const ModelFamily*> families;
   for (const std::string& name : cli::split_list(flag, text)) {
-    if (name == "mlp") {
-      families.push_back(ModelFamily::mlp);
-    } else if (name == "transformer") {
-      families.push_back(ModelFamily::transformer);
-    } else {
-      fail(flag + ": unknown model family '" + name + "' (mlp, transformer)");
+    try {
+      families.push_back(&model_family(name));
+    } catch (const Error& e) {
+      fail(flag + ": " + e.what());
     }
   }
   return families;
 }
 
-bool selects(const std::vector<ModelFamily>& families, ModelFamily family) {
-  return std::find(families.begin(), families.end(), family) != families.end();
+// Every combination of the values of `lists`, the first list's values outermost.
+std::vector<std::vector<int>> combinations(const std::vector<std::vector<int>>& lists) {
+  std::vector<std::vector<int>> out = {{}};
+  for (const std::vector<int>& values : lists) {
+    std::vector<std::vector<int>> next;
+    for (const std::vector<int>& prefix : out)
+      for (const int v : values) {
+        next.push_back(prefix);
+        next.back().push_back(v);
+      }
+    out = std::move(next);
+  }
+  return out;
 }
 
-// The models the flags select, each with its batches (docs/design.md §4).
+// The models the flags select, each with its batches (docs/design.md §4): for each family, every
+// combination of its depths and sizes (a size's flag, else its sweep), the depth outermost.
 std::vector<ModelSelection> select_models(const std::map<std::string, std::string>& flags, bool full,
-                                          const std::vector<ModelFamily>& families) {
-  auto given = [&](const char* name) { return flags.count(name) > 0; };
-  auto ints = [&](const char* name, std::vector<int64_t> otherwise, int64_t hi) {
-    return given(name) ? cli::parse_int_list(name, flags.at(name), 1, hi) : otherwise;
-  };
-  auto one = [&](const char* name, int64_t otherwise, int64_t hi) {
-    return static_cast<int>(given(name) ? cli::parse_int(name, flags.at(name), 1, hi) : otherwise);
-  };
-  for (const char* flag : {"--hidden"})
-    if (given(flag) && !selects(families, ModelFamily::mlp))
-      fail(std::string(flag) + ": sets the mlp; --model does not select it");
-  for (const char* flag : {"--d-model", "--heads", "--ffn", "--seq"})
-    if (given(flag) && !selects(families, ModelFamily::transformer))
-      fail(std::string(flag) + ": sets the transformer; --model does not select it");
-
-  std::vector<ModelSelection> models;
+                                          const std::vector<const ModelFamily*>& families) {
+  auto given = [&](const std::string& name) { return flags.count(name) > 0; };
+  for (const std::string& flag : size_flags()) {
+    if (!given(flag)) continue;
+    std::string owners;  // "the transformer"
+    bool selected = false;
+    for (const ModelFamily* family : model_families())
+      for (const FamilyAxis& axis : family->axes())
+        if (axis.flag() == flag) {
+          owners += (owners.empty() ? "the " : " and the ") + family->name();
+          selected |= std::find(families.begin(), families.end(), family) != families.end();
+        }
+    if (!selected) fail(flag + ": sets " + owners + "; --model does not select it");
+  }
   const std::vector<int64_t> batches =
       given("--batch") ? cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 20) : std::vector<int64_t>{};
-  if (selects(families, ModelFamily::mlp)) {
-    const auto hidden =
-        ints("--hidden", full ? std::vector<int64_t>{64, 256, 1024, 4096} : std::vector<int64_t>{64, 1024}, 1 << 16);
-    const auto blocks = ints("--blocks", full ? std::vector<int64_t>{3, 12} : std::vector<int64_t>{3}, 256);
-    const std::vector<int64_t> mlp_batches = !batches.empty() ? batches
-                                             : full           ? std::vector<int64_t>{1, 8, 64, 512}
-                                                              : std::vector<int64_t>{1, 64};
-    for (int64_t b : blocks)
-      for (int64_t h : hidden) {
-        ModelSelection m;
-        m.config.hidden = static_cast<int>(h);
-        m.config.blocks = static_cast<int>(b);
-        m.batches = mlp_batches;
-        models.push_back(m);
-      }
-  }
-  if (selects(families, ModelFamily::transformer)) {
-    const auto widths = ints("--d-model", {ModelConfig::transformer().d_model}, 1 << 14);
-    const auto blocks = ints("--blocks", {ModelConfig::transformer().blocks}, 256);
-    const std::vector<int64_t> transformer_batches = !batches.empty() ? batches : std::vector<int64_t>{1, 8};
-    for (int64_t b : blocks)
-      for (int64_t d : widths) {
-        ModelSelection m;
-        m.config = ModelConfig::transformer();
-        m.config.d_model = static_cast<int>(d);
-        m.config.heads = one("--heads", m.config.heads, 1024);
-        m.config.ffn = one("--ffn", 4 * d, 1 << 16);
-        m.config.seq = one("--seq", m.config.seq, 1 << 14);
-        m.config.blocks = static_cast<int>(b);
-        m.batches = transformer_batches;
-        models.push_back(m);
-      }
-    if (full) {  // BERT-base's encoder: what an early-exit model people ship (DeeBERT) exits between
-      ModelSelection bert;
-      bert.config = ModelConfig::transformer();
-      bert.config.d_model = 768;
-      bert.config.heads = 12;
-      bert.config.ffn = 3072;
-      bert.config.blocks = 12;
-      bert.config.seq = 128;
-      bert.batches = transformer_batches;
-      models.push_back(bert);
+  std::vector<ModelSelection> models;
+  for (const ModelFamily* family : families) {
+    auto values = [&](const std::string& flag, int hi, std::vector<int> otherwise) {
+      if (!given(flag)) return otherwise;
+      std::vector<int> parsed;
+      for (const int64_t v : cli::parse_int_list(flag, flags.at(flag), 1, hi)) parsed.push_back(static_cast<int>(v));
+      return parsed;
+    };
+    std::vector<std::vector<int>> lists = {values("--blocks", 256, family->runs_blocks(full))};
+    for (const FamilyAxis& axis : family->axes()) {
+      const std::vector<int> sweep = full && !axis.full_runs.empty() ? axis.full_runs
+                                     : !axis.runs.empty()            ? axis.runs
+                                                                     : std::vector<int>{axis.fallback};
+      // 0: scaled from another axis below, unless the flag says
+      lists.push_back(values(axis.flag(), axis.max, axis.scales_with.empty() ? sweep : std::vector<int>{0}));
     }
+    for (const std::vector<int>& combination : combinations(lists)) {
+      ModelSelection m;
+      m.config = family->config();
+      m.config.blocks = combination[0];
+      std::copy(combination.begin() + 1, combination.end(), m.config.sizes.begin());
+      for (const FamilyAxis& axis : family->axes())
+        if (m.config.size(axis.key) == 0) m.config.set(axis.key, axis.scale * m.config.size(axis.scales_with));
+      m.batches = !batches.empty() ? batches : family->runs_batches(full);
+      models.push_back(m);
+    }
+    if (full)
+      for (const ModelConfig& extra : family->full_extras())
+        models.push_back({extra, !batches.empty() ? batches : family->runs_batches(full)});
   }
   for (const ModelSelection& m : models) m.config.validate();
   return models;
@@ -161,7 +187,7 @@ std::vector<ModelSelection> select_models(const std::map<std::string, std::strin
 
 RunnerOptions parse_runner_options(int& argc, char** argv) {
   const auto flags = cli::take_flags(argc, argv, flag_names(false), flag_names(true));
-  auto given = [&](const char* name) { return flags.count(name) > 0; };
+  auto given = [&](const std::string& name) { return flags.count(name) > 0; };
   RunnerOptions options;
   options.full = given("--full");
   options.require_quiet = given("--require-quiet");
@@ -199,36 +225,43 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   if (given("--threads"))
     options.threads = static_cast<int>(cli::parse_int("--threads", flags.at("--threads"), 1, 1024));
   if (given("--weights")) {
-    for (const char* sized : {"--hidden", "--blocks", "--d-model", "--ffn", "--model"})
-      if (given(sized)) fail(std::string("--weights: the model's family and sizes come from the file; drop ") + sized);
+    // A file gives its family and every size its shapes hold; a flag may give the others.
     options.weights = flags.at("--weights");
-    // Read now, so an unreadable or malformed file is a flag error, not a skipped benchmark.
+    for (const char* flag : {"--blocks", "--model"})
+      if (given(flag)) fail(std::string("--weights: the model's family and sizes come from the file; drop ") + flag);
+    for (const ModelFamily* family : model_families())
+      for (const FamilyAxis& axis : family->axes()) {
+        if (!given(axis.flag())) continue;
+        if (axis.from_weights)
+          fail("--weights: the model's family and sizes come from the file; drop " + axis.flag());
+        options.weights_given[axis.key] =
+            static_cast<int>(cli::parse_int(axis.flag(), flags.at(axis.flag()), 1, axis.max));
+      }
     ModelSource source;
     source.weights_path = options.weights;
-    source.config.heads = static_cast<int>(given("--heads") ? cli::parse_int("--heads", flags.at("--heads"), 1, 1024)
-                                                            : source.config.heads);
-    source.config.seq =
-        static_cast<int>(given("--seq") ? cli::parse_int("--seq", flags.at("--seq"), 1, 1 << 14) : source.config.seq);
+    source.given = options.weights_given;
+    // Read now, so an unreadable or malformed file is a flag error, not a skipped benchmark.
     ModelSelection m;
     m.config = shared_model(source)->config();
-    const bool mlp = m.config.family == ModelFamily::mlp;
-    if (mlp && (given("--heads") || given("--seq")))
-      fail(std::string("--weights: the file holds an mlp; --heads and --seq are the transformer's"));
+    for (const auto& [key, value] : source.given)
+      if (!m.config.has(key))
+        fail("--weights: the file holds a " + m.config.family->name() + " model, which has no " + key + "; drop --" +
+             key);
     m.batches = given("--batch") ? cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 20)
-                : mlp            ? std::vector<int64_t>{1, 64}
-                                 : std::vector<int64_t>{1, 8};
+                                 : m.config.family->runs_batches(false);
     options.models = {m};
   } else {
     // Without --model, a family's own sizes select it alone (--hidden: the mlp; --d-model, --heads,
     // --ffn, --seq: the transformer), so a command line of the mlp runs what it always ran.
-    std::vector<ModelFamily> families;
+    std::vector<const ModelFamily*> families;
     if (given("--model")) {
       families = parse_families("--model", flags.at("--model"));
     } else {
-      if (given("--hidden")) families.push_back(ModelFamily::mlp);
-      for (const char* flag : {"--d-model", "--heads", "--ffn", "--seq"})
-        if (given(flag) && !selects(families, ModelFamily::transformer)) families.push_back(ModelFamily::transformer);
-      if (families.empty()) families = {ModelFamily::mlp, ModelFamily::transformer};
+      for (const ModelFamily* family : model_families())
+        for (const FamilyAxis& axis : family->axes())
+          if (given(axis.flag()) && std::find(families.begin(), families.end(), family) == families.end())
+            families.push_back(family);
+      if (families.empty()) families = model_families();
     }
     options.models = select_models(flags, options.full, families);
   }
@@ -265,6 +298,7 @@ std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
     ModelSource source;
     source.weights_path = options.weights;
     source.config = model.config;
+    source.given = options.weights_given;
     const int blocks = model.config.blocks;
     const std::vector<Scenario> scenarios = options.scenarios.empty() ? all_scenarios(blocks) : options.scenarios;
     for (int64_t batch : model.batches)

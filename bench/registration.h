@@ -1,5 +1,6 @@
 #pragma once
 // The project flags of condbench (docs/design.md §4) and the benchmarks they register with Google Benchmark.
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -19,10 +20,11 @@ struct RunnerOptions {
   std::vector<Device> devices;
   std::vector<std::string> strategies;  // empty: all
   std::vector<Scenario> scenarios;      // empty: all of each model depth
-  // Default: the mlp at hidden 64 and 1024, 3 blocks, batch 1 and 64; the transformer at its
-  // default sizes, 6 layers, batch 1 and 8 (its inferences cost ~10^4 times the mlp's).
+  // Default: every family's sweep (ModelFamily's runs: the mlp at hidden 64 and 1024, 3 blocks,
+  // batch 1 and 64; the transformer at its default sizes, 6 layers, batch 1 and 8).
   std::vector<ModelSelection> models;
   std::string weights;
+  std::map<std::string, int> weights_given;  // with --weights: the sizes the file cannot say, from flags
   nvtx::Level nvtx = nvtx::Level::off;
   bool full = false;
   int threads = 0;             // 0: LibTorch's default

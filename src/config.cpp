@@ -1,40 +1,63 @@
 #include "condbench/config.h"
 
+#include <algorithm>
+
 #include "condbench/error.h"
+#include "condbench/family.h"
 
 namespace condbench {
 
 namespace {
 constexpr double kMaxWeights = 2147483648.0;  // 2^31 floats: 8 GiB
 
-void check_range(const char* field, int value, int lo, int hi) {
+void check_range(const std::string& field, int value, int lo, int hi) {
   if (value < lo || value > hi)
-    fail(std::string(field) + " must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " +
-         std::to_string(value));
+    fail(field + " must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + std::to_string(value));
+}
+
+const ModelFamily& family_of(const ModelConfig& config) {
+  if (config.family == nullptr) fail("a model config without a family (model_config(name) makes one)");
+  return *config.family;
+}
+
+size_t axis_index(const ModelConfig& config, std::string_view key) {
+  const auto& axes = family_of(config).axes();
+  const auto it = std::find_if(axes.begin(), axes.end(), [&](const FamilyAxis& a) { return a.key == key; });
+  if (it == axes.end()) fail("the " + config.family->name() + " family has no size '" + std::string(key) + "'");
+  return static_cast<size_t>(it - axes.begin());
 }
 }  // namespace
 
-const char* to_string(ModelFamily family) {
-  switch (family) {
-    case ModelFamily::mlp:
-      return "mlp";
-    case ModelFamily::transformer:
-      return "transformer";
-  }
-  return "?";
+std::string FamilyAxis::flag() const {
+  std::string flag = "--" + key;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
 }
 
-ModelConfig ModelConfig::transformer() {
-  ModelConfig c;
-  c.family = ModelFamily::transformer;
-  c.blocks = 6;
-  return c;
+const FamilyAxis* ModelFamily::axis(std::string_view key) const {
+  for (const FamilyAxis& a : axes_)
+    if (a.key == key) return &a;
+  return nullptr;
 }
 
-std::vector<int64_t> ModelConfig::row_shape() const {
-  if (family == ModelFamily::mlp) return {in_features};
-  return {seq, d_model};
+ModelConfig ModelFamily::config() const {
+  ModelConfig config;
+  config.family = this;
+  config.blocks = default_blocks();
+  for (const FamilyAxis& a : axes_) config.sizes.push_back(a.fallback);
+  return config;
 }
+
+int ModelConfig::size(std::string_view key) const { return sizes.at(axis_index(*this, key)); }
+
+ModelConfig& ModelConfig::set(std::string_view key, int value) {
+  sizes.at(axis_index(*this, key)) = value;
+  return *this;
+}
+
+bool ModelConfig::has(std::string_view key) const { return family_of(*this).axis(key) != nullptr; }
+
+std::vector<int64_t> ModelConfig::row_shape() const { return family_of(*this).row_shape(*this); }
 
 std::vector<int64_t> ModelConfig::input_shape(int64_t batch) const {
   std::vector<int64_t> shape = row_shape();
@@ -48,24 +71,23 @@ int64_t ModelConfig::row_elements() const {
   return n;
 }
 
+int ModelConfig::width() const { return family_of(*this).width(*this); }
+
 void ModelConfig::validate() const {
+  const ModelFamily& family = family_of(*this);
+  if (sizes.size() != family.axes().size())
+    fail("a " + family.name() + " config holds " + std::to_string(sizes.size()) + " sizes, expected " +
+         std::to_string(family.axes().size()));
   // Upper bounds keep a typo from allocating tens of gigabytes; they are far above any sweep.
   check_range("num_classes", num_classes, 1, 1 << 16);
   check_range("blocks", blocks, 1, 256);
-  double weights = 0;  // the large matrices: what a typo in a size makes huge
-  if (family == ModelFamily::mlp) {
-    check_range("in_features", in_features, 1, 1 << 16);
-    check_range("hidden", hidden, 1, 1 << 16);
-    weights = (static_cast<double>(in_features) + (blocks - 1.0) * hidden + (blocks + 1.0) * num_classes) * hidden;
-  } else {
-    check_range("d_model", d_model, 1, 1 << 14);
-    check_range("heads", heads, 1, 1024);
-    check_range("ffn", ffn, 1, 1 << 16);
-    check_range("seq", seq, 1, 1 << 14);
-    if (d_model % heads != 0)
-      fail("heads must divide d_model, got d_model=" + std::to_string(d_model) + " heads=" + std::to_string(heads) +
-           " (--heads sets it)");
-    weights = blocks * (4.0 * d_model * d_model + 2.0 * d_model * ffn) + (blocks + 1.0) * d_model * num_classes;
+  for (size_t i = 0; i < sizes.size(); ++i) check_range(family.axes()[i].key, sizes[i], 1, family.axes()[i].max);
+  family.check(*this);
+  double weights = 0;  // what a typo in a size makes huge
+  for (const ParameterSpec& spec : family.parameters(*this)) {
+    double n = 1;
+    for (const int64_t d : spec.shape) n *= static_cast<double>(d);
+    weights += n;
   }
   if (weights > kMaxWeights)
     fail(describe() + " would hold " + std::to_string(static_cast<int64_t>(weights)) +
@@ -73,11 +95,27 @@ void ModelConfig::validate() const {
 }
 
 std::string ModelConfig::describe() const {
-  const std::string tail = " num_classes=" + std::to_string(num_classes) + " blocks=" + std::to_string(blocks);
-  if (family == ModelFamily::mlp)
-    return "in_features=" + std::to_string(in_features) + " hidden=" + std::to_string(hidden) + tail;
-  return "model=transformer d_model=" + std::to_string(d_model) + " heads=" + std::to_string(heads) +
-         " ffn=" + std::to_string(ffn) + " seq=" + std::to_string(seq) + tail;
+  const ModelFamily& family = family_of(*this);
+  std::string text = family.named_in_results() ? "model=" + family.name() + " " : "";
+  for (size_t i = 0; i < sizes.size(); ++i) text += family.axes()[i].key + "=" + std::to_string(sizes[i]) + " ";
+  return text + "num_classes=" + std::to_string(num_classes) + " blocks=" + std::to_string(blocks);
+}
+
+std::vector<std::pair<std::string, std::string>> ModelConfig::name_axes() const {
+  const ModelFamily& family = family_of(*this);
+  std::vector<std::pair<std::string, std::string>> axes;
+  if (family.named_in_results()) axes.emplace_back("model", family.name());
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (family.axes()[i].in_name) axes.emplace_back(family.axes()[i].key, std::to_string(sizes[i]));
+  axes.emplace_back("blocks", std::to_string(blocks));
+  return axes;
+}
+
+std::string ModelConfig::tag() const {
+  const ModelFamily& family = family_of(*this);
+  std::string tag = family.name();
+  for (size_t i = 0; i < sizes.size(); ++i) tag += "-" + family.axes()[i].key + std::to_string(sizes[i]);
+  return tag + "-c" + std::to_string(num_classes) + "-b" + std::to_string(blocks);
 }
 
 }  // namespace condbench

@@ -9,48 +9,10 @@
 #include <sstream>
 
 #include "condbench/error.h"
-#include "families/families.h"
 
 namespace condbench {
 
 namespace {
-
-// How to fix a state_dict that is almost right, from its keys alone: "" when no known mistake fits.
-std::string key_hint(const StateDict& state_dict) {
-  std::vector<std::string> keys;
-  for (const auto& item : state_dict) keys.push_back(item.first);
-  if (keys.empty()) return "";
-  // A prefix on every key: nn.DataParallel and DistributedDataParallel add "module.",
-  // torch.compile "_orig_mod.", a wrapper its attribute's name.
-  for (size_t dot = keys[0].find('.'); dot != std::string::npos; dot = keys[0].find('.', dot + 1)) {
-    const std::string prefix = keys[0].substr(0, dot + 1);
-    const bool everywhere = std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
-      return k.rfind(prefix, 0) == 0 &&
-             (k.compare(prefix.size(), 9, "backbone.") == 0 || k.compare(prefix.size(), 7, "layers.") == 0 ||
-              k.compare(prefix.size(), 4, "exit") == 0 || k.compare(prefix.size(), 6, "final.") == 0);
-    });
-    if (everywhere)
-      return "; every key starts with '" + printable(prefix) +
-             "' (nn.DataParallel adds 'module.', torch.compile '_orig_mod.'): save without it, e.g. "
-             "torch.save({k.removeprefix('" +
-             printable(prefix) + "'): v for k, v in sd.items()}, path)";
-  }
-  // Backbone Linears numbered with gaps: an nn.Sequential with activations between them.
-  std::set<int> numbers;
-  for (const std::string& k : keys) {
-    int n = 0;
-    char tail[8] = {};
-    if (std::sscanf(k.c_str(), "backbone.%d.%7s", &n, tail) == 2 && std::string(tail) == "weight") numbers.insert(n);
-  }
-  if (!numbers.empty() && *numbers.rbegin() != static_cast<int>(numbers.size()) - 1) {
-    std::string listed;
-    for (const int n : numbers) listed += (listed.empty() ? "" : ", ") + std::to_string(n);
-    return "; the backbone Linears are numbered " + listed +
-           " (an nn.Sequential with activations between them?): condbench expects backbone.0, backbone.1, ... "
-           "in order; renumber them before saving";
-  }
-  return "";
-}
 
 std::string shape_text(at::IntArrayRef shape) {
   std::ostringstream out;
@@ -65,6 +27,63 @@ at::Tensor from_flat(const std::vector<float>& values, const std::vector<int64_t
 }
 
 }  // namespace
+
+std::string key_hint(const StateDict& state_dict) {
+  std::vector<std::string> keys;
+  for (const auto& item : state_dict) keys.push_back(item.first);
+  if (keys.empty()) return "";
+  // A prefix on every key: nn.DataParallel and DistributedDataParallel add "module.",
+  // torch.compile "_orig_mod.", a wrapper its attribute's name.
+  auto starts_a_model_key = [](const std::string& key, size_t at) {
+    if (key.compare(at, 4, "exit") == 0 || key.compare(at, 6, "final.") == 0) return true;
+    return std::any_of(model_families().begin(), model_families().end(), [&](const ModelFamily* family) {
+      const std::string prefix = family->block_prefix();
+      return key.compare(at, prefix.size(), prefix) == 0;
+    });
+  };
+  for (size_t dot = keys[0].find('.'); dot != std::string::npos; dot = keys[0].find('.', dot + 1)) {
+    const std::string prefix = keys[0].substr(0, dot + 1);
+    const bool everywhere = std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
+      return k.rfind(prefix, 0) == 0 && starts_a_model_key(k, prefix.size());
+    });
+    if (everywhere)
+      return "; every key starts with '" + printable(prefix) +
+             "' (nn.DataParallel adds 'module.', torch.compile '_orig_mod.'): save without it, e.g. "
+             "torch.save({k.removeprefix('" +
+             printable(prefix) + "'): v for k, v in sd.items()}, path)";
+  }
+  for (const ModelFamily* family : model_families())
+    if (std::string hint = family->weights_hint(keys); !hint.empty()) return hint;
+  return "";
+}
+
+StateDictShapes::StateDictShapes(const StateDict& state_dict) : state_dict_(state_dict) {
+  for (const auto& [key, tensor] : state_dict) shapes_[key] = tensor.sizes().vec();
+}
+
+const std::vector<int64_t>& StateDictShapes::require(const std::string& key, int64_t dims) const {
+  const auto it = shapes_.find(key);
+  if (it == shapes_.end()) fail("weights: missing key '" + key + "'" + key_hint(state_dict_));
+  if (static_cast<int64_t>(it->second.size()) != dims)
+    fail("weights: '" + key + "' has " + std::to_string(it->second.size()) + " dimensions, expected " +
+         std::to_string(dims));
+  return it->second;
+}
+
+int StateDictShapes::count(const std::string& prefix, const std::string& suffix) const {
+  int n = 0;
+  while (has(prefix + std::to_string(n) + suffix)) ++n;
+  for (const auto& [key, shape] : shapes_) {
+    if (key.rfind(prefix, 0) != 0) continue;
+    const std::string rest = key.substr(prefix.size());
+    const size_t digits = rest.find_first_not_of("0123456789");
+    if (digits == 0 || digits == std::string::npos || digits > 6) continue;
+    if (std::stoi(rest.substr(0, digits)) > n)
+      fail("weights: missing key '" + prefix + std::to_string(n) + suffix + "' before '" + printable(key) + "'" +
+           key_hint(state_dict_));
+  }
+  return n;
+}
 
 EarlyExitModelImpl::EarlyExitModelImpl(const ModelConfig& config, uint64_t seed) : config_(config) {
   config_.validate();
@@ -155,21 +174,15 @@ FlatParameters EarlyExitModelImpl::flat_parameters() const {
 }
 
 NativeModel EarlyExitModelImpl::native() const {
-  if (config_.family != ModelFamily::mlp)
-    fail(std::string("the native engine runs the mlp family only, not ") + to_string(config_.family));
+  if (config_.family != &model_family("mlp"))
+    fail("the native engine runs the mlp family only, not " + config_.family->name());
   return NativeModel::from_parameters(config_, flat_parameters());
 }
 
 std::shared_ptr<const TorchLayers> EarlyExitModelImpl::layers(const at::Device& device) const {
   std::vector<at::Tensor> on_device;
   for (const at::Tensor& p : parameters_) on_device.push_back(p.detach().to(device).contiguous());
-  switch (config_.family) {
-    case ModelFamily::mlp:
-      return families::mlp_layers(config_, std::move(on_device));
-    case ModelFamily::transformer:
-      return families::transformer_layers(config_, std::move(on_device));
-  }
-  fail("unknown model family");
+  return config_.family->layers(config_, std::move(on_device));
 }
 
 at::Tensor EarlyExitModelImpl::exit_confidences(const at::Tensor& x) const {
@@ -190,51 +203,25 @@ at::Tensor EarlyExitModelImpl::exit_confidences(const at::Tensor& x) const {
   return at::cat(slices, 0);
 }
 
-ModelConfig infer_config(const StateDict& state_dict, int heads) {
-  std::map<std::string, at::Tensor> given(state_dict.begin(), state_dict.end());
-  auto require = [&](const std::string& key, int64_t dims) -> const at::Tensor& {
-    auto it = given.find(key);
-    if (it == given.end()) fail("weights: missing key '" + key + "'" + key_hint(state_dict));
-    if (it->second.dim() != dims)
-      fail("weights: '" + key + "' has " + std::to_string(it->second.dim()) + " dimensions, expected " +
-           std::to_string(dims));
-    return it->second;
+ModelConfig infer_config(const StateDict& state_dict, const std::map<std::string, int>& given) {
+  const StateDictShapes shapes(state_dict);
+  const auto& families = model_families();
+  auto holds = [&](const ModelFamily* family) {
+    const std::string prefix = family->block_prefix();
+    return std::any_of(state_dict.begin(), state_dict.end(),
+                       [&](const auto& entry) { return entry.first.rfind(prefix, 0) == 0; });
   };
-  // Blocks 0, 1, ... while `prefix N suffix` is there; a key of a later block after a gap names the gap.
-  auto count = [&](const std::string& prefix, const std::string& suffix) {
-    int n = 0;
-    while (given.count(prefix + std::to_string(n) + suffix)) ++n;
-    for (const auto& [key, tensor] : given) {
-      if (key.rfind(prefix, 0) != 0) continue;
-      const std::string rest = key.substr(prefix.size());
-      const size_t digits = rest.find_first_not_of("0123456789");
-      if (digits == 0 || digits == std::string::npos || digits > 6) continue;
-      if (std::stoi(rest.substr(0, digits)) > n)
-        fail("weights: missing key '" + prefix + std::to_string(n) + suffix + "' before '" + printable(key) + "'" +
-             key_hint(state_dict));
-    }
-    return n;
-  };
-  // The family from its keys: a transformer's blocks are layers.N..., an mlp's backbone.N...
-  const bool transformer =
-      std::any_of(given.begin(), given.end(), [](const auto& entry) { return entry.first.rfind("layers.", 0) == 0; });
-  ModelConfig config;
-  if (transformer) {
-    config = ModelConfig::transformer();
-    const at::Tensor& linear1 = require("layers.0.linear1.weight", 2);
-    config.ffn = static_cast<int>(linear1.size(0));
-    config.d_model = static_cast<int>(linear1.size(1));
-    config.heads = heads;
-    require("layers.0.self_attn.in_proj_weight", 2);
-    config.num_classes = static_cast<int>(require("final.proj.weight", 2).size(0));
-    config.blocks = count("layers.", ".self_attn.in_proj_weight");
-  } else {
-    const at::Tensor& first = require("backbone.0.weight", 2);
-    config.hidden = static_cast<int>(first.size(0));
-    config.in_features = static_cast<int>(first.size(1));
-    config.num_classes = static_cast<int>(require("final.weight", 2).size(0));
-    config.blocks = count("backbone.", ".weight");
+  const auto found = std::find_if(families.begin(), families.end(), holds);
+  if (found == families.end()) {
+    std::string expected;
+    for (const ModelFamily* family : families)
+      expected += (expected.empty() ? "'" : " or '") + family->block_prefix() + "0...' (" + family->name() + ")";
+    fail("weights: no key of a model family's first block, " + expected + key_hint(state_dict));
   }
+  ModelConfig config = (*found)->config();
+  config.family->read_sizes(shapes, config);
+  for (const FamilyAxis& axis : config.family->axes())
+    if (!axis.from_weights && given.count(axis.key)) config.set(axis.key, given.at(axis.key));
   config.validate();
   return config;
 }

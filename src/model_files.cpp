@@ -49,7 +49,12 @@ StateDict load_state_dict_file(const std::string& path) {
   auto check = [](const StateDict& headers) {
     if (headers.size() == 1 && headers.front().first.empty()) return;  // a bare tensor: refused below
     try {
-      check_state_dict(infer_config(headers, /*heads=*/1), headers);  // keys and shapes: any heads count fits
+      // Keys and shapes only: the sizes a file cannot say (a transformer's heads) at 1, which fits any.
+      std::map<std::string, int> ones;
+      for (const ModelFamily* family : model_families())
+        for (const FamilyAxis& axis : family->axes())
+          if (!axis.from_weights) ones[axis.key] = 1;
+      check_state_dict(infer_config(headers, ones), headers);
     } catch (const Error& e) {  // the reader names the file already: drop the model's "weights: "
       const std::string why = e.what();
       fail(why.rfind("weights: ", 0) == 0 ? why.substr(9) : why);

@@ -1,5 +1,7 @@
 #include "condbench/strategy.h"
 
+#include "condbench/family.h"
+
 #include <ATen/record_function.h>
 
 #include <algorithm>
@@ -57,8 +59,8 @@ thread_local int64_t AtenCallCount::depth_ = 0;
 }  // namespace
 
 Unsupported mlp_only(const ModelConfig& config) {
-  if (config.family == ModelFamily::mlp) return std::nullopt;
-  return std::string("its kernels compute the mlp family's Linear + ReLU blocks, not a ") + to_string(config.family);
+  if (config.family == &model_family("mlp")) return std::nullopt;
+  return "its kernels compute the mlp family's Linear + ReLU blocks, not a " + config.family->name();
 }
 
 Unsupported Strategy::supports(const ModelConfig& /*config*/, Device /*device*/, int64_t /*batch*/) {

@@ -11,9 +11,11 @@
 namespace condbench {
 
 std::string ModelSource::key() const {
-  // A file's transformer needs what the file cannot say: its heads, and the tokens per row.
-  if (!weights_path.empty())
-    return "file:" + weights_path + " heads=" + std::to_string(config.heads) + " seq=" + std::to_string(config.seq);
+  if (!weights_path.empty()) {
+    std::string key = "file:" + weights_path;
+    for (const auto& [axis, value] : given) key += " " + axis + "=" + std::to_string(value);
+    return key;
+  }
   return "seed:" + std::to_string(seed) + " " + config.describe();
 }
 
@@ -81,9 +83,7 @@ EarlyExitModel shared_model(const ModelSource& source) {
     model = EarlyExitModel(source.config, source.seed);
   } else {
     const StateDict state_dict = load_state_dict_file(source.weights_path);
-    ModelConfig config = infer_config(state_dict, source.config.heads);
-    config.seq = source.config.seq;
-    model = EarlyExitModel(config, state_dict);
+    model = EarlyExitModel(infer_config(state_dict, source.given), state_dict);
   }
   models.emplace(source.key(), model);
   return model;

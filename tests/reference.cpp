@@ -58,7 +58,7 @@ std::vector<double> layer_norm(const double* x, size_t n, const std::vector<floa
 void transformer_row(const ModelConfig& config, const FlatParameters& params, const float* x,
                      std::vector<std::vector<double>>& logits, std::vector<std::vector<double>>& magnitude,
                      std::vector<double>& confidence) {
-  const size_t seq = config.seq, d = config.d_model, heads = config.heads, dh = d / heads;
+  const size_t seq = config.size("seq"), d = config.size("d_model"), heads = config.size("heads"), dh = d / heads;
   std::vector<std::vector<double>> h(seq);
   for (size_t t = 0; t < seq; ++t) h[t].assign(x + t * d, x + (t + 1) * d);
   auto head = [&](int k) {
@@ -140,7 +140,7 @@ ReferenceHeads reference_heads(const ModelConfig& config, const FlatParameters& 
   heads.logits.resize(rows);
   heads.magnitude.resize(rows);
   heads.confidence.resize(rows);
-  if (config.family == ModelFamily::transformer) {
+  if (config.family->name() == "transformer") {
     for_each_row(rows, [&](int64_t r) {
       transformer_row(config, params, data + r * config.row_elements(), heads.logits[r], heads.magnitude[r],
                       heads.confidence[r]);
@@ -151,7 +151,8 @@ ReferenceHeads reference_heads(const ModelConfig& config, const FlatParameters& 
   auto weight = [&](int layer) -> const std::vector<float>& { return params[2 * layer]; };
   auto bias = [&](int layer) -> const std::vector<float>& { return params[2 * layer + 1]; };
   for_each_row(rows, [&](int64_t r) {
-    std::vector<double> h(data + r * config.in_features, data + (r + 1) * config.in_features);
+    const int in = config.size("in_features");
+    std::vector<double> h(data + r * in, data + (r + 1) * in);
     std::vector<std::vector<double>>& logits = heads.logits[r];
     std::vector<std::vector<double>>& magnitude = heads.magnitude[r];
     magnitude.resize(config.blocks + 1);
@@ -215,6 +216,14 @@ std::vector<const StrategyInfo*> strategies_on(Device device) {
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+ModelConfig mlp_config(int in, int hidden, int classes, int blocks) {
+  ModelConfig config = model_config("mlp");
+  config.set("in_features", in).set("hidden", hidden);
+  config.num_classes = classes;
+  config.blocks = blocks;
+  return config;
 }
 
 at::Tensor seeded_input(const ModelConfig& config, int64_t rows, uint64_t seed) {

@@ -45,6 +45,9 @@ std::vector<const StrategyInfo*> strategies_on(Device device);
 // Returns a failure naming the first row that differs.
 ::testing::AssertionResult matches_reference(const ExitOutput& out, const ReferenceResult& ref, double rtol);
 
+// The mlp of in_features `in`, width `hidden`, `classes` classes and `blocks` blocks.
+ModelConfig mlp_config(int in, int hidden, int classes, int blocks);
+
 // Seeded float input [rows, row_shape...].
 at::Tensor seeded_input(const ModelConfig& config, int64_t rows, uint64_t seed);
 

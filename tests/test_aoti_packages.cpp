@@ -47,7 +47,7 @@ class AotiPackagesTest : public ::testing::Test {
 
   static std::string description_of(const ModelConfig& c, const std::string& torch_version) {
     return R"({"torch_version": ")" + torch_version + R"(", "config": {"in_features": )" +
-           std::to_string(c.in_features) + R"(, "hidden": )" + std::to_string(c.hidden) + R"(, "num_classes": )" +
+           std::to_string(c.size("in_features")) + R"(, "hidden": )" + std::to_string(c.size("hidden")) + R"(, "num_classes": )" +
            std::to_string(c.num_classes) + R"(, "blocks": )" + std::to_string(c.blocks) +
            R"(}, "compile_s": 1.5, "export_s": 0.5, "options": "default"})";
   }
@@ -59,27 +59,27 @@ class AotiPackagesTest : public ::testing::Test {
 };
 
 TEST_F(AotiPackagesTest, AMissingPackageIsASkipThatSaysHowToMakeIt) {
-  const Unsupported why = cond().unsupported(ModelConfig{}, 1);
+  const Unsupported why = cond().unsupported(model_config("mlp"), 1);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("no AOTInductor package"), std::string::npos) << *why;
-  EXPECT_NE(why->find("aoti_compile.py --device=cpu --modules=cond --config=32,64,10,3"), std::string::npos) << *why;
-  EXPECT_FALSE(cond().build_note(ModelConfig{}, Device::cpu));
+  EXPECT_NE(why->find("aoti_compile.py --device=cpu --modules=cond --config=mlp:in_features=32,hidden=64,num_classes=10,blocks=3"), std::string::npos) << *why;
+  EXPECT_FALSE(cond().build_note(model_config("mlp"), Device::cpu));
 }
 
 TEST_F(AotiPackagesTest, OnlyOneRowForCondWhateverThePackages) {
-  const Unsupported why = cond().unsupported(ModelConfig{}, 2);
+  const Unsupported why = cond().unsupported(model_config("mlp"), 2);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("batch 1 only"), std::string::npos) << *why;
 }
 
 TEST_F(AotiPackagesTest, APackageOfAnotherTorchOrModelOrAnUnreadableDescriptionIsASkip) {
-  const ModelConfig config;
+  const ModelConfig config = model_config("mlp");
   place(config, "x", description_of(config, "1.0.0"));
   ASSERT_TRUE(cond().unsupported(config, 1));
   EXPECT_NE(cond().unsupported(config, 1)->find("compiled by torch 1.0.0"), std::string::npos);
 
   ModelConfig other = config;
-  other.hidden = 65;
+  other.set("hidden", 65);
   place(config, "x", description_of(other, TORCH_VERSION));
   ASSERT_TRUE(cond().unsupported(config, 1));
   EXPECT_NE(cond().unsupported(config, 1)->find("is not of this model"), std::string::npos);
@@ -91,7 +91,7 @@ TEST_F(AotiPackagesTest, APackageOfAnotherTorchOrModelOrAnUnreadableDescriptionI
 }
 
 TEST_F(AotiPackagesTest, ADamagedPackageIsOneLineOfErrorWhenPrepared) {
-  const ModelConfig config;
+  const ModelConfig config = model_config("mlp");
   place(config, "not a zip archive", description_of(config, TORCH_VERSION));
   ASSERT_FALSE(cond().unsupported(config, 1));  // the description is fine; the package is read in prepare
   const EarlyExitModel model(config, 1);

@@ -197,9 +197,13 @@ class BadFlags(unittest.TestCase):
                          "--weights", "--full", "--threads", "--nvtx", "--require-quiet", "--in-order",
                          "--checkpoint-out", "--export-workload", "--list", "--trace", "--progress", "--benchmark_filter",
                          "--answer-budget",
-                         "--model=mlp|transformer", "--d-model", "--heads", "--ffn", "--seq"]:
+                         "--model=FAMILY", "--in-features", "--d-model", "--heads", "--ffn", "--seq"]:
                 self.assertIn(name, result.stdout, flag)
-            self.assertIn("(default 1,64 for the mlp, 1,8 for the transformer)", result.stdout)
+            # each family's sizes from its descriptor, with their defaults and sweeps
+            self.assertIn("blocks 3 (--full 3,12), batch 1,64 (--full 1,8,64,512)", result.stdout)
+            self.assertIn("hidden width (default 64,1024; --full 64,256,1024,4096)", result.stdout)
+            self.assertIn("feed-forward width (default 4 x d_model)", result.stdout)
+            self.assertLess(result.stdout.index("The mlp family"), result.stdout.index("The transformer family"))
             self.assertLess(result.stdout.index("--list"), result.stdout.index("--benchmark_filter"))
 
     def test_a_value_may_follow_its_flag(self):

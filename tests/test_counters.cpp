@@ -90,7 +90,7 @@ TEST_P(CountersTest, FusedDoesOnlyUsefulWorkWithoutLaunches) {
 
 TEST_P(CountersTest, WhatEachStrategyDeclaresItsCountersShow) {
   for (const StrategyInfo* info : strategies_on(Device::cpu)) {
-    auto w = workload(info->unsupported(ModelConfig{}, 64) ? 1 : 64);  // aoti/cond takes one row
+    auto w = workload(info->unsupported(model_config("mlp"), 64) ? 1 : 64);  // aoti/cond takes one row
     const Observed seen = run_once(info->device, info->engine, info->name, *w,
                                    w->thresholds(Scenario::parse(GetParam())), w->batches()[0]);
     const int deepest = *std::max_element(seen.exits.begin(), seen.exits.end());
@@ -143,7 +143,7 @@ TEST_P(CountersTest, AotiStrategiesCountWhatTheirExitsRan) {
 TEST_P(CountersTest, UsefulNeverExceedsExecuted) {
   for (const StrategyInfo* info : strategies_on(Device::cpu))
     for (int64_t batch : {1, 64}) {
-      if (info->unsupported(ModelConfig{}, batch)) continue;
+      if (info->unsupported(model_config("mlp"), batch)) continue;
       auto w = workload(batch);
       const Observed seen = run_once(info->device, info->engine, info->name, *w,
                                      w->thresholds(Scenario::parse(GetParam())), w->batches()[0]);
@@ -161,7 +161,7 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, CountersTest,
                          });
 
 TEST(Flops, PathsAddUp) {
-  ModelConfig config;  // 32 -> 64 x3, 10 classes
+  ModelConfig config = model_config("mlp");  // 32 -> 64 x3, 10 classes
   const double block0 = 2.0 * 32 * 64, block = 2.0 * 64 * 64, head = 2.0 * 64 * 10;
   EXPECT_DOUBLE_EQ(useful_flops(config, 1), block0 + head);
   EXPECT_DOUBLE_EQ(useful_flops(config, 3), block0 + 2 * block + 3 * head);
@@ -170,7 +170,7 @@ TEST(Flops, PathsAddUp) {
 }
 
 TEST(Bytes, WeightsAndBiasesInFloats) {
-  ModelConfig config;  // 32 -> 64 x3, 10 classes
+  ModelConfig config = model_config("mlp");  // 32 -> 64 x3, 10 classes
   EXPECT_DOUBLE_EQ(block_bytes(config, 0), 4.0 * (32 * 64 + 64));
   EXPECT_DOUBLE_EQ(block_bytes(config, 1), 4.0 * (64 * 64 + 64));
   EXPECT_DOUBLE_EQ(head_bytes(config), 4.0 * (64 * 10 + 10));

@@ -39,7 +39,7 @@ float splitting_threshold(const ReferenceResult& probe, int k, SplitMix64& rng) 
 }
 
 struct RandomCase {
-  ModelConfig config;
+  ModelConfig config = model_config("mlp");
   uint64_t seed;
   int64_t batch;
   std::vector<float> thresholds;
@@ -48,8 +48,8 @@ struct RandomCase {
 RandomCase draw_case(SplitMix64& rng, int index) {
   static const int kHidden[] = {1, 2, 3, 7, 16, 33, 64, 100, 128};
   RandomCase c;
-  c.config.in_features = 1 + static_cast<int>(rng.next() % 40);
-  c.config.hidden = kHidden[rng.next() % 9];
+  c.config.set("in_features", 1 + static_cast<int>(rng.next() % 40));
+  c.config.set("hidden", kHidden[rng.next() % 9]);
   c.config.num_classes = 1 + static_cast<int>(rng.next() % 12);
   c.config.blocks = 1 + static_cast<int>(rng.next() % 6);
   c.seed = rng.next();
@@ -113,14 +113,14 @@ TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceOnRandomCases) {
 // the default one and an odd one. Each aoti strategy against the reference on random inputs,
 // batches and thresholds of every kind; cond one row at a time.
 TEST(Equivalence, AotiStrategiesMatchTheReferenceOnTheirPackagedModels) {
-  ModelConfig odd;
-  odd.in_features = 7;
-  odd.hidden = 33;
+  ModelConfig odd = model_config("mlp");
+  odd.set("in_features", 7);
+  odd.set("hidden", 33);
   odd.num_classes = 5;
   odd.blocks = 2;
   SplitMix64 rng(20261201);
   int compared = 0;
-  for (const ModelConfig& config : {ModelConfig{}, odd})
+  for (const ModelConfig& config : {model_config("mlp"), odd})
     for (const StrategyInfo* info : strategies_on(Device::cpu)) {
       if (info->engine != Engine::aoti) continue;
       // A missing package here is a failure, not a skip: the test fixture compiled them.
@@ -174,8 +174,8 @@ TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceAtWideLayers) {
   SplitMix64 rng(1024);
   for (const int hidden : {100, 1000, 1024})
     for (const int64_t batch : {1, 7, 64}) {
-      ModelConfig config;
-      config.hidden = hidden;
+      ModelConfig config = model_config("mlp");
+      config.set("hidden", hidden);
       expect_every_cpu_strategy_matches(config, batch, static_cast<uint64_t>(hidden + batch), 17, rng);
     }
 }
@@ -187,8 +187,8 @@ TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceWithManyClasses) {
   for (const int classes : {17, 33, 100})
     for (const int hidden : {5, 64})
       for (const int64_t batch : {1, 9}) {
-        ModelConfig config;
-        config.hidden = hidden;
+        ModelConfig config = model_config("mlp");
+        config.set("hidden", hidden);
         config.num_classes = classes;
         expect_every_cpu_strategy_matches(config, batch, static_cast<uint64_t>(classes * hidden + batch), 29, rng);
       }
@@ -199,8 +199,8 @@ TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceWithManyClasses) {
 TEST(Equivalence, FusedSplitAcrossThreadsMatchesTheReference) {
   const int threads = at::get_num_threads();
   at::set_num_threads(2);
-  ModelConfig config;
-  config.hidden = 1024;
+  ModelConfig config = model_config("mlp");
+  config.set("hidden", 1024);
   const EarlyExitModel model(config, 5);
   const FlatParameters params = model->flat_parameters();
   SplitMix64 rng(2);
@@ -222,7 +222,7 @@ TEST(Equivalence, FusedSplitAcrossThreadsMatchesTheReference) {
 // in any arithmetic; a threshold equal to it must not fire (strict >), one just below must.
 TEST(Equivalence, ConfidenceEqualToItsThresholdDoesNotFire) {
   for (int classes : {1, 4, 10}) {
-    ModelConfig config;
+    ModelConfig config = model_config("mlp");
     config.num_classes = classes;
     config.blocks = 3;
     EarlyExitModel model(config, 7);
@@ -250,7 +250,7 @@ TEST(Equivalence, ConfidenceEqualToItsThresholdDoesNotFire) {
 }
 
 TEST(Equivalence, RowOfABatchGivesWhatTheRowGivesAlone) {
-  ModelConfig config;
+  ModelConfig config = model_config("mlp");
   const EarlyExitModel model(config, 3);
   const int64_t batch = 37;
   const at::Tensor x = seeded_input(config, batch, 5);

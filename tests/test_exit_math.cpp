@@ -16,7 +16,7 @@ TEST(ExitMath, LinearRowAndLinearOutputMatchTorchLinear) {
     const at::Tensor w = at::randn({out, in}), b = at::randn({out}), x = at::randn({in});
     const at::Tensor want = at::linear(x, w, b);
     NativeModel native = NativeModel::from_parameters(
-        ModelConfig{in, out, 1, 1},
+        mlp_config(in, out, 1, 1),
         {std::vector<float>(w.data_ptr<float>(), w.data_ptr<float>() + w.numel()),
          std::vector<float>(b.data_ptr<float>(), b.data_ptr<float>() + b.numel()), std::vector<float>(out),
          std::vector<float>(1), std::vector<float>(out), std::vector<float>(1)});

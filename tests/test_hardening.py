@@ -136,7 +136,8 @@ class TorchSaveReader(Case):
         # reader never went looking for the data
         items = [("bogus.weight", p_tensor("0", 4, 0, [2, 2], [2, 1]))]
         data = archive(pickle_of(p_dict(items)), {})
-        self.assert_bad_input(self.infer_weights(data), "missing key 'backbone.0.weight'")
+        self.assert_bad_input(self.infer_weights(data), "no key of a model family's first block, 'backbone.0...' (mlp) "
+                                                        "or 'layers.0...' (transformer)")
         wrong_shape = [(n, v, s) for n, v, s in SMALL_MODEL]
         items = [(n, p_tensor(str(i), len(v), 0, s, [1] * len(s))) for i, (n, v, s) in enumerate(wrong_shape)]
         items[2] = ("exit1.weight", p_tensor("2", 2, 0, [2, 1], [1, 1]))
@@ -214,7 +215,7 @@ class ExportWorkload(Case):
 
     def test_a_file_that_cannot_be_renamed_into_place_is_kept_and_named(self):
         out = os.path.join(self.dir, "export")
-        os.makedirs(os.path.join(out, "h16-b3", "workload.json", "in-the-way"))
+        os.makedirs(os.path.join(out, "mlp-in_features32-hidden16-c10-b3", "workload.json", "in-the-way"))
         result = run(CONDBENCH, "--device=cpu", "--hidden=16", "--export-workload=" + out)
         line = self.assert_bad_input(result, "workload.json", "it is kept in")
         kept = line.split("it is kept in '")[1].rstrip("'")

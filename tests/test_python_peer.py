@@ -60,7 +60,7 @@ class PythonPeer(unittest.TestCase):
                                  "--scenario=exit:1,exit:4,mix:early,mix:uniform,mix:late",
                                  f"--export-workload={root}/workload"], capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stderr
-        cls.dir = os.path.join(root, "workload", "h24-b3")
+        cls.dir = os.path.join(root, "workload", "mlp-in_features32-hidden24-c10-b3")  # ModelConfig::tag
         cls.meta = json.load(open(os.path.join(cls.dir, "workload.json")))
         torch.set_num_threads(1)
 
@@ -73,6 +73,10 @@ class PythonPeer(unittest.TestCase):
         self.assertEqual(list(state)[:2], ["backbone.0.weight", "backbone.0.bias"])
         self.assertEqual(tuple(state["exit2.weight"].shape), (10, 24))
         load_model(os.path.join(self.dir, "weights.pt"), self.meta["config"], "cpu")  # strict
+        # the family and every size of its descriptor, and the axes the results' names carry
+        self.assertEqual(self.meta["config"], {"family": "mlp", "in_features": 32, "hidden": 24, "num_classes": 10,
+                                               "blocks": 3})
+        self.assertEqual(self.meta["name_axes"], [["hidden", "24"], ["blocks", "3"]])
         # the peer walks the rows in condbench's order: a permutation of the pool per scenario
         for scenario in ["mix:early", "exit:1"]:
             self.assertEqual(sorted(self.meta["walk_order"][scenario]), list(range(self.meta["pool_rows"])))
@@ -253,7 +257,7 @@ class PythonPeerTransformer(unittest.TestCase):
                                  "--scenario=exit:1,exit:3,mix:uniform", f"--export-workload={root}/workload"],
                                 capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stderr
-        cls.dir = os.path.join(root, "workload", "t16-a2-f24-s4-b2")
+        cls.dir = os.path.join(root, "workload", "transformer-d_model16-heads2-ffn24-seq4-c10-b2")
         with open(os.path.join(cls.dir, "workload.json")) as f:
             cls.meta = json.load(f)
         torch.set_num_threads(1)
@@ -265,6 +269,8 @@ class PythonPeerTransformer(unittest.TestCase):
     def test_every_variant_matches_condbench_infer(self):
         self.assertEqual(self.meta["config"], {"family": "transformer", "d_model": 16, "heads": 2, "ffn": 24,
                                                "seq": 4, "num_classes": 10, "blocks": 2})
+        self.assertEqual(self.meta["name_axes"], [["model", "transformer"], ["d_model", "16"], ["heads", "2"],
+                                                  ["ffn", "24"], ["seq", "4"], ["blocks", "2"]])
         model = load_model(os.path.join(self.dir, "weights.pt"), self.meta["config"], "cpu")  # strict
         self.assertIsInstance(model.layers[0], torch.nn.TransformerEncoderLayer)
         pool = torch.load(os.path.join(self.dir, "pool.pt"))
@@ -295,13 +301,21 @@ class PythonPeerTransformer(unittest.TestCase):
 
 class AotiCompileCommandLine(unittest.TestCase):
     """bench/python/aoti_compile.py refuses what it cannot compile in one line, exit code 2, before
-    importing torch or touching the cache."""
+    touching the cache: a malformed --config before importing torch, a family's own refusal (an
+    unknown family or size, heads not dividing d_model) from the family's module."""
 
     def test_bad_arguments_are_one_line_and_exit_2(self):
         script = os.path.join(PEER, "aoti_compile.py")
         with tempfile.TemporaryDirectory() as cache:
-            for args, names in [(["--config=32,64,10"], "--config"), (["--config=32,64,10,0"], "--config"),
-                                (["--config=a,b,c,d"], "--config"), (["--config=1,2,3,4", "--modules=cond,x"], "--modules"),
+            for args, names in [(["--config=mlp:in_features=32,hidden=64,num_classes=10"], "--config"),
+                                (["--config=mlp:in_features=32,hidden=64,num_classes=10,blocks=0"], "--config"),
+                                (["--config=a,b,c,d"], "--config"), (["--config=32,64,10,3"], "--config"),
+                                (["--config=rnn:width=4,num_classes=2,blocks=1"], "unknown model family 'rnn'"),
+                                (["--config=mlp:hidden=4,depth=2,num_classes=2,blocks=1"], "--config"),
+                                (["--config=transformer:d_model=30,heads=4,ffn=8,seq=2,num_classes=2,blocks=1"],
+                                 "--config"),
+                                (["--config=mlp:in_features=1,hidden=2,num_classes=3,blocks=4", "--modules=cond,x"],
+                                 "--modules"),
                                 ([f"--workload={cache}/none"], "no exported workload")]:
                 result = subprocess.run([sys.executable, script, f"--cache={cache}", *args], capture_output=True,
                                         text=True, timeout=120)

@@ -13,15 +13,15 @@ namespace condbench::testing {
 namespace {
 
 ModelConfig mlp(int hidden) {
-  ModelConfig c;
-  c.hidden = hidden;
+  ModelConfig c = model_config("mlp");
+  c.set("hidden", hidden);
   return c;
 }
 
 TEST(Reference, RowsOnEveryCoreEqualRowsOneAtATime) {
   for (const ModelConfig& config : {mlp(100), [] {
-                                      ModelConfig t = ModelConfig::transformer();
-                                      t.d_model = 32, t.heads = 4, t.ffn = 48, t.seq = 6, t.blocks = 2;
+                                      ModelConfig t = model_config("transformer");
+                                      t.set("d_model", 32).set("heads", 4).set("ffn", 48).set("seq", 6).blocks = 2;
                                       return t;
                                     }()}) {
     const EarlyExitModel model(config, 7);

@@ -9,6 +9,7 @@
 #include "condbench/model.h"
 #include "condbench/model_files.h"
 #include "condbench/random.h"
+#include "reference.h"
 
 namespace condbench::testing {
 namespace {
@@ -24,7 +25,7 @@ class StateDictFile : public ::testing::Test {
 
   // The message condbench gives when loading `state` into a default model.
   static std::string load_error(const StateDict& state) {
-    EarlyExitModel model(ModelConfig{}, 1);
+    EarlyExitModel model(model_config("mlp"), 1);
     try {
       model->load_state_dict(state);
     } catch (const Error& e) {
@@ -37,7 +38,7 @@ class StateDictFile : public ::testing::Test {
 };
 
 TEST_F(StateDictFile, ParameterNamesAreThoseOfThePyTorchModule) {
-  const EarlyExitModel model(ModelConfig{}, 1);
+  const EarlyExitModel model(model_config("mlp"), 1);
   std::vector<std::string> names;
   for (const auto& p : model->named_parameters()) names.push_back(p.key());
   EXPECT_EQ(names, (std::vector<std::string>{"backbone.0.weight", "backbone.0.bias", "backbone.1.weight",
@@ -48,7 +49,7 @@ TEST_F(StateDictFile, ParameterNamesAreThoseOfThePyTorchModule) {
 }
 
 TEST_F(StateDictFile, SeedGivesTheSameWeightsEveryTime) {
-  const EarlyExitModel a(ModelConfig{}, 42), b(ModelConfig{}, 42), c(ModelConfig{}, 43);
+  const EarlyExitModel a(model_config("mlp"), 42), b(model_config("mlp"), 42), c(model_config("mlp"), 43);
   EXPECT_EQ(a->flat_parameters(), b->flat_parameters());
   EXPECT_NE(a->flat_parameters(), c->flat_parameters());
   // SplitMix64's published first output for seed 0: the generator is the one every machine runs.
@@ -56,7 +57,7 @@ TEST_F(StateDictFile, SeedGivesTheSameWeightsEveryTime) {
 }
 
 TEST_F(StateDictFile, SaveThenLoadRoundTripsBitExactly) {
-  ModelConfig config{7, 13, 5, 4};
+  ModelConfig config = mlp_config(7, 13, 5, 4);
   const EarlyExitModel model(config, 3);
   save_state_dict_file(model->state_dict(), path("w.pt"));
   const StateDict loaded = load_state_dict_file(path("w.pt"));
@@ -68,28 +69,28 @@ TEST_F(StateDictFile, SaveThenLoadRoundTripsBitExactly) {
 }
 
 TEST_F(StateDictFile, MissingKeyIsNamed) {
-  StateDict state = EarlyExitModel(ModelConfig{}, 1)->state_dict();
+  StateDict state = EarlyExitModel(model_config("mlp"), 1)->state_dict();
   state.erase(state.begin() + 8);  // exit2.weight
   EXPECT_NE(load_error(state).find("missing key 'exit2.weight'"), std::string::npos) << load_error(state);
 }
 
 TEST_F(StateDictFile, ExtraKeyIsNamed) {
-  StateDict state = EarlyExitModel(ModelConfig{}, 1)->state_dict();
+  StateDict state = EarlyExitModel(model_config("mlp"), 1)->state_dict();
   state.emplace_back("exit9.weight", at::zeros({10, 64}));
   EXPECT_NE(load_error(state).find("unexpected key 'exit9.weight'"), std::string::npos) << load_error(state);
 }
 
 TEST_F(StateDictFile, WrongShapeIsNamed) {
-  StateDict state = EarlyExitModel(ModelConfig{}, 1)->state_dict();
+  StateDict state = EarlyExitModel(model_config("mlp"), 1)->state_dict();
   state[2].second = at::zeros({64, 63});  // backbone.1.weight
   const std::string message = load_error(state);
   EXPECT_NE(message.find("'backbone.1.weight' has shape [64, 63], expected [64, 64]"), std::string::npos) << message;
 }
 
 TEST_F(StateDictFile, FailedLoadLeavesTheModelAsItWas) {
-  EarlyExitModel model(ModelConfig{}, 1);
+  EarlyExitModel model(model_config("mlp"), 1);
   const FlatParameters before = model->flat_parameters();
-  StateDict state = EarlyExitModel(ModelConfig{}, 2)->state_dict();
+  StateDict state = EarlyExitModel(model_config("mlp"), 2)->state_dict();
   state.pop_back();
   EXPECT_THROW(model->load_state_dict(state), Error);
   EXPECT_EQ(model->flat_parameters(), before);
@@ -109,7 +110,7 @@ TEST_F(StateDictFile, UnreadableOrForeignFilesGiveOneLineErrors) {
 }
 
 TEST_F(StateDictFile, ConfigIsReadFromTheShapes) {
-  const ModelConfig config{11, 17, 3, 5};
+  const ModelConfig config = mlp_config(11, 17, 3, 5);
   EXPECT_EQ(infer_config(EarlyExitModel(config, 1)->state_dict()), config);
   StateDict no_final = EarlyExitModel(config, 1)->state_dict();
   no_final.pop_back();

@@ -21,11 +21,11 @@ namespace {
 constexpr double kLogitTolerance = 2e-5;
 
 ModelConfig small_transformer() {
-  ModelConfig c = ModelConfig::transformer();
-  c.d_model = 32;
-  c.heads = 4;
-  c.ffn = 48;
-  c.seq = 6;
+  ModelConfig c = model_config("transformer");
+  c.set("d_model", 32);
+  c.set("heads", 4);
+  c.set("ffn", 48);
+  c.set("seq", 6);
   c.num_classes = 5;
   c.blocks = 3;
   return c;
@@ -33,11 +33,11 @@ ModelConfig small_transformer() {
 
 // An odd one: three heads of width 4, d_model not a power of two, a single token.
 ModelConfig odd_transformer() {
-  ModelConfig c = ModelConfig::transformer();
-  c.d_model = 12;
-  c.heads = 3;
-  c.ffn = 20;
-  c.seq = 1;
+  ModelConfig c = model_config("transformer");
+  c.set("d_model", 12);
+  c.set("heads", 3);
+  c.set("ffn", 20);
+  c.set("seq", 1);
   c.num_classes = 3;
   c.blocks = 2;
   return c;
@@ -82,10 +82,10 @@ TEST(Transformer, ParameterNamesAreThoseOfTorchTransformerEncoderLayer) {
 }
 
 TEST(Transformer, ForwardMatchesTheDoublePrecisionReference) {
-  for (const ModelConfig& config : {small_transformer(), odd_transformer(), ModelConfig::transformer()}) {
+  for (const ModelConfig& config : {small_transformer(), odd_transformer(), model_config("transformer")}) {
     SCOPED_TRACE(config.describe());
     const EarlyExitModel model(config, 11);
-    const int64_t rows = config.d_model >= 256 ? 2 : 9;  // the default size costs ~0.3 s a row here
+    const int64_t rows = config.size("d_model") >= 256 ? 2 : 9;  // the default size costs ~0.3 s a row here
     const at::Tensor x = seeded_input(config, rows, 12);
     const ReferenceHeads heads = reference_heads(config, model->flat_parameters(), x);
     const at::Tensor confidence = model->exit_confidences(x);
@@ -149,7 +149,8 @@ TEST(Transformer, EveryCpuStrategyThatRunsItMatchesTheReference) {
 }
 
 // The aoti strategies run the transformer from its package (the test fixture compiled the small
-// transformer's: bench/python/aoti_compile.py --config=transformer:32,4,48,6,5,3), the model's
+// transformer's: bench/python/aoti_compile.py
+// --config=transformer:d_model=32,heads=4,ffn=48,seq=6,num_classes=5,blocks=3), the model's
 // weights loaded into it; cond one row at a time.
 TEST(Transformer, AotiStrategiesMatchTheReferenceOnThePackagedModel) {
   const ModelConfig config = small_transformer();
@@ -193,21 +194,21 @@ TEST(Transformer, StateDictRoundTripsAndItsConfigIsReadBack) {
   const ModelConfig config = small_transformer();
   const EarlyExitModel a(config, 21);
   const StateDict saved = a->state_dict();
-  const ModelConfig read = infer_config(saved, config.heads);
-  EXPECT_EQ(read.family, ModelFamily::transformer);
-  EXPECT_EQ(read.d_model, config.d_model);
-  EXPECT_EQ(read.ffn, config.ffn);
+  const ModelConfig read = infer_config(saved, {{"heads", config.size("heads")}});
+  EXPECT_EQ(read.family, &model_family("transformer"));
+  EXPECT_EQ(read.size("d_model"), config.size("d_model"));
+  EXPECT_EQ(read.size("ffn"), config.size("ffn"));
   EXPECT_EQ(read.blocks, config.blocks);
   EXPECT_EQ(read.num_classes, config.num_classes);
   read.validate();
   ModelConfig with_seq = read;
-  with_seq.seq = config.seq;
+  with_seq.set("seq", config.size("seq"));
   const EarlyExitModel b(with_seq, saved);
   const at::Tensor x = seeded_input(config, 4, 1);
   EXPECT_TRUE(at::equal(a->exit_confidences(x), b->exit_confidences(x)));
   // Heads that do not divide d_model: one line naming both.
   try {
-    infer_config(saved, 5);
+    infer_config(saved, {{"heads", 5}});
     FAIL() << "5 heads accepted for d_model 32";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("heads must divide d_model"), std::string::npos) << e.what();
@@ -270,7 +271,7 @@ TEST(Transformer, CountersFollowTheRowsThatRan) {
     }
   }
   // The family's FLOPs: projections and FFN per token, attention per token pair.
-  const double s = config.seq, d = config.d_model, f = config.ffn;
+  const double s = config.size("seq"), d = config.size("d_model"), f = config.size("ffn");
   EXPECT_DOUBLE_EQ(block_flops(config, 0), 2 * s * (4 * d * d + 2 * d * f) + 4 * s * s * d);
   EXPECT_DOUBLE_EQ(head_flops(config), 2 * d * config.num_classes);
   EXPECT_DOUBLE_EQ(block_bytes(config, 0), 4 * (4 * d * d + 2 * d * f + 9 * d + f));

@@ -5,16 +5,15 @@ torch._inductor.aoti_compile_and_package (default options but one, below), one p
 device and module. condbench loads them with torch::inductor::AOTIModelPackageLoader and swaps in
 the model's own weights (load_constants), so a package serves any weights of its configuration.
 
-Packages are cached by torch version, device and configuration:
-  <cache>/torch-<version>/<device>/i<in>-h<hidden>-c<classes>-b<blocks>/<module>.pt2      (mlp)
-  <cache>/torch-<version>/<device>/t<d_model>-a<heads>-f<ffn>-s<seq>-c<classes>-b<blocks>/<module>.pt2
+Packages are cached by torch version, device and configuration (ModelConfig::tag in condbench):
+  <cache>/torch-<version>/<device>/<family>-<size><value>...-c<classes>-b<blocks>/<module>.pt2
+  e.g. mlp-in_features32-hidden64-c10-b3, transformer-d_model256-heads4-ffn1024-seq32-c10-b6
 beside <module>.json: the torch version, the export and compile seconds, the options, and a
 digest of the code that made it (a package made by other code is compiled again). The cache is
 $CONDBENCH_AOTI_DIR, else $XDG_CACHE_HOME/condbench/aoti, else ~/.cache/condbench/aoti: the place
 condbench looks too.
 
-usage: aoti_compile.py (--workload DIR | --config IN,HIDDEN,CLASSES,BLOCKS ...
-                        | --config transformer:D_MODEL,HEADS,FFN,SEQ,CLASSES,BLOCKS ...)
+usage: aoti_compile.py (--workload DIR | --config FAMILY:SIZE=N,...,num_classes=N,blocks=N ...)
                        [--device cpu|cuda] [--modules cond,masked] [--cache DIR] [--force]
 """
 import argparse
@@ -48,9 +47,9 @@ def cache_root():
 
 
 def config_key(config):
-    if config.get("family", "mlp") == "transformer":
-        return "t{d_model}-a{heads}-f{ffn}-s{seq}-c{num_classes}-b{blocks}".format(**config)
-    return "i{in_features}-h{hidden}-c{num_classes}-b{blocks}".format(**config)
+    """condbench's ModelConfig::tag: the family, each size in the family's order, classes and depth."""
+    sizes = "".join(f"-{k}{v}" for k, v in config.items() if k not in ("family", "num_classes", "blocks"))
+    return f"{config.get('family', 'mlp')}{sizes}-c{config['num_classes']}-b{config['blocks']}"
 
 
 def source_digest():
@@ -63,21 +62,25 @@ def source_digest():
 
 
 def parse_config(text):
-    transformer = text.startswith("transformer:")
-    keys = ("d_model", "heads", "ffn", "seq", "num_classes", "blocks") if transformer else \
-        ("in_features", "hidden", "num_classes", "blocks")
+    """FAMILY:SIZE=N,...: the sizes in the family's order, as condbench's error messages print them."""
+    family, _, sizes = text.partition(":")
+    config = {"family": family}
     try:
-        values = [int(v) for v in text.removeprefix("transformer:").split(",")]
+        for item in sizes.split(","):
+            key, _, value = item.partition("=")
+            config[key] = int(value)
+        values = [v for k, v in config.items() if k != "family"]
+        if not key or min(values) < 1 or max(values) > 1 << 16 or "num_classes" not in config or "blocks" not in config:
+            raise ValueError
     except ValueError:
-        values = []
-    if len(values) != len(keys) or min(values) < 1 or max(values) > 1 << 16:
-        fail(f"--config {text!r}: want IN,HIDDEN,CLASSES,BLOCKS or transformer:D_MODEL,HEADS,FFN,SEQ,CLASSES,BLOCKS, "
-             "integers from 1 to 65536")
-    config = dict(zip(keys, values))
-    if transformer:
-        if config["d_model"] % config["heads"]:
-            fail(f"--config {text!r}: heads must divide d_model")
-        config = {"family": "transformer", **config}
+        fail(f"--config {text!r}: want FAMILY:SIZE=N,...,num_classes=N,blocks=N with integers from 1 to 65536, e.g. "
+             "mlp:in_features=32,hidden=64,num_classes=10,blocks=3")
+    sys.path.insert(0, HERE)
+    from early_exit import build_model
+    try:
+        build_model(config)  # the family's own checks: its sizes' names, heads dividing d_model, ...
+    except (TypeError, ValueError, AssertionError) as e:
+        fail(f"--config {text!r}: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
     return config
 
 
@@ -137,7 +140,8 @@ def main():
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--workload", help="every model of a directory condbench --export-workload wrote")
     source.add_argument("--config", action="append",
-                        help="IN,HIDDEN,CLASSES,BLOCKS or transformer:D_MODEL,HEADS,FFN,SEQ,CLASSES,BLOCKS (repeatable)")
+                        help="FAMILY:SIZE=N,...,num_classes=N,blocks=N, e.g. mlp:in_features=32,hidden=64,num_classes=10,"
+                             "blocks=3 (repeatable)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--modules", default=",".join(MODULES), help="comma-separated: cond, masked")
     parser.add_argument("--cache", default=None, help="the cache (default: condbench's, see above)")

@@ -285,12 +285,18 @@ class DeployedMasked(nn.Module):
         return exit_id, logits
 
 
+# The model families condbench knows, by the name condbench's descriptors give them
+# (src/families/): each class takes the family's sizes, num_classes and blocks as keywords.
+FAMILIES = {"mlp": EarlyExitMLP, "transformer": EarlyExitEncoder}
+
+
 def build_model(config):
-    """The model a workload's config describes (condbench --export-workload's "config")."""
-    if config.get("family", "mlp") == "transformer":
-        return EarlyExitEncoder(config["d_model"], config["heads"], config["ffn"], config["seq"], config["num_classes"],
-                                config["blocks"])
-    return EarlyExitMLP(config["in_features"], config["hidden"], config["num_classes"], config["blocks"])
+    """The model a workload's config describes (condbench --export-workload's "config": its family,
+    then every size by its axis name)."""
+    family = FAMILIES.get(config.get("family", "mlp"))  # packages made before families said nothing
+    if family is None:
+        raise ValueError(f"unknown model family {config.get('family')!r} ({', '.join(FAMILIES)})")
+    return family(**{k: v for k, v in config.items() if k != "family"})
 
 
 def load_model(weights_path, config, device):

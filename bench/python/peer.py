@@ -60,6 +60,9 @@ def load_workloads(root):
              if os.path.isfile(os.path.join(d, "workload.json"))]
     if not found:
         fail(f"{root}: no exported workload (run condbench --export-workload={root} first)")
+    for d, meta in found:
+        if "name_axes" not in meta:
+            fail(f"{d}: exported by an older condbench (no name_axes); run condbench --export-workload again")
     return found
 
 
@@ -154,13 +157,6 @@ WALK_FLOPS = 2e10
 MIN_WALK_ROWS = 64
 
 
-def model_axes(config):
-    """The model's axes of a benchmark name, as condbench writes them (BenchmarkCase::name)."""
-    if config.get("family", "mlp") == "mlp":
-        return [("hidden", config["hidden"]), ("blocks", config["blocks"])]
-    return [("model", config["family"])] + [(k, config[k]) for k in ("d_model", "heads", "ffn", "seq", "blocks")]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workload", required=True, help="directory condbench --export-workload wrote")
@@ -220,7 +216,7 @@ def main():
                 case = {"fn": fn, "walk": walk, "thresholds": thresholds, "sync": sync, "host_syncs": host_syncs,
                         "blocks": config["blocks"],
                         "name": benchmark_name.build(["early_exit", args.device, "python", name],
-                                                     [(kind, value), ("batch", 1)] + model_axes(config))}
+                                                     [(kind, value), ("batch", 1)] + [tuple(a) for a in meta["name_axes"]])}
                 # Untimed pass over the walk: compiles, warms up, and learns each row's exit; then the
                 # iteration count that makes a repetition last --min-time.
                 case["exits"] = [int(run_variant(fn, row, thresholds, sync)[1]) for row in walk]

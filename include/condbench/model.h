@@ -1,17 +1,19 @@
 #pragma once
-// The early-exit model of either family as a LibTorch module (docs/design.md §1), and its blocks
+// The early-exit model of any family as a LibTorch module (docs/design.md §1), and its blocks
 // and heads as LibTorch calls. Parameter names are exactly those of the PyTorch modules the family
 // mirrors, so a state_dict saved from one loads unchanged.
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "condbench/config.h"
+#include "condbench/family.h"
 #include "condbench/native_model.h"
 #include "condbench/parameters.h"
 
@@ -21,7 +23,8 @@ namespace condbench {
 using StateDict = std::vector<std::pair<std::string, at::Tensor>>;
 
 // The model's blocks and heads as LibTorch calls on one device: what the torch-engine strategies
-// and the calibration run, whatever the family. Each family implements it once (src/families/).
+// and the calibration run, whatever the family. Each family implements it once (ModelFamily::layers,
+// src/families/).
 class TorchLayers {
  public:
   virtual ~TorchLayers() = default;
@@ -40,7 +43,7 @@ class TorchLayers {
   ModelConfig config_;
 };
 
-// A model of either family as a LibTorch module whose parameters are registered under exactly the
+// A model of any family as a LibTorch module whose parameters are registered under exactly the
 // names of the PyTorch module it mirrors (nested modules per dotted name), so a state_dict saved
 // from that module loads unchanged and named_parameters() gives the same keys.
 class EarlyExitModelImpl : public torch::nn::Module {
@@ -58,7 +61,7 @@ class EarlyExitModelImpl : public torch::nn::Module {
   StateDict state_dict() const;  // parameters in spec order, on the CPU
 
   FlatParameters flat_parameters() const;
-  // The MLP in the native engine's layout; throws condbench::Error for another family.
+  // The mlp in the native engine's layout; throws condbench::Error for another family.
   NativeModel native() const;
   // The blocks and heads on `device`, their parameters copied there.
   std::shared_ptr<const TorchLayers> layers(const at::Device& device) const;
@@ -75,11 +78,29 @@ class EarlyExitModelImpl : public torch::nn::Module {
 };
 TORCH_MODULE(EarlyExitModel);
 
-// Reads the config a state_dict describes: the family from its keys (backbone.* or layers.*), then
-// the family's sizes from the shapes (mlp: in_features, hidden, blocks, num_classes; transformer:
-// d_model, ffn, layers, num_classes). A state_dict cannot say how many attention heads split
-// d_model: `heads` gives it. Throws condbench::Error naming a key when it cannot.
-ModelConfig infer_config(const StateDict& state_dict, int heads = ModelConfig{}.heads);
+// A state_dict's keys and shapes, as a family reads its sizes from them (ModelFamily::read_sizes).
+// Every error names the key and, where one fits, how to fix the file.
+class StateDictShapes {
+ public:
+  explicit StateDictShapes(const StateDict& state_dict);
+  bool has(const std::string& key) const { return shapes_.count(key) > 0; }
+  // The shape of `key`, which must have `dims` dimensions.
+  const std::vector<int64_t>& require(const std::string& key, int64_t dims) const;
+  // Blocks 0, 1, ... while `prefix N suffix` is a key; a later block's key after a gap names the gap.
+  int count(const std::string& prefix, const std::string& suffix) const;
+
+ private:
+  const StateDict& state_dict_;
+  std::map<std::string, std::vector<int64_t>> shapes_;
+};
+
+// Reads the config a state_dict describes: the family whose block_prefix() its keys hold, then the
+// family's sizes from the shapes. The sizes a state_dict
+// cannot give (from_weights false: a transformer's heads and tokens per row) come from `given`,
+// else their fallback. Throws condbench::Error naming a key when it cannot.
+ModelConfig infer_config(const StateDict& state_dict, const std::map<std::string, int>& given = {});
+// "; every key starts with 'module.' ..." when a known mistake fits the keys, else "".
+std::string key_hint(const StateDict& state_dict);
 
 // Throws condbench::Error naming the first missing, unexpected, non-float or wrongly shaped key of
 // `state_dict` for a model of `config`. Reads no tensor data, so it also checks meta tensors.

@@ -1,7 +1,7 @@
 #pragma once
-// A model's parameters as plain arrays, in state_dict order and PyTorch layout. This is the one
-// place that knows each family's parameter names (docs/design.md §1) and the seeded
-// initialisation; the LibTorch module and the native engine are both built from it.
+// A model's parameters as plain arrays, in state_dict order and PyTorch layout. Each family names
+// its parameters (ModelFamily::parameters, src/families/); the seeded initialisation is here, and
+// the LibTorch module and the native engine are both built from it.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,10 +20,17 @@ struct ParameterSpec {
   float bound;
 };
 
-// mlp: backbone.{i}.{weight,bias} for every block, then exit{k}.{weight,bias}, then
-// final.{weight,bias}. transformer: layers.{i}.<torch.nn.TransformerEncoderLayer's names> for
-// every layer, then exit{k}.{norm,proj}.{weight,bias}, then final.{norm,proj}.{weight,bias}.
+// The family's parameters (ModelFamily::parameters). mlp: backbone.{i}.{weight,bias} for every
+// block, then exit{k}.{weight,bias}, then final.{weight,bias}. transformer: layers.{i}.<torch.nn.
+// TransformerEncoderLayer's names> for every layer, then exit{k}.{norm,proj}.{weight,bias}, then
+// final.{norm,proj}.{weight,bias}.
 std::vector<ParameterSpec> parameter_specs(const ModelConfig& config);
+
+// What families build their specs from: torch.nn.Linear(in, out)'s weight [out, in] and bias,
+// seeded in U(-1/sqrt(in), 1/sqrt(in)) as torch does; torch.nn.LayerNorm(n)'s weight and bias.
+float linear_bound(int in);
+void add_linear(std::vector<ParameterSpec>& specs, const std::string& prefix, int in, int out);
+void add_norm(std::vector<ParameterSpec>& specs, const std::string& prefix, int n);
 
 // One flat float array per ParameterSpec, in the same order.
 using FlatParameters = std::vector<std::vector<float>>;

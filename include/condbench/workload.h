@@ -21,11 +21,13 @@ constexpr uint64_t kPoolSeed = 0x5eed;
 constexpr int64_t kMinPoolRows = 1024;  // docs/design.md §3: at least 1024 rows
 
 // Where the weights come from: a state_dict file, else seeded weights for the config. With a file,
-// config gives only what the file cannot: a transformer's heads and tokens per row.
+// `given` holds the sizes the file cannot say (axes without from_weights: a transformer's heads and
+// tokens per row), by axis key; config is unused.
 struct ModelSource {
-  ModelConfig config;
+  ModelConfig config = model_config("mlp");
   uint64_t seed = kDefaultWeightSeed;
   std::string weights_path;
+  std::map<std::string, int> given;
 
   std::string key() const;
 };

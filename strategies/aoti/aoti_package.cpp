@@ -33,36 +33,28 @@ fs::path cache_root() {
   return fs::path(home && *home ? home : ".") / ".cache" / "condbench" / "aoti";
 }
 
-std::string config_key(const ModelConfig& c) {
-  std::ostringstream key;
-  if (c.family == ModelFamily::mlp)
-    key << 'i' << c.in_features << "-h" << c.hidden;
-  else
-    key << 't' << c.d_model << "-a" << c.heads << "-f" << c.ffn << "-s" << c.seq;
-  key << "-c" << c.num_classes << "-b" << c.blocks;
-  return key.str();
-}
-
-// The sizes bench/python/aoti_compile.py writes into a package's description, by family.
-std::vector<std::pair<const char*, int>> described_sizes(const ModelConfig& c) {
-  if (c.family == ModelFamily::mlp)
-    return {{"in_features", c.in_features}, {"hidden", c.hidden}, {"num_classes", c.num_classes}, {"blocks", c.blocks}};
-  return {{"d_model", c.d_model},         {"heads", c.heads},  {"ffn", c.ffn}, {"seq", c.seq},
-          {"num_classes", c.num_classes}, {"blocks", c.blocks}};
+// The sizes bench/python/aoti_compile.py writes into a package's description: every axis of the
+// family, then num_classes and blocks.
+std::vector<std::pair<std::string, int>> described_sizes(const ModelConfig& c) {
+  std::vector<std::pair<std::string, int>> sizes;
+  for (const FamilyAxis& axis : c.family->axes()) sizes.emplace_back(axis.key, c.size(axis.key));
+  sizes.emplace_back("num_classes", c.num_classes);
+  sizes.emplace_back("blocks", c.blocks);
+  return sizes;
 }
 
 fs::path package_file(const ModelConfig& config, Device device, const std::string& module) {
-  return cache_root() / ("torch-" + std::string(TORCH_VERSION)) / to_string(device) / config_key(config) /
+  return cache_root() / ("torch-" + std::string(TORCH_VERSION)) / to_string(device) / config.tag() /
          (module + ".pt2");
 }
 
 std::string compile_command(const ModelConfig& c, Device device, const std::string& module) {
   std::ostringstream command;  // (a stream: GCC 12 warns falsely on long chains of string +)
   command << "bench/python/aoti_compile.py --device=" << to_string(device) << " --modules=" << module
-          << " --config=" << (c.family == ModelFamily::mlp ? "" : "transformer:");
+          << " --config=" << c.family->name() << ":";
   const char* separator = "";
   for (const auto& [key, value] : described_sizes(c)) {
-    command << separator << value;
+    command << separator << key << "=" << value;
     separator = ",";
   }
   return command.str();
@@ -112,7 +104,7 @@ Unsupported package_unusable(const ModelConfig& config, Device device, const std
     const std::string text = text_of(*given, "family");
     return text == "?" ? std::string("mlp") : text;
   };
-  bool same = given != meta->end() && given->is_object() && family() == to_string(config.family);
+  bool same = given != meta->end() && given->is_object() && family() == config.family->name();
   for (const auto& [key, value] : described_sizes(config))
     same = same && given->contains(key) && (*given)[key].is_number_integer() && (*given)[key].get<int64_t>() == value;
   if (!same)

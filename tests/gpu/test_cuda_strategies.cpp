@@ -63,12 +63,12 @@ class CudaStrategies : public ::testing::TestWithParam<Case> {
   ModelSource source() const {
     ModelSource s;
     if (config().transformer) {
-      s.config = ModelConfig::transformer();
-      s.config.d_model = config().hidden;
-      s.config.ffn = 2 * config().hidden;
-      s.config.seq = 16;
+      s.config = model_config("transformer");
+      s.config.set("d_model", config().hidden);
+      s.config.set("ffn", 2 * config().hidden);
+      s.config.set("seq", 16);
     } else {
-      s.config.hidden = config().hidden;
+      s.config.set("hidden", config().hidden);
     }
     s.config.blocks = config().blocks;
     return s;
@@ -136,7 +136,7 @@ double grouped_flops(const ModelConfig& config, const std::vector<int>& ids,
   for (int k = 0; k < config.blocks; ++k) {
     const auto reaches = [k](int id) { return id > k; };
     flops +=
-        layer(config.hidden, block_flops(config, k), reaches) + layer(config.num_classes, head_flops(config), reaches);
+        layer(config.size("hidden"), block_flops(config, k), reaches) + layer(config.num_classes, head_flops(config), reaches);
   }
   return flops + layer(config.num_classes, head_flops(config), [&](int id) { return id == config.final_exit(); });
 }
@@ -153,7 +153,7 @@ int fused_block_rows(int batch, const ModelConfig& config) {
   int device = 0, limit = 0;
   EXPECT_EQ(cudaGetDevice(&device), cudaSuccess);
   EXPECT_EQ(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), cudaSuccess);
-  return cuda::fused_launch(batch, config.hidden, config.num_classes,
+  return cuda::fused_launch(batch, config.size("hidden"), config.num_classes,
                             static_cast<size_t>(limit) - cuda::fused_static_shared_bytes())
       .rows;
 }

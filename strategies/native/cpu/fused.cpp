@@ -38,6 +38,9 @@ class FusedCpu final : public Strategy {
   void prepare(const EarlyExitModel& model, int64_t batch) override {
     const NativeModel native = model->native();
     config_ = native.config;
+    in_features_ = config_.size("in_features");
+    final_head_flops_ = head_flops(config_);
+    final_head_bytes_ = head_bytes(config_);
     threads_ = at::get_num_threads();
     blocks_.clear();
     heads_.clear();
@@ -85,7 +88,7 @@ class FusedCpu final : public Strategy {
     size_t active = batch;
     for (size_t r = 0; r < batch; ++r) {
       rows_[r] = r;
-      in_[r] = x + r * config_.in_features;
+      in_[r] = x + r * in_features_;
       logit_rows_[r] = head_logits_data_ + r * logit_pitch_;
     }
     double flops = 0.0, bytes = static_cast<double>(input.numel()) * sizeof(float);
@@ -116,8 +119,8 @@ class FusedCpu final : public Strategy {
         exit_id[rows_[a]] = config_.final_exit();
         std::memcpy(logits + rows_[a] * classes, logit_rows_[a], classes * sizeof(float));
       }
-      flops += static_cast<double>(active) * head_flops(config_);
-      bytes += head_bytes(config_);
+      flops += static_cast<double>(active) * final_head_flops_;
+      bytes += final_head_bytes_;
     }
     record().flops_executed = flops;
     record().bytes_read = bytes;
@@ -137,6 +140,8 @@ class FusedCpu final : public Strategy {
   }
 
   ModelConfig config_;
+  int in_features_ = 0;
+  double final_head_flops_ = 0, final_head_bytes_ = 0;  // per row; per inference
   int threads_ = 1;                     // LibTorch's intra-op threads when prepared
   size_t row_pitch_ = 0;                // floats between two rows' activations
   size_t logit_pitch_ = 0;              // floats between two rows' head logits

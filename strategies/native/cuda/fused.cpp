@@ -19,7 +19,7 @@ class FusedCuda final : public NativeCudaStrategy {
 
   static Unsupported supports(const ModelConfig& config, Device /*device*/, int64_t /*batch*/) {
     if (Unsupported why = mlp_only(config)) return why;
-    return fused_unsupported(config.hidden, config.num_classes);
+    return fused_unsupported(config.size("hidden"), config.num_classes);
   }
 
  protected:
@@ -37,9 +37,8 @@ class FusedCuda final : public NativeCudaStrategy {
 
   double executed_flops() const override {
     const at::Tensor ids = exit_ids().to(at::kCPU);
-    ModelConfig config;
-    config.in_features = state().in_features;
-    config.hidden = state().hidden_size;
+    ModelConfig config = model_config("mlp");
+    config.set("in_features", state().in_features).set("hidden", state().hidden_size);
     config.num_classes = state().num_classes;
     config.blocks = state().blocks;
     const int* id = ids.data_ptr<int>();

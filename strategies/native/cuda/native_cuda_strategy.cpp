@@ -9,9 +9,10 @@ void NativeCudaStrategy::prepare(const EarlyExitModel& model, int64_t batch) {
   const ModelConfig& config = model->config();
   stream_ = make_stream();
   model_ = std::make_unique<DeviceModel>(model->native(), stream_.get());
-  staged_input_ = DeviceBuffer<float>(static_cast<size_t>(batch) * config.in_features);
-  hidden_[0] = DeviceBuffer<float>(static_cast<size_t>(batch) * config.hidden);
-  hidden_[1] = DeviceBuffer<float>(static_cast<size_t>(batch) * config.hidden);
+  const int in_features = config.size("in_features"), hidden = config.size("hidden");
+  staged_input_ = DeviceBuffer<float>(static_cast<size_t>(batch) * in_features);
+  hidden_[0] = DeviceBuffer<float>(static_cast<size_t>(batch) * hidden);
+  hidden_[1] = DeviceBuffer<float>(static_cast<size_t>(batch) * hidden);
   thresholds_ = DeviceBuffer<float>(config.blocks);
   threshold_upload_ = PinnedBuffer<float>(config.blocks);
   uploaded_thresholds_.clear();
@@ -38,8 +39,8 @@ void NativeCudaStrategy::prepare(const EarlyExitModel& model, int64_t batch) {
   state_.thresholds = thresholds_.get();
   state_.batch = static_cast<int>(batch);
   state_.blocks = config.blocks;
-  state_.in_features = config.in_features;
-  state_.hidden_size = config.hidden;
+  state_.in_features = in_features;
+  state_.hidden_size = hidden;
   state_.num_classes = config.num_classes;
   int device = 0;
   CONDBENCH_CUDA_CHECK(cudaGetDevice(&device));
