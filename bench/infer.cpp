@@ -34,7 +34,8 @@ struct Options {
 };
 
 void print_usage(std::ostream& out) {
-  out << "usage: condbench-infer [--weights=FILE [SIZES] | --seed=N [--model=FAMILY] [SIZES] --num-classes=N --blocks=N]\n"
+  out << "usage: condbench-infer [--weights=FILE [SIZES] | --seed=N [--model=FAMILY] [SIZES] --num-classes=N "
+         "--blocks=N]\n"
          "                       [--input=FILE | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
          "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
          "  the family (default "
@@ -72,8 +73,9 @@ std::string whose(const std::string& key) {
 }
 
 Options parse_options(int argc, char** argv) {
-  std::vector<std::string> names = {"--weights", "--seed", "--model", "--num-classes", "--blocks", "--input",
-                                    "--batch",   "--input-seed", "--thresholds", "--device", "--strategy"};
+  std::vector<std::string> names = {"--weights",    "--seed",   "--model",   "--num-classes",
+                                    "--blocks",     "--input",  "--batch",   "--input-seed",
+                                    "--thresholds", "--device", "--strategy"};
   std::vector<const FamilyAxis*> axes;  // every family's sizes, each flag once
   for (const ModelFamily* family : model_families())
     for (const FamilyAxis& axis : family->axes())
@@ -117,8 +119,7 @@ Options parse_options(int argc, char** argv) {
     if (given("--seed"))
       options.source.seed = static_cast<uint64_t>(cli::parse_int("--seed", flags.at("--seed"), 0, INT64_MAX));
     for (const auto& [key, value] : sizes)
-      if (!config.has(key))
-        fail(flag_of.at(key) + ": " + whose(key) + "; add --model=" + owners_of(key)[0]);
+      if (!config.has(key)) fail(flag_of.at(key) + ": " + whose(key) + "; add --model=" + owners_of(key)[0]);
     for (const FamilyAxis& axis : config.family->axes())
       if (sizes.count(axis.key))
         config.set(axis.key, sizes.at(axis.key));
@@ -130,12 +131,12 @@ Options parse_options(int argc, char** argv) {
   }
   ModelConfig config = shared_model(options.source)->config();
   for (const auto& [key, value] : sizes)
-    if (!config.has(key)) fail(flag_of.at(key) + ": " + whose(key) + "; this model is of the " +
-                               config.family->name() + " family");
+    if (!config.has(key))
+      fail(flag_of.at(key) + ": " + whose(key) + "; this model is of the " + config.family->name() + " family");
   // A size an input row's shape holds (a transformer's tokens per row) is the input's.
   const std::vector<int64_t> row = config.row_shape();
-  if (input.defined() && (input.dim() == static_cast<int64_t>(row.size()) ||
-                          input.dim() == static_cast<int64_t>(row.size()) + 1)) {
+  if (input.defined() &&
+      (input.dim() == static_cast<int64_t>(row.size()) || input.dim() == static_cast<int64_t>(row.size()) + 1)) {
     for (const FamilyAxis& axis : config.family->axes()) {
       if (axis.input_dim < 0) continue;
       const int held = static_cast<int>(input.size(input.dim() - static_cast<int64_t>(row.size()) + axis.input_dim));

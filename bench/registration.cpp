@@ -93,8 +93,7 @@ void print_flags(std::ostream& out) {
     for (const FamilyAxis& axis : family->axes()) {
       std::string fallback = axis.runs.empty() ? std::to_string(axis.fallback) : joined(axis.runs);
       if (!axis.full_runs.empty()) fallback += "; --full " + joined(axis.full_runs);
-      if (!axis.scales_with.empty())
-        fallback = std::to_string(axis.scale) + " x " + axis.scales_with;
+      if (!axis.scales_with.empty()) fallback = std::to_string(axis.scale) + " x " + axis.scales_with;
       line(axis.flag() + "=N[,N...]", axis.help + " (default " + fallback + ")");
     }
   }
@@ -232,8 +231,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     for (const ModelFamily* family : model_families())
       for (const FamilyAxis& axis : family->axes()) {
         if (!given(axis.flag())) continue;
-        if (axis.from_weights)
-          fail("--weights: the model's family and sizes come from the file; drop " + axis.flag());
+        if (axis.from_weights) fail("--weights: the model's family and sizes come from the file; drop " + axis.flag());
         options.weights_given[axis.key] =
             static_cast<int>(cli::parse_int(axis.flag(), flags.at(axis.flag()), 1, axis.max));
       }

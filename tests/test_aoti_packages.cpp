@@ -47,8 +47,8 @@ class AotiPackagesTest : public ::testing::Test {
 
   static std::string description_of(const ModelConfig& c, const std::string& torch_version) {
     return R"({"torch_version": ")" + torch_version + R"(", "config": {"in_features": )" +
-           std::to_string(c.size("in_features")) + R"(, "hidden": )" + std::to_string(c.size("hidden")) + R"(, "num_classes": )" +
-           std::to_string(c.num_classes) + R"(, "blocks": )" + std::to_string(c.blocks) +
+           std::to_string(c.size("in_features")) + R"(, "hidden": )" + std::to_string(c.size("hidden")) +
+           R"(, "num_classes": )" + std::to_string(c.num_classes) + R"(, "blocks": )" + std::to_string(c.blocks) +
            R"(}, "compile_s": 1.5, "export_s": 0.5, "options": "default"})";
   }
 
@@ -62,7 +62,11 @@ TEST_F(AotiPackagesTest, AMissingPackageIsASkipThatSaysHowToMakeIt) {
   const Unsupported why = cond().unsupported(model_config("mlp"), 1);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("no AOTInductor package"), std::string::npos) << *why;
-  EXPECT_NE(why->find("aoti_compile.py --device=cpu --modules=cond --config=mlp:in_features=32,hidden=64,num_classes=10,blocks=3"), std::string::npos) << *why;
+  EXPECT_NE(
+      why->find(
+          "aoti_compile.py --device=cpu --modules=cond --config=mlp:in_features=32,hidden=64,num_classes=10,blocks=3"),
+      std::string::npos)
+      << *why;
   EXPECT_FALSE(cond().build_note(model_config("mlp"), Device::cpu));
 }
 

@@ -26,16 +26,16 @@ class Tensor;
 
 namespace condbench {
 
-class TorchLayers;     // condbench/model.h
+class TorchLayers;      // condbench/model.h
 class StateDictShapes;  // condbench/model.h
 
 // One size of a family's models: a ModelConfig entry, a benchmark-name axis, a key of the config
 // the peer and the AOTInductor packages read, and a runner flag (--key, '_' written '-').
 struct FamilyAxis {
-  std::string key;   // "hidden", "d_model", ...
-  std::string help;  // "hidden width", for --help
-  int fallback = 1;  // the size when nothing says otherwise
-  int max = 1 << 16;  // the accepted range is 1..max: a typo must not allocate tens of gigabytes
+  std::string key;                  // "hidden", "d_model", ...
+  std::string help;                 // "hidden width", for --help
+  int fallback = 1;                 // the size when nothing says otherwise
+  int max = 1 << 16;                // the accepted range is 1..max: a typo must not allocate tens of gigabytes
   std::vector<int> runs = {};       // what the runner sweeps without the flag; empty: {fallback}
   std::vector<int> full_runs = {};  // ... with --full; empty: runs
   // When neither the flag nor `runs` says: scale x another axis (a transformer's ffn, 4 x d_model).
@@ -95,11 +95,14 @@ class ModelFamily {
   virtual double head_bytes(const ModelConfig& config) const = 0;
 
   // The blocks and heads as LibTorch calls, on `params` (parameters() order, on one device).
-  virtual std::shared_ptr<const TorchLayers> layers(const ModelConfig& config, std::vector<at::Tensor> params) const = 0;
+  virtual std::shared_ptr<const TorchLayers> layers(const ModelConfig& config,
+                                                    std::vector<at::Tensor> params) const = 0;
 
  protected:
   ModelFamily(std::string name, std::string summary, std::vector<FamilyAxis> axes, bool named_in_results = true)
-      : name_(std::move(name)), summary_(std::move(summary)), axes_(std::move(axes)),
+      : name_(std::move(name)),
+        summary_(std::move(summary)),
+        axes_(std::move(axes)),
         named_in_results_(named_in_results) {}
 
  private:

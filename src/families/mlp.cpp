@@ -36,7 +36,10 @@ class Mlp final : public ModelFamily {
   Mlp()
       : ModelFamily("mlp", "the question's MLP: Linear + ReLU blocks, a Linear exit head after each",
                     {{.key = "in_features", .help = "input width", .fallback = 32, .in_name = false},
-                     {.key = "hidden", .help = "hidden width", .fallback = 64, .runs = {64, 1024},
+                     {.key = "hidden",
+                      .help = "hidden width",
+                      .fallback = 64,
+                      .runs = {64, 1024},
                       .full_runs = {64, 256, 1024, 4096}}},
                     /*named_in_results=*/false) {}
 

@@ -49,8 +49,8 @@ class TransformerLayers final : public TorchLayers {
   at::Tensor head(int k, const at::Tensor& h) const override {
     const Head& head = heads_[k];
     const at::Tensor token0 = h.select(1, 0);
-    return at::linear(at::layer_norm(token0, {config().size("d_model")}, head.norm_w, head.norm_b, kNormEps), head.proj_w,
-                      head.proj_b);
+    return at::linear(at::layer_norm(token0, {config().size("d_model")}, head.norm_w, head.norm_b, kNormEps),
+                      head.proj_w, head.proj_b);
   }
 
  private:
@@ -72,13 +72,21 @@ class TransformerLayers final : public TorchLayers {
 class Transformer final : public ModelFamily {
  public:
   Transformer()
-      : ModelFamily("transformer", "an encoder of torch.nn.TransformerEncoderLayer layers, an exit head on token 0 after each",
-                    {{.key = "d_model", .help = "width", .fallback = 256, .max = 1 << 14},
-                     {.key = "heads", .help = "attention heads; a state_dict cannot say", .fallback = 4, .max = 1024,
-                      .from_weights = false},
-                     {.key = "ffn", .help = "feed-forward width", .fallback = 1024, .scales_with = "d_model", .scale = 4},
-                     {.key = "seq", .help = "tokens per row", .fallback = 32, .max = 1 << 14, .input_dim = 0,
-                      .from_weights = false}}) {}
+      : ModelFamily(
+            "transformer", "an encoder of torch.nn.TransformerEncoderLayer layers, an exit head on token 0 after each",
+            {{.key = "d_model", .help = "width", .fallback = 256, .max = 1 << 14},
+             {.key = "heads",
+              .help = "attention heads; a state_dict cannot say",
+              .fallback = 4,
+              .max = 1024,
+              .from_weights = false},
+             {.key = "ffn", .help = "feed-forward width", .fallback = 1024, .scales_with = "d_model", .scale = 4},
+             {.key = "seq",
+              .help = "tokens per row",
+              .fallback = 32,
+              .max = 1 << 14,
+              .input_dim = 0,
+              .from_weights = false}}) {}
 
   int default_blocks() const override { return 6; }
   std::vector<int> runs_blocks(bool /*full*/) const override { return {6}; }

@@ -44,8 +44,7 @@ std::vector<std::pair<std::string, int>> described_sizes(const ModelConfig& c) {
 }
 
 fs::path package_file(const ModelConfig& config, Device device, const std::string& module) {
-  return cache_root() / ("torch-" + std::string(TORCH_VERSION)) / to_string(device) / config.tag() /
-         (module + ".pt2");
+  return cache_root() / ("torch-" + std::string(TORCH_VERSION)) / to_string(device) / config.tag() / (module + ".pt2");
 }
 
 std::string compile_command(const ModelConfig& c, Device device, const std::string& module) {

@@ -142,18 +142,18 @@ class FusedCpu final : public Strategy {
   ModelConfig config_;
   int in_features_ = 0;
   double final_head_flops_ = 0, final_head_bytes_ = 0;  // per row; per inference
-  int threads_ = 1;                     // LibTorch's intra-op threads when prepared
-  size_t row_pitch_ = 0;                // floats between two rows' activations
-  size_t logit_pitch_ = 0;              // floats between two rows' head logits
-  std::vector<Linear> blocks_, heads_;  // heads_[k] is exit k+1; heads_[blocks] is the final head
-  std::vector<double> stage_flops_;     // block k and exit head k, per row
-  std::vector<double> stage_bytes_;     // their weights and biases
-  at::Tensor hidden_[2];                // [batch][row_pitch_] activations, ping-pong between blocks
-  at::Tensor head_logits_;              // [batch][logit_pitch_]: each row's logits at the last head
-  std::vector<size_t> rows_;            // the active rows
-  std::vector<const float*> in_;        // each active row's input to the next block
-  std::vector<float*> out_;             // each active row's output of the current block
-  std::vector<float*> logit_rows_;      // each active row's head logits
+  int threads_ = 1;                                     // LibTorch's intra-op threads when prepared
+  size_t row_pitch_ = 0;                                // floats between two rows' activations
+  size_t logit_pitch_ = 0;                              // floats between two rows' head logits
+  std::vector<Linear> blocks_, heads_;                  // heads_[k] is exit k+1; heads_[blocks] is the final head
+  std::vector<double> stage_flops_;                     // block k and exit head k, per row
+  std::vector<double> stage_bytes_;                     // their weights and biases
+  at::Tensor hidden_[2];                                // [batch][row_pitch_] activations, ping-pong between blocks
+  at::Tensor head_logits_;                              // [batch][logit_pitch_]: each row's logits at the last head
+  std::vector<size_t> rows_;                            // the active rows
+  std::vector<const float*> in_;                        // each active row's input to the next block
+  std::vector<float*> out_;                             // each active row's output of the current block
+  std::vector<float*> logit_rows_;                      // each active row's head logits
   // The data of output(), hidden_ and head_logits_, looked up once in prepare().
   int32_t* exit_ids_out_ = nullptr;
   float* logits_out_ = nullptr;
