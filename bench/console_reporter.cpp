@@ -9,6 +9,8 @@
 #include <memory>
 #include <sstream>
 
+#include "condbench/counters.h"
+#include "condbench/error.h"
 #include "condbench/result_format.h"
 
 namespace condbench {
@@ -32,45 +34,26 @@ struct Place {
   std::string block_key, block_title, row_key, row_label;
 };
 
-std::string padded(const std::optional<std::string>& number) {
-  const std::string text = number.value_or("");
-  return std::string(text.size() < 12 ? 12 - text.size() : 0, '0') + text;
+std::string padded(const std::string& number) {
+  return std::string(number.size() < 12 ? 12 - number.size() : 0, '0') + number;
 }
 
 Place place_of(const std::string& name) {
-  const std::optional<BenchmarkName> parsed = BenchmarkName::parse(name);
-  if (!parsed || parsed->labels().size() < 3) return {"9", "other", name, name};
-  const std::vector<std::string> labels = parsed->labels();
-  const std::string& device = labels[1];
-  if (labels[0] == "primitive") return {"0/" + device, device + " primitives", name, labels[2]};
-  const auto axis = [&](const char* key) { return parsed->axis_value(key).value_or("?"); };
-  Place place;
-  const std::optional<std::string> model = parsed->axis_value("model");  // absent: the mlp
-  if (model) {                                                           // after every mlp block, by its sizes
-    place.block_key = "2/" + device + "/" + *model + "/" + padded(parsed->axis_value("blocks")) + "/" +
-                      padded(parsed->axis_value("d_model")) + "/" + padded(parsed->axis_value("heads")) + "/" +
-                      padded(parsed->axis_value("ffn")) + "/" + padded(parsed->axis_value("seq")) + "/" +
-                      padded(parsed->axis_value("batch"));
-    place.block_title = device + " · " + *model + " d_model " + axis("d_model") + " · " + axis("heads") +
-                        " heads · ffn " + axis("ffn") + " · seq " + axis("seq") + " · " + axis("blocks") +
-                        " layers · batch " + axis("batch");
-  } else {
-    place.block_key = "1/" + device + "/" + padded(parsed->axis_value("blocks")) + "/" +
-                      padded(parsed->axis_value("hidden")) + "/" + padded(parsed->axis_value("batch"));
-    place.block_title =
-        device + " · hidden " + axis("hidden") + " · " + axis("blocks") + " blocks · batch " + axis("batch");
+  std::optional<BenchmarkId> id;
+  try {
+    id = BenchmarkId::read(name);
+  } catch (const Error&) {  // not condbench's shape: listed at the end as it is
   }
-  const std::string scenario = parsed->scenario().value_or("");
-  // exit:1, exit:2, ... then mix:early, mix:uniform, mix:late: the order of the scenarios' depth
-  std::string rank = "9";
-  if (scenario.rfind("exit:", 0) == 0) rank = "0" + padded(scenario.substr(5));
-  if (scenario == "mix:early") rank = "1";
-  if (scenario == "mix:uniform") rank = "2";
-  if (scenario == "mix:late") rank = "3";
-  std::string strategy;
-  for (size_t i = 2; i < labels.size(); ++i) strategy += (i > 2 ? "/" : "") + labels[i];
-  place.row_key = rank + "/" + strategy + "/" + name;
-  place.row_label = scenario + std::string(scenario.size() < 13 ? 13 - scenario.size() : 1, ' ') + strategy;
+  if (!id) return {"9", "other", name, name};
+  if (id->primitive) return {"0/" + id->device, id->device + " primitives", name, id->primitive_name};
+  const std::string batch = std::to_string(id->batch);
+  Place place;
+  place.block_key = "1/" + id->device + "/" + model_order(id->model) + padded(batch);
+  place.block_title = id->device + " · " + model_text(id->model) + " · batch " + batch;
+  // by scenario (exit:1, exit:2, ... then the mixes), then by strategy
+  place.row_key = padded(std::to_string(scenario_rank(id->scenario))) + "/" + id->strategy_key() + "/" + name;
+  place.row_label =
+      id->scenario + std::string(id->scenario.size() < 13 ? 13 - id->scenario.size() : 1, ' ') + id->strategy_key();
   return place;
 }
 
@@ -185,7 +168,7 @@ void ConsoleReporter::print_table() {
   const auto cell = [](const std::string& text, size_t width) {
     return std::string(text.size() < width ? width - text.size() : 1, ' ') + text;
   };
-  const auto counter = [](const Row& row, const char* key) {
+  const auto counter = [](const Row& row, const std::string& key) {
     const auto it = row.counters.find(key);
     return it == row.counters.end() ? std::string("-") : number(it->second);
   };
@@ -195,18 +178,28 @@ void ConsoleReporter::print_table() {
     std::snprintf(text, sizeof text, row.cv < 0.1 ? "%.1f%%" : "%.0f%%", row.cv * 100);
     return std::string(text);
   };
+  // The strategies' columns: the counters the counters table gives a console heading, each where a
+  // row of the block has it (gpu_us only on a GPU).
+  const auto columns = [](const Block& block) {
+    std::vector<const CounterSpec*> shown;
+    for (const CounterSpec& spec : kCounters)
+      if (!spec.console.empty() && std::any_of(block.rows.begin(), block.rows.end(), [&](const auto& r) {
+            return r.second.second->counters.count(std::string(spec.name)) > 0;
+          }))
+        shown.push_back(&spec);
+    return shown;
+  };
+  const auto width = [](const CounterSpec& spec) { return std::max<size_t>(spec.console.size() + 2, 8); };
   constexpr size_t kLabel = 44;
   for (const auto& [key, block] : blocks) {
     const bool primitives = key.rfind("0/", 0) == 0;
-    const bool gpu = std::any_of(block.rows.begin(), block.rows.end(),
-                                 [](const auto& r) { return r.second.second->counters.count("gpu_us") > 0; });
+    const std::vector<const CounterSpec*> shown = primitives ? std::vector<const CounterSpec*>() : columns(block);
     std::string title = block.title;
     title += std::string(title.size() < kLabel ? kLabel - title.size() : 1, ' ');
     table_ << "\n" << title << cell("median us", 11) << cell("cv", 8);
-    if (primitives)
-      table_ << cell("rate", 14) << "\n";
-    else
-      table_ << cell("syncs", 7) << cell("launches", 10) << cell("exit", 6) << (gpu ? cell("gpu us", 10) : "") << "\n";
+    if (primitives) table_ << cell("rate", 14);
+    for (const CounterSpec* spec : shown) table_ << cell(std::string(spec->console), width(*spec));
+    table_ << "\n";
     for (const auto& [row_key, labelled] : block.rows) {
       const auto& [label, row] = labelled;
       std::string text = "  " + label;
@@ -218,16 +211,15 @@ void ConsoleReporter::print_table() {
         std::string rate;
         if (row->counters.count("bytes")) rate = number(row->counters.at("bytes") / row->median_us / 1e3) + " GB/s";
         if (row->counters.count("flops")) rate = number(row->counters.at("flops") / row->median_us / 1e3) + " GFLOP/s";
-        table_ << cell(rate.empty() ? "-" : rate, 14) << "\n";
-      } else {
-        table_ << cell(counter(*row, "host_syncs"), 7) << cell(counter(*row, "launches"), 10)
-               << cell(counter(*row, "exit_mean"), 6) << (gpu ? cell(counter(*row, "gpu_us"), 10) : "") << "\n";
+        table_ << cell(rate.empty() ? "-" : rate, 14);
       }
+      for (const CounterSpec* spec : shown) table_ << cell(counter(*row, std::string(spec->name)), width(*spec));
+      table_ << "\n";
     }
   }
   if (!blocks.empty())
-    table_ << "\nmedian wall time per inference; cv across repetitions; syncs, launches and the mean exit per\n"
-              "inference (all counters are in the JSON: --benchmark_out)\n";
+    table_ << "\nmedian wall time per inference; cv across repetitions; the other columns are counters per\n"
+              "inference (docs/design.md §4; every counter is in the JSON: --benchmark_out)\n";
   for (const auto& [name, reason] : skipped_) table_ << "skipped  " << name << ": " << reason << "\n";
   table_ << std::flush;
 }

@@ -14,16 +14,6 @@ namespace condbench::report {
 
 namespace {
 
-int scenario_rank(const std::string& s) {
-  if (s.rfind("exit:", 0) == 0) return std::stoi(s.substr(5));
-  if (s == "mix:early") return 1000;
-  if (s == "mix:uniform") return 1001;
-  if (s == "mix:late") return 1002;
-  return 2000;
-}
-
-const char* const kEager = "torch/eager_host";
-
 std::string percent(double fraction) {
   return std::to_string(static_cast<int>(std::floor(100 * fraction + 1e-9))) + "%";
 }
@@ -95,35 +85,13 @@ const Cell* Group::cell(const std::string& strategy, const std::string& scenario
 }
 
 std::optional<double> Group::speedup_over_eager(const std::string& strategy, const std::string& scenario) const {
-  const Cell* base = cell(kEager, scenario);
+  const Cell* base = cell(kEagerHost, scenario);
   const Cell* other = cell(strategy, scenario);
   if (!base || !other || other->median_us <= 0) return std::nullopt;
   return base->median_us / other->median_us;
 }
 
-std::string model_text(int64_t hidden, int64_t blocks, const std::string& extra_axes) {
-  const std::string transformer = "model:transformer";
-  if (extra_axes.rfind(transformer, 0) != 0)
-    return "hidden " + std::to_string(hidden) + ", " + std::to_string(blocks) + " blocks" +
-           (extra_axes.empty() ? "" : ", " + extra_axes);
-  // model:transformer/heads:H/ffn:F/seq:S, as condbench writes it; any other axis stays as written
-  std::map<std::string, std::string> sizes;
-  std::string others;
-  std::istringstream parts(extra_axes.substr(transformer.size()));
-  for (std::string part; std::getline(parts, part, '/');) {
-    const size_t colon = part.find(':');
-    const std::string key = part.substr(0, colon);
-    if (colon != std::string::npos && (key == "heads" || key == "ffn" || key == "seq"))
-      sizes[key] = part.substr(colon + 1);
-    else if (!part.empty())
-      others += ", " + part;
-  }
-  auto size = [&](const char* key) { return sizes.count(key) ? sizes.at(key) : std::string("?"); };
-  return "transformer d_model " + std::to_string(hidden) + ", " + size("heads") + " heads, ffn " + size("ffn") +
-         ", seq " + size("seq") + ", " + std::to_string(blocks) + " layers" + others;
-}
-
-std::string Group::model_text() const { return condbench::report::model_text(hidden, blocks, extra_axes); }
+std::string Group::model_text() const { return condbench::model_text(model); }
 
 namespace {
 
@@ -145,17 +113,17 @@ size_t looks(const ResultFile& file) {
 }  // namespace
 
 std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unstable_cv) {
-  std::map<std::tuple<std::string, int64_t, int64_t, std::string, int64_t>, Group> groups;
+  // every axis of the name but the scenario: the model's, whatever they are, and the batch
+  std::map<std::tuple<std::string, std::string, int64_t>, Group> groups;
   for (size_t index = 0; index < files.size(); ++index)
     for (const ResultFile& file = files[index]; const Series& s : file.series) {
       if (s.primitive || s.times_us.empty()) continue;
       const std::string label = file.device_label(s.device);
-      Group& g = groups[{label, s.hidden, s.blocks, s.extra_axes, s.batch}];
+      Group& g = groups[{label, model_order(s.model), s.batch}];
       g.device_label = label;
       g.batch = s.batch;
-      g.hidden = s.hidden;
       g.blocks = s.blocks;
-      g.extra_axes = s.extra_axes;
+      g.model = s.model;
       // A benchmark present in several files keeps the first file's numbers.
       Cell cell = make_cell(s.times_us, unstable_cv);
       cell.counters = s.counters;
@@ -195,9 +163,7 @@ std::vector<Winner> best_strategies(const std::vector<Group>& groups) {
       w.device_label = g.device_label;
       w.scenario = scenario;
       w.batch = g.batch;
-      w.hidden = g.hidden;
-      w.blocks = g.blocks;
-      w.extra_axes = g.extra_axes;
+      w.model = g.model;
       w.strategy = ranked[0].second;
       w.median_us = ranked[0].first;
       w.interval = best.interval;
@@ -263,9 +229,9 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups) {
       const std::string where =
           "At batch " + std::to_string(g.batch) + " (" + g.model_text() + ") on " + g.device_label + ", ";
       // Compare the winner with eager_host where it ran, else with the runner-up.
-      const bool against_eager = best != kEager && g.cell(kEager, scenario);
+      const bool against_eager = best != kEagerHost && g.cell(kEagerHost, scenario);
       if (!against_eager && ranked.size() < 2) continue;
-      const std::string other = against_eager ? kEager : ranked[1].second;
+      const std::string other = against_eager ? kEagerHost : ranked[1].second;
       const Cell& lead = *g.cell(best, scenario);
       const Cell& second = *g.cell(other, scenario);
       const std::string phrase = scenario_phrase(scenario);
@@ -273,8 +239,8 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups) {
       const Judgement j = judge(lead, second);
       std::string sentence;
       if (j.standing == Standing::faster && against_eager)
-        sentence =
-            where + best + " is at least " + format_at_least(j.factor) + " faster than " + kEager + " " + phrase + ".";
+        sentence = where + best + " is at least " + format_at_least(j.factor) + " faster than " + kEagerHost + " " +
+                   phrase + ".";
       else if (j.standing == Standing::faster)
         sentence = where + best + " is the fastest " + phrase + ", at least " + format_at_least(j.factor) +
                    " ahead of " + other + ".";
@@ -477,8 +443,8 @@ std::optional<AnswerTable> answer_table(const Group& g) {
     if (t.own_fastest.empty()) t.own_fastest = ranked[0];
     if (std::find(t.rows.begin(), t.rows.end(), ranked[0]) == t.rows.end()) t.rows.push_back(ranked[0]);
   }
-  if (g.cell(kEager, t.scenarios[0]) && std::find(t.rows.begin(), t.rows.end(), kEager) == t.rows.end())
-    t.rows.push_back(kEager);
+  if (g.cell(kEagerHost, t.scenarios[0]) && std::find(t.rows.begin(), t.rows.end(), kEagerHost) == t.rows.end())
+    t.rows.push_back(kEagerHost);
   std::sort(t.rows.begin(), t.rows.end(), [&](const std::string& a, const std::string& b) {
     const Cell *ca = g.cell(a, t.scenarios[0]), *cb = g.cell(b, t.scenarios[0]);
     return (ca ? ca->median_us : INFINITY) < (cb ? cb->median_us : INFINITY);
@@ -544,12 +510,13 @@ std::vector<std::string> cells_for_next_rounds(std::vector<ResultFile> files, si
 std::string conditional_graphs_sentence(const std::vector<Group>& groups) {
   std::vector<std::string> said;
   for (const Group& g : groups) {
-    if (g.device_label.rfind("cuda", 0) != 0 || !g.cell(kEager, "mix:uniform")) continue;
+    if (g.device_label.rfind("cuda", 0) != 0 || !g.cell(kEagerHost, "mix:uniform")) continue;
     for (const char* graph : {"torch/graph_cond", "native/graph_cond", "python/py_cond_cudagraph"})
       if (g.cell(graph, "mix:uniform")) {
-        const bool graph_first = g.cell(graph, "mix:uniform")->median_us < g.cell(kEager, "mix:uniform")->median_us;
-        said.push_back("at batch " + std::to_string(g.batch) + " (" + g.model_text() + ") on " + g.device_label + ", " +
-                       (graph_first ? claim(g, graph, kEager, "mix:uniform") : claim(g, kEager, graph, "mix:uniform")));
+        const bool graph_first = g.cell(graph, "mix:uniform")->median_us < g.cell(kEagerHost, "mix:uniform")->median_us;
+        said.push_back(
+            "at batch " + std::to_string(g.batch) + " (" + g.model_text() + ") on " + g.device_label + ", " +
+            (graph_first ? claim(g, graph, kEagerHost, "mix:uniform") : claim(g, kEagerHost, graph, "mix:uniform")));
       }
   }
   if (said.empty())
@@ -650,134 +617,6 @@ std::optional<Floor> floor_of(const CpuLimits& limits, const Cell& cell, const s
   // Counters from another machine's file can be anything JSON holds: no floor rather than 0 or inf.
   if (!(f.us > 0) || !std::isfinite(f.us)) return std::nullopt;
   return f;
-}
-
-const char* to_string(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::same:
-      return "SAME";
-    case Verdict::faster:
-      return "FASTER";
-    case Verdict::slower:
-      return "SLOWER";
-    case Verdict::ambiguous:
-      return "AMBIGUOUS";
-    case Verdict::too_few_repetitions:
-      return "TOO FEW REPETITIONS";
-    case Verdict::too_few_benchmarks:
-      return "TOO FEW BENCHMARKS";
-  }
-  return "?";
-}
-
-std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b, double min_effect) {
-  std::map<std::string, const Series*> in_b;
-  for (const Series& s : b.series)
-    if (!s.times_us.empty()) in_b[s.name] = &s;
-  std::vector<Comparison> out;
-  for (const Series& s : a.series) {
-    auto it = in_b.find(s.name);
-    if (s.times_us.empty() || it == in_b.end()) continue;
-    const std::vector<double>& times_b = it->second->times_us;
-    Comparison c;
-    c.name = s.name;
-    c.median_a_us = median(s.times_us);
-    c.median_b_us = median(times_b);
-    c.interval_a = median_interval(s.times_us);
-    c.interval_b = median_interval(times_b);
-    c.change = (c.median_b_us - c.median_a_us) / c.median_a_us;
-    c.ratio = ratio_interval(s.times_us, times_b);  // pairwise b / a
-    const double margin = (1.0 + min_effect) * kDriftBetweenProcesses;
-    if (!c.ratio.bounded())
-      c.verdict = Verdict::too_few_repetitions;
-    else if (c.ratio.low >= margin)
-      c.verdict = Verdict::slower;
-    else if (c.ratio.high * margin <= 1.0)
-      c.verdict = Verdict::faster;
-    else if (c.ratio.low <= 1.0 && 1.0 <= c.ratio.high)
-      c.verdict = Verdict::same;
-    else
-      c.verdict = Verdict::ambiguous;
-    out.push_back(c);
-  }
-  return out;
-}
-
-ComparisonSummary summarize(const std::vector<Comparison>& rows) {
-  ComparisonSummary summary;
-  for (const Comparison& c : rows) switch (c.verdict) {
-      case Verdict::faster:
-        ++summary.faster;
-        break;
-      case Verdict::slower:
-        ++summary.slower;
-        break;
-      case Verdict::same:
-        ++summary.same;
-        break;
-      case Verdict::ambiguous:
-        ++summary.ambiguous;
-        break;
-      case Verdict::too_few_repetitions:
-      case Verdict::too_few_benchmarks:
-        ++summary.too_few;
-        break;
-    }
-  return summary;
-}
-
-namespace {
-
-// `log_changes`: log(b / a) per benchmark, so that a change and its inverse weigh alike.
-ChangeSummary summarize_changes(const std::vector<double>& log_changes, double min_effect) {
-  ChangeSummary s;
-  s.benchmarks = log_changes.size();
-  for (double c : log_changes) {
-    s.slower += c > 0;
-    s.faster += c < 0;
-  }
-  const MedianInterval logs = median_interval(log_changes);
-  s.median_change = std::expm1(median(log_changes));
-  s.interval = {std::expm1(logs.low), std::expm1(logs.high), logs.confidence};
-  if (s.interval.confidence < kIntervalConfidence)
-    s.verdict = Verdict::too_few_benchmarks;
-  else if (s.interval.low >= min_effect)
-    s.verdict = Verdict::slower;
-  else if (s.interval.high <= -min_effect)
-    s.verdict = Verdict::faster;
-  return s;
-}
-
-}  // namespace
-
-StrategyComparisons compare_strategies(const std::vector<Comparison>& rows, double min_effect) {
-  std::map<std::string, std::vector<double>> by_strategy;
-  std::vector<double> all;
-  for (const Comparison& c : rows) {
-    const std::optional<BenchmarkName> name = BenchmarkName::parse(c.name);
-    const double log_change = std::log1p(c.change);
-    by_strategy[name ? name->without_axes() : c.name].push_back(log_change);
-    all.push_back(log_change);
-  }
-  StrategyComparisons out;
-  out.whole_run = summarize_changes(all, min_effect);
-  std::vector<double> strategy_medians;
-  for (const auto& entry : by_strategy) strategy_medians.push_back(median(entry.second));
-  const std::optional<double> log_drift =
-      by_strategy.size() >= kMinStrategiesForDrift ? std::optional<double>(median(strategy_medians)) : std::nullopt;
-  if (log_drift) out.drift = std::expm1(*log_drift);
-  for (const auto& [strategy, changes] : by_strategy) {
-    StrategyComparison s;
-    s.strategy = strategy;
-    s.change = summarize_changes(changes, min_effect);
-    if (log_drift) {
-      std::vector<double> beyond;
-      for (double c : changes) beyond.push_back(c - *log_drift);
-      s.against_run = summarize_changes(beyond, min_effect);
-    }
-    out.strategies.push_back(s);
-  }
-  return out;
 }
 
 }  // namespace condbench::report

@@ -1,7 +1,8 @@
 #pragma once
 // From result files to what the report shows: latency tables per model and batch, the winner of
-// each (device, batch, hidden, scenario), the sentences that say it, where the time goes, and the
-// A/B comparison. Plain data, no formatting beyond the sentences, so tests check exact values.
+// each (device, batch, model, scenario), the sentences that say it, and where the time goes (the
+// A/B comparison of two runs: comparison.h). Plain data, no formatting beyond the sentences, so
+// tests check exact values.
 #include <limits>
 #include <map>
 #include <optional>
@@ -98,11 +99,14 @@ bool could_decide(const Judgement& j, double min_effect = kDefaultMinEffect);
 std::string verdict_text(const Judgement& j, const std::string& fast, const std::string& slow, const Cell& f,
                          const Cell& s);
 
+// The baseline of the speedups the report prints: LibTorch with the decision on the host.
+constexpr const char* kEagerHost = "torch/eager_host";
+
 // One table: a machine's device, a model and a batch size.
 struct Group {
   std::string device_label;  // "cpu · AMD EPYC"
-  int64_t batch = 0, hidden = 0, blocks = 0;
-  std::string extra_axes;                                     // axes the report does not know, "seq:128"
+  int64_t batch = 0, blocks = 0;
+  std::vector<BenchmarkName::Part> model;                     // its axes, as BenchmarkId::model
   std::vector<std::string> strategies;                        // "engine/strategy", in a stable order
   std::vector<std::string> scenarios;                         // exit:1.., then mix:early, mix:uniform, mix:late
   std::map<std::pair<std::string, std::string>, Cell> cells;  // (strategy, scenario)
@@ -110,20 +114,16 @@ struct Group {
   const Cell* cell(const std::string& strategy, const std::string& scenario) const;
   // median(eager_host) / median(strategy): > 1 means faster than eager_host (torch engine).
   std::optional<double> speedup_over_eager(const std::string& strategy, const std::string& scenario) const;
-  // model_text(hidden, blocks, extra_axes).
+  // "hidden 64, 3 blocks": condbench::model_text of its axes.
   std::string model_text() const;
 };
-
-// "hidden 64, 3 blocks" (", seq:128" when the names carried axes the report does not know);
-// "transformer d_model 256, 4 heads, ffn 1024, seq 32, 6 layers" for the transformer.
-std::string model_text(int64_t hidden, int64_t blocks, const std::string& extra_axes);
 
 std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unstable_cv = kDefaultUnstableCv);
 
 struct Winner {
   std::string device_label, scenario;
-  int64_t batch = 0, hidden = 0, blocks = 0;
-  std::string extra_axes;
+  int64_t batch = 0;
+  std::vector<BenchmarkName::Part> model;
   std::string strategy, runner_up;  // the lowest median and the next; runner_up empty when only one ran
   double median_us = 0;
   MedianInterval interval;
@@ -230,66 +230,6 @@ struct Floor {
 };
 // nullopt where the cell lacks bytes_read or flops_executed, or the limits lack a rate.
 std::optional<Floor> floor_of(const CpuLimits& limits, const Cell& cell, const std::string& engine);
-
-enum class Verdict { same, faster, slower, ambiguous, too_few_repetitions, too_few_benchmarks };
-const char* to_string(Verdict verdict);
-
-struct Comparison {
-  std::string name;
-  double median_a_us = 0, median_b_us = 0;
-  MedianInterval interval_a, interval_b;
-  double change = 0;    // (b - a) / a
-  RatioInterval ratio;  // of B / A, 99%
-  Verdict verdict = Verdict::same;
-};
-// Each benchmark on the rule of judge(), with the drift allowance between processes (two runs are two
-// processes): SLOWER when the interval of B / A starts at or above (1 + min_effect) x D, FASTER when
-// it ends at or below 1 / ((1 + min_effect) x D); SAME when it holds 1; AMBIGUOUS otherwise; TOO FEW
-// REPETITIONS without an interval. One benchmark alone can therefore show only changes of about 1.8x
-// or more between two runs; the strategies taken together (compare_strategies) are the headline.
-std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b, double min_effect = kDefaultMinEffect);
-
-struct ComparisonSummary {
-  int faster = 0, slower = 0, same = 0, ambiguous = 0, too_few = 0;
-};
-ComparisonSummary summarize(const std::vector<Comparison>& rows);
-
-// Many benchmarks taken together. On a shared machine the spread between two runs hides a 20%
-// change in most single benchmarks; the same change moves all of a strategy's benchmarks one way,
-// which the median of their changes shows. Its interval is distribution-free (median_interval over
-// the benchmarks' changes; a sign test in interval form), and the verdict is FASTER or SLOWER only
-// when the whole interval lies beyond `min_effect`: the conservative edge, as everywhere else.
-// Fewer than 6 benchmarks cannot reach 95%: TOO FEW BENCHMARKS.
-struct ChangeSummary {
-  size_t benchmarks = 0, slower = 0, faster = 0;  // how many medians went up, went down
-  double median_change = 0;                       // (b - a) / a
-  MedianInterval interval;                        // of median_change
-  Verdict verdict = Verdict::same;
-};
-
-struct StrategyComparison {
-  std::string strategy;  // the benchmark name without its key:value axes: "early_exit/cpu/native/fused"
-  ChangeSummary change;  // its benchmarks as they are
-  // Its benchmarks against the run's drift: each change divided by StrategyComparisons::drift.
-  // Between two runs the machine drifts, and drift moves every strategy alike; this is what one
-  // strategy did beyond that. Only when the run has 3 or more strategies, so that one strategy
-  // that changed cannot move the drift estimate.
-  std::optional<ChangeSummary> against_run;
-  const ChangeSummary& decisive() const { return against_run ? *against_run : change; }
-};
-
-struct StrategyComparisons {
-  // Every benchmark: a shift here is a change to everything, or the machine drifting between the
-  // runs; two runs cannot tell which (an A/A pair can).
-  ChangeSummary whole_run;
-  // The drift each strategy is judged against: the median of the strategies' median changes. With
-  // 3 or more strategies, one that changed (however many benchmarks it has) cannot move it; the
-  // median over all benchmarks could (a third of them 20% slower moves it by several percent).
-  std::optional<double> drift;
-  std::vector<StrategyComparison> strategies;  // by name
-};
-constexpr size_t kMinStrategiesForDrift = 3;
-StrategyComparisons compare_strategies(const std::vector<Comparison>& rows, double min_effect = kDefaultMinEffect);
 
 // "6.1×", "55×": speedups as the sentences and tables print them.
 std::string format_ratio(double ratio);

@@ -2,6 +2,7 @@
 //
 //   condbench-report --out DIR RESULT.json... [--unstable-cv PCT]   report.md, report.html, charts/ in DIR
 //   condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]
+//   condbench-report --table RESULT.json...     the median latency table, in Markdown, on stdout
 //
 // Bad input gets one line naming the file and what is wrong, exit code 2, and nothing half
 // written: the report is built in a temporary directory beside DIR and renamed into place. DIR is
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis.h"
+#include "charts.h"
 #include "condbench/error.h"
 #include "condbench/output_file.h"
 #include "condbench/result_format.h"
@@ -32,12 +34,15 @@ namespace {
 const char* const kUsage =
     "usage: condbench-report --out DIR [--force] [--unstable-cv PCT] RESULT.json...\n"
     "       condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]\n"
+    "       condbench-report --table RESULT.json...\n"
     "       condbench-report --undecided RESULT.json... OWN.json\n"
     "  --force             replace DIR even if it is not a previous condbench report\n"
     "  --unstable-cv PCT   mark a benchmark unstable above this coefficient of variation (default 5)\n"
     "  --min-effect PCT    smallest change --compare calls FASTER or SLOWER beyond the drift between\n"
     "                      runs (default 5; docs/statistics.md)\n"
     "  --fail-on-regression PCT  exit 1 when a strategy is SLOWER by more than PCT\n"
+    "  --table             print the median latency table of the files (several are read as one, e.g. a run\n"
+    "                      and its peer): a row per device, model, batch and scenario, a column per strategy\n"
     "  --undecided         for a run spending an answer budget (the peer's --answer-budget): JSON of the\n"
     "                      cells of the last file that the answer's undecided comparisons need more of\n";
 
@@ -115,7 +120,7 @@ void write_atomically(const std::vector<ResultFile>& files, const fs::path& dir,
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string out, fail_on, unstable_cv, min_effect;
-  bool compare_mode = false, undecided_mode = false, force = false;
+  bool compare_mode = false, undecided_mode = false, table_mode = false, force = false;
   std::vector<std::string> inputs;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -139,6 +144,8 @@ int run(int argc, char** argv) {
       compare_mode = true;
     } else if (a == "--undecided") {
       undecided_mode = true;
+    } else if (a == "--table") {
+      table_mode = true;
     } else if (a == "--fail-on-regression" || a.rfind("--fail-on-regression=", 0) == 0) {
       fail_on = value("--fail-on-regression");
     } else if (a.rfind("--", 0) == 0) {
@@ -146,6 +153,16 @@ int run(int argc, char** argv) {
     } else {
       inputs.push_back(a);
     }
+  }
+  if (table_mode) {
+    if (compare_mode || undecided_mode || !out.empty() || !fail_on.empty() || !unstable_cv.empty() ||
+        !min_effect.empty() || force)
+      fail("--table takes result files only");
+    if (inputs.empty()) fail("--table: no result files given");
+    std::vector<ResultFile> files;
+    for (const std::string& path : inputs) files.push_back(load_result_file(path));
+    std::cout << latency_table_markdown(files);
+    return 0;
   }
   if (undecided_mode) {
     if (compare_mode || !out.empty() || !fail_on.empty() || !unstable_cv.empty() || !min_effect.empty() || force)
@@ -193,9 +210,7 @@ int run(int argc, char** argv) {
         regressed.push_back(s.strategy);
       } else if (verdict.verdict == Verdict::too_few_benchmarks) {
         for (const Comparison& c : rows) {
-          const std::optional<BenchmarkName> name = BenchmarkName::parse(c.name);
-          if ((name ? name->without_axes() : c.name) == s.strategy && c.verdict == Verdict::slower &&
-              100 * c.change > threshold)
+          if (c.strategy == s.strategy && c.verdict == Verdict::slower && 100 * c.change > threshold)
             regressed.push_back(c.name);
         }
       }

@@ -1,10 +1,13 @@
 #pragma once
 // Writing the report: report.md, a self-contained report.html (charts inlined as SVG, no external
-// script or font) and charts/*.svg, drawn by gnuplot's SVG terminal when gnuplot is installed.
+// script or font) and charts/*.svg, drawn by gnuplot's SVG terminal when gnuplot is installed. The
+// report is its registered sections (section.h) in order, written through the document writer
+// (document.h); so are the --compare and --table outputs.
 #include <string>
 #include <vector>
 
 #include "analysis.h"
+#include "comparison.h"
 #include "result_file.h"
 
 namespace condbench::report {
@@ -25,7 +28,8 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
 std::string comparison_markdown(const std::vector<Comparison>& rows, const std::string& a, const std::string& b,
                                 double min_effect = kDefaultMinEffect, const std::vector<std::string>& warnings = {});
 
-// gnuplot on PATH, or "".
-std::string find_gnuplot();
+// condbench-report --table: one row per device, model, batch and scenario, one column per strategy
+// (median µs, and the speedup of medians over torch/eager_host), in Markdown.
+std::string latency_table_markdown(const std::vector<ResultFile>& files);
 
 }  // namespace condbench::report

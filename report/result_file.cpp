@@ -30,63 +30,6 @@ double to_microseconds(double value, const std::string& unit) {
   return us;
 }
 
-// The N of an axis "batch:N": 1 to 9 digits, so that it always fits (a bigger model is not condbench's).
-int64_t size_axis(const BenchmarkName& name, const std::string& key) {
-  const std::optional<std::string> digits = name.axis_value(key);
-  if (!digits) fail("benchmark name '" + printable(name.str()) + "' has no " + key + ":N");
-  if (digits->size() > 9 || digits->find_first_not_of("0123456789") != std::string::npos)
-    fail("benchmark name part '" + printable(key + ":" + *digits) + "' is not " + key + ":N");
-  return std::stoll(*digits);
-}
-
-// exit:K with K of 1 to 4 digits, or mix:<shape>; the report sorts and ranks scenarios by K.
-void check_scenario(const std::string& scenario) {
-  if (scenario.rfind("mix:", 0) == 0 && scenario.size() > 4) return;
-  const std::string k = scenario.rfind("exit:", 0) == 0 ? scenario.substr(5) : "";
-  if (k.empty() || k.size() > 4 || k.find_first_not_of("0123456789") != std::string::npos)
-    fail("benchmark scenario '" + printable(scenario) + "' is not exit:K or mix:SHAPE");
-}
-
-// Fills the name fields of `s` from a run name; returns false for a benchmark that is not condbench's.
-bool parse_name(const std::string& run_name, Series& s) {
-  std::string name = run_name;
-  const std::string suffix = "/real_time";
-  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
-    name.resize(name.size() - suffix.size());
-  s.name = name;
-  const bool ours = name.rfind("early_exit/", 0) == 0 || name.rfind("primitive/", 0) == 0;
-  const std::optional<BenchmarkName> parsed = BenchmarkName::parse(name);
-  if (!parsed) {
-    if (ours) fail("benchmark name '" + printable(name) + "' is not parts and key:value axes");
-    return false;
-  }
-  const std::vector<std::string> labels = parsed->labels();
-  if (labels.size() == 3 && labels[0] == "primitive" && labels.size() == parsed->parts().size()) {
-    s.primitive = true;
-    s.device = labels[1];
-    s.primitive_name = labels[2];
-    return true;
-  }
-  if (labels.empty() || labels[0] != "early_exit") return false;
-  if (labels.size() != 4)
-    fail("benchmark name '" + printable(name) + "' is not early_exit/<device>/<engine>/<strategy>/<axes>");
-  s.device = labels[1];
-  s.engine = labels[2];
-  s.strategy = labels[3];
-  const std::optional<std::string> scenario = parsed->scenario();
-  if (!scenario) fail("benchmark name '" + printable(name) + "' has no scenario (exit:K or mix:SHAPE)");
-  s.scenario = *scenario;
-  check_scenario(s.scenario);
-  s.batch = size_axis(*parsed, "batch");
-  const std::string width = parsed->axis_value("model") ? "d_model" : "hidden";  // mlp names have no model:
-  s.hidden = size_axis(*parsed, width);
-  s.blocks = size_axis(*parsed, "blocks");
-  for (const BenchmarkName::Part& p : parsed->parts())
-    if (!p.key.empty() && p.key != "exit" && p.key != "mix" && p.key != "batch" && p.key != width && p.key != "blocks")
-      s.extra_axes += (s.extra_axes.empty() ? "" : "/") + p.key + ":" + p.value;
-  return true;
-}
-
 // Google Benchmark writes NaN (and inf) for some aggregates, e.g. the cv of a counter whose mean is
 // zero; Python's json reads those, strict JSON parsers do not. Outside strings, turn them into null.
 std::string without_non_finite_literals(const std::string& text) {
@@ -184,11 +127,10 @@ ResultFile parse_result_file(const std::string& path, const std::string& text) {
     for (const auto& b : data["benchmarks"]) {
       ++entry;
       if (!b.is_object()) fail("benchmark entry " + std::to_string(entry) + " is not an object");
-      Series parsed;
-      const std::string run_name = b.value("run_name", b.value("name", std::string()));
-      if (!parse_name(run_name, parsed)) continue;
-      auto [it, added] = index.emplace(parsed.name, file.series.size());
-      if (added) file.series.push_back(parsed);
+      std::optional<BenchmarkId> id = BenchmarkId::read(b.value("run_name", b.value("name", std::string())));
+      if (!id) continue;
+      auto [it, added] = index.emplace(id->name, file.series.size());
+      if (added) file.series.push_back(Series{std::move(*id), {}, {}, {}});
       Series& s = file.series[it->second];
       if (b.value("error_occurred", false)) {
         s.error = b.value("error_message", std::string("error"));

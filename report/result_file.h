@@ -6,24 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "condbench/result_format.h"
+
 namespace condbench::report {
 
-struct Series {
-  std::string name;  // run_name without Google Benchmark's "/real_time"
-  bool primitive = false;
-  // early_exit/<device>/<engine>/<strategy>/<scenario>/batch:<b>/hidden:<h>/blocks:<n>, or for
-  // another family .../batch:<b>/model:<family>/d_model:<d>/<its sizes>/blocks:<n>
-  std::string device, engine, strategy, scenario;
-  int64_t batch = 0, hidden = 0, blocks = 0;  // hidden: the width the heads read (a transformer's d_model)
-  // The other axes of the name, in order ("model:transformer/heads:4/ffn:1024/seq:32", or ones
-  // the report does not know, "seq:128"): kept, grouped on and shown.
-  std::string extra_axes;
-  std::string primitive_name;              // primitive/<device>/<name>
+// One benchmark of a file: what its name says (BenchmarkId: device, strategy, scenario, batch and
+// the model's axes) and what was measured.
+struct Series : BenchmarkId {
   std::vector<double> times_us;            // wall time of each repetition
   std::map<std::string, double> counters;  // per inference, from the first repetition
   std::string error;                       // a skipped or failed benchmark: why (no times then)
-
-  std::string strategy_key() const { return engine + "/" + strategy; }
 };
 
 struct ResultFile {

@@ -4,7 +4,7 @@ typed by hand:
 
   answer FILE...  the first table of "The answer" and its verdicts, from condbench-report run on
                   the committed reference files (the chart's link pointed at the committed report)
-  summary FILE    the summary table of a result file (scripts/summary.py --markdown)
+  table FILE...   the median latency table of result files (condbench-report --table)
   strategies      the strategies as `condbench --list` prints them, with what each declares
 
   scripts/readme.py [--check] [--build DIR]
@@ -49,8 +49,8 @@ def answer(build, files, page_dir):
     return f"**{title[4:]}**\n{body.rstrip()}\n"
 
 
-def summary(files):
-    return run(sys.executable, os.path.join(ROOT, "scripts", "summary.py"), "--markdown", *files).rstrip() + "\n"
+def table(build, files):
+    return run(os.path.join(build, "condbench-report"), "--table", *files).rstrip() + "\n"
 
 
 def strategies(build):
@@ -93,8 +93,8 @@ def update(path, options):
         name, args = m.group(1), m.group(2).split()
         if name == "answer":
             text = answer(options.build, args, os.path.dirname(path))
-        elif name == "summary":
-            text = summary(args)
+        elif name == "table":
+            text = table(options.build, args)
         elif name == "strategies":
             text = strategies(options.build)
         else:

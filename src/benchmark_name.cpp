@@ -1,5 +1,7 @@
 #include "condbench/result_format.h"
 
+#include "condbench/error.h"
+
 namespace condbench {
 
 BenchmarkName& BenchmarkName::label(std::string value) {
@@ -64,6 +66,107 @@ std::string BenchmarkName::without_axes() const {
   std::string out;
   for (const std::string& l : labels()) out += (out.empty() ? "" : "/") + l;
   return out;
+}
+
+namespace {
+
+bool all_digits(std::string_view text, size_t most) {
+  return !text.empty() && text.size() <= most && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// The N of an axis "batch:N": 1 to 9 digits, so that it always fits (a bigger model is not condbench's).
+int64_t size_axis(const BenchmarkName& name, const std::string& key) {
+  const std::optional<std::string> digits = name.axis_value(key);
+  if (!digits) fail("benchmark name '" + printable(name.str()) + "' has no " + key + ":N");
+  if (!all_digits(*digits, 9))
+    fail("benchmark name part '" + printable(key + ":" + *digits) + "' is not " + key + ":N");
+  return std::stoll(*digits);
+}
+
+}  // namespace
+
+std::optional<BenchmarkId> BenchmarkId::read(std::string_view run_name) {
+  constexpr std::string_view kTimeSuffix = "/real_time";
+  if (run_name.size() > kTimeSuffix.size() && run_name.substr(run_name.size() - kTimeSuffix.size()) == kTimeSuffix)
+    run_name.remove_suffix(kTimeSuffix.size());
+  BenchmarkId id;
+  id.name = std::string(run_name);
+  const bool ours = run_name.rfind("early_exit/", 0) == 0 || run_name.rfind("primitive/", 0) == 0;
+  const std::optional<BenchmarkName> parsed = BenchmarkName::parse(run_name);
+  if (!parsed) {
+    if (ours) fail("benchmark name '" + printable(id.name) + "' is not parts and key:value axes");
+    return std::nullopt;
+  }
+  const std::vector<std::string> labels = parsed->labels();
+  if (labels.size() == 3 && labels[0] == "primitive" && labels.size() == parsed->parts().size()) {
+    id.primitive = true;
+    id.device = labels[1];
+    id.primitive_name = labels[2];
+    return id;
+  }
+  if (labels.empty() || labels[0] != "early_exit") return std::nullopt;
+  if (labels.size() != 4)
+    fail("benchmark name '" + printable(id.name) + "' is not early_exit/<device>/<engine>/<strategy>/<axes>");
+  id.device = labels[1];
+  id.engine = labels[2];
+  id.strategy = labels[3];
+  const std::optional<std::string> scenario = parsed->scenario();
+  if (!scenario) fail("benchmark name '" + printable(id.name) + "' has no scenario (exit:K or mix:SHAPE)");
+  // The report sorts and ranks scenarios by K.
+  const bool exit = scenario->rfind("exit:", 0) == 0;
+  if (exit ? !all_digits(std::string_view(*scenario).substr(5), 4) : scenario->size() <= 4)
+    fail("benchmark scenario '" + printable(*scenario) + "' is not exit:K or mix:SHAPE");
+  id.scenario = *scenario;
+  id.batch = size_axis(*parsed, "batch");
+  id.blocks = size_axis(*parsed, "blocks");
+  bool scenario_seen = false;
+  for (const BenchmarkName::Part& p : parsed->parts()) {
+    if (p.key.empty() || p.key == "batch") continue;
+    if (!scenario_seen && (p.key == "exit" || p.key == "mix")) {
+      scenario_seen = true;
+      continue;
+    }
+    id.model.push_back(p);
+  }
+  return id;
+}
+
+std::string BenchmarkId::without_axes() const {
+  return primitive ? "primitive/" + device + "/" + primitive_name : "early_exit/" + device + "/" + strategy_key();
+}
+
+std::string model_text(const std::vector<BenchmarkName::Part>& model) {
+  std::string family, sizes, depth;
+  for (const BenchmarkName::Part& p : model) {
+    if (p.key == "model" && family.empty())
+      family = p.value + ": ";
+    else if (p.key == "blocks" && depth.empty())
+      depth = p.value + " blocks";
+    else
+      sizes += (sizes.empty() ? "" : ", ") + p.key + " " + p.value;
+  }
+  if (!depth.empty()) sizes += (sizes.empty() ? "" : ", ") + depth;
+  return family + sizes;
+}
+
+std::string model_order(const std::vector<BenchmarkName::Part>& model) {
+  std::string key;
+  for (const BenchmarkName::Part& p : model) {
+    key += p.key + ':';
+    // numbers padded to one width sort by value; 9 digits is the most a size axis has
+    if (all_digits(p.value, 12)) key += std::string(12 - p.value.size(), '0');
+    key += p.value + '/';
+  }
+  return key;
+}
+
+int scenario_rank(std::string_view scenario) {
+  if (scenario.rfind("exit:", 0) == 0 && all_digits(scenario.substr(5), 4))
+    return std::stoi(std::string(scenario.substr(5)));
+  if (scenario == "mix:early") return 10000;
+  if (scenario == "mix:uniform") return 10001;
+  if (scenario == "mix:late") return 10002;
+  return 20000;
 }
 
 }  // namespace condbench

@@ -7,7 +7,7 @@ import unittest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SCRIPTS = ["aa-check", "build", "device-check", "drift_allowance.py", "fuzz", "fuzz_seeds.py", "interval_widths.py",
-           "profile", "readme.py", "run", "run_history.py", "setup", "summary.py", "test", "tidy"]
+           "profile", "readme.py", "run", "run_history.py", "setup", "test", "tidy"]
 
 
 def repo_state():

@@ -1,7 +1,7 @@
 #pragma once
 // condbench's counters, each described once (docs/design.md §4): the runner writes every counter
-// of this table into the result file, condbench-report's "where the time goes" and
-// scripts/summary.py show them by these descriptions, and the result file's context carries the
+// of this table into the result file, the runner's console table and condbench-report's "where
+// the time goes" pick their columns by its flags, and the result file's context carries the
 // descriptions, so a reader that does not know a counter can still say what it is.
 //
 // Adding a counter: a line in kCounters, and the place it is measured — a field of
@@ -52,36 +52,40 @@ struct CounterSpec {
   Averaging averaging;
   double InferenceCounters::*field;  // for source strategy; nullptr otherwise
   bool in_breakdown;                 // a column of the report's "where the time goes"
+  std::string_view console;          // its column's heading in the runner's table; empty: not shown
   std::string_view meaning;          // one line
 };
 
 inline constexpr CounterSpec kCounters[] = {
     {"host_syncs", "waits", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::host_syncs, true,
-     "times the host waited for the device to decide an exit (on the CPU: exit decisions taken by host code)"},
+     "syncs", "times the host waited for the device to decide an exit (on the CPU: exit decisions taken by host code)"},
     {"launches", "launches", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::launches, true,
+     "launches",
      "work the host issued: ATen operator calls, counted by a RecordFunction callback, for the torch and aoti "
      "engines (AOTInductor's generated kernels not included); kernel and graph launches, counted where they are "
      "issued, for the native engine; plus graph replays"},
     {"flops_executed", "FLOPs", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::flops_executed,
-     false, "FLOPs of the Linears actually computed, all rows"},
+     false, "", "FLOPs of the Linears actually computed, all rows"},
     {"bytes_read_back", "bytes", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::bytes_read_back,
-     true, "bytes the host read back from the device to decide exits (on the CPU: the exit masks host code reads)"},
+     true, "", "bytes the host read back from the device to decide exits (on the CPU: the exit masks host code reads)"},
     {"bytes_read", "bytes", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::bytes_read, false,
+     "",
      "bytes of weights and biases of the Linears computed, each once per inference whatever the batch, and the "
      "input: what an ideal cache would read from memory (the report's memory floor); absent where not known"},
     {"blocks_run", "blocks", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::blocks_run, false,
+     "",
      "blocks whose exit test ran, counted on the device (device_flag reaches every block, its kernels returning "
      "at once when no row is left): a conditional graph's proof that it skipped the rest; absent where not "
      "counted"},
-    {"flops_useful", "FLOPs", CounterSource::exit_ids, Averaging::per_inference, nullptr, false,
+    {"flops_useful", "FLOPs", CounterSource::exit_ids, Averaging::per_inference, nullptr, false, "",
      "FLOPs of the Linears each row needed up to its own exit"},
-    {"exit_mean", "exit id", CounterSource::exit_ids, Averaging::per_row, nullptr, false,
+    {"exit_mean", "exit id", CounterSource::exit_ids, Averaging::per_row, nullptr, false, "exit",
      "mean exit id over the rows (1 = first exit)"},
-    {"exit_", "share of rows", CounterSource::exit_ids, Averaging::per_row, nullptr, false,
+    {"exit_", "share of rows", CounterSource::exit_ids, Averaging::per_row, nullptr, false, "",
      "exit_K: the share of rows that left at exit K"},
-    {"gpu_us", "µs", CounterSource::gpu_timing, Averaging::per_timed_run, nullptr, true,
+    {"gpu_us", "µs", CounterSource::gpu_timing, Averaging::per_timed_run, nullptr, true, "gpu us",
      "GPU time per inference: CUDA events around inferences enqueued behind a held stream"},
-    {"sequence", "position", CounterSource::run_order, Averaging::none, nullptr, false,
+    {"sequence", "position", CounterSource::run_order, Averaging::none, nullptr, false, "",
      "the repetition's place in the order the run timed its repetitions (0 first; the PyTorch peer adds its "
      "round): interleaved, repetitions close in sequence ran close in time, so cells can be paired by time"},
 };

@@ -8,6 +8,7 @@
 // Labels are plain parts (family, device, engine, strategy); axes are key:value parts in order.
 // The scenario is the axis keyed exit or mix. A reader keeps axes it does not know: a name with an
 // extra axis is a different benchmark, never one to drop or to merge with another.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,5 +50,44 @@ class BenchmarkName {
  private:
   std::vector<Part> parts_;
 };
+
+// What a condbench benchmark's name says, read once: the one reader of names. The runner's console,
+// condbench-report and its --table take every fact of a name from here and never take a name apart
+// themselves; the model is its list of axes, whatever the family, so a name with an axis no reader
+// knows groups, sorts and prints like any other.
+//
+//   early_exit/<device>/<engine>/<strategy>/<scenario>/batch:<b>/<model axes...>
+//   primitive/<device>/<name>
+struct BenchmarkId {
+  std::string name;  // as written, without Google Benchmark's "/real_time"
+  bool primitive = false;
+  std::string device;
+  std::string engine, strategy;  // early_exit
+  std::string primitive_name;    // primitive
+  std::string scenario;          // exit:K (K of 1 to 4 digits) or mix:SHAPE
+  int64_t batch = 0, blocks = 0;
+  // The model: every axis but the scenario and the batch, in the name's order, its depth included:
+  // hidden:64/blocks:3, or model:transformer/d_model:256/heads:4/ffn:1024/seq:32/blocks:6.
+  std::vector<BenchmarkName::Part> model;
+
+  std::string strategy_key() const { return engine + "/" + strategy; }
+  // The labels, joined: "early_exit/cpu/native/fused" or "primitive/cuda/launch", what every
+  // configuration of one strategy (or one primitive) shares.
+  std::string without_axes() const;
+
+  // nullopt for a name that is not condbench's (another library's benchmark in the same file);
+  // throws condbench::Error for one that starts as condbench's and is malformed: no scenario, no
+  // batch:N or blocks:N of 1 to 9 digits, or not labels and axes.
+  static std::optional<BenchmarkId> read(std::string_view run_name);
+};
+
+// A model in words, from its axes alone: "hidden 64, 3 blocks",
+// "transformer: d_model 256, heads 4, ffn 1024, seq 32, 6 blocks". An axis keyed model names the
+// family; blocks is the depth; any other axis reads "key value", in the name's order.
+std::string model_text(const std::vector<BenchmarkName::Part>& model);
+// A key that sorts models by their axes in the name's order, numbers by value (64 before 256).
+std::string model_order(const std::vector<BenchmarkName::Part>& model);
+// exit:1, exit:2, ... then mix:early, mix:uniform, mix:late, then any other mix: the order of depth.
+int scenario_rank(std::string_view scenario);
 
 }  // namespace condbench

@@ -4,7 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -13,7 +16,10 @@
 #include <set>
 
 #include "analysis.h"
+#include "comparison.h"
 #include "condbench/error.h"
+#include "document.h"
+#include "render.h"
 #include "result_file.h"
 #include "stability.h"
 #include "statistics.h"
@@ -41,8 +47,8 @@ TEST(ResultFileTest, ReadsRepetitionsCountersAndErrors) {
   EXPECT_EQ(eager.strategy_key(), "torch/eager_host");
   EXPECT_EQ(eager.scenario, "mix:early");
   EXPECT_EQ(eager.batch, 1);
-  EXPECT_EQ(eager.hidden, 64);
   EXPECT_EQ(eager.blocks, 3);
+  EXPECT_EQ(model_text(eager.model), "hidden 64, 3 blocks");
   EXPECT_EQ(eager.times_us, (std::vector<double>{10.0, 12.0, 11.0}));  // 12000 ns read as 12 us
   EXPECT_DOUBLE_EQ(eager.counters.at("host_syncs"), 1.4);
   EXPECT_EQ(f.series.back().error, "skipped: no CUDA device on this machine");
@@ -73,18 +79,18 @@ TEST(ResultFileTest, ANameWithAnUnknownAxisIsReadGroupedAndShown) {
       fixture_with_copies([](std::string name) { return name.insert(name.find("/hidden:"), "/seq:128"); });
   const ResultFile f = parse_result_file("extra-axis.json", data.dump());
   ASSERT_EQ(f.series.size(), 14u);
-  EXPECT_EQ(f.series[0].extra_axes, "");
-  EXPECT_EQ(f.series[7].extra_axes, "seq:128");
+  EXPECT_EQ(model_text(f.series[0].model), "hidden 64, 3 blocks");
+  EXPECT_EQ(model_text(f.series[7].model), "seq 128, hidden 64, 3 blocks");
   EXPECT_EQ(f.series[7].name, "early_exit/cpu/torch/eager_host/mix:early/batch:1/seq:128/hidden:64/blocks:3");
   EXPECT_EQ(f.series[7].times_us, f.series[0].times_us);
   const std::vector<Group> groups = make_groups({f});
   ASSERT_EQ(groups.size(), 2u);
   EXPECT_EQ(groups[0].model_text(), "hidden 64, 3 blocks");
-  EXPECT_EQ(groups[1].model_text(), "hidden 64, 3 blocks, seq:128");
+  EXPECT_EQ(groups[1].model_text(), "seq 128, hidden 64, 3 blocks");
   EXPECT_EQ(groups[1].strategies, groups[0].strategies);
   const std::vector<Winner> winners = best_strategies(groups);
   ASSERT_EQ(winners.size(), 4u);
-  EXPECT_EQ(winners[2].extra_axes, "seq:128");
+  EXPECT_EQ(model_text(winners[2].model), "seq 128, hidden 64, 3 blocks");
 }
 
 TEST(ResultFileTest, TransformerNamesAreTheirOwnGroupWithTheirSizes) {
@@ -96,28 +102,51 @@ TEST(ResultFileTest, TransformerNamesAreTheirOwnGroupWithTheirSizes) {
   });
   const ResultFile f = parse_result_file("transformer.json", data.dump());
   ASSERT_EQ(f.series.size(), 14u);
-  EXPECT_EQ(f.series[7].hidden, 256);
-  EXPECT_EQ(f.series[7].extra_axes, "model:transformer/heads:4/ffn:1024/seq:32");
+  EXPECT_EQ(model_text(f.series[7].model), "transformer: d_model 256, heads 4, ffn 1024, seq 32, 3 blocks");
   const std::vector<Group> groups = make_groups({f});
   ASSERT_EQ(groups.size(), 2u);
   EXPECT_EQ(groups[0].model_text(), "hidden 64, 3 blocks");
-  EXPECT_EQ(groups[1].model_text(), "transformer d_model 256, 4 heads, ffn 1024, seq 32, 3 layers");
-  EXPECT_EQ(model_text(768, 12, "model:transformer/heads:12/ffn:3072/seq:128/extra:1"),
-            "transformer d_model 768, 12 heads, ffn 3072, seq 128, 12 layers, extra:1");
-  // a transformer name without its width is refused, naming the axis
+  EXPECT_EQ(groups[1].model_text(), "transformer: d_model 256, heads 4, ffn 1024, seq 32, 3 blocks");
+  // a name without its depth is refused, naming the axis
   nlohmann::json broken = nlohmann::json::parse(data.dump());
   for (nlohmann::json& b : broken["benchmarks"])
     for (const char* key : {"name", "run_name"}) {
       std::string name = b.value(key, "");
-      const size_t at = name.find("/d_model:256");
-      if (at != std::string::npos) b[key] = name.erase(at, 12);
+      const size_t at = name.find("/blocks:3");
+      if (at != std::string::npos) b[key] = name.erase(at, 9);
     }
   try {
     parse_result_file("broken.json", broken.dump());
-    FAIL() << "a transformer name without d_model was read";
+    FAIL() << "a name without blocks was read";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("has no d_model:N"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("has no blocks:N"), std::string::npos) << e.what();
   }
+}
+
+TEST(ResultFileTest, AFamilyNoReaderKnowsIsGroupedSortedAndPrintedByItsAxes) {
+  // A model family condbench-report was never told about, with axes it has never seen: its own
+  // group, after the mlp's, described and titled from its axes in the report and in --table.
+  const nlohmann::json data = fixture_with_copies([](std::string name) {
+    return name.replace(name.find("/hidden:64/blocks:3"), 19, "/model:rnn/units:128/cell:gru/blocks:2");
+  });
+  const ResultFile f = parse_result_file("rnn.json", data.dump());
+  const std::vector<Group> groups = make_groups({f});
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[1].model_text(), "rnn: units 128, cell gru, 2 blocks");
+  EXPECT_EQ(groups[1].blocks, 2);
+  EXPECT_EQ(groups[1].strategies, groups[0].strategies);
+  EXPECT_EQ(groups[1].cells.size(), groups[0].cells.size());
+  const std::string table = latency_table_markdown({f});
+  EXPECT_NE(table.find("| cpu · Test CPU | rnn: units 128, cell gru, 2 blocks | 1 | mix:early |"), std::string::npos)
+      << table;
+  EXPECT_LT(table.find("hidden 64, 3 blocks"), table.find("rnn: units 128"));
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("report-rnn-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  write_report({f}, dir.string(), "");
+  const std::string md = read_text(dir / "report.md");
+  std::filesystem::remove_all(dir);
+  EXPECT_NE(md.find("### cpu · Test CPU · batch 1 · rnn: units 128, cell gru, 2 blocks"), std::string::npos) << md;
+  EXPECT_NE(md.find("| cpu · Test CPU | 1 | rnn: units 128, cell gru, 2 blocks | mix:early |"), std::string::npos);
 }
 
 TEST(Analysis, TablesSpeedupsAndWinners) {
@@ -178,8 +207,8 @@ Group group_of(const std::map<std::pair<std::string, std::string>, std::vector<d
   Group g;
   g.device_label = "cuda · X";
   g.batch = 1;
-  g.hidden = 64;
   g.blocks = 3;
+  g.model = {{"hidden", "64"}, {"blocks", "3"}};
   std::set<std::string> strategies, scenarios;
   for (const auto& [key, times] : samples) {
     g.cells[key] = make_cell(times);
@@ -514,7 +543,8 @@ TEST(AnswerBudget, AFileSaysHowManyLooksItsVerdictsAreSplitOver) {
     Series s;
     s.name = "early_exit/cpu/native/fused/exit:1/batch:1/hidden:64/blocks:3";
     s.device = "cpu", s.engine = "native", s.strategy = "fused", s.scenario = "exit:1";
-    s.batch = 1, s.hidden = 64, s.blocks = 3;
+    s.batch = 1, s.blocks = 3;
+    s.model = {{"hidden", "64"}, {"blocks", "3"}};
     s.times_us = {1, 2, 3};
     f.series.push_back(s);
     return f;
@@ -702,6 +732,7 @@ std::vector<Comparison> changed_rows(std::mt19937_64& rng, const std::string& st
   for (int i = 0; i < count; ++i) {
     Comparison c;
     c.name = strategy + "/exit:" + std::to_string(i + 1) + "/batch:1/hidden:64/blocks:3";
+    c.strategy = strategy;
     c.change = shift + noise(rng);
     rows.push_back(c);
   }

@@ -47,7 +47,7 @@ class Report(unittest.TestCase):
         self.assertIn("| native/fused | 1.5 \\[1–2\\] ±33% unstable (7.3×) | 5 \\[5–5\\] ±0% (6.0×) |", md)
         self.assertIn("75% with 3 repetitions", md)
         # one repetition each: no interval of a ratio, so no margin, and the winner says so
-        self.assertIn("| cpu · Test CPU | 1 | 64 | 3 | mix:late | native/fused (not separated from torch/masked, "
+        self.assertIn("| cpu · Test CPU | 1 | hidden 64, 3 blocks | mix:late | native/fused (not separated from torch/masked, "
                       "torch/eager_host) | 5 | \\[5–5\\] | torch/masked |", md)
         self.assertNotIn("disturbed", md)
         # 1 - 9000/25600 wasted; bytes_read_back and gpu_us, measured by none, are left out
@@ -63,22 +63,25 @@ class Report(unittest.TestCase):
             self.assertIn("Charts were skipped", md)
         self.assertEqual(sorted(os.listdir(self.dir)), ["report"])  # no temporary directory left
 
-    def test_summary_reads_transformer_names_by_their_width(self):
+    def table(self, *paths):
+        """condbench-report --table's rows: the cells of each Markdown row after the header."""
+        result = run("--table", *paths)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+        return result.stdout, [[c.strip() for c in line.strip("|").split("|")] for line in lines[1:]]
+
+    def test_table_reads_transformer_names_by_their_axes(self):
         with open(SMALL) as f:
             data = json.loads(f.read().replace("NaN", "null"))
         for b in data["benchmarks"]:
             for key in ("name", "run_name"):
                 if b.get(key, "").startswith("early_exit/"):
                     b[key] = b[key].replace("/hidden:64/", "/model:transformer/d_model:256/heads:4/ffn:1024/seq:32/")
-        summary = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "summary.py")
-        result = subprocess.run([sys.executable, summary, self.write_json("transformer.json", data)],
-                                capture_output=True, text=True, timeout=60)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        rows = [line.split() for line in result.stdout.splitlines()[1:] if line.startswith("cpu")]
-        self.assertIn(["cpu", "256", "3", "1", "mix:early", "(model:transformer/heads:4/ffn:1024/seq:32)"],
-                      [r[:6] for r in rows])
+        _, rows = self.table(self.write_json("transformer.json", data))
+        self.assertIn(["cpu · Test CPU", "transformer: d_model 256, heads 4, ffn 1024, seq 32, 3 blocks", "1",
+                       "mix:early"], [r[:4] for r in rows])
 
-    def test_summary_reads_names_by_their_axes_and_keeps_unknown_ones(self):
+    def test_table_reads_names_by_their_axes_and_keeps_unknown_ones(self):
         with open(SMALL) as f:
             data = json.loads(f.read().replace("NaN", "null"))
         extra = copy.deepcopy([b for b in data["benchmarks"] if b["name"].startswith("early_exit/")])
@@ -86,24 +89,24 @@ class Report(unittest.TestCase):
             for key in ("name", "run_name"):
                 b[key] = b[key].replace("/hidden:", "/seq:128/hidden:")
         data["benchmarks"] += extra
-        path = self.write_json("extra-axis.json", data)
-        summary = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "summary.py")
-        result = subprocess.run([sys.executable, summary, path], capture_output=True, text=True, timeout=60)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        rows = [line.split() for line in result.stdout.splitlines()[1:] if line.startswith("cpu")]
-        self.assertEqual(len(rows), 4, result.stdout)  # two scenarios, with and without the extra axis
-        self.assertIn(["cpu", "64", "3", "1", "mix:early", "(seq:128)"], [r[:6] for r in rows])
-        self.assertIn(["cpu", "64", "3", "1", "mix:early"], [r[:5] for r in rows])
+        text, rows = self.table(self.write_json("extra-axis.json", data))
+        self.assertEqual(len(rows), 4, text)  # two scenarios, with and without the extra axis
+        self.assertIn(["cpu · Test CPU", "seq 128, hidden 64, 3 blocks", "1", "mix:early"], [r[:4] for r in rows])
+        self.assertIn(["cpu · Test CPU", "hidden 64, 3 blocks", "1", "mix:early"], [r[:4] for r in rows])
+        self.assertIn("1.5 (7.3×)", [r[4] for r in rows], text)  # native/fused: median (speedup over eager_host)
 
         # milliseconds-long medians and hundredfold speedups print as plain numbers, never 6.99e+03
         for b in data["benchmarks"]:
             if "/native/fused/" not in b["name"] and isinstance(b.get("real_time"), (int, float)):
                 b["real_time"] *= 12345.0
-        result = subprocess.run([sys.executable, summary, self.write_json("slow.json", data)], capture_output=True,
-                                text=True, timeout=60)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertNotRegex(result.stdout, r"[0-9]e[+-]?[0-9]")
-        self.assertRegex(result.stdout, r" [0-9]{4,}(\.[0-9]+)? ")
+        text, _ = self.table(self.write_json("slow.json", data))
+        self.assertNotRegex(text, r"[0-9]e[+-]?[0-9]")
+        self.assertRegex(text, r" [0-9]{4,}(\.[0-9]+)? ")
+
+        result = run("--table", os.path.join(self.dir, "missing.json"))
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("missing.json", result.stderr)
+        self.assertEqual(run("--table", "--out", os.path.join(self.dir, "r"), SMALL).returncode, 2)
 
     def test_glossary_names_each_strategy_with_what_its_file_says_it_does(self):
         with open(SMALL) as f:
@@ -280,8 +283,8 @@ class Report(unittest.TestCase):
         self.assertIn("is at least", answer)
         self.assertLessEqual(answer.count("\n- "), 6)  # four verdict sentences, then graphs and round trip
         if shutil.which("gnuplot"):
-            self.assertIn("answer-0-b1-h64-n3.svg", answer)
-            self.assertTrue(os.path.exists(os.path.join(out, "charts", "answer-0-b1-h64-n3.svg")))
+            self.assertIn("answer-0-b1-64-3.svg", answer)
+            self.assertTrue(os.path.exists(os.path.join(out, "charts", "answer-0-b1-64-3.svg")))
         html = open(os.path.join(out, "report.html")).read()
         self.assertLess(html.index("<h2>The answer"), html.index("<h2>What was compared"))
         self.assertIn('<div class="pair">', html)

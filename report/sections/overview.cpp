@@ -1,0 +1,139 @@
+// The run at a glance: what was compared (the files and their machines), what each strategy does,
+// the recommendations, the fastest strategy per cell, and what did not run.
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "section.h"
+
+namespace condbench::report {
+
+namespace {
+
+// The machine's load as the run recorded it: load averages at the start and the end, on N CPUs.
+std::string load_text(const ResultFile& f) {
+  auto get = [&](const char* key) { return f.context.count(key) ? f.context.at(key) : std::string(); };
+  const std::string cpus = get("num_cpus"), start = get("condbench_loadavg_start"), end = get("condbench_loadavg_end");
+  std::string text;
+  if (!start.empty()) text = "start " + start + (end.empty() ? "" : ", end " + end);
+  double l1 = 0, l5 = 0, l15 = 0;  // older files: Google Benchmark's "[l1,l5,l15]" only
+  if (text.empty() && std::sscanf(get("load_avg").c_str(), "[%lf,%lf,%lf]", &l1, &l5, &l15) == 3) {
+    char loads[64];
+    std::snprintf(loads, sizeof loads, "%.2f %.2f %.2f", l1, l5, l15);
+    text = std::string("start ") + loads;
+  }
+  if (text.empty()) return "-";
+  return text + (cpus.empty() ? "" : " on " + cpus + " CPUs");
+}
+
+void what_was_compared(const ReportInput& in, Charts& /*out*/, Document& doc) {
+  Table runs{{"file", "GPU", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision", "load"}, {}};
+  for (const ResultFile& f : in.files) {
+    auto get = [&](const char* key) { return f.context.count(key) ? f.context.at(key) : std::string("-"); };
+    // A CUDA version is the GPU's to claim: without one, the CUDA runtime LibTorch ships means nothing.
+    const bool gpu = get("device_name") != "none" && get("device_name") != "-";
+    runs.rows.push_back({std::filesystem::path(f.path).filename().string(), get("device_name"), get("cpu_model"),
+                         get("threads"), get("torch_version"), gpu ? get("cuda_runtime_version") : "-",
+                         gpu ? get("cuda_driver_version") : "-", get("date"), get("git_revision"), load_text(f)});
+  }
+  doc.table(runs);
+}
+
+// The strategies this report shows, each with what it does, as the files describe them
+// ("strategy:<device>/<engine>/<name>" in the context; a file too old to say, says so).
+void strategy_glossary(const ReportInput& in, Charts& /*out*/, Document& doc) {
+  std::map<std::string, std::string> glossary;  // device/engine/name -> summary
+  for (const ResultFile& f : in.files)
+    for (const Series& s : f.series) {
+      if (s.primitive || !s.error.empty()) continue;  // a skipped benchmark shows nothing to explain
+      const std::string key = s.device + "/" + s.strategy_key();
+      const auto said = f.context.find("strategy:" + key);
+      std::string& summary = glossary[key];
+      if (said != f.context.end() && (summary.empty() || summary[0] == '('))
+        summary = said->second;
+      else if (summary.empty())
+        summary = "(not in the result file: a condbench older than its glossary)";
+    }
+  Table t{{"strategy", "device", "what it does"}, {}};
+  for (const auto& [key, summary] : glossary) {
+    const size_t slash = key.find('/');
+    t.rows.push_back({key.substr(slash + 1), key.substr(0, slash), summary});
+  }
+  doc.table(t);
+  // What was built ahead of the run (AOTInductor packages): "build:<strategy> <model>" -> how.
+  std::set<std::string> built;
+  for (const ResultFile& f : in.files)
+    for (const auto& [key, value] : f.context)
+      if (key.rfind("build:", 0) == 0) built.insert(key.substr(6) + ": " + value);
+  if (!built.empty()) {
+    doc.paragraph("Built ahead of the run, outside the timed region:");
+    doc.bullets(std::vector<std::string>(built.begin(), built.end()));
+  }
+}
+
+void recommendations_section(const ReportInput& in, Charts& /*out*/, Document& doc) {
+  const std::vector<std::string> sentences = recommendations(in.groups);
+  if (in.check.disturbed()) {
+    doc.paragraph("None: this run was disturbed (see the top of the report).");
+  } else if (sentences.empty()) {
+    doc.paragraph("No group has two strategies to compare.");
+  } else {
+    doc.bullets(sentences);
+  }
+}
+
+void best_strategy(const ReportInput& in, Charts& /*out*/, Document& doc) {
+  doc.paragraph(
+      "The fastest strategy (lowest median wall time) for each device, model, batch and scenario, the "
+      "interval of its median, and its margin over the runner-up: the conservative factor of the verdict rule "
+      "(the low edge of the 99% interval of their ratio, over the drift allowance; see \"Verdicts\" in "
+      "docs/statistics.md). Where the rule calls others tied with the winner, the cell says tie and names "
+      "them; where it cannot separate them either way, it says so.");
+  Table best{{"device", "batch", "model", "scenario", "winner", "median (µs)", "interval (µs)", "margin", "runner-up"},
+             {}};
+  if (in.check.disturbed()) {
+    doc.paragraph("None: this run was disturbed (see the top of the report).");
+    return;
+  }
+  for (const Winner& w : best_strategies(in.groups)) {
+    std::string winner = w.strategy + (w.unstable ? " (unstable)" : "");
+    for (const std::string& t : w.tied) winner += ", " + t;
+    if (!w.tied.empty()) winner = "tie: " + winner;
+    if (!w.ambiguous.empty()) {
+      std::string names;
+      for (const std::string& a : w.ambiguous) names += (names.empty() ? "" : ", ") + a;
+      winner += " (not separated from " + names + ")";
+    }
+    best.rows.push_back({w.device_label, std::to_string(w.batch), model_text(w.model), w.scenario, winner,
+                         number(w.median_us), interval_text(w.interval),
+                         w.margin > 0 ? "≥" + format_at_least(w.margin) : "-",
+                         w.runner_up.empty() ? "-" : w.runner_up});
+  }
+  doc.table(best);
+}
+
+void skipped_benchmarks(const ReportInput& in, Charts& /*out*/, Document& doc) {
+  size_t count = 0;
+  std::string first;
+  for (const ResultFile& f : in.files)
+    for (const Series& s : f.series)
+      if (!s.error.empty() && count++ == 0) first = s.name + ": " + s.error;
+  doc.paragraph(std::to_string(count) + " benchmarks did not run (for example: " + first + ").");
+}
+
+bool any_skipped(const ReportInput& in) {
+  for (const ResultFile& f : in.files)
+    for (const Series& s : f.series)
+      if (!s.error.empty()) return true;
+  return false;
+}
+
+}  // namespace
+
+CONDBENCH_REPORT_SECTION(compared, "What was compared", 20, nullptr, what_was_compared);
+CONDBENCH_REPORT_SECTION(strategies, "Strategies", 30, nullptr, strategy_glossary);
+CONDBENCH_REPORT_SECTION(recommendations, "Recommendations", 40, nullptr, recommendations_section);
+CONDBENCH_REPORT_SECTION(best, "Best strategy", 50, nullptr, best_strategy);
+CONDBENCH_REPORT_SECTION(skipped, "Skipped", 90, any_skipped, skipped_benchmarks);
+
+}  // namespace condbench::report
