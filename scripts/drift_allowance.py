@@ -20,10 +20,11 @@ import argparse
 import collections
 import json
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "python"))
+import benchmark_name  # noqa: E402  (the names' one reader on the Python side)
 from interval_widths import rank_sum_order  # noqa: E402  the report's order statistic
 
 
@@ -89,9 +90,9 @@ def main():
             print(f"note: {path}'s repetitions were interleaved ({interleaving}): its pairs were timed together")
         by_strategy = collections.defaultdict(list)
         for name, times in runs.items():
-            parts = name.split("/")
-            if parts[0] == "early_exit" and len(parts) > 3 and "masked" in parts[3] and len(times) > 1:
-                by_strategy[re.sub(r"/(exit|mix):[a-z0-9]+", "", name)].append(times)
+            labels = (benchmark_name.parse(name) or ([], []))[0]
+            if labels[:1] == ["early_exit"] and len(labels) > 3 and "masked" in labels[3] and len(times) > 1:
+                by_strategy[benchmark_name.without_scenario(name)].append(times)
         for key, series in by_strategy.items():
             for i in range(len(series)):
                 for j in range(i + 1, len(series)):

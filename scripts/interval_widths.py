@@ -14,8 +14,11 @@ import argparse
 import collections
 import itertools
 import json
-import re
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "python"))
+import benchmark_name  # noqa: E402  (the names' one reader on the Python side)
 
 
 def rank_sum_order(n1, n2, tail=0.005):
@@ -62,8 +65,9 @@ def main():
     for path in parser.parse_args().files:
         groups = collections.defaultdict(dict)
         for name, times in cells(path).items():
-            model = re.sub(r"^early_exit/[^/]+/[^/]+/[^/]+/[^/]+/", "", name)  # the axes after the scenario
-            groups[model][name] = times
+            parsed = benchmark_name.parse(name)
+            if parsed:  # one model and batch: the axes but the scenario
+                groups[benchmark_name.build([], [a for a in parsed[1] if a[0] not in ("exit", "mix")])][name] = times
         widths, decided, faster, reps = [], 0, 0, set()
         for group in groups.values():
             for a, b in itertools.combinations(group.values(), 2):
