@@ -78,6 +78,14 @@ std::vector<float> draw_thresholds(const RandomCase& c, const ReferenceResult& p
   return t;
 }
 
+// examples/strategy/host_if.cpp is linked into these tests (examples/CMakeLists.txt), so the
+// loops over the registry below check it as they check condbench's own.
+TEST(Equivalence, TheExampleStrategyIsAmongTheStrategiesChecked) {
+  const auto strategies = strategies_on(Device::cpu);
+  EXPECT_TRUE(std::any_of(strategies.begin(), strategies.end(),
+                          [](const StrategyInfo* s) { return s->key() == "cpu/torch/host_if"; }));
+}
+
 TEST(Equivalence, EveryCpuStrategyMatchesTheReferenceOnRandomCases) {
   const auto strategies = strategies_on(Device::cpu);
   ASSERT_GE(strategies.size(), 3u);
