@@ -266,8 +266,11 @@ TEST(Transformer, CountersFollowTheRowsThatRan) {
     if (info->name == "masked") {
       EXPECT_DOUBLE_EQ(c.flops_executed, batch * full_model_flops(config));
       EXPECT_DOUBLE_EQ(c.bytes_read, full_model_bytes(config) + x.numel() * 4.0);
-    } else {  // eager_host: compacted rows, so the work done is the work needed
+    } else if (info->name == "eager_host") {  // compacted rows, so the work done is the work needed
       EXPECT_DOUBLE_EQ(c.flops_executed, useful);
+    } else {  // another torch strategy (the example host_if): between the work needed and all of it
+      EXPECT_GE(c.flops_executed, useful);
+      EXPECT_LE(c.flops_executed, batch * full_model_flops(config));
     }
   }
   // The family's FLOPs: projections and FFN per token, attention per token pair.
