@@ -327,6 +327,12 @@ int main(int argc, char** argv) {
             "display and write the result with --benchmark_out");
     }
     benchmark::AddCustomContext("condbench_interleaving", interleaved ? "random" : "in order");
+    // "suite", or the flags that selected part of it: scripts/run keeps such a run from replacing
+    // a full one as results/latest (scripts/run_history.py).
+    std::string selection;
+    for (const std::string& flag : options.selecting) selection += (selection.empty() ? "" : ", ") + flag;
+    if (!filter.empty()) selection += (selection.empty() ? "" : ", ") + std::string("--benchmark_filter");
+    benchmark::AddCustomContext("condbench_selection", selection.empty() ? "suite" : "part: " + selection);
     if (const std::string slowdown = condbench::test_slowdown_setting(); !slowdown.empty())
       benchmark::AddCustomContext("condbench_test_slowdown", slowdown);
     if (!twins.empty()) benchmark::AddCustomContext("condbench_test_twin", twins);

@@ -21,15 +21,19 @@ struct FlagSpec {
   const char* name;
   const char* value;  // the value's form; nullptr for a switch
   const char* help;   // one line, with the default
+  // Given, it runs part of the default suite (recorded in the result's context, condbench_selection:
+  // scripts/run keeps such a run from replacing a full one as latest). Every size flag selects.
+  bool selects = false;
 };
 constexpr FlagSpec kFlags[] = {
-    {"--device", "cpu|cuda|all", "devices to run (default: cpu, and cuda where a GPU is)"},
-    {"--strategy", "NAME[,NAME...]", "strategies by name (default: all; --list shows them)"},
-    {"--scenario", "S[,S...]", "exit:K or mix:early|uniform|late (default: every one of each depth)"},
-    {"--batch", "N[,N...]", "rows per inference (default: the family's; see its sizes below)"},
-    {"--model", "FAMILY[,...]", "model families (default: all; docs/models.md)"},
-    {"--blocks", "N[,N...]", "the model's depth: blocks, or layers (default: the family's)"},
-    {"--weights", "FILE", "a PyTorch state_dict (torch.save); family and sizes come from it (default: seeded weights)"},
+    {"--device", "cpu|cuda|all", "devices to run (default: cpu, and cuda where a GPU is)", true},
+    {"--strategy", "NAME[,NAME...]", "strategies by name (default: all; --list shows them)", true},
+    {"--scenario", "S[,S...]", "exit:K or mix:early|uniform|late (default: every one of each depth)", true},
+    {"--batch", "N[,N...]", "rows per inference (default: the family's; see its sizes below)", true},
+    {"--model", "FAMILY[,...]", "model families (default: all; docs/models.md)", true},
+    {"--blocks", "N[,N...]", "the model's depth: blocks, or layers (default: the family's)", true},
+    {"--weights", "FILE", "a PyTorch state_dict (torch.save); family and sizes come from it (default: seeded weights)",
+     true},
     {"--full", nullptr, "the full grid: every family's full sweep of sizes, depths and batches (below)"},
     {"--threads", "N", "LibTorch's intra-op threads (default: LibTorch's choice)"},
     {"--nvtx", "off|run|iter|stage", "NVTX ranges for Nsight Systems (default off)"},
@@ -193,6 +197,10 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   options.in_order = given("--in-order");
   options.list = given("--list");
   options.progress = given("--progress");
+  for (const FlagSpec& f : kFlags)
+    if (f.selects && given(f.name)) options.selecting.emplace_back(f.name);
+  for (const std::string& flag : size_flags())
+    if (given(flag)) options.selecting.push_back(flag);
   options.devices = given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
   if (given("--strategy")) {
     options.strategies = cli::parse_strategies("--strategy", flags.at("--strategy"));

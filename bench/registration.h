@@ -27,15 +27,16 @@ struct RunnerOptions {
   std::map<std::string, int> weights_given;  // with --weights: the sizes the file cannot say, from flags
   nvtx::Level nvtx = nvtx::Level::off;
   bool full = false;
-  int threads = 0;             // 0: LibTorch's default
-  std::string export_dir;      // --export-workload: write the workloads and run nothing
-  std::string trace_out;       // --trace: the NVTX ranges as a Chrome trace
-  std::string checkpoint_out;  // --checkpoint-out: JSON of every finished benchmark, as they finish
-  bool require_quiet = false;  // refuse to start on a busy machine
-  bool in_order = false;       // repetitions in registration order, not randomly interleaved
-  double answer_budget_s = 0;  // --answer-budget: rounds until the answer is decided (answer_budget.h)
-  bool progress = false;       // --progress: on stderr even when it is not a terminal
-  bool list = false;           // --list: print the strategies and what they declare, run nothing
+  int threads = 0;                     // 0: LibTorch's default
+  std::string export_dir;              // --export-workload: write the workloads and run nothing
+  std::string trace_out;               // --trace: the NVTX ranges as a Chrome trace
+  std::string checkpoint_out;          // --checkpoint-out: JSON of every finished benchmark, as they finish
+  bool require_quiet = false;          // refuse to start on a busy machine
+  bool in_order = false;               // repetitions in registration order, not randomly interleaved
+  double answer_budget_s = 0;          // --answer-budget: rounds until the answer is decided (answer_budget.h)
+  bool progress = false;               // --progress: on stderr even when it is not a terminal
+  bool list = false;                   // --list: print the strategies and what they declare, run nothing
+  std::vector<std::string> selecting;  // the flags given that run part of the default suite
 };
 
 // --help: condbench's flags, one line each with its default (Google Benchmark's follow).

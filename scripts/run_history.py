@@ -9,22 +9,27 @@ condbench arguments beside them (STAMP.args.json) and makes results/latest.json,
 latest-python.json and latest-report relative symbolic links to them, replaced atomically.
 
 A filtered run (one that selects part of the suite: --strategy, --scenario, --device, --batch,
---model, --hidden, --d-model, --heads, --ffn, --seq, --blocks, --weights, --benchmark_filter) does
-not replace a full run as latest: it is kept in results/runs/ and the script says so, unless
---as-latest is given.
+--model, a family's size flag such as --hidden, --blocks, --weights, --benchmark_filter; condbench
+records which in its result's context, condbench_selection) does not replace a full run as latest:
+it is kept in results/runs/ and the script says so, unless --as-latest is given.
 """
 import json
 import os
 import sys
 
-SELECTING = ("--strategy", "--scenario", "--device", "--batch", "--model", "--hidden", "--d-model", "--heads",
-             "--ffn", "--seq", "--blocks", "--weights", "--benchmark_filter")
 LINKS = {"latest.json": "{}.json", "latest.log": "{}.log", "latest-python.json": "{}-python.json",
          "latest-report": "{}-report"}
 
 
-def is_filtered(args):
-    return any(a == flag or a.startswith(flag + "=") for a in args for flag in SELECTING)
+def is_filtered(result):
+    """Whether the run selected part of the suite, as condbench recorded it in the result's context
+    ("suite", or "part: --hidden, ..."); a file that does not say counts as filtered."""
+    try:
+        with open(result) as f:
+            selection = json.load(f)["context"]["condbench_selection"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return True
+    return selection != "suite"
 
 
 def current_latest(results):
@@ -87,7 +92,7 @@ def promote(results, stamp, as_latest, args):
     if not os.path.isfile(os.path.join(runs, stamp + ".json")):
         print(f"run_history: {runs}/{stamp}.json does not exist: the run did not complete", file=sys.stderr)
         return 1
-    filtered = is_filtered(args)
+    filtered = is_filtered(os.path.join(runs, stamp + ".json"))
     args_file = os.path.join(runs, stamp + ".args.json")
     with open(f"{args_file}.tmp-{os.getpid()}", "w") as f:
         json.dump({"args": args, "filtered": filtered}, f)

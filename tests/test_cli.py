@@ -78,6 +78,9 @@ class AotiEngine(unittest.TestCase):
         self.assertNotIn("error_occurred", b)
         self.assertEqual(b["host_syncs"], 2)  # AOTInductor reads each torch.cond predicate on the host
         self.assertEqual(b["exit_mean"], 2)
+        # what the run selected, for scripts/run_history.py: the selecting flags given, the size flag
+        # of a family among them
+        self.assertEqual(data["context"]["condbench_selection"], "part: --device, --strategy, --scenario, --batch, --hidden")
 
 
     def test_an_answer_budget_adds_rounds_until_the_answer_is_decided(self):

@@ -1,5 +1,6 @@
 """scripts/run_history.py: every run kept in results/runs/, results/latest.* on the newest complete
 one, and a filtered run never replacing a full one as latest without saying so."""
+import json
 import os
 import stat
 import subprocess
@@ -24,11 +25,15 @@ class RunHistory(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
-    def make_run(self, stamp, python=False):
+    def make_run(self, stamp, python=False, selection="suite"):
+        """A run's files; its result's context says what condbench selected (None: says nothing)."""
         runs = os.path.join(self.results, "runs")
-        for name in [f"{stamp}.json", f"{stamp}.log"] + ([f"{stamp}-python.json"] if python else []):
+        for name in [f"{stamp}.log"] + ([f"{stamp}-python.json"] if python else []):
             with open(os.path.join(runs, name), "w") as f:
                 f.write(stamp)
+        context = {} if selection is None else {"condbench_selection": selection}
+        with open(os.path.join(runs, f"{stamp}.json"), "w") as f:
+            json.dump({"context": context, "stamp": stamp}, f)
         os.makedirs(os.path.join(runs, f"{stamp}-report"))
 
     def latest(self, name="latest.json"):
@@ -46,27 +51,30 @@ class RunHistory(unittest.TestCase):
         self.assertEqual(self.latest("latest-report"), os.path.join("runs", "A-report"))
         self.assertEqual(self.latest("latest-python.json"), os.path.join("runs", "A-python.json"))
         with open(os.path.join(self.results, "latest.json")) as f:
-            self.assertEqual(f.read(), "A")
+            self.assertEqual(json.load(f)["stamp"], "A")
 
-        self.make_run("B")
+        self.make_run("B", selection="part: --strategy")
         result = promote(self.results, "B", "--strategy=fused")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("stay on the full run A", result.stdout)
         self.assertEqual(self.latest(), os.path.join("runs", "A.json"))
         self.assertTrue(os.path.exists(os.path.join(self.results, "runs", "B.json")))  # kept all the same
 
-        self.make_run("C")
+        self.make_run("C", selection="part: --benchmark_filter")
         self.assertEqual(promote(self.results, "C", "--benchmark_filter", "fused", own=["--as-latest"]).returncode, 0)
         self.assertEqual(self.latest(), os.path.join("runs", "C.json"))
         self.assertIsNone(self.latest("latest-python.json"))  # C has no peer file: no stale link to A's
 
-        self.make_run("D")
+        self.make_run("D", selection="part: --hidden")
         self.make_run("E")
         promote(self.results, "D", "--hidden=64")  # filtered after a filtered latest: it replaces it
         self.assertEqual(self.latest(), os.path.join("runs", "D.json"))
         promote(self.results, "E")
         self.assertEqual(self.latest(), os.path.join("runs", "E.json"))
         self.assertEqual(self.latest("latest.log"), os.path.join("runs", "E.log"))
+        # a result that does not say what it selected counts as filtered: it never replaces a full run
+        self.make_run("F", selection=None)
+        self.assertIn("stay on the full run E", promote(self.results, "F").stdout)
 
     def test_only_its_own_links_are_replaced_or_removed(self):
         # a file and a folder someone put where the links go are moved into the history, never deleted;
