@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis.h"
+#include "comparison.h"
 #include "condbench/error.h"
 #include "result_file.h"
 

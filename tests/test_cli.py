@@ -81,6 +81,14 @@ class AotiEngine(unittest.TestCase):
         # what the run selected, for scripts/run_history.py: the selecting flags given, the size flag
         # of a family among them
         self.assertEqual(data["context"]["condbench_selection"], "part: --device, --strategy, --scenario, --batch, --hidden")
+        # every counter in the file is one of the counters table's (include/condbench/counters.h), whose
+        # descriptions the context carries: the harness names none by hand that the table lacks
+        described = {k[len("counter:"):] for k in data["context"] if k.startswith("counter:")}
+        google = {"real_time", "cpu_time", "iterations", "repetitions", "repetition_index", "threads", "family_index",
+                  "per_family_instance_index", "items_per_second", "bytes_per_second"}
+        for key, value in b.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in google:
+                self.assertTrue(key in described or (key.startswith("exit_") and "exit_" in described), key)
 
 
     def test_an_answer_budget_adds_rounds_until_the_answer_is_decided(self):

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""An early-exit model of your own, from one Python file: the protocol condbench's route for any
+PyTorch module starts from (docs/your-model.md).
+
+The file defines two functions:
+
+    model()               an nn.Module with
+                            stages  nn.ModuleList: each stage Tensor -> Tensor, the first taking
+                                    the input, each next one the previous stage's output
+                            exits   nn.ModuleList: one head per stage, on that stage's output,
+                                    returning logits [rows, classes]
+                            final   the last head, on the last stage's output
+                          and optionally confidence(logits) -> [rows], the exit rule's score
+                          (default: the largest softmax probability; a row leaves at the first
+                          exit whose score is above its threshold)
+    example_input(batch)  a float tensor [batch, ...]: what the first stage takes
+
+Weights are the module's own, or a state_dict (torch.save) given with --weights, loaded strictly.
+A model file is code: loading it runs it, with your rights. Load only files you would run.
+
+usage: model_file.py check FILE [--weights STATE_DICT] [--batch N]
+
+check loads FILE, runs every part on example_input(N) (default 2) and checks what each returns,
+exports every stage, exit and the final head with torch.export (the batch dynamic), and prints the
+manifest as JSON: the parts in order with their input and output shapes (the batch as "rows"),
+FLOPs per row (torch.utils.flop_counter) and bytes of parameters and buffers, the classes, and a
+digest of the file, the weights and the torch version. Anything wrong is one line naming the file
+and the part, exit code 2.
+"""
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import logging
+import os
+import runpy
+import sys
+
+PROTOCOL = "docs/your-model.md"
+MAX_BATCH = 1 << 16  # the largest batch an exported part accepts
+
+
+class ProtocolError(Exception):
+    """A model file that does not follow the protocol: one line naming the file and the part."""
+
+
+def first_line(error):
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")[:300]
+
+
+def shape_text(value):
+    return "[" + ", ".join(str(d) for d in value.shape) + "]" if hasattr(value, "shape") else type(value).__name__
+
+
+class ModelFile:
+    """The module a model file makes, with its example input and exit rule, checked part by part."""
+
+    def __init__(self, path, weights=None):
+        import torch
+        from torch import nn
+
+        self.path = path
+        if not os.path.isfile(path):
+            raise ProtocolError(f"{path}: no such file")
+        try:
+            namespace = runpy.run_path(path, run_name="condbench_model_file")
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except BaseException as e:  # noqa: B036 (a file may raise anything, SystemExit included)
+            raise ProtocolError(f"{path}: does not load ({first_line(e)})") from None
+        for name in ("model", "example_input"):
+            if not callable(namespace.get(name)):
+                raise ProtocolError(f"{path}: defines no {name}() (the protocol: {PROTOCOL})")
+        self.example_input = namespace["example_input"]
+        module = self.call("model()", namespace["model"])
+        if not isinstance(module, nn.Module):
+            raise ProtocolError(f"{path}: model(): returned a {type(module).__name__}, not an nn.Module")
+        for part in ("stages", "exits"):
+            if not isinstance(getattr(module, part, None), nn.ModuleList):
+                raise ProtocolError(f"{path}: model().{part}: missing or not an nn.ModuleList ({PROTOCOL})")
+        if len(module.stages) == 0:
+            raise ProtocolError(f"{path}: model().stages: empty; an early-exit model has at least one stage")
+        if len(module.exits) != len(module.stages):
+            raise ProtocolError(f"{path}: model().exits: {len(module.exits)} heads for {len(module.stages)} stages; "
+                                "one head per stage")
+        if not isinstance(getattr(module, "final", None), nn.Module):
+            raise ProtocolError(f"{path}: model().final: missing or not an nn.Module ({PROTOCOL})")
+        confidence = getattr(module, "confidence", None)
+        if confidence is not None and not callable(confidence):
+            raise ProtocolError(f"{path}: model().confidence: not callable")
+        self.custom_confidence = confidence is not None
+        if weights is not None:
+            try:
+                state = torch.load(weights, map_location="cpu", weights_only=True)
+            except Exception as e:
+                raise ProtocolError(f"{path}: --weights {weights}: not a state_dict torch.load reads "
+                                    f"({first_line(e)})") from None
+            if not isinstance(state, dict):
+                raise ProtocolError(f"{path}: --weights {weights}: holds a {type(state).__name__}, not a state_dict")
+            try:
+                module.load_state_dict(state, strict=True)
+            except Exception as e:
+                raise ProtocolError(f"{path}: --weights {weights}: does not fit model() ({first_line(e)})") from None
+        self.module = module.eval()
+
+    def call(self, part, function, *args):
+        try:
+            return function(*args)
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as e:
+            raise ProtocolError(f"{self.path}: {part}: failed ({first_line(e)})") from None
+
+    def input(self, batch):
+        import torch
+
+        x = self.call(f"example_input({batch})", self.example_input, batch)
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 1 or x.shape[0] != batch:
+            raise ProtocolError(f"{self.path}: example_input({batch}): returned {shape_text(x)}"
+                                f"{'' if not isinstance(x, torch.Tensor) else ' ' + str(x.dtype)}, not a float "
+                                f"tensor [{batch}, ...]")
+        return x
+
+    def parts(self):
+        """(name, module) in the order an inference reaches them: stage k, then exit k; the final head."""
+        for k, stage in enumerate(self.module.stages):
+            yield f"stages[{k}]", stage
+            yield f"exits[{k}]", self.module.exits[k]
+        yield "final", self.module.final
+
+    def trace(self, batch):
+        """Every part on example_input(batch), its output checked: [(name, module, input, output)]."""
+        import torch
+
+        traced, h, classes = [], self.input(batch), None
+        last_stage = None  # the stage whose output h is
+        with torch.no_grad():
+            for name, part in self.parts():
+                is_stage = name.startswith("stages")
+                source = f"the output of {last_stage}" if last_stage else "the input"
+                out = self.call(f"{name} on {source} {shape_text(h)}", part, h)
+                if not isinstance(out, torch.Tensor) or out.dim() < 1 or out.shape[0] != batch:
+                    raise ProtocolError(f"{self.path}: {name}: returned {shape_text(out)} for {batch} rows; "
+                                        "it must keep the rows in dimension 0")
+                if not is_stage:
+                    if out.dim() != 2:
+                        raise ProtocolError(f"{self.path}: {name}: returned {shape_text(out)}, not logits "
+                                            "[rows, classes]")
+                    if classes is not None and out.shape[1] != classes:
+                        raise ProtocolError(f"{self.path}: {name}: {out.shape[1]} classes where the heads before "
+                                            f"it have {classes}")
+                    classes = out.shape[1]
+                    if self.custom_confidence:
+                        score = self.call(f"confidence() on {name}'s logits", self.module.confidence, out)
+                        if not isinstance(score, torch.Tensor) or tuple(score.shape) != (batch,):
+                            raise ProtocolError(f"{self.path}: confidence(): returned {shape_text(score)} for "
+                                                f"{name}'s logits, not a score per row [{batch}]")
+                traced.append((name, part, h, out))
+                if is_stage:
+                    h, last_stage = out, name
+        return traced, classes
+
+    def export(self, name, part, example):
+        """torch.export of one part, the batch dynamic."""
+        import torch
+
+        rows = torch.export.Dim("rows", min=1, max=MAX_BATCH)
+        # torch.export logs what it could not trace (warnings, the partial graph); the one line
+        # below says it
+        logging.getLogger("torch").setLevel(logging.CRITICAL)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                return torch.export.export(part, (example,), dynamic_shapes=({0: rows},))
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as e:
+            raise ProtocolError(f"{self.path}: {name}: torch.export cannot trace it ({first_line(e)}); an if on a "
+                                "tensor's value or a loop over its rows cannot be exported: write it with "
+                                "torch.where or torch.cond") from None
+
+
+def costs(part, example):
+    """FLOPs per row (torch.utils.flop_counter, on one row) and bytes of the part's parameters and buffers."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        part(example[:1])
+    tensors = list(part.parameters()) + list(part.buffers())
+    return counter.get_total_flops(), sum(t.numel() * t.element_size() for t in tensors)
+
+
+def digest(path, weights):
+    import torch
+
+    h = hashlib.sha256()
+    for name in [path] + ([weights] if weights else []):
+        with open(name, "rb") as f:
+            h.update(f.read())
+    h.update(torch.__version__.encode())
+    return h.hexdigest()[:16]
+
+
+def manifest(model_file, weights, batch):
+    """What condbench needs to know of the model, checked and exported part by part."""
+    traced, classes = model_file.trace(batch)
+    parts = []
+    for name, part, x, out in traced:
+        model_file.export(name, part, x)
+        flops, size = costs(part, x)
+        parts.append({"name": name, "input": ["rows", *x.shape[1:]], "output": ["rows", *out.shape[1:]],
+                      "flops_per_row": flops, "bytes": size})
+    return {"file": os.path.basename(model_file.path), "digest": digest(model_file.path, weights),
+            "stages": len(model_file.module.stages), "classes": classes,
+            "confidence": "confidence()" if model_file.custom_confidence else "max softmax", "parts": parts}
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="model_file.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["check"])
+    parser.add_argument("file")
+    parser.add_argument("--weights")
+    parser.add_argument("--batch", type=int, default=2)
+    args = parser.parse_args(argv)
+    if not 2 <= args.batch <= 4096:
+        # batch 1 would let torch.export specialise the rows to 1
+        print(f"model_file: --batch {args.batch}: not in 2..4096", file=sys.stderr)
+        return 2
+    try:
+        print(json.dumps(manifest(ModelFile(args.file, args.weights), args.weights, args.batch), indent=1))
+    except ProtocolError as e:
+        print(f"model_file: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,180 @@
+"""bench/python/model_file.py, the protocol for a model of your own (docs/your-model.md): the examples
+check with exact FLOPs and bytes, and every kind of bad model file is one line naming the file and
+the part, exit code 2. Needs torch (run under .venv/bin/python); skips without it. The command runs
+in this process (main(), its output captured) but for one case run as a user runs it: importing
+torch once, not once per case."""
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+SCRIPT = os.path.join(ROOT, "bench", "python", "model_file.py")
+try:
+    import torch
+except ImportError:
+    torch = None
+
+# A valid model file's parts, for the bad cases to break one at a time.
+HEADER = """
+import torch
+from torch import nn
+"""
+GOOD = HEADER + """
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])
+        self.exits = nn.ModuleList([nn.Linear(8, 3), nn.Linear(8, 3)])
+        self.final = nn.Linear(8, 3)
+
+def model():
+    return M()
+
+def example_input(batch):
+    return torch.randn(batch, 4)
+"""
+
+
+sys.path.insert(0, os.path.dirname(SCRIPT))
+
+
+class Result:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def check(path, *extra):
+    """model_file.py check PATH EXTRA..., in this process."""
+    import model_file
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = model_file.main(["check", path, *extra])
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+@unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
+class ModelFile(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(text))
+        return path
+
+    def test_the_mlp_example_has_the_builtin_familys_costs(self):
+        # as a user runs it
+        result = subprocess.run([sys.executable, SCRIPT, "check", os.path.join(ROOT, "examples", "models", "mlp.py")],
+                                capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        m = json.loads(result.stdout)
+        self.assertEqual((m["stages"], m["classes"], m["confidence"]), (3, 10, "max softmax"))
+        self.assertEqual([p["name"] for p in m["parts"]],
+                         ["stages[0]", "exits[0]", "stages[1]", "exits[1]", "stages[2]", "exits[2]", "final"])
+        # src/families/mlp.cpp's block_flops and block_bytes: 2 in out, and 4 bytes per weight and bias
+        flops = {p["name"]: p["flops_per_row"] for p in m["parts"]}
+        size = {p["name"]: p["bytes"] for p in m["parts"]}
+        self.assertEqual((flops["stages[0]"], flops["stages[1]"], flops["exits[0]"]), (2 * 32 * 64, 2 * 64 * 64, 2 * 64 * 10))
+        self.assertEqual((size["stages[0]"], size["final"]), (4 * (32 * 64 + 64), 4 * (64 * 10 + 10)))
+        self.assertEqual(m["parts"][0]["input"], ["rows", 32])
+
+    def test_the_cnn_example_checks_with_its_shapes(self):
+        result = check(os.path.join(ROOT, "examples", "models", "cnn.py"))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        m = json.loads(result.stdout)
+        stage0 = m["parts"][0]
+        self.assertEqual((stage0["input"], stage0["output"]), (["rows", 3, 32, 32], ["rows", 16, 16, 16]))
+        self.assertEqual(stage0["flops_per_row"], 2 * 3 * 9 * 16 * 32 * 32)  # one 3x3 convolution, 32x32 out
+        self.assertEqual(m["parts"][-1]["output"], ["rows", 10])
+
+    def test_a_confidence_of_its_own_and_weights_from_a_file(self):
+        path = self.write("own.py", GOOD.replace("        self.final = nn.Linear(8, 3)", """        self.final = nn.Linear(8, 3)
+
+    def confidence(self, logits):
+        return logits.max(-1).values"""))
+        weights = os.path.join(self.dir.name, "w.pt")
+        torch.save({k: torch.zeros_like(v) for k, v in self.load(path).state_dict().items()}, weights)
+        result = check(path, "--weights", weights)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        m = json.loads(result.stdout)
+        self.assertEqual(m["confidence"], "confidence()")
+        self.assertNotEqual(m["digest"], json.loads(check(path).stdout)["digest"])  # the weights are in it
+
+    def load(self, path):
+        import model_file
+        return model_file.ModelFile(path).module
+
+    def test_each_kind_of_bad_model_file_is_one_line_naming_the_part(self):
+        cases = [
+            ("syntax.py", "def model(:\n", "does not load (SyntaxError"),
+            ("raises.py", "raise SystemExit(3)\n", "does not load (SystemExit: 3)"),
+            ("nofactory.py", HEADER + "x = 1\n", "defines no model()"),
+            ("noinput.py", GOOD.replace("def example_input(batch)", "def other(batch)"), "defines no example_input()"),
+            ("notmodule.py", GOOD.replace("    return M()", "    return 3"), "model(): returned a int, not an nn.Module"),
+            ("nostages.py", GOOD.replace("self.stages =", "self.blocks ="), "model().stages: missing or not an nn.ModuleList"),
+            ("fewexits.py", GOOD.replace("[nn.Linear(8, 3), nn.Linear(8, 3)]", "[nn.Linear(8, 3)]"),
+             "model().exits: 1 heads for 2 stages"),
+            ("nofinal.py", GOOD.replace("self.final = nn.Linear(8, 3)", "self.final = 3"), "model().final: missing"),
+            ("badinput.py", GOOD.replace("torch.randn(batch, 4)", "torch.zeros(batch, 4, dtype=torch.long)"),
+             "example_input(2): returned [2, 4] torch.int64, not a float tensor [2, ...]"),
+            ("misfit.py", GOOD.replace("nn.Linear(8, 8)])", "nn.Linear(5, 8)])"),
+             "stages[1] on the output of stages[0] [2, 8]: failed (RuntimeError"),
+            ("headshape.py", GOOD.replace("nn.ModuleList([nn.Linear(8, 3), nn.Linear(8, 3)])",
+                                          "nn.ModuleList([nn.Linear(8, 3), nn.Identity()])"),
+             "exits[1]: 8 classes where the heads before it have 3"),
+            ("head3d.py", GOOD.replace("nn.ModuleList([nn.Linear(8, 3), nn.Linear(8, 3)])",
+                                       "nn.ModuleList([nn.Linear(8, 3), nn.Unflatten(1, (2, 4))])"),
+             "exits[1]: returned [2, 2, 4], not logits [rows, classes]"),
+            ("rows.py", GOOD.replace("self.final = nn.Linear(8, 3)", "self.final = Sum()").replace(
+                "class M(", "class Sum(nn.Module):\n    def forward(self, h):\n        return h.sum(0)\n\nclass M("),
+             "final: returned [8] for 2 rows; it must keep the rows in dimension 0"),
+            ("datadep.py", GOOD.replace("class M(", """class Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, h):
+        return self.a(h) if h.sum() > 0 else self.b(h)
+
+class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
+                     "nn.ModuleList([nn.Linear(4, 8), Branchy()])"),
+             "stages[1]: torch.export cannot trace it ("),
+        ]
+        for name, text, message in cases:
+            with self.subTest(name):
+                path = self.write(name, text)
+                result = check(path)
+                self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+                lines = result.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, result.stderr)
+                self.assertIn(f"model_file: {path}: ", lines[0])
+                self.assertIn(message, lines[0])
+                self.assertEqual(result.stdout, "")
+
+    def test_bad_weights_and_a_missing_file_are_named(self):
+        path = self.write("good.py", GOOD)
+        wrong = os.path.join(self.dir.name, "wrong.pt")
+        torch.save({"stages.0.weight": torch.zeros(8, 4)}, wrong)
+        garbage = self.write("garbage.pt", "not a torch file")
+        for weights, message in ((wrong, "does not fit model() (RuntimeError: Error(s) in loading state_dict"),
+                                 (garbage, "not a state_dict torch.load reads")):
+            result = check(path, "--weights", weights)
+            self.assertEqual(result.returncode, 2, result.stderr)
+            self.assertIn(f"{path}: --weights {weights}: {message}", result.stderr)
+        result = check(os.path.join(self.dir.name, "absent.py"))
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("absent.py: no such file", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
