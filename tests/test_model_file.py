@@ -34,6 +34,7 @@ class M(nn.Module):
         self.final = nn.Linear(8, 3)
 
 def model():
+    torch.manual_seed(0)
     return M()
 
 def example_input(batch):
@@ -49,13 +50,17 @@ class Result:
         self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
 
 
-def check(path, *extra):
-    """model_file.py check PATH EXTRA..., in this process."""
+def check_command(command, path, *extra):
+    """model_file.py COMMAND PATH EXTRA..., in this process."""
     import model_file
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = model_file.main(["check", path, *extra])
+        code = model_file.main([command, path, *extra])
     return Result(code, out.getvalue(), err.getvalue())
+
+
+def check(path, *extra):
+    return check_command("check", path, *extra)
 
 
 @unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
@@ -121,6 +126,8 @@ class ModelFile(unittest.TestCase):
             ("nofactory.py", HEADER + "x = 1\n", "defines no model()"),
             ("noinput.py", GOOD.replace("def example_input(batch)", "def other(batch)"), "defines no example_input()"),
             ("notmodule.py", GOOD.replace("    return M()", "    return 3"), "model(): returned a int, not an nn.Module"),
+            ("unseeded.py", GOOD.replace("    torch.manual_seed(0)\n", ""),
+             "model(): makes other weights on each call (stages.0.weight); seed it"),
             ("nostages.py", GOOD.replace("self.stages =", "self.blocks ="), "model().stages: missing or not an nn.ModuleList"),
             ("fewexits.py", GOOD.replace("[nn.Linear(8, 3), nn.Linear(8, 3)]", "[nn.Linear(8, 3)]"),
              "model().exits: 1 heads for 2 stages"),
@@ -160,6 +167,50 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
                 self.assertIn(f"model_file: {path}: ", lines[0])
                 self.assertIn(message, lines[0])
                 self.assertEqual(result.stdout, "")
+
+    def test_compile_makes_each_part_a_checked_package_once_and_whole(self):
+        import model_file
+        path = self.write("good.py", GOOD)
+        cache = os.path.join(self.dir.name, "cache")
+        result = check_command("compile", path, "--cache", cache)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        folder = result.stdout.strip()
+        self.assertEqual(os.path.dirname(folder), os.path.join(cache, "models"))
+        self.assertEqual(sorted(os.listdir(folder)), ["exit0.pt2", "exit1.pt2", "final.pt2", "manifest.json",
+                                                      "stage0.pt2", "stage1.pt2"])
+        with open(os.path.join(folder, "manifest.json")) as f:
+            m = json.load(f)
+        self.assertEqual(m["torch"], torch.__version__)
+        self.assertEqual([p["package"] for p in m["parts"]],
+                         ["stage0.pt2", "exit0.pt2", "stage1.pt2", "exit1.pt2", "final.pt2"])
+        # a package runs any batch and agrees with the module's part
+        part = torch._inductor.aoti_load_package(os.path.join(folder, "stage1.pt2"))
+        x = torch.randn(5, 8)
+        module = model_file.ModelFile(path).module
+        self.assertTrue(torch.allclose(part(x), module.stages[1](x), rtol=1e-4, atol=1e-5))
+        # the same file, weights and torch again: the folder as it is, nothing compiled
+        stamp = os.path.getmtime(os.path.join(folder, "stage0.pt2"))
+        self.assertEqual(check_command("compile", path, "--cache", cache).stdout.strip(), folder)
+        self.assertEqual(os.path.getmtime(os.path.join(folder, "stage0.pt2")), stamp)
+        # a compile that fails half way leaves nothing behind, and says which part
+        other = self.write("other.py", GOOD.replace("nn.Linear(8, 3)])", "nn.Linear(8, 3), ])"))
+        real = torch._inductor.aoti_compile_and_package
+        calls = []
+
+        def failing(program, package_path):
+            calls.append(package_path)
+            if len(calls) == 2:
+                raise RuntimeError("inductor broke")
+            return real(program, package_path=package_path)
+
+        torch._inductor.aoti_compile_and_package = failing
+        try:
+            result = check_command("compile", other, "--cache", cache)
+        finally:
+            torch._inductor.aoti_compile_and_package = real
+        self.assertEqual(result.returncode, 2)
+        self.assertIn(f"{other}: exits[0]: AOTInductor cannot compile it (RuntimeError: inductor broke)", result.stderr)
+        self.assertEqual(os.listdir(os.path.join(cache, "models")), [os.path.basename(folder)])
 
     def test_bad_weights_and_a_missing_file_are_named(self):
         path = self.write("good.py", GOOD)

@@ -15,17 +15,21 @@ The file defines two functions:
                           exit whose score is above its threshold)
     example_input(batch)  a float tensor [batch, ...]: what the first stage takes
 
-Weights are the module's own, or a state_dict (torch.save) given with --weights, loaded strictly.
+Weights are the module's own (model() must make the same ones on every call: seed it or load
+them), or a state_dict (torch.save) given with --weights, loaded strictly.
 A model file is code: loading it runs it, with your rights. Load only files you would run.
 
 usage: model_file.py check FILE [--weights STATE_DICT] [--batch N]
+       model_file.py compile FILE [--weights STATE_DICT] [--batch N] [--cache DIR]
 
 check loads FILE, runs every part on example_input(N) (default 2) and checks what each returns,
 exports every stage, exit and the final head with torch.export (the batch dynamic), and prints the
 manifest as JSON: the parts in order with their input and output shapes (the batch as "rows"),
 FLOPs per row (torch.utils.flop_counter) and bytes of parameters and buffers, the classes, and a
-digest of the file, the weights and the torch version. Anything wrong is one line naming the file
-and the part, exit code 2.
+digest of the file, the weights and the torch version. compile does the same, then compiles each
+part with AOTInductor for the CPU into <cache>/models/<digest>-cpu/ (each package loaded back and
+checked against the module's own output; the folder whole or absent, reused when there) and prints
+the folder. Anything wrong is one line naming the file and the part, exit code 2.
 """
 import argparse
 import contextlib
@@ -87,6 +91,13 @@ class ModelFile:
                                 "one head per stage")
         if not isinstance(getattr(module, "final", None), nn.Module):
             raise ProtocolError(f"{path}: model().final: missing or not an nn.Module ({PROTOCOL})")
+        if weights is None:
+            # condbench, the peer and this check each call model(): they must get one model
+            again = self.call("model()", namespace["model"]).state_dict()
+            for key, value in module.state_dict().items():
+                if key not in again or not torch.equal(value, again[key]):
+                    raise ProtocolError(f"{path}: model(): makes other weights on each call ({key}); seed it "
+                                        "(torch.manual_seed), load its weights, or give them with --weights")
         confidence = getattr(module, "confidence", None)
         if confidence is not None and not callable(confidence):
             raise ProtocolError(f"{path}: model().confidence: not callable")
@@ -203,12 +214,15 @@ def digest(path, weights):
     return h.hexdigest()[:16]
 
 
-def manifest(model_file, weights, batch):
-    """What condbench needs to know of the model, checked and exported part by part."""
+def manifest(model_file, weights, batch, programs=None):
+    """What condbench needs to know of the model, checked and exported part by part; each part's
+    exported program, input and output appended to `programs` when given."""
     traced, classes = model_file.trace(batch)
     parts = []
     for name, part, x, out in traced:
-        model_file.export(name, part, x)
+        program = model_file.export(name, part, x)
+        if programs is not None:
+            programs.append((name, program, x, out))
         flops, size = costs(part, x)
         parts.append({"name": name, "input": ["rows", *x.shape[1:]], "output": ["rows", *out.shape[1:]],
                       "flops_per_row": flops, "bytes": size})
@@ -217,20 +231,88 @@ def manifest(model_file, weights, batch):
             "confidence": "confidence()" if model_file.custom_confidence else "max softmax", "parts": parts}
 
 
+def cache_root():
+    """condbench's cache, as bench/python/aoti_compile.py and condbench find it."""
+    if os.environ.get("CONDBENCH_AOTI_DIR"):
+        return os.environ["CONDBENCH_AOTI_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "condbench", "aoti")
+
+
+def package_name(part):
+    """stages[2] -> stage2.pt2, exits[2] -> exit2.pt2, final -> final.pt2"""
+    return part.replace("stages[", "stage").replace("exits[", "exit").rstrip("]") + ".pt2"
+
+
+def compile_parts(model_file, weights, batch, cache):
+    """Each part compiled with AOTInductor on the CPU into <cache>/models/<digest>-cpu/, with
+    manifest.json beside the packages: built in a temporary folder, every package loaded back and
+    checked against the module's own output, then renamed into place, so the folder is either whole
+    or absent. A folder already there is the same file, weights and torch: it is used as it is."""
+    import shutil
+
+    import torch
+
+    programs = []
+    m = manifest(model_file, weights, batch, programs)
+    m["device"], m["torch"] = "cpu", torch.__version__
+    final = os.path.join(cache, "models", f"{m['digest']}-cpu")
+    if os.path.isfile(os.path.join(final, "manifest.json")):
+        return final, m
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    temp = f"{final}.tmp-{os.getpid()}"
+    shutil.rmtree(temp, ignore_errors=True)
+    os.makedirs(temp)
+    try:
+        logging.getLogger("torch").setLevel(logging.CRITICAL)
+        for (name, program, x, out), part in zip(programs, m["parts"]):
+            path = os.path.join(temp, package_name(name))
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    torch._inductor.aoti_compile_and_package(program, package_path=path)
+                    compiled = torch._inductor.aoti_load_package(path)
+                    got = compiled(x)
+            except (KeyboardInterrupt, MemoryError):
+                raise
+            except Exception as e:
+                raise ProtocolError(f"{model_file.path}: {name}: AOTInductor cannot compile it ({first_line(e)})") \
+                    from None
+            if not torch.allclose(got, out, rtol=1e-4, atol=1e-5):
+                raise ProtocolError(f"{model_file.path}: {name}: the compiled part differs from the module by "
+                                    f"{(got - out).abs().max().item():.3g} on example_input({batch})")
+            part["package"] = package_name(name)
+        with open(os.path.join(temp, "manifest.json"), "w") as f:
+            json.dump(m, f, indent=1)
+        try:
+            os.rename(temp, final)
+        except OSError:
+            if not os.path.isfile(os.path.join(final, "manifest.json")):
+                raise  # not another process's whole folder: a real failure
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    return final, m
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog="model_file.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["check"])
+    parser.add_argument("command", choices=["check", "compile"])
     parser.add_argument("file")
     parser.add_argument("--weights")
     parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--cache", help="compile: the cache (default: condbench's, as aoti_compile.py's)")
     args = parser.parse_args(argv)
     if not 2 <= args.batch <= 4096:
         # batch 1 would let torch.export specialise the rows to 1
         print(f"model_file: --batch {args.batch}: not in 2..4096", file=sys.stderr)
         return 2
     try:
-        print(json.dumps(manifest(ModelFile(args.file, args.weights), args.weights, args.batch), indent=1))
+        model_file = ModelFile(args.file, args.weights)
+        if args.command == "check":
+            print(json.dumps(manifest(model_file, args.weights, args.batch), indent=1))
+        else:
+            folder, _ = compile_parts(model_file, args.weights, args.batch, args.cache or cache_root())
+            print(folder)
     except ProtocolError as e:
         print(f"model_file: {e}", file=sys.stderr)
         return 2
