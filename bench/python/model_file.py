@@ -231,14 +231,6 @@ def manifest(model_file, weights, batch, programs=None):
             "confidence": "confidence()" if model_file.custom_confidence else "max softmax", "parts": parts}
 
 
-def cache_root():
-    """condbench's cache, as bench/python/aoti_compile.py and condbench find it."""
-    if os.environ.get("CONDBENCH_AOTI_DIR"):
-        return os.environ["CONDBENCH_AOTI_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "condbench", "aoti")
-
-
 def package_name(part):
     """stages[2] -> stage2.pt2, exits[2] -> exit2.pt2, final -> final.pt2"""
     return part.replace("stages[", "stage").replace("exits[", "exit").rstrip("]") + ".pt2"
@@ -311,6 +303,8 @@ def main(argv):
         if args.command == "check":
             print(json.dumps(manifest(model_file, args.weights, args.batch), indent=1))
         else:
+            from aoti_compile import cache_root  # condbench's cache, where its packages go too
+
             folder, _ = compile_parts(model_file, args.weights, args.batch, args.cache or cache_root())
             print(folder)
     except ProtocolError as e:
