@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "condbench/flops.h"
+#include "condbench/model_file.h"
 #include "condbench/nvtx.h"
 #include "condbench/result_format.h"
 #include "condbench/torch_device.h"
@@ -171,6 +172,9 @@ PreparedCase& prepared(const BenchmarkCase& c) {
   current.thresholds = current.workload->thresholds(c.scenario);
   current.strategy = c.strategy->make();
   current.strategy->prepare(current.workload->model(), c.batch);
+  // A model file's strategies are checked against the module's own forward before they are timed.
+  if (const ModelFileFamily* file = config.family->model_file())
+    check_against_module(*current.strategy, *file, current.thresholds, c.batch);
 
   // The pool goes to the device before anything is timed: all of it, or for a model whose pass
   // over the pool would take long (a transformer) the prefix of the walk that holds kWalkFlops of

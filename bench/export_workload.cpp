@@ -42,6 +42,7 @@ void write_json(const fs::path& path, const nlohmann::json& value) {
 std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& cases, const std::string& dir) {
   std::map<std::string, std::pair<ModelSource, std::set<Scenario>>> models;  // key -> (source, scenarios)
   for (const BenchmarkCase& c : cases) {
+    if (c.config.family->model_file()) continue;  // the peer does not run model files yet
     auto& entry = models[c.source.key()];
     entry.first = c.source;
     entry.second.insert(c.scenario);

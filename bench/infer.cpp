@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "condbench/agreement.h"
 #include "condbench/error.h"
+#include "condbench/model_file.h"
 #include "condbench/model_files.h"
 #include "condbench/torch_device.h"
 #include "condbench/workload.h"
@@ -35,7 +36,8 @@ struct Options {
 
 void print_usage(std::ostream& out) {
   out << "usage: condbench-infer [--weights=FILE [SIZES] | --seed=N [--model=FAMILY] [SIZES] --num-classes=N "
-         "--blocks=N]\n"
+         "--blocks=N\n"
+         "                        | --model-file=DIR]\n"
          "                       [--input=FILE | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
          "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
          "  the family (default "
@@ -49,6 +51,8 @@ void print_usage(std::ostream& out) {
           << axis.help << ", default " << axis.fallback << ")";
     out << "\n";
   }
+  out << "  --model-file: your model as bench/python/model_file.py compiled it (docs/your-model.md); each\n"
+         "  strategy is first checked against the module's own forward on the folder's reference rows\n";
 }
 
 std::string shape_text(at::IntArrayRef sizes) {
@@ -73,9 +77,9 @@ std::string whose(const std::string& key) {
 }
 
 Options parse_options(int argc, char** argv) {
-  std::vector<std::string> names = {"--weights",    "--seed",   "--model",   "--num-classes",
-                                    "--blocks",     "--input",  "--batch",   "--input-seed",
-                                    "--thresholds", "--device", "--strategy"};
+  std::vector<std::string> names = {"--weights",    "--seed",   "--model",    "--num-classes",
+                                    "--blocks",     "--input",  "--batch",    "--input-seed",
+                                    "--thresholds", "--device", "--strategy", "--model-file"};
   std::vector<const FamilyAxis*> axes;  // every family's sizes, each flag once
   for (const ModelFamily* family : model_families())
     for (const FamilyAxis& axis : family->axes())
@@ -101,7 +105,17 @@ Options parse_options(int argc, char** argv) {
     flag_of[axis->key] = axis->flag();
     if (given(axis->flag())) sizes[axis->key] = int_flag(axis->flag(), axis->max);
   }
-  if (given("--weights")) {
+  if (given("--model-file")) {
+    for (const char* f : {"--weights", "--seed", "--model", "--num-classes", "--blocks"})
+      if (given(f)) fail(std::string(f) + ": not with --model-file (the model file gives the model)");
+    if (!sizes.empty())
+      fail(flag_of.at(sizes.begin()->first) + ": not with --model-file (the model file gives the model)");
+    try {
+      options.source.config = load_model_file(flags.at("--model-file")).config();
+    } catch (const Error& e) {
+      fail(std::string("--model-file: ") + e.what());
+    }
+  } else if (given("--weights")) {
     for (const char* f : {"--seed", "--model", "--num-classes", "--blocks"})
       if (given(f)) fail(std::string(f) + ": not with --weights (the file gives the model)");
     for (const FamilyAxis* axis : axes)
@@ -212,6 +226,13 @@ int run(int argc, char** argv) {
     }
     std::unique_ptr<Strategy> strategy = info.make();
     strategy->prepare(model, rows);
+    const std::string who = std::string(to_string(info.device)) + "/" + to_string(info.engine) + "/" + info.name;
+    if (const ModelFileFamily* file = model->config().family->model_file()) try {
+        check_against_module(*strategy, *file, options.thresholds, rows);
+      } catch (const Error& e) {
+        std::cerr << "condbench-infer: " << who << ": " << e.what() << "\n";
+        agree = false;
+      }
     // The input lives until finish(): on CUDA the strategy's stream may still be reading it.
     const at::Tensor input = options.input.to(torch_device(info.device));
     const ExitOutput result = strategy->run(input, options.thresholds);
@@ -219,7 +240,6 @@ int run(int argc, char** argv) {
     const at::Tensor ids = result.exit_id.to(at::kCPU, at::kInt).contiguous();
     const at::Tensor logits = result.logits.to(at::kCPU, at::kFloat).contiguous();
     if (!logits.isfinite().all().item<bool>()) {
-      const std::string who = std::string(to_string(info.device)) + "/" + to_string(info.engine) + "/" + info.name;
       // The first strategy's: the model overflows on this data (bad input). A later one's, where the
       // first's are finite: that strategy is wrong (internal), and the results do not agree.
       if (!first_ids.defined())

@@ -23,6 +23,7 @@
 #include "answer_budget.h"
 #include "cli.h"
 #include "condbench/error.h"
+#include "condbench/model_file.h"
 #include "condbench/nvtx.h"
 #include "condbench/output_file.h"
 #include "console_reporter.h"
@@ -340,6 +341,9 @@ int main(int argc, char** argv) {
     for (const auto& [key, value] : condbench::run_context()) benchmark::AddCustomContext(key, value);
     benchmark::AddCustomContext("nvtx", condbench::nvtx::level_name(options.nvtx));
     benchmark::AddCustomContext("weights", options.weights.empty() ? "seeded" : options.weights);
+    for (const condbench::ModelSelection& m : options.models)
+      if (const condbench::ModelFileFamily* file = m.config.family->model_file())
+        benchmark::AddCustomContext("model_file", file->description());
     // The primitives first: they are the floors the report judges every strategy against, and a run
     // cut short (a time limit on a lent GPU machine) should still have them.
     const auto runs_on = [&](condbench::Device d) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "cli.h"
 #include "condbench/error.h"
 #include "condbench/family.h"
+#include "condbench/model_file.h"
 
 namespace condbench {
 
@@ -33,6 +35,10 @@ constexpr FlagSpec kFlags[] = {
     {"--model", "FAMILY[,...]", "model families (default: all; docs/models.md)", true},
     {"--blocks", "N[,N...]", "the model's depth: blocks, or layers (default: the family's)", true},
     {"--weights", "FILE", "a PyTorch state_dict (torch.save); family and sizes come from it (default: seeded weights)",
+     true},
+    {"--model-file", "DIR",
+     "your model, compiled by bench/python/model_file.py (scripts/run --model-file=FILE.py does both); "
+     "docs/your-model.md",
      true},
     {"--full", nullptr, "the full grid: every family's full sweep of sizes, depths and batches (below)"},
     {"--threads", "N", "LibTorch's intra-op threads (default: LibTorch's choice)"},
@@ -231,7 +237,29 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   }
   if (given("--threads"))
     options.threads = static_cast<int>(cli::parse_int("--threads", flags.at("--threads"), 1, 1024));
-  if (given("--weights")) {
+  // A model file: its depth and classes are its module's. Alone it runs alone; with --model, a
+  // size flag or --weights, beside what they select.
+  std::optional<ModelSelection> model_file;
+  if (given("--model-file")) {
+    if (flags.at("--model-file").empty()) fail("--model-file: needs a folder");
+    try {
+      model_file = ModelSelection{load_model_file(flags.at("--model-file")).config(), {}};
+    } catch (const Error& e) {
+      fail(std::string("--model-file: ") + e.what());
+    }
+    model_file->batches = given("--batch") ? cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 16)
+                                           : model_file->config.family->runs_batches(options.full);
+    bool others = given("--model") || given("--weights");
+    for (const std::string& flag : size_flags()) others |= given(flag);
+    if (given("--blocks") && !others) fail("--blocks: a model file's depth is its module's stages; drop --blocks");
+    if (!others) {
+      options.models = {*model_file};
+      model_file.reset();
+    }
+  }
+  if (!options.models.empty()) {
+    // the model file alone
+  } else if (given("--weights")) {
     // A file gives its family and every size its shapes hold; a flag may give the others.
     options.weights = flags.at("--weights");
     for (const char* flag : {"--blocks", "--model"})
@@ -271,6 +299,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     }
     options.models = select_models(flags, options.full, families);
   }
+  if (model_file) options.models.push_back(*model_file);
   if (given("--scenario")) {
     int deepest = 0;
     for (const ModelSelection& m : options.models) deepest = std::max(deepest, m.config.blocks);
@@ -302,9 +331,11 @@ std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
   };
   for (const ModelSelection& model : options.models) {
     ModelSource source;
-    source.weights_path = options.weights;
     source.config = model.config;
-    source.given = options.weights_given;
+    if (!model.config.family->model_file()) {  // a model file's weights are inside its packages
+      source.weights_path = options.weights;
+      source.given = options.weights_given;
+    }
     const int blocks = model.config.blocks;
     const std::vector<Scenario> scenarios = options.scenarios.empty() ? all_scenarios(blocks) : options.scenarios;
     for (int64_t batch : model.batches)

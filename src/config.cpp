@@ -44,6 +44,7 @@ ModelConfig ModelFamily::config() const {
   ModelConfig config;
   config.family = this;
   config.blocks = default_blocks();
+  config.num_classes = default_classes();
   for (const FamilyAxis& a : axes_) config.sizes.push_back(a.fallback);
   return config;
 }

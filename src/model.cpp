@@ -28,6 +28,8 @@ at::Tensor from_flat(const std::vector<float>& values, const std::vector<int64_t
 
 }  // namespace
 
+at::Tensor TorchLayers::confidence(const at::Tensor& logits) const { return at::softmax(logits, -1).amax(-1); }
+
 std::string key_hint(const StateDict& state_dict) {
   std::vector<std::string> keys;
   for (const auto& item : state_dict) keys.push_back(item.first);
@@ -182,7 +184,7 @@ NativeModel EarlyExitModelImpl::native() const {
 std::shared_ptr<const TorchLayers> EarlyExitModelImpl::layers(const at::Device& device) const {
   std::vector<at::Tensor> on_device;
   for (const at::Tensor& p : parameters_) on_device.push_back(p.detach().to(device).contiguous());
-  return config_.family->layers(config_, std::move(on_device));
+  return config_.family->layers(config_, std::move(on_device), device);
 }
 
 at::Tensor EarlyExitModelImpl::exit_confidences(const at::Tensor& x) const {
@@ -196,7 +198,7 @@ at::Tensor EarlyExitModelImpl::exit_confidences(const at::Tensor& x) const {
     at::Tensor h = x.narrow(0, start, std::min(kSlice, x.size(0) - start));
     for (int k = 0; k < config_.blocks; ++k) {
       h = l->block(k, h);
-      confidences.push_back(at::softmax(l->head(k, h), -1).amax(-1));
+      confidences.push_back(l->confidence(l->head(k, h)));
     }
     slices.push_back(at::stack(confidences, 1));
   }

@@ -60,7 +60,14 @@ thread_local int64_t AtenCallCount::depth_ = 0;
 
 Unsupported mlp_only(const ModelConfig& config) {
   if (config.family == &model_family("mlp")) return std::nullopt;
+  if (config.family->model_file())
+    return std::string("its kernels compute the mlp family's Linear + ReLU blocks, not a model file's parts");
   return "its kernels compute the mlp family's Linear + ReLU blocks, not a " + config.family->name();
+}
+
+Unsupported StrategyInfo::unsupported(const ModelConfig& config, int64_t batch) const {
+  if (std::string why = config.family->unsupported_on(to_string(device)); !why.empty()) return why;
+  return supports(config, device, batch);
 }
 
 Unsupported Strategy::supports(const ModelConfig& /*config*/, Device /*device*/, int64_t /*batch*/) {

@@ -177,16 +177,25 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         folder = result.stdout.strip()
         self.assertEqual(os.path.dirname(folder), os.path.join(cache, "models"))
         self.assertEqual(sorted(os.listdir(folder)), ["exit0.pt2", "exit1.pt2", "final.pt2", "manifest.json",
-                                                      "stage0.pt2", "stage1.pt2"])
+                                                      "reference.pt", "stage0.pt2", "stage1.pt2"])
         with open(os.path.join(folder, "manifest.json")) as f:
             m = json.load(f)
-        self.assertEqual(m["torch"], torch.__version__)
+        self.assertEqual(m["torch"], torch.__version__.split("+")[0])  # as LibTorch's TORCH_VERSION says it
+        self.assertEqual((m["format"], m["reference"], m["confidence_package"]), (2, "reference.pt", None))
+        # the module's own forward on 64 rows of example_input, every head, every exit's score
+        ref = torch.load(os.path.join(folder, "reference.pt"))
+        module = model_file.ModelFile(path).module
+        x = ref["input"]
+        self.assertEqual(tuple(x.shape), (64, 4))
+        h0 = module.stages[0](x)
+        self.assertTrue(torch.allclose(ref["logits.0"], module.exits[0](h0)))
+        self.assertTrue(torch.allclose(ref["confidence.0"], torch.softmax(module.exits[0](h0), -1).amax(-1)))
+        self.assertTrue(torch.allclose(ref["logits.2"], module.final(module.stages[1](h0))))
         self.assertEqual([p["package"] for p in m["parts"]],
                          ["stage0.pt2", "exit0.pt2", "stage1.pt2", "exit1.pt2", "final.pt2"])
         # a package runs any batch and agrees with the module's part
         part = torch._inductor.aoti_load_package(os.path.join(folder, "stage1.pt2"))
         x = torch.randn(5, 8)
-        module = model_file.ModelFile(path).module
         self.assertTrue(torch.allclose(part(x), module.stages[1](x), rtol=1e-4, atol=1e-5))
         # the same file, weights and torch again: the folder as it is, nothing compiled
         stamp = os.path.getmtime(os.path.join(folder, "stage0.pt2"))

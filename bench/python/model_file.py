@@ -42,6 +42,7 @@ import runpy
 import sys
 
 PROTOCOL = "docs/your-model.md"
+FORMAT = 2  # of a compiled folder (manifest.json and what it names), as condbench reads it; in the digest
 MAX_BATCH = 1 << 16  # the largest batch an exported part accepts
 
 
@@ -211,6 +212,7 @@ def digest(path, weights):
         with open(name, "rb") as f:
             h.update(f.read())
     h.update(torch.__version__.encode())
+    h.update(f"format {FORMAT}".encode())
     return h.hexdigest()[:16]
 
 
@@ -232,8 +234,43 @@ def manifest(model_file, weights, batch, programs=None):
 
 
 def package_name(part):
-    """stages[2] -> stage2.pt2, exits[2] -> exit2.pt2, final -> final.pt2"""
+    """stages[2] -> stage2.pt2, exits[2] -> exit2.pt2, final -> final.pt2, confidence -> confidence.pt2"""
     return part.replace("stages[", "stage").replace("exits[", "exit").rstrip("]") + ".pt2"
+
+
+REFERENCE_ROWS = 64  # rows of the module's own forward kept beside the packages, for condbench's check
+
+
+def confidence_module(module):
+    """The module's confidence(logits) as a module of its own, for torch.export (the parameters it
+    reads, if any, become the program's constants)."""
+    from torch import nn
+
+    class Confidence(nn.Module):
+        def forward(self, logits):
+            return module.confidence(logits)
+
+    return Confidence()
+
+
+def reference(model_file, traced_stages):
+    """The module's own forward on example_input(REFERENCE_ROWS): the input, every head's logits
+    (logits.0 .. logits.<stages>, the last the final head's) and every exit's score (confidence.0 ..),
+    what condbench checks each strategy against before timing it."""
+    import torch
+
+    x = model_file.input(REFERENCE_ROWS)
+    out = {"input": x}
+    with torch.no_grad():
+        h = x
+        for k, stage in enumerate(model_file.module.stages):
+            h = stage(h)
+            logits = model_file.module.exits[k](h)
+            out[f"logits.{k}"] = logits
+            out[f"confidence.{k}"] = (model_file.module.confidence(logits) if model_file.custom_confidence
+                                      else torch.softmax(logits, -1).amax(-1))
+        out[f"logits.{traced_stages}"] = model_file.module.final(h)
+    return {k: v.detach().float().contiguous() for k, v in out.items()}
 
 
 def compile_parts(model_file, weights, batch, cache):
@@ -247,7 +284,12 @@ def compile_parts(model_file, weights, batch, cache):
 
     programs = []
     m = manifest(model_file, weights, batch, programs)
-    m["device"], m["torch"] = "cpu", torch.__version__
+    m["format"], m["device"], m["torch"] = FORMAT, "cpu", torch.__version__.split("+")[0]  # as LibTorch says it
+    if model_file.custom_confidence:  # the exit rule's score, compiled as one more part
+        logits = programs[1][3]
+        programs.append(("confidence", model_file.export("confidence()", confidence_module(model_file.module), logits),
+                         logits, model_file.module.confidence(logits).detach()))
+        m["confidence_package"] = None
     final = os.path.join(cache, "models", f"{m['digest']}-cpu")
     if os.path.isfile(os.path.join(final, "manifest.json")):
         return final, m
@@ -257,7 +299,7 @@ def compile_parts(model_file, weights, batch, cache):
     os.makedirs(temp)
     try:
         logging.getLogger("torch").setLevel(logging.CRITICAL)
-        for (name, program, x, out), part in zip(programs, m["parts"]):
+        for i, (name, program, x, out) in enumerate(programs):
             path = os.path.join(temp, package_name(name))
             try:
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -272,7 +314,13 @@ def compile_parts(model_file, weights, batch, cache):
             if not torch.allclose(got, out, rtol=1e-4, atol=1e-5):
                 raise ProtocolError(f"{model_file.path}: {name}: the compiled part differs from the module by "
                                     f"{(got - out).abs().max().item():.3g} on example_input({batch})")
-            part["package"] = package_name(name)
+            if i < len(m["parts"]):
+                m["parts"][i]["package"] = package_name(name)
+            else:
+                m["confidence_package"] = package_name(name)
+        with torch.no_grad():
+            torch.save(reference(model_file, len(model_file.module.stages)), os.path.join(temp, "reference.pt"))
+        m["reference"] = "reference.pt"
         with open(os.path.join(temp, "manifest.json"), "w") as f:
             json.dump(m, f, indent=1)
         try:

@@ -20,14 +20,19 @@
 #include "condbench/config.h"
 #include "condbench/parameters.h"
 
+namespace c10 {
+struct Device;
+}
 namespace at {
 class Tensor;
-}
+using c10::Device;
+}  // namespace at
 
 namespace condbench {
 
 class TorchLayers;      // condbench/model.h
 class StateDictShapes;  // condbench/model.h
+class ModelFileFamily;  // condbench/model_file.h
 
 // One size of a family's models: a ModelConfig entry, a benchmark-name axis, a key of the config
 // the peer and the AOTInductor packages read, and a runner flag (--key, '_' written '-').
@@ -61,9 +66,10 @@ class ModelFamily {
   // The mlp's benchmark names predate families and never said `model:`; every other family's do.
   bool named_in_results() const { return named_in_results_; }
 
-  // The family's default model: every axis at its fallback, default_blocks() deep, 10 classes.
+  // The family's default model: every axis at its fallback, default_blocks() deep, default_classes().
   ModelConfig config() const;
   virtual int default_blocks() const = 0;
+  virtual int default_classes() const { return 10; }
   // What the runner runs without flags (blocks and batches), and with --full.
   virtual std::vector<int> runs_blocks(bool full) const = 0;
   virtual std::vector<int64_t> runs_batches(bool full) const = 0;
@@ -94,9 +100,15 @@ class ModelFamily {
   virtual double block_bytes(const ModelConfig& config, int block) const = 0;
   virtual double head_bytes(const ModelConfig& config) const = 0;
 
-  // The blocks and heads as LibTorch calls, on `params` (parameters() order, on one device).
-  virtual std::shared_ptr<const TorchLayers> layers(const ModelConfig& config,
-                                                    std::vector<at::Tensor> params) const = 0;
+  // The blocks and heads as LibTorch calls on `device`, on `params` (parameters() order, there).
+  virtual std::shared_ptr<const TorchLayers> layers(const ModelConfig& config, std::vector<at::Tensor> params,
+                                                    const at::Device& device) const = 0;
+
+  // Why this family's models cannot run on `device` ("cpu", "cuda") at all, whatever the strategy:
+  // "" when they can. Strategies add their own limits (Strategy::supports).
+  virtual std::string unsupported_on(std::string_view /*device*/) const { return ""; }
+  // The model file this family is (condbench/model_file.h), or nullptr for a built-in family.
+  virtual const ModelFileFamily* model_file() const { return nullptr; }
 
  protected:
   ModelFamily(std::string name, std::string summary, std::vector<FamilyAxis> axes, bool named_in_results = true)
@@ -104,6 +116,8 @@ class ModelFamily {
         summary_(std::move(summary)),
         axes_(std::move(axes)),
         named_in_results_(named_in_results) {}
+  // For a family whose name is read at run time (a model file's, from its manifest).
+  void set_name(std::string name) { name_ = std::move(name); }
 
  private:
   std::string name_, summary_;

@@ -35,6 +35,10 @@ class TorchLayers {
   // Head k on the state after block k: logits [rows, num_classes] of exit k+1 for k < blocks, of
   // the final head for k == blocks (which reads the state after the last block).
   virtual at::Tensor head(int k, const at::Tensor& h) const = 0;
+  // The exit rule's score of each row from a head's logits: [rows, num_classes] -> [rows]. The
+  // largest softmax probability (docs/design.md §1), unless the model says otherwise (a model
+  // file's confidence()).
+  virtual at::Tensor confidence(const at::Tensor& logits) const;
 
  protected:
   explicit TorchLayers(const ModelConfig& config) : config_(config) {}

@@ -142,8 +142,9 @@ struct StrategyInfo {
   std::function<std::optional<std::string>(const ModelConfig&, Device)> build_note;  // Strategy::build_note
 
   std::string key() const;  // "cpu/torch/eager_host"
-  // Why this strategy cannot run `config` at `batch`, or nullopt.
-  Unsupported unsupported(const ModelConfig& config, int64_t batch) const { return supports(config, device, batch); }
+  // Why this strategy cannot run `config` at `batch` (the family's limits on the device, then the
+  // strategy's own), or nullopt.
+  Unsupported unsupported(const ModelConfig& config, int64_t batch) const;
 };
 
 class StrategyRegistry {

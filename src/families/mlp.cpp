@@ -94,7 +94,8 @@ class Mlp final : public ModelFamily {
   }
   double head_bytes(const ModelConfig& c) const override { return 2.0 * head_flops(c) + 4.0 * c.num_classes; }
 
-  std::shared_ptr<const TorchLayers> layers(const ModelConfig& c, std::vector<at::Tensor> params) const override {
+  std::shared_ptr<const TorchLayers> layers(const ModelConfig& c, std::vector<at::Tensor> params,
+                                            const at::Device& /*device*/) const override {
     return std::make_shared<MlpLayers>(c, std::move(params));
   }
 };

@@ -158,7 +158,8 @@ class Transformer final : public ModelFamily {
     return 2.0 * head_flops(c) + 4.0 * c.num_classes + 8.0 * c.size("d_model");
   }
 
-  std::shared_ptr<const TorchLayers> layers(const ModelConfig& c, std::vector<at::Tensor> params) const override {
+  std::shared_ptr<const TorchLayers> layers(const ModelConfig& c, std::vector<at::Tensor> params,
+                                            const at::Device& /*device*/) const override {
     return std::make_shared<TransformerLayers>(c, params);
   }
 };

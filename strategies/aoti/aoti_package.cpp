@@ -89,6 +89,9 @@ std::string package_path(const ModelConfig& config, Device device, const std::st
 }
 
 Unsupported package_unusable(const ModelConfig& config, Device device, const std::string& module) {
+  if (config.family->model_file())
+    return "the aoti engine runs whole-model packages (nested torch.cond, masking); a model file's are not "
+           "built yet, only its parts";
   const fs::path package = package_file(config, device, module);
   const fs::path description = fs::path(package).replace_extension(".json");
   const std::string make = "; scripts/run compiles it, or " + compile_command(config, device, module);

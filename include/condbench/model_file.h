@@ -1,0 +1,101 @@
+#pragma once
+// A model file (docs/your-model.md): the user's early-exit PyTorch module, compiled part by part by
+// bench/python/model_file.py into a folder condbench reads as one more model family.
+//
+//   <folder>/manifest.json         the parts in order (stages[k], exits[k], ..., final): shapes,
+//                                  FLOPs and bytes per row, package; classes; torch version; digest
+//   <folder>/stage0.pt2, exit0.pt2, ..., final.pt2 [, confidence.pt2]   AOTInductor packages
+//   <folder>/reference.pt          the module's own forward on example_input(64): the input, every
+//                                  head's logits, every exit's score
+//
+// The family's blocks and heads run those packages (torch::inductor::AOTIModelPackageLoader), so
+// every strategy that works through TorchLayers runs the model unchanged. Its weights are inside
+// the packages: the family has no parameters of condbench's. A folder comes from the user's machine
+// and was compiled there (condbench never loads packages made elsewhere: a package is native code);
+// everything read from it is checked, and anything wrong is one line naming the folder and the part.
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "condbench/family.h"
+#include "condbench/strategy.h"
+
+namespace condbench {
+
+// One stage, exit head or the final head of a model file.
+struct ModelFilePart {
+  std::string name;                 // "stages[0]", "exits[0]", ..., "final"
+  std::vector<int64_t> input_row;   // one row's shape going in
+  std::vector<int64_t> output_row;  // ... and coming out; a head's is {classes}
+  double flops_per_row = 0;
+  double bytes = 0;
+  std::string package;  // a path inside the folder
+};
+
+// The module's own forward on the reference rows (reference.pt).
+struct ModelFileReference {
+  at::Tensor input;                    // [rows, row...]
+  std::vector<at::Tensor> logits;      // per head, the final head's last: [rows, classes]
+  std::vector<at::Tensor> confidence;  // per exit: [rows]
+};
+
+class ModelFileFamily final : public ModelFamily {
+ public:
+  // Reads and checks `folder` (or its manifest.json); throws condbench::Error naming what is wrong.
+  explicit ModelFileFamily(const std::string& folder);
+  ~ModelFileFamily() override;
+
+  const std::string& folder() const { return folder_; }
+  const std::string& digest() const { return digest_; }
+  // "cnn.py, digest 1a2b..., compiled for the CPU by torch 2.15.0 into FOLDER", for the result's context.
+  std::string description() const;
+  const ModelFileReference& reference() const { return reference_; }
+
+  int default_blocks() const override { return stages(); }
+  int default_classes() const override { return classes_; }
+  std::vector<int> runs_blocks(bool /*full*/) const override { return {stages()}; }
+  std::vector<int64_t> runs_batches(bool full) const override;
+  std::vector<int64_t> row_shape(const ModelConfig& config) const override;
+  int width(const ModelConfig& config) const override;
+  void check(const ModelConfig& config) const override;
+  std::vector<ParameterSpec> parameters(const ModelConfig& /*config*/) const override { return {}; }
+  std::string block_prefix() const override { return "stages."; }
+  void read_sizes(const StateDictShapes& state_dict, ModelConfig& config) const override;
+  double block_flops(const ModelConfig& config, int block) const override;
+  double head_flops(const ModelConfig& config) const override;
+  double block_bytes(const ModelConfig& config, int block) const override;
+  double head_bytes(const ModelConfig& config) const override;
+  std::shared_ptr<const TorchLayers> layers(const ModelConfig& config, std::vector<at::Tensor> params,
+                                            const at::Device& device) const override;
+  std::string unsupported_on(std::string_view device) const override;
+  const ModelFileFamily* model_file() const override { return this; }
+
+ private:
+  int stages() const { return static_cast<int>(parts_.size() / 2); }
+
+  std::string folder_, digest_, torch_;
+  int classes_ = 0;
+  std::vector<ModelFilePart> parts_;  // stages[0], exits[0], stages[1], ..., final
+  std::string confidence_package_;    // "" when the exit rule is the largest softmax probability
+  ModelFileReference reference_;
+  mutable std::mutex mutex_;
+  mutable std::shared_ptr<const TorchLayers> loaded_;  // the packages, loaded once
+};
+
+// The model file compiled into `folder`, read once per process and kept for it (a ModelConfig
+// points at its family). Throws condbench::Error, one line, for a folder that cannot be used: a
+// .py given instead of its folder, a missing or malformed manifest, a part whose package is
+// absent, a folder compiled by another torch.
+const ModelFileFamily& load_model_file(const std::string& folder);
+
+// Runs `strategy` (prepared for `batch` rows) on the reference rows of `family` with `thresholds`
+// and compares each row's exit id and logits with the module's own forward. Throws
+// condbench::Error naming the first row that differs. Rows whose score is within 1e-4 of a
+// threshold it reaches are skipped: either side of a threshold is right there.
+void check_against_module(Strategy& strategy, const ModelFileFamily& family, const std::vector<float>& thresholds,
+                          int64_t batch);
+
+}  // namespace condbench

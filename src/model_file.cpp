@@ -1,0 +1,375 @@
+// A model file's compiled folder as a model family: see condbench/model_file.h.
+#include "condbench/model_file.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+#include <torch/version.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "condbench/error.h"
+#include "condbench/model.h"
+#include "condbench/torch_device.h"
+#include "torch_save_reader.h"
+
+namespace condbench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kFormat = 2;                        // bench/python/model_file.py's FORMAT
+constexpr uint64_t kMaxManifestBytes = 1u << 20;  // a manifest of 256 stages is ~100 KB
+constexpr int64_t kMaxRowElements = 1 << 22;      // one input row: a 3 x 1024 x 1024 image fits
+constexpr int64_t kMaxReferenceRows = 4096;
+// How far a strategy's logits may be from the module's: the packages were checked against the
+// module's parts with rtol 1e-4, atol 1e-5; a chain of them adds a little.
+constexpr double kLogitsAtol = 1e-4, kLogitsRtol = 1e-3;
+// Rows whose score is this close to a threshold may go either way.
+constexpr double kTieMargin = 1e-4;
+
+std::string shape_text(const std::vector<int64_t>& row) {
+  std::string text = "[rows";
+  for (const int64_t d : row) text += ", " + std::to_string(d);
+  return text + "]";
+}
+
+// The package file names model_file.py writes: stages[2] -> stage2.pt2, exits[2] -> exit2.pt2.
+std::string package_of(const std::string& part) {
+  if (part == "final" || part == "confidence") return part + ".pt2";
+  const bool stage = part.rfind("stages[", 0) == 0;
+  return (stage ? "stage" : "exit") + part.substr(part.find('[') + 1, part.size() - part.find('[') - 2) + ".pt2";
+}
+
+// The blocks and heads as the packages' compiled code, on the CPU.
+class PackageLayers final : public TorchLayers {
+ public:
+  PackageLayers(const ModelConfig& config, const std::string& folder, const std::vector<ModelFilePart>& parts,
+                const std::string& confidence_package)
+      : TorchLayers(config) {
+    for (const ModelFilePart& part : parts) loaders_.push_back(load(folder, part.name, part.package));
+    if (!confidence_package.empty()) confidence_ = load(folder, "confidence", confidence_package);
+  }
+
+  at::Tensor block(int k, const at::Tensor& h) const override { return run(*loaders_.at(2 * k), h); }
+  at::Tensor head(int k, const at::Tensor& h) const override {
+    return run(*loaders_.at(k < config().blocks ? 2 * k + 1 : loaders_.size() - 1), h);
+  }
+  at::Tensor confidence(const at::Tensor& logits) const override {
+    return confidence_ ? run(*confidence_, logits) : TorchLayers::confidence(logits);
+  }
+
+ private:
+  using Loader = torch::inductor::AOTIModelPackageLoader;
+
+  static std::unique_ptr<Loader> load(const std::string& folder, const std::string& part, const std::string& package) {
+    const std::string path = (fs::path(folder) / package).string();
+    try {
+      // One model, run single-threaded on the caller's thread: condbench runs one inference at a time.
+      return std::make_unique<Loader>(path, "model", /*run_single_threaded=*/true, /*num_runners=*/1,
+                                      /*device_index=*/-1);
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      fail("model file " + folder + ": " + part + ": cannot load " + package + ": " + what.substr(0, what.find('\n')));
+    }
+  }
+
+  static at::Tensor run(Loader& loader, const at::Tensor& x) {
+    std::vector<at::Tensor> out = loader.run({x.contiguous()});
+    return std::move(out.at(0));
+  }
+
+  std::vector<std::unique_ptr<Loader>> loaders_;  // stages[0], exits[0], ..., final
+  std::unique_ptr<Loader> confidence_;
+};
+
+// The manifest's fields, each checked, each error naming the field.
+class ManifestReader {
+ public:
+  explicit ManifestReader(std::string folder) : folder_(std::move(folder)) {}
+
+  [[noreturn]] void bad(const std::string& field, const std::string& why) const {
+    fail("model file " + folder_ + ": manifest.json: " + field + ": " + why);
+  }
+  const nlohmann::json& field(const nlohmann::json& in, const std::string& key, const std::string& where) const {
+    const auto it = in.find(key);
+    if (it == in.end()) bad(where + key, "missing");
+    return *it;
+  }
+  std::string text(const nlohmann::json& in, const std::string& key, const std::string& where = "") const {
+    const nlohmann::json& v = field(in, key, where);
+    if (!v.is_string()) bad(where + key, "not a string");
+    return v.get<std::string>();
+  }
+  int64_t integer(const nlohmann::json& in, const std::string& key, int64_t lo, int64_t hi,
+                  const std::string& where = "") const {
+    const nlohmann::json& v = field(in, key, where);
+    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+      bad(where + key, "not an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+    return v.get<int64_t>();
+  }
+  double amount(const nlohmann::json& in, const std::string& key, const std::string& where) const {
+    const nlohmann::json& v = field(in, key, where);
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 || v.get<double>() > 1e18)
+      bad(where + key, "not a count in 0..1e18");
+    return v.get<double>();
+  }
+  // ["rows", d1, d2, ...] -> {d1, d2, ...}
+  std::vector<int64_t> row(const nlohmann::json& in, const std::string& key, const std::string& where) const {
+    const nlohmann::json& v = field(in, key, where);
+    if (!v.is_array() || v.empty() || v.size() > 8 || v[0] != "rows")
+      bad(where + key, "not a shape [\"rows\", ...] of at most 8 dimensions");
+    std::vector<int64_t> shape;
+    int64_t elements = 1;
+    for (size_t i = 1; i < v.size(); ++i) {
+      if (!v[i].is_number_integer() || v[i].get<int64_t>() < 1 || v[i].get<int64_t>() > kMaxRowElements)
+        bad(where + key, "dimension " + std::to_string(i) + " is not in 1.." + std::to_string(kMaxRowElements));
+      shape.push_back(v[i].get<int64_t>());
+      elements *= shape.back();
+      if (elements > kMaxRowElements) bad(where + key, "more than " + std::to_string(kMaxRowElements) + " per row");
+    }
+    return shape;
+  }
+
+ private:
+  std::string folder_;
+};
+
+nlohmann::json read_manifest(const std::string& folder) {
+  const fs::path path = fs::path(folder) / "manifest.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    fail("model file " + folder + ": no manifest.json (a folder bench/python/model_file.py compile made?)");
+  const auto size = fs::file_size(path, ec);
+  if (ec || size > kMaxManifestBytes) fail("model file " + folder + ": manifest.json: unreadable or over 1 MiB");
+  std::ifstream in(path, std::ios::binary);
+  nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object()) fail("model file " + folder + ": manifest.json: not a JSON object");
+  return json;
+}
+
+}  // namespace
+
+ModelFileFamily::ModelFileFamily(const std::string& folder)
+    : ModelFamily("?", "a model file compiled by bench/python/model_file.py", {}) {
+  const nlohmann::json json = read_manifest(folder);
+  const ManifestReader m(folder);
+  folder_ = folder;
+  if (m.integer(json, "format", 0, 1 << 20) != kFormat)
+    m.bad("format", "made by another condbench (format " + json["format"].dump() + ", this one reads " +
+                        std::to_string(kFormat) + "): compile the model file again");
+  torch_ = m.text(json, "torch");
+  if (torch_ != TORCH_VERSION)
+    fail("model file " + folder + ": compiled by torch " + printable(torch_) + ", this LibTorch is " + TORCH_VERSION +
+         ": its packages are native code for that torch; compile the model file again with this one");
+  if (m.text(json, "device") != "cpu") m.bad("device", "not \"cpu\"");
+  const std::string file = m.text(json, "file");
+  if (file.empty() || file.size() > 64 ||
+      file.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                             "0123456789._-") != std::string::npos)
+    m.bad("file", "'" + printable(file) + "' is not a file name of letters, digits, '.', '_' and '-'");
+  set_name(file);
+  digest_ = m.text(json, "digest");
+  if (digest_.size() != 16 || digest_.find_first_not_of("0123456789abcdef") != std::string::npos)
+    m.bad("digest", "not 16 hexadecimal digits");
+  const int stages = static_cast<int>(m.integer(json, "stages", 1, 256));
+  classes_ = static_cast<int>(m.integer(json, "classes", 1, 1 << 16));
+
+  const nlohmann::json& parts = m.field(json, "parts", "");
+  if (!parts.is_array() || parts.size() != static_cast<size_t>(2 * stages + 1))
+    m.bad("parts", "not a list of " + std::to_string(2 * stages + 1) + " parts (a stage and an exit each, the final)");
+  std::vector<int64_t> state;  // the row shape the stage before gives; parts read it (empty: the input)
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string where = "parts[" + std::to_string(i) + "].";
+    if (!parts[i].is_object()) m.bad(where, "not an object");
+    const int k = static_cast<int>(i / 2);
+    const bool stage = i % 2 == 0 && static_cast<int>(i) < 2 * stages;
+    const std::string name = i + 1 == parts.size() ? "final" : (stage ? "stages[" : "exits[") + std::to_string(k) + "]";
+    ModelFilePart part;
+    part.name = m.text(parts[i], "name", where);
+    if (part.name != name) m.bad(where + "name", "'" + printable(part.name) + "', expected '" + name + "'");
+    part.input_row = m.row(parts[i], "input", where);
+    part.output_row = m.row(parts[i], "output", where);
+    part.flops_per_row = m.amount(parts[i], "flops_per_row", where);
+    part.bytes = m.amount(parts[i], "bytes", where);
+    part.package = m.text(parts[i], "package", where);
+    if (part.package != package_of(name))
+      m.bad(where + "package", "'" + printable(part.package) + "', expected '" + package_of(name) + "'");
+    if (i > 0 && part.input_row != state)
+      m.bad(where + "input",
+            name + " takes " + shape_text(part.input_row) + " where the stage before gives " + shape_text(state));
+    if (!stage && part.output_row != std::vector<int64_t>{classes_})
+      m.bad(where + "output",
+            name + " gives " + shape_text(part.output_row) + ", not logits [rows, " + std::to_string(classes_) + "]");
+    if (stage) state = part.output_row;
+    parts_.push_back(std::move(part));
+  }
+  if (const auto it = json.find("confidence_package"); it != json.end() && !it->is_null()) {
+    confidence_package_ = m.text(json, "confidence_package");
+    if (confidence_package_ != "confidence.pt2") m.bad("confidence_package", "not \"confidence.pt2\" or null");
+  }
+  std::error_code ec;
+  for (const ModelFilePart& part : parts_)
+    if (!fs::is_regular_file(fs::path(folder) / part.package, ec))
+      fail("model file " + folder + ": " + part.name + ": its package " + part.package + " is missing");
+  if (!confidence_package_.empty() && !fs::is_regular_file(fs::path(folder) / confidence_package_, ec))
+    fail("model file " + folder + ": confidence: its package " + confidence_package_ + " is missing");
+
+  // The module's own forward on the reference rows.
+  if (m.text(json, "reference") != "reference.pt") m.bad("reference", "not \"reference.pt\"");
+  const std::string reference_path = (fs::path(folder) / "reference.pt").string();
+  std::map<std::string, std::vector<int64_t>> expected = {{"input", parts_.front().input_row}};
+  for (int k = 0; k <= stages; ++k) expected["logits." + std::to_string(k)] = {classes_};
+  for (int k = 0; k < stages; ++k) expected["confidence." + std::to_string(k)] = {};
+  int64_t rows = -1;
+  auto check = [&](const std::vector<std::pair<std::string, at::Tensor>>& headers) {
+    std::set<std::string> seen;
+    for (const auto& [key, t] : headers) {
+      const auto want = expected.find(key);
+      if (want == expected.end()) fail("unexpected entry '" + printable(key) + "'");
+      if (t.scalar_type() != at::kFloat) fail("'" + key + "' is not float32");
+      if (t.dim() != static_cast<int64_t>(want->second.size()) + 1 ||
+          t.sizes().slice(1) != at::IntArrayRef(want->second) || t.size(0) < 1 || t.size(0) > kMaxReferenceRows ||
+          (rows >= 0 && t.size(0) != rows))
+        fail("'" + key + "' is not " + shape_text(want->second) + " for the same rows as the others");
+      rows = t.size(0);
+      seen.insert(key);
+    }
+    if (seen.size() != expected.size())
+      fail("holds " + std::to_string(seen.size()) + " of its " + std::to_string(expected.size()) + " entries");
+  };
+  detail::SavedObject saved = detail::read_torch_save_file("model file reference", reference_path, check);
+  std::map<std::string, at::Tensor> held(saved.items.begin(), saved.items.end());
+  for (const auto& [key, t] : held)
+    if (!t.isfinite().all().item<bool>())
+      fail("model file " + folder + ": reference.pt: '" + key + "' holds NaN or infinite values");
+  reference_.input = held.at("input");
+  for (int k = 0; k <= stages; ++k) reference_.logits.push_back(held.at("logits." + std::to_string(k)));
+  for (int k = 0; k < stages; ++k) reference_.confidence.push_back(held.at("confidence." + std::to_string(k)));
+}
+
+ModelFileFamily::~ModelFileFamily() = default;
+
+std::string ModelFileFamily::description() const {
+  return name() + ", digest " + digest_ + ", compiled for the CPU by torch " + torch_ + " into " + folder_;
+}
+
+std::vector<int64_t> ModelFileFamily::runs_batches(bool full) const {
+  return full ? std::vector<int64_t>{1, 8, 64, 512} : std::vector<int64_t>{1, 64};
+}
+
+std::vector<int64_t> ModelFileFamily::row_shape(const ModelConfig& /*config*/) const {
+  return parts_.front().input_row;
+}
+
+int ModelFileFamily::width(const ModelConfig& /*config*/) const {
+  int64_t elements = 1;
+  for (const int64_t d : parts_[parts_.size() - 2].input_row) elements *= d;  // what the last exit reads
+  return static_cast<int>(elements);
+}
+
+void ModelFileFamily::check(const ModelConfig& config) const {
+  if (config.blocks != stages())
+    fail("the model file " + name() + " has " + std::to_string(stages()) + " stages, not " +
+         std::to_string(config.blocks) + " (its depth is the module's)");
+  if (config.num_classes != classes_)
+    fail("the model file " + name() + " has " + std::to_string(classes_) + " classes, not " +
+         std::to_string(config.num_classes));
+}
+
+void ModelFileFamily::read_sizes(const StateDictShapes& /*state_dict*/, ModelConfig& /*config*/) const {
+  fail("a model file's weights are its module's, inside its packages: give --weights to model_file.py compile");
+}
+
+double ModelFileFamily::block_flops(const ModelConfig& /*config*/, int block) const {
+  return parts_.at(2 * block).flops_per_row;
+}
+double ModelFileFamily::head_flops(const ModelConfig& /*config*/) const { return parts_.at(1).flops_per_row; }
+double ModelFileFamily::block_bytes(const ModelConfig& /*config*/, int block) const {
+  return parts_.at(2 * block).bytes;
+}
+double ModelFileFamily::head_bytes(const ModelConfig& /*config*/) const { return parts_.at(1).bytes; }
+
+std::shared_ptr<const TorchLayers> ModelFileFamily::layers(const ModelConfig& config,
+                                                           std::vector<at::Tensor> /*params*/,
+                                                           const at::Device& device) const {
+  if (const std::string why = unsupported_on(device.is_cuda() ? "cuda" : "cpu"); !why.empty()) fail(why);
+  check(config);
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (!loaded_) loaded_ = std::make_shared<PackageLayers>(config, folder_, parts_, confidence_package_);
+  return loaded_;
+}
+
+std::string ModelFileFamily::unsupported_on(std::string_view device) const {
+  if (device == "cpu") return "";
+  return "the model file's parts are compiled for the CPU only (model_file.py compiles no " + std::string(device) +
+         " packages yet)";
+}
+
+const ModelFileFamily& load_model_file(const std::string& folder) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<const ModelFileFamily>> loaded;
+  if (folder.size() > 3 && folder.compare(folder.size() - 3, 3, ".py") == 0)
+    fail("model file " + folder +
+         ": this is the Python file; condbench reads the folder it compiles to: "
+         "scripts/run --model-file=" +
+         folder +
+         " compiles and runs it, or .venv/bin/python "
+         "bench/python/model_file.py compile " +
+         folder + " prints the folder");
+  fs::path dir(folder);
+  if (dir.filename() == "manifest.json") dir = dir.parent_path();
+  std::error_code ec;
+  const std::string key = fs::weakly_canonical(dir, ec).string();
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = loaded.find(key);
+  if (it == loaded.end()) it = loaded.emplace(key, std::make_unique<ModelFileFamily>(dir.string())).first;
+  return *it->second;
+}
+
+void check_against_module(Strategy& strategy, const ModelFileFamily& family, const std::vector<float>& thresholds,
+                          int64_t batch) {
+  const ModelFileReference& ref = family.reference();
+  const int64_t rows = ref.input.size(0);
+  const int blocks = static_cast<int>(ref.confidence.size());
+  for (int64_t start = 0; start < rows; start += batch) {
+    // `batch` rows from `start`, wrapping round: a strategy runs the batch it was prepared for.
+    const at::Tensor index = at::arange(start, start + batch, at::kLong).remainder(rows);
+    const at::Tensor input = ref.input.index_select(0, index).to(torch_device(strategy.device())).contiguous();
+    const ExitOutput& out = strategy.run(input, thresholds);
+    strategy.finish();
+    const at::Tensor ids = out.exit_id.to(at::kCPU, at::kInt).contiguous();
+    const at::Tensor logits = out.logits.to(at::kCPU, at::kFloat).contiguous();
+    for (int64_t j = 0; j < batch; ++j) {
+      const int64_t r = index[j].item<int64_t>();
+      int expected = blocks + 1;
+      bool tie = false;
+      for (int k = 0; k < blocks; ++k) {
+        const double score = ref.confidence[k][r].item<double>();
+        tie |= std::abs(score - thresholds[k]) < kTieMargin;
+        if (score > thresholds[k]) {
+          expected = k + 1;
+          break;
+        }
+      }
+      if (tie) continue;
+      const int got = ids[j].item<int>();
+      if (got != expected)
+        fail("differs from the module's own forward on reference row " + std::to_string(r) + ": exit " +
+             std::to_string(got) + ", the module's " + std::to_string(expected));
+      const at::Tensor want = ref.logits[expected - 1][r];
+      const double off = (logits[j] - want).abs().sub(want.abs().mul(kLogitsRtol)).max().item<double>();
+      if (off > kLogitsAtol)
+        fail("differs from the module's own forward on reference row " + std::to_string(r) + ": its logits at exit " +
+             std::to_string(expected) + " are off by more than " + std::to_string(kLogitsAtol) + " + " +
+             std::to_string(kLogitsRtol) + " x |logit|");
+    }
+  }
+}
+
+}  // namespace condbench
