@@ -285,11 +285,11 @@ def compile_parts(model_file, weights, batch, cache):
     programs = []
     m = manifest(model_file, weights, batch, programs)
     m["format"], m["device"], m["torch"] = FORMAT, "cpu", torch.__version__.split("+")[0]  # as LibTorch says it
+    m["confidence_package"] = None  # the default exit rule: condbench's own
     if model_file.custom_confidence:  # the exit rule's score, compiled as one more part
         logits = programs[1][3]
         programs.append(("confidence", model_file.export("confidence()", confidence_module(model_file.module), logits),
                          logits, model_file.module.confidence(logits).detach()))
-        m["confidence_package"] = None
     final = os.path.join(cache, "models", f"{m['digest']}-cpu")
     if os.path.isfile(os.path.join(final, "manifest.json")):
         return final, m

@@ -1,0 +1,333 @@
+"""A model file run by condbench (docs/your-model.md): the folder bench/python/model_file.py compile
+makes, read by condbench-infer and condbench. Every strategy that runs a model file agrees with the
+module's own forward, computed here in Python; the question's MLP as a model file agrees with the
+built-in mlp family on the same weights; a strategy that disagrees with the module is stopped with
+the row named; a folder that cannot be used is one line naming it and the part, exit code 2.
+
+Usage: test_model_file_run.py CONDBENCH CONDBENCH_INFER CONDBENCH_REPORT CACHE, CACHE a folder kept
+between runs (the compiled packages: about a minute and a half per model the first time)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+CONDBENCH, INFER, REPORT, CACHE = sys.argv[1:5]
+del sys.argv[1:5]
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "bench", "python"))
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+# A model no test of condbench's knew: its own layer types (a 1-D convolution, GELU, LayerNorm, a
+# gated residual), a [rows, 4, 16] input, two stages, heads that pool, and a confidence() of its own:
+# the margin between the two most likely classes.
+FRESH = '''
+import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv1d(channels, 2 * channels, 3, padding=1)
+        self.norm = nn.LayerNorm(16)
+
+    def forward(self, x):
+        a, b = self.conv(x).chunk(2, dim=1)
+        return self.norm(x + a * torch.sigmoid(b))
+
+
+class Head(nn.Module):
+    def __init__(self, channels, classes):
+        super().__init__()
+        self.proj = nn.Linear(channels, classes)
+
+    def forward(self, x):
+        return self.proj(nn.functional.gelu(x.amax(-1))) * 4
+
+
+class Fresh(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.ModuleList([Gate(4), Gate(4)])
+        self.exits = nn.ModuleList([Head(4, 6), Head(4, 6)])
+        self.final = nn.Sequential(nn.Flatten(), nn.Linear(64, 6))
+
+    def confidence(self, logits):
+        top = torch.softmax(logits, -1).topk(2, dim=-1).values
+        return top[:, 0] - top[:, 1]
+
+
+def model():
+    torch.manual_seed(3)
+    return Fresh()
+
+
+def example_input(batch):
+    return torch.randn(batch, 4, 16, generator=torch.Generator().manual_seed(4))
+'''
+
+
+def run(*args):
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=600)
+
+
+def compile_model(path):
+    result = run(os.path.join(ROOT, ".venv", "bin", "python"), os.path.join(ROOT, "bench", "python", "model_file.py"),
+                 "compile", path, "--cache", CACHE)
+    if result.returncode != 0:
+        raise AssertionError(result.stderr)
+    return result.stdout.strip()
+
+
+def module_forward(module, x, thresholds, confidence):
+    """The early-exit answer from the module itself: (exit ids 1.., logits, scores [rows, blocks])."""
+    with torch.no_grad():
+        h, scores, heads = x, [], []
+        for k, stage in enumerate(module.stages):
+            h = stage(h)
+            heads.append(module.exits[k](h))
+            scores.append(confidence(heads[-1]))
+        heads.append(module.final(h))
+    ids, logits = [], []
+    for r in range(x.shape[0]):
+        k = next((k for k in range(len(scores)) if scores[k][r] > thresholds[k]), len(scores))
+        ids.append(k + 1)
+        logits.append(heads[k][r])
+    return ids, torch.stack(logits), torch.stack(scores, 1)
+
+
+def apart_thresholds(scores, quantiles):
+    """A threshold per exit between two neighbouring scores near each quantile: no row is near one."""
+    out = []
+    for k, q in enumerate(quantiles):
+        s = scores[:, k].sort().values
+        i = int(q * (len(s) - 1))
+        out.append(float((s[i] + s[i + 1]) / 2))
+    return out
+
+
+@unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
+class ModelFileRun(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import model_file
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.fresh_path = os.path.join(cls.dir.name, "fresh.py")
+        with open(cls.fresh_path, "w") as f:
+            f.write(textwrap.dedent(FRESH))
+        cls.mlp_path = os.path.join(ROOT, "examples", "models", "mlp.py")
+        cls.fresh = compile_model(cls.fresh_path)
+        cls.mlp = compile_model(cls.mlp_path)
+        cls.fresh_module = model_file.ModelFile(cls.fresh_path).module
+        cls.mlp_module = model_file.ModelFile(cls.mlp_path).module
+        # The MLP's weights under the built-in family's names (docs/your-model.md says how they map).
+        def builtin_name(key):
+            parts = key.split(".")  # stages.K.0.weight, exits.K.weight, final.weight
+            if parts[0] == "stages":
+                return f"backbone.{parts[1]}.{parts[3]}"
+            if parts[0] == "exits":
+                return f"exit{int(parts[1]) + 1}.{parts[2]}"
+            return key
+        renamed = {builtin_name(key): value for key, value in cls.mlp_module.state_dict().items()}
+        cls.mlp_weights = os.path.join(cls.dir.name, "mlp_builtin.pt")
+        torch.save(renamed, cls.mlp_weights)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def save_input(self, x, name="x.pt"):
+        path = os.path.join(self.dir.name, name)
+        torch.save(x, path)
+        return path
+
+    def infer(self, *args):
+        result = run(INFER, "--device=cpu", *args)
+        return result, (json.loads(result.stdout) if result.returncode in (0, 1) and result.stdout else None)
+
+    def test_a_fresh_model_agrees_with_its_module_for_every_strategy(self):
+        x = torch.randn(40, 4, 16, generator=torch.Generator().manual_seed(9))
+        rule = self.fresh_module.confidence
+        _, _, scores = module_forward(self.fresh_module, x, [2.0, 2.0], rule)
+        thresholds = apart_thresholds(scores, [0.6, 0.5])
+        ids, logits, _ = module_forward(self.fresh_module, x, thresholds, rule)
+        self.assertGreaterEqual(len(set(ids)), 3, "the thresholds should send rows to every exit")
+        result, out = self.infer(f"--model-file={self.fresh}", f"--input={self.save_input(x)}",
+                                 "--thresholds=" + ",".join(repr(t) for t in thresholds))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(out["model"], "model=fresh.py num_classes=6 blocks=2")
+        ran = [f'{s["engine"]}/{s["strategy"]}' for s in out["strategies"]]
+        self.assertLessEqual({"torch/eager_host", "torch/masked"}, set(ran))
+        for s in out["strategies"]:
+            with self.subTest(strategy=s["strategy"]):
+                self.assertEqual(s["exit_ids"], ids)
+                torch.testing.assert_close(torch.tensor(s["logits"]), logits, rtol=1e-4, atol=1e-5)
+        skipped = {s["strategy"]: s["reason"] for s in out["skipped"]}
+        self.assertIn("not a model file's parts", skipped["cpu/native/fused"])
+        self.assertIn("a model file's are not built yet", skipped["cpu/aoti/masked"])
+
+    def test_the_mlp_as_a_model_file_agrees_with_the_builtin_family_on_its_weights(self):
+        x = torch.randn(64, 32, generator=torch.Generator().manual_seed(5))
+        with torch.no_grad():
+            probs = lambda logits: torch.softmax(logits, -1).amax(-1)  # noqa: E731
+            _, _, scores = module_forward(self.mlp_module, x, [2.0] * 3, probs)
+        thresholds = ",".join(repr(t) for t in apart_thresholds(scores, [0.7, 0.6, 0.5]))
+        path = self.save_input(x, "mlp_x.pt")
+        result, as_file = self.infer(f"--model-file={self.mlp}", f"--input={path}", f"--thresholds={thresholds}")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        result, builtin = self.infer(f"--weights={self.mlp_weights}", f"--input={path}", f"--thresholds={thresholds}")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        reference = {s["strategy"]: s for s in builtin["strategies"] if s["engine"] == "torch"}
+        self.assertGreaterEqual(len(set(reference["eager_host"]["exit_ids"])), 3)
+        for s in as_file["strategies"]:
+            with self.subTest(strategy=s["strategy"]):
+                self.assertEqual(s["exit_ids"], reference[s["strategy"]]["exit_ids"])
+                torch.testing.assert_close(torch.tensor(s["logits"]), torch.tensor(reference[s["strategy"]]["logits"]),
+                                           rtol=1e-4, atol=1e-5)
+
+    def test_a_run_times_the_model_file_beside_the_builtin_family_and_the_report_reads_both(self):
+        out = os.path.join(self.dir.name, "run.json")
+        result = run(CONDBENCH, f"--model-file={self.mlp}", f"--weights={self.mlp_weights}", "--device=cpu",
+                     "--strategy=eager_host,masked", "--scenario=exit:2,mix:uniform", "--batch=1",
+                     "--benchmark_min_time=0.01s", "--benchmark_repetitions=2", f"--benchmark_out={out}")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(out) as f:
+            data = json.load(f)
+        self.assertIn("mlp.py, digest ", data["context"]["model_file"])
+        names = {b["run_name"].removesuffix("/real_time") for b in data["benchmarks"]
+                 if b["name"].startswith("early_exit/")}
+        for strategy in ("eager_host", "masked"):
+            self.assertIn(f"early_exit/cpu/torch/{strategy}/exit:2/batch:1/model:mlp.py/blocks:3", names)
+            self.assertIn(f"early_exit/cpu/torch/{strategy}/exit:2/batch:1/hidden:64/blocks:3", names)
+        errors = [b["name"] for b in data["benchmarks"] if b.get("error_occurred") and "/torch/" in b["name"]]
+        self.assertEqual(errors, [])
+        # the model file's counters come from its manifest: exit:2 runs two stages and two heads
+        manifest = json.load(open(os.path.join(self.mlp, "manifest.json")))
+        flops = sum(p["flops_per_row"] for p in manifest["parts"][:4])
+        row = next(b for b in data["benchmarks"]
+                   if b["run_name"] == "early_exit/cpu/torch/eager_host/exit:2/batch:1/model:mlp.py/blocks:3/real_time")
+        self.assertEqual(row["flops_executed"], flops)
+        self.assertEqual(row["host_syncs"], 2)
+        table = run(REPORT, "--table", out)
+        self.assertEqual(table.returncode, 0, table.stderr)
+        self.assertIn("mlp.py", table.stdout)
+
+    def test_a_strategy_that_disagrees_with_the_module_is_stopped_naming_the_row(self):
+        folder = os.path.join(self.dir.name, "tampered")
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(self.mlp, folder)
+        ref = torch.load(os.path.join(folder, "reference.pt"))
+        ref["confidence.0"][7] = 1.0  # the module "says" row 7 leaves at the first exit; the packages disagree
+        torch.save(ref, os.path.join(folder, "reference.pt"))
+        result, out = self.infer(f"--model-file={folder}", "--batch=4", "--thresholds=0.9,0.9,0.9")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("cpu/torch/eager_host: differs from the module's own forward on reference row 7: exit 4, "
+                      "the module's 1", result.stderr)
+        self.assertFalse(out["agree"])
+        # in a run: every row leaves at the first exit, where the module's logits of row 7 now differ
+        ref["logits.0"][7] += 1.0
+        torch.save(ref, os.path.join(folder, "reference.pt"))
+        out_path = os.path.join(self.dir.name, "tampered.json")
+        result = run(CONDBENCH, f"--model-file={folder}", "--device=cpu", "--strategy=masked", "--scenario=exit:1",
+                     "--batch=1", "--benchmark_min_time=0.01s", f"--benchmark_out={out_path}")
+        with open(out_path) as f:
+            rows = [b for b in json.load(f)["benchmarks"] if b["name"].startswith("early_exit/cpu/torch/masked/")]
+        self.assertTrue(rows and all(b.get("error_occurred") for b in rows), result.stdout)
+        self.assertIn("differs from the module's own forward on reference row 7: its logits at exit 1 are off",
+                      rows[0]["error_message"])
+
+    def test_a_folder_that_cannot_be_used_is_one_line_naming_it_and_the_part(self):
+        def broken(name, change):
+            folder = os.path.join(self.dir.name, name)
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.copytree(self.mlp, folder)
+            path = os.path.join(folder, "manifest.json")
+            with open(path) as f:
+                m = json.load(f)
+            if change(folder, m) is not False:  # False: it wrote the manifest itself
+                with open(path, "w") as f:
+                    json.dump(m, f)
+            return folder
+
+        def other_torch(folder, m):
+            m["torch"] = "2.9.0"
+
+        def package_elsewhere(folder, m):
+            m["parts"][1]["package"] = "../../elsewhere.pt2"
+
+        def missing_package(folder, m):
+            os.remove(os.path.join(folder, "exit1.pt2"))
+
+        def stage_misfit(folder, m):
+            m["parts"][2]["input"] = ["rows", 65]
+
+        def not_logits(folder, m):
+            m["parts"][3]["output"] = ["rows", 10, 2]
+
+        def huge_row(folder, m):
+            m["parts"][0]["input"] = ["rows", 1 << 20, 1 << 20]
+
+        def no_reference(folder, m):
+            os.remove(os.path.join(folder, "reference.pt"))
+
+        def old_format(folder, m):
+            m["format"] = 1
+
+        def not_json(folder, m):
+            with open(os.path.join(folder, "manifest.json"), "w") as f:
+                f.write("{ not json")
+            return False
+
+        def corrupt_package(folder, m):
+            with open(os.path.join(folder, "stage0.pt2"), "wb") as f:
+                f.write(b"PK\x03\x04 not a package")
+
+        cases = [
+            (other_torch, "compiled by torch 2.9.0, this LibTorch is"),
+            (package_elsewhere, "manifest.json: parts[1].package: '../../elsewhere.pt2', expected 'exit0.pt2'"),
+            (missing_package, "exits[1]: its package exit1.pt2 is missing"),
+            (stage_misfit, "parts[2].input: stages[1] takes [rows, 65] where the stage before gives [rows, 64]"),
+            (not_logits, "parts[3].output: exits[1] gives [rows, 10, 2], not logits [rows, 10]"),
+            (huge_row, "parts[0].input: more than 4194304 per row"),
+            (no_reference, "reference.pt"),
+            (old_format, "manifest.json: format: made by another condbench (format 1"),
+            (not_json, "manifest.json: not a JSON object"),
+            (corrupt_package, "stages[0]: cannot load stage0.pt2"),
+        ]
+        for change, message in cases:
+            with self.subTest(case=change.__name__):
+                folder = broken(change.__name__, change)
+                result = run(INFER, f"--model-file={folder}", "--batch=2", "--thresholds=0.5,0.5,0.5")
+                self.assertEqual(result.returncode, 2, result.stderr)
+                lines = result.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, result.stderr)
+                self.assertIn(folder, lines[0])
+                self.assertIn(message, lines[0])
+        # the Python file itself, and no folder at all
+        for given, message in [(self.mlp_path, "this is the Python file; condbench reads the folder it compiles to"),
+                               (os.path.join(self.dir.name, "absent"), "no manifest.json")]:
+            for tool in (INFER, CONDBENCH):
+                with self.subTest(tool=os.path.basename(tool), given=given):
+                    result = run(tool, f"--model-file={given}", "--thresholds=0.5,0.5,0.5")
+                    self.assertEqual(result.returncode, 2, result.stderr)
+                    self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+                    self.assertIn(message, result.stderr)
+        # not with the flags that say another model
+        result = run(INFER, f"--model-file={self.mlp}", "--blocks=2", "--thresholds=0.5,0.5")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--blocks: not with --model-file", result.stderr)
+        result = run(CONDBENCH, f"--model-file={self.mlp}", "--blocks=2")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--blocks: a model file's depth is its module's stages", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
