@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kFormat = 2;                        // bench/python/model_file.py's FORMAT
+constexpr int kFormat = 3;                        // bench/python/model_file.py's FORMAT
 constexpr uint64_t kMaxManifestBytes = 1u << 20;  // a manifest of 256 stages is ~100 KB
 constexpr int64_t kMaxRowElements = 1 << 22;      // one input row: a 3 x 1024 x 1024 image fits
 constexpr int64_t kMaxReferenceRows = 4096;
@@ -220,6 +220,25 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
   if (!confidence_package_.empty() && !fs::is_regular_file(fs::path(folder) / confidence_package_, ec))
     fail("model file " + folder + ": confidence: its package " + confidence_package_ + " is missing");
 
+  const nlohmann::json& whole = m.field(json, "whole_model", "");
+  if (!whole.is_object()) m.bad("whole_model", "not an object");
+  for (const char* name : {"cond", "masked"}) {
+    const std::string module = name;
+    const std::string where = "whole_model." + module;
+    const nlohmann::json& entry = m.field(whole, module, "whole_model.");
+    if (!entry.is_object()) m.bad(where, "not an object");
+    WholeModel& w = whole_model_[module];
+    if (entry.contains("package")) {
+      if (m.text(entry, "package", where + ".") != module + ".pt2")
+        m.bad(where + ".package", "not \"" + module + ".pt2\"");
+      w.path = (fs::path(folder) / (module + ".pt2")).string();
+      if (!fs::is_regular_file(w.path, ec))
+        fail("model file " + folder + ": " + module + ": its package " + module + ".pt2 is missing");
+    } else {
+      w.unavailable = printable(m.text(entry, "unavailable", where + "."), 300);
+    }
+  }
+
   // The module's own forward on the reference rows.
   if (m.text(json, "reference") != "reference.pt") m.bad("reference", "not \"reference.pt\"");
   const std::string reference_path = (fs::path(folder) / "reference.pt").string();
@@ -254,6 +273,12 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
 }
 
 ModelFileFamily::~ModelFileFamily() = default;
+
+ModelFileFamily::WholeModel ModelFileFamily::whole_model(const std::string& module) const {
+  const auto it = whole_model_.find(module);
+  if (it == whole_model_.end()) return {"", "a model file has no whole-model module '" + module + "'"};
+  return it->second;
+}
 
 std::string ModelFileFamily::description() const {
   return name() + ", digest " + digest_ + ", compiled for the CPU by torch " + torch_ + " into " + folder_;

@@ -176,12 +176,13 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         self.assertEqual(result.returncode, 0, result.stderr)
         folder = result.stdout.strip()
         self.assertEqual(os.path.dirname(folder), os.path.join(cache, "models"))
-        self.assertEqual(sorted(os.listdir(folder)), ["exit0.pt2", "exit1.pt2", "final.pt2", "manifest.json",
-                                                      "reference.pt", "stage0.pt2", "stage1.pt2"])
+        self.assertEqual(sorted(os.listdir(folder)), ["cond.pt2", "exit0.pt2", "exit1.pt2", "final.pt2", "manifest.json",
+                                                      "masked.pt2", "reference.pt", "stage0.pt2", "stage1.pt2"])
         with open(os.path.join(folder, "manifest.json")) as f:
             m = json.load(f)
         self.assertEqual(m["torch"], torch.__version__.split("+")[0])  # as LibTorch's TORCH_VERSION says it
-        self.assertEqual((m["format"], m["reference"], m["confidence_package"]), (2, "reference.pt", None))
+        self.assertEqual((m["format"], m["reference"], m["confidence_package"]), (3, "reference.pt", None))
+        self.assertEqual(m["whole_model"], {"cond": {"package": "cond.pt2"}, "masked": {"package": "masked.pt2"}})
         # the module's own forward on 64 rows of example_input, every head, every exit's score
         ref = torch.load(os.path.join(folder, "reference.pt"))
         module = model_file.ModelFile(path).module
@@ -191,6 +192,12 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         self.assertTrue(torch.allclose(ref["logits.0"], module.exits[0](h0)))
         self.assertTrue(torch.allclose(ref["confidence.0"], torch.softmax(module.exits[0](h0), -1).amax(-1)))
         self.assertTrue(torch.allclose(ref["logits.2"], module.final(module.stages[1](h0))))
+        # the whole-model packages run the module's early exit: (exit id int32, logits)
+        masked = torch._inductor.aoti_load_package(os.path.join(folder, "masked.pt2"))
+        thresholds = torch.tensor([0.0, 2.0])  # every row leaves at the first exit
+        ids, logits = masked(ref["input"][:5], thresholds)
+        self.assertEqual(ids.tolist(), [1] * 5)
+        self.assertTrue(torch.allclose(logits, ref["logits.0"][:5], rtol=1e-4, atol=1e-5))
         self.assertEqual([p["package"] for p in m["parts"]],
                          ["stage0.pt2", "exit0.pt2", "stage1.pt2", "exit1.pt2", "final.pt2"])
         # a package runs any batch and agrees with the module's part
@@ -220,6 +227,21 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         self.assertEqual(result.returncode, 2)
         self.assertIn(f"{other}: exits[0]: AOTInductor cannot compile it (RuntimeError: inductor broke)", result.stderr)
         self.assertEqual(os.listdir(os.path.join(cache, "models")), [os.path.basename(folder)])
+        # a whole-model module that does not compile or export: the manifest says why, no package
+        def failing_cond(program, package_path):
+            raise RuntimeError("no cond today")
+
+        torch._inductor.aoti_compile_and_package = failing_cond
+        try:
+            path_cond = os.path.join(self.dir.name, "cond.pt2")
+            self.assertEqual(model_file.compile_whole_model("cond", "program", lambda run: None, path_cond),
+                             {"unavailable": "AOTInductor cannot compile the model's cond module "
+                                             "(RuntimeError: no cond today)"})
+        finally:
+            torch._inductor.aoti_compile_and_package = real
+        self.assertFalse(os.path.exists(path_cond))
+        self.assertEqual(model_file.compile_whole_model("cond", "torch.export cannot trace it", None, path_cond),
+                         {"unavailable": "torch.export cannot trace it"})
 
     def test_bad_weights_and_a_missing_file_are_named(self):
         path = self.write("good.py", GOOD)

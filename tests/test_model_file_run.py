@@ -157,14 +157,22 @@ class ModelFileRun(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(out["model"], "model=fresh.py num_classes=6 blocks=2")
         ran = [f'{s["engine"]}/{s["strategy"]}' for s in out["strategies"]]
-        self.assertLessEqual({"torch/eager_host", "torch/masked"}, set(ran))
+        self.assertLessEqual({"torch/eager_host", "torch/masked", "aoti/masked"}, set(ran))
         for s in out["strategies"]:
             with self.subTest(strategy=s["strategy"]):
                 self.assertEqual(s["exit_ids"], ids)
                 torch.testing.assert_close(torch.tensor(s["logits"]), logits, rtol=1e-4, atol=1e-5)
         skipped = {s["strategy"]: s["reason"] for s in out["skipped"]}
         self.assertIn("not a model file's parts", skipped["cpu/native/fused"])
-        self.assertIn("a model file's are not built yet", skipped["cpu/aoti/masked"])
+        self.assertIn("batch 1 only", skipped["cpu/aoti/cond"])
+        # one row at a time, the nested torch.cond generated from the stages runs too
+        for r in (int(ids.index(1)), int(ids.index(2)), int(ids.index(3))):
+            result, out = self.infer(f"--model-file={self.fresh}", f"--input={self.save_input(x[r:r + 1], 'row.pt')}",
+                                     "--thresholds=" + ",".join(repr(t) for t in thresholds))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            cond = next(s for s in out["strategies"] if s["engine"] == "aoti" and s["strategy"] == "cond")
+            self.assertEqual(cond["exit_ids"], [ids[r]])
+            torch.testing.assert_close(torch.tensor(cond["logits"][0]), logits[r], rtol=1e-4, atol=1e-5)
 
     def test_the_mlp_as_a_model_file_agrees_with_the_builtin_family_on_its_weights(self):
         x = torch.randn(64, 32, generator=torch.Generator().manual_seed(5))
@@ -188,7 +196,7 @@ class ModelFileRun(unittest.TestCase):
     def test_a_run_times_the_model_file_beside_the_builtin_family_and_the_report_reads_both(self):
         out = os.path.join(self.dir.name, "run.json")
         result = run(CONDBENCH, f"--model-file={self.mlp}", f"--weights={self.mlp_weights}", "--device=cpu",
-                     "--strategy=eager_host,masked", "--scenario=exit:2,mix:uniform", "--batch=1",
+                     "--strategy=eager_host,masked,cond", "--scenario=exit:2,mix:uniform", "--batch=1",
                      "--benchmark_min_time=0.01s", "--benchmark_repetitions=2", f"--benchmark_out={out}")
         self.assertEqual(result.returncode, 0, result.stderr)
         with open(out) as f:
@@ -196,13 +204,17 @@ class ModelFileRun(unittest.TestCase):
         self.assertIn("mlp.py, digest ", data["context"]["model_file"])
         names = {b["run_name"].removesuffix("/real_time") for b in data["benchmarks"]
                  if b["name"].startswith("early_exit/")}
-        for strategy in ("eager_host", "masked"):
-            self.assertIn(f"early_exit/cpu/torch/{strategy}/exit:2/batch:1/model:mlp.py/blocks:3", names)
-            self.assertIn(f"early_exit/cpu/torch/{strategy}/exit:2/batch:1/hidden:64/blocks:3", names)
-        errors = [b["name"] for b in data["benchmarks"] if b.get("error_occurred") and "/torch/" in b["name"]]
+        for strategy in ("torch/eager_host", "torch/masked", "aoti/cond", "aoti/masked"):
+            self.assertIn(f"early_exit/cpu/{strategy}/exit:2/batch:1/model:mlp.py/blocks:3", names)
+            self.assertIn(f"early_exit/cpu/{strategy}/exit:2/batch:1/hidden:64/blocks:3", names)
+        # the built-in family's aoti packages may be absent from this cache; the model file's are its own
+        errors = [b["name"] for b in data["benchmarks"] if b.get("error_occurred") and "hidden:64" not in b["name"]]
         self.assertEqual(errors, [])
+        self.assertIn("compiled with the model file", data["context"][
+            "build:cpu/aoti/cond model=mlp.py num_classes=10 blocks=3"])
         # the model file's counters come from its manifest: exit:2 runs two stages and two heads
-        manifest = json.load(open(os.path.join(self.mlp, "manifest.json")))
+        with open(os.path.join(self.mlp, "manifest.json")) as f:
+            manifest = json.load(f)
         flops = sum(p["flops_per_row"] for p in manifest["parts"][:4])
         row = next(b for b in data["benchmarks"]
                    if b["run_name"] == "early_exit/cpu/torch/eager_host/exit:2/batch:1/model:mlp.py/blocks:3/real_time")
@@ -235,6 +247,22 @@ class ModelFileRun(unittest.TestCase):
         self.assertTrue(rows and all(b.get("error_occurred") for b in rows), result.stdout)
         self.assertIn("differs from the module's own forward on reference row 7: its logits at exit 1 are off",
                       rows[0]["error_message"])
+
+    def test_a_whole_model_module_that_could_not_be_made_is_skipped_with_the_reason(self):
+        folder = os.path.join(self.dir.name, "no_cond")
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(self.mlp, folder)
+        with open(os.path.join(folder, "manifest.json")) as f:
+            m = json.load(f)
+        m["whole_model"]["cond"] = {"unavailable": "torch.export cannot trace the model's cond module (because)"}
+        os.remove(os.path.join(folder, "cond.pt2"))
+        with open(os.path.join(folder, "manifest.json"), "w") as f:
+            json.dump(m, f)
+        result, out = self.infer(f"--model-file={folder}", "--batch=1", "--thresholds=0.5,0.5,0.5")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        skipped = {s["strategy"]: s["reason"] for s in out["skipped"]}
+        self.assertEqual(skipped["cpu/aoti/cond"], "torch.export cannot trace the model's cond module (because)")
+        self.assertIn("aoti/masked", {f'{s["engine"]}/{s["strategy"]}' for s in out["strategies"]})
 
     def test_a_folder_that_cannot_be_used_is_one_line_naming_it_and_the_part(self):
         def broken(name, change):
@@ -278,6 +306,9 @@ class ModelFileRun(unittest.TestCase):
                 f.write("{ not json")
             return False
 
+        def whole_model_elsewhere(folder, m):
+            m["whole_model"]["masked"] = {"package": "/etc/masked.pt2"}
+
         def corrupt_package(folder, m):
             with open(os.path.join(folder, "stage0.pt2"), "wb") as f:
                 f.write(b"PK\x03\x04 not a package")
@@ -292,6 +323,7 @@ class ModelFileRun(unittest.TestCase):
             (no_reference, "reference.pt"),
             (old_format, "manifest.json: format: made by another condbench (format 1"),
             (not_json, "manifest.json: not a JSON object"),
+            (whole_model_elsewhere, "manifest.json: whole_model.masked.package: not \"masked.pt2\""),
             (corrupt_package, "stages[0]: cannot load stage0.pt2"),
         ]
         for change, message in cases:

@@ -4,8 +4,8 @@ beside condbench's strategies.
 
 Parameter names are those of docs/design.md §1 (mlp: backbone.{i}, exit{k}, final; transformer:
 layers.{i} of nn.TransformerEncoderLayer, exit{k}.norm|proj, final.norm|proj), so condbench's
-exported state_dict loads unchanged. Both families offer block(k, h) and head(k), which is all a
-variant uses. Every variant takes one input row [1, ...] and thresholds, and returns (logits
+exported state_dict loads unchanged. Both families offer block(k, h), head(k) and confidence(logits),
+which is all a variant uses (and so does a model file: bench/python/model_file.py's EarlyExitView). Every variant takes one input row [1, ...] and thresholds, and returns (logits
 [1, num_classes], exit id as a Python int or a 0-d tensor)."""
 import os
 import re
@@ -33,6 +33,9 @@ class EarlyExitMLP(nn.Module):
     def head(self, k):
         """Exit head k+1 for k < blocks, else the final head."""
         return getattr(self, f"exit{k + 1}") if k < self.blocks else self.final
+
+    def confidence(self, logits):
+        return max_softmax(logits)
 
 
 class EncoderHead(nn.Module):
@@ -70,10 +73,19 @@ class EarlyExitEncoder(nn.Module):
         """Exit head k+1 for k < blocks, else the final head."""
         return getattr(self, f"exit{k + 1}") if k < self.blocks else self.final
 
+    def confidence(self, logits):
+        return max_softmax(logits)
 
-def should_exit(logits, threshold):
-    """docs/design.md §1: an exit fires when max(softmax(logits)) > t (strict)."""
-    return torch.softmax(logits, dim=-1).max(dim=-1).values > threshold
+
+def max_softmax(logits):
+    """The exit rule's score of each row (docs/design.md §1): its largest softmax probability."""
+    return torch.softmax(logits, dim=-1).max(dim=-1).values
+
+
+def should_exit(logits, threshold, confidence=max_softmax):
+    """docs/design.md §1: an exit fires when its score is above the threshold (strict); the score is
+    the model's confidence(logits), the largest softmax probability unless a model file says otherwise."""
+    return confidence(logits) > threshold
 
 
 class EagerIf:
@@ -92,7 +104,7 @@ class EagerIf:
         for k in range(m.blocks):
             h = m.block(k, h)
             logits = m.head(k)(h)
-            if bool(should_exit(logits, thresholds[k])):  # the host reads the test
+            if bool(should_exit(logits, thresholds[k], m.confidence)):  # the host reads the test
                 return logits, k + 1
         return m.final(h), m.blocks + 1
 
@@ -131,7 +143,7 @@ class NestedCond(nn.Module):
             def continue_fn(h, logits):
                 return m.final(h), torch.full((), m.blocks + 1, dtype=torch.int64, device=logits.device)
 
-        return torch.cond(should_exit(logits, thresholds[k]), result, continue_fn, (h, logits))
+        return torch.cond(should_exit(logits, thresholds[k], m.confidence), result, continue_fn, (h, logits))
 
     @torch.no_grad()
     def forward(self, x, thresholds):
@@ -157,7 +169,7 @@ class Stage(nn.Module):
     def forward(self, h, threshold):
         h = self.model.block(self.k, h)
         logits = self.model.head(self.k)(h)
-        return h, logits, should_exit(logits, threshold)
+        return h, logits, should_exit(logits, threshold, self.model.confidence)
 
 
 class BlocksCompile:
@@ -236,7 +248,7 @@ def masked_forward(m, x, thresholds):
     for k in range(m.blocks):
         h = m.block(k, h)
         heads.append(m.head(k)(h))
-        fires.append(should_exit(heads[-1], thresholds[k]))
+        fires.append(should_exit(heads[-1], thresholds[k], m.confidence))
     logits = m.final(h)
     exit_id = torch.full(fires[0].shape, m.blocks + 1, dtype=torch.int32, device=x.device)
     for k in reversed(range(m.blocks)):

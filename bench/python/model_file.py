@@ -28,8 +28,9 @@ manifest as JSON: the parts in order with their input and output shapes (the bat
 FLOPs per row (torch.utils.flop_counter) and bytes of parameters and buffers, the classes, and a
 digest of the file, the weights and the torch version. compile does the same, then compiles each
 part with AOTInductor for the CPU into <cache>/models/<digest>-cpu/ (each package loaded back and
-checked against the module's own output; the folder whole or absent, reused when there) and prints
-the folder. Anything wrong is one line naming the file and the part, exit code 2.
+checked against the module's own output; the folder whole or absent, reused when there), and the
+aoti engine's whole-model modules generated from the stages (nested torch.cond: cond.pt2; masking:
+masked.pt2; each checked, or marked unavailable with the reason), and prints the folder. Anything wrong is one line naming the file and the part, exit code 2.
 """
 import argparse
 import contextlib
@@ -42,7 +43,7 @@ import runpy
 import sys
 
 PROTOCOL = "docs/your-model.md"
-FORMAT = 2  # of a compiled folder (manifest.json and what it names), as condbench reads it; in the digest
+FORMAT = 3  # of a compiled folder (manifest.json and what it names), as condbench reads it; in the digest
 MAX_BATCH = 1 << 16  # the largest batch an exported part accepts
 
 
@@ -193,6 +194,38 @@ class ModelFile:
                                 "torch.where or torch.cond") from None
 
 
+def early_exit_view(model_file, classes):
+    """The module as condbench's Python side sees a built-in family (bench/python/early_exit.py):
+    blocks, block(k, h), head(k), final, confidence(logits), num_classes, row_shape. The peer's
+    variants and the whole-model packages (DeployedCond, DeployedMasked) run it unchanged."""
+    from torch import nn
+
+    from early_exit import max_softmax
+
+    class EarlyExitView(nn.Module):
+        def __init__(self, module, row_shape, custom_confidence):
+            super().__init__()
+            self.module = module
+            self.blocks, self.num_classes, self.row_shape = len(module.stages), classes, row_shape
+            self.custom_confidence = custom_confidence
+
+        @property
+        def final(self):
+            return self.module.final
+
+        def block(self, k, h):
+            return self.module.stages[k](h)
+
+        def head(self, k):
+            return self.module.exits[k] if k < self.blocks else self.module.final
+
+        def confidence(self, logits):
+            return self.module.confidence(logits) if self.custom_confidence else max_softmax(logits)
+
+    row_shape = tuple(model_file.input(2).shape[1:])
+    return EarlyExitView(model_file.module, row_shape, model_file.custom_confidence).eval()
+
+
 def costs(part, example):
     """FLOPs per row (torch.utils.flop_counter, on one row) and bytes of the part's parameters and buffers."""
     import torch
@@ -273,6 +306,82 @@ def reference(model_file, traced_stages):
     return {k: v.detach().float().contiguous() for k, v in out.items()}
 
 
+WHOLE_MODEL = ("cond", "masked")  # what condbench's aoti engine runs: strategies cond and masked
+
+
+def whole_model_programs(model_file, classes, batch):
+    """The aoti engine's whole-model modules of bench/python/early_exit.py on this model, exported:
+    {"cond": (program or the reason it cannot be, check), "masked": ...}. cond, the nested torch.cond
+    generated from the stages, takes one row; masked any. check(run) compares a compiled program's
+    (exit id, logits) with the module's on example rows and thresholds that send them to every exit."""
+    import torch
+
+    from early_exit import DeployedCond, DeployedMasked, masked_forward
+
+    view = early_exit_view(model_file, classes)
+    for p in view.parameters():
+        p.requires_grad_(False)  # torch.export of torch.cond: frozen parameters, no no_grad region
+    x = model_file.input(max(batch, 8))
+    with torch.no_grad():  # thresholds halfway between the two middle scores of each exit: rows leave at every exit
+        h, scores = x, []
+        for k in range(view.blocks):
+            h = view.block(k, h)
+            scores.append(view.confidence(view.head(k)(h)).float())
+        middle = [s.sort().values[len(s) // 2 - 1:len(s) // 2 + 1] for s in scores]
+        thresholds = torch.stack([m.mean() for m in middle])
+        expected_logits, expected_ids = masked_forward(view, x, thresholds)
+        # a row whose score is within 1e-4 of a threshold may go either way in compiled code: not compared
+        near = torch.stack([(s - t).abs() < 1e-4 for s, t in zip(scores, thresholds)], 1).any(1)
+
+    def check(run, rows):
+        with torch.no_grad():
+            for r in rows:
+                ids, logits = run(x[r] if isinstance(r, slice) else x[r:r + 1], thresholds)
+                want = slice(r.start, r.stop) if isinstance(r, slice) else slice(r, r + 1)
+                keep = ~near[want]
+                if not torch.equal(ids.to(torch.int32).reshape(-1)[keep], expected_ids[want].to(torch.int32)[keep]) or \
+                        not torch.allclose(logits[keep], expected_logits[want][keep], rtol=1e-4, atol=1e-5):
+                    return f"differs from the module on example_input rows {want.start}..{want.stop - 1}"
+        return None
+
+    out = {}
+    logging.getLogger("torch").setLevel(logging.CRITICAL)
+    for module, deployed, example, dynamic, rows in (
+            ("cond", DeployedCond, (x[:1], thresholds), None, list(range(x.shape[0]))),
+            ("masked", DeployedMasked, (x[:2], thresholds),
+             ({0: torch.export.Dim("rows", min=1, max=MAX_BATCH)}, None), [slice(0, x.shape[0])])):
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                program = torch.export.export(deployed(view), example, dynamic_shapes=dynamic)
+            out[module] = (program, lambda run, rows=rows: check(run, rows))
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as e:  # the parts run; the aoti engine's strategy says why it cannot
+            out[module] = (f"torch.export cannot trace the model's {module} module ({first_line(e)})", None)
+    return out
+
+
+def compile_whole_model(module, program, check, path):
+    """{"package": "cond.pt2"}, or {"unavailable": why} when the program could not be made or fails its check."""
+    import torch
+
+    if check is None:
+        return {"unavailable": program}
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            torch._inductor.aoti_compile_and_package(program, package_path=path)
+            compiled = torch._inductor.aoti_load_package(path)
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as e:
+        return {"unavailable": f"AOTInductor cannot compile the model's {module} module ({first_line(e)})"}
+    why = check(compiled)
+    if why:
+        os.remove(path)
+        return {"unavailable": f"the compiled {module} module {why}"}
+    return {"package": os.path.basename(path)}
+
+
 def compile_parts(model_file, weights, batch, cache):
     """Each part compiled with AOTInductor on the CPU into <cache>/models/<digest>-cpu/, with
     manifest.json beside the packages: built in a temporary folder, every package loaded back and
@@ -290,6 +399,7 @@ def compile_parts(model_file, weights, batch, cache):
         logits = programs[1][3]
         programs.append(("confidence", model_file.export("confidence()", confidence_module(model_file.module), logits),
                          logits, model_file.module.confidence(logits).detach()))
+    whole = whole_model_programs(model_file, m["classes"], batch)
     final = os.path.join(cache, "models", f"{m['digest']}-cpu")
     if os.path.isfile(os.path.join(final, "manifest.json")):
         return final, m
@@ -318,6 +428,10 @@ def compile_parts(model_file, weights, batch, cache):
                 m["parts"][i]["package"] = package_name(name)
             else:
                 m["confidence_package"] = package_name(name)
+        m["whole_model"] = {}
+        for module, (program, check) in whole.items():
+            m["whole_model"][module] = compile_whole_model(module, program, check,
+                                                          os.path.join(temp, f"{module}.pt2"))
         with torch.no_grad():
             torch.save(reference(model_file, len(model_file.module.stages)), os.path.join(temp, "reference.pt"))
         m["reference"] = "reference.pt"

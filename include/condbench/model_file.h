@@ -5,6 +5,7 @@
 //   <folder>/manifest.json         the parts in order (stages[k], exits[k], ..., final): shapes,
 //                                  FLOPs and bytes per row, package; classes; torch version; digest
 //   <folder>/stage0.pt2, exit0.pt2, ..., final.pt2 [, confidence.pt2]   AOTInductor packages
+//   <folder>/cond.pt2, masked.pt2  the aoti engine's whole-model modules, where they could be made
 //   <folder>/reference.pt          the module's own forward on example_input(64): the input, every
 //                                  head's logits, every exit's score
 //
@@ -15,6 +16,7 @@
 // everything read from it is checked, and anything wrong is one line naming the folder and the part.
 #include <ATen/core/Tensor.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,6 +55,13 @@ class ModelFileFamily final : public ModelFamily {
   // "cnn.py, digest 1a2b..., compiled for the CPU by torch 2.15.0 into FOLDER", for the result's context.
   std::string description() const;
   const ModelFileReference& reference() const { return reference_; }
+  // The aoti engine's whole-model package of `module` ("cond": the nested torch.cond generated from
+  // the stages; "masked"): its path, or why the folder has none (export or compile failed).
+  struct WholeModel {
+    std::string path;
+    std::string unavailable;
+  };
+  WholeModel whole_model(const std::string& module) const;
 
   int default_blocks() const override { return stages(); }
   int default_classes() const override { return classes_; }
@@ -81,6 +90,7 @@ class ModelFileFamily final : public ModelFamily {
   std::vector<ModelFilePart> parts_;  // stages[0], exits[0], stages[1], ..., final
   std::string confidence_package_;    // "" when the exit rule is the largest softmax probability
   ModelFileReference reference_;
+  std::map<std::string, WholeModel> whole_model_;
   mutable std::mutex mutex_;
   mutable std::shared_ptr<const TorchLayers> loaded_;  // the packages, loaded once
 };

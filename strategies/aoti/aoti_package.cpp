@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "condbench/error.h"
+#include "condbench/model_file.h"
 #include "condbench/torch_device.h"
 
 namespace condbench::aoti {
@@ -89,9 +90,11 @@ std::string package_path(const ModelConfig& config, Device device, const std::st
 }
 
 Unsupported package_unusable(const ModelConfig& config, Device device, const std::string& module) {
-  if (config.family->model_file())
-    return "the aoti engine runs whole-model packages (nested torch.cond, masking); a model file's are not "
-           "built yet, only its parts";
+  if (const ModelFileFamily* file = config.family->model_file()) {  // compiled with the model file, or why not
+    const ModelFileFamily::WholeModel whole = file->whole_model(module);
+    if (whole.path.empty()) return whole.unavailable;
+    return std::nullopt;
+  }
   const fs::path package = package_file(config, device, module);
   const fs::path description = fs::path(package).replace_extension(".json");
   const std::string make = "; scripts/run compiles it, or " + compile_command(config, device, module);
@@ -120,6 +123,8 @@ Unsupported package_unusable(const ModelConfig& config, Device device, const std
 
 std::optional<std::string> package_description(const ModelConfig& config, Device device, const std::string& module) {
   if (package_unusable(config, device, module)) return std::nullopt;
+  if (const ModelFileFamily* file = config.family->model_file())
+    return "compiled with the model file by bench/python/model_file.py: " + file->description();
   const std::optional<nlohmann::json> meta =
       read_description(fs::path(package_file(config, device, module)).replace_extension(".json"));
   return "compiled in " + text_of(*meta, "compile_s") + " s (export " + text_of(*meta, "export_s") + " s) by torch " +
@@ -129,7 +134,8 @@ std::optional<std::string> package_description(const ModelConfig& config, Device
 Package::Package(const EarlyExitModel& model, Device device, const std::string& module) {
   const ModelConfig& config = model->config();
   if (const Unsupported why = package_unusable(config, device, module)) fail("aoti/" + module + ": " + *why);
-  const std::string path = package_path(config, device, module);
+  const ModelFileFamily* file = config.family->model_file();
+  const std::string path = file ? file->whole_model(module).path : package_path(config, device, module);
   try {
     // The single-threaded runner: one model, run on the caller's stream with no wait. The
     // thread-safe one waits for the previous run's event before the next, so inferences enqueued
@@ -141,6 +147,7 @@ Package::Package(const EarlyExitModel& model, Device device, const std::string& 
     const std::string what = e.what();
     fail("aoti/" + module + ": cannot load " + path + ": " + what.substr(0, what.find('\n')));
   }
+  if (file) return;  // a model file's weights are its module's, compiled in
   // The model's weights replace the package's placeholders, every one of them.
   std::unordered_map<std::string, at::Tensor> constants;
   for (const auto& [name, tensor] : model->state_dict())
