@@ -1,4 +1,5 @@
 #include "export_workload.h"
+#include "condbench/model_file.h"
 #include "condbench/model_files.h"
 
 #include <ATen/ATen.h>
@@ -42,7 +43,6 @@ void write_json(const fs::path& path, const nlohmann::json& value) {
 std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& cases, const std::string& dir) {
   std::map<std::string, std::pair<ModelSource, std::set<Scenario>>> models;  // key -> (source, scenarios)
   for (const BenchmarkCase& c : cases) {
-    if (c.config.family->model_file()) continue;  // the peer does not run model files yet
     auto& entry = models[c.source.key()];
     entry.first = c.source;
     entry.second.insert(c.scenario);
@@ -56,7 +56,9 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
     std::error_code ec;
     fs::create_directories(out, ec);
     if (ec) fail("--export-workload: cannot create '" + out.string() + "': " + ec.message());
-    save_state_dict_file(workload->model()->state_dict(), (out / "weights.pt").string());
+    const ModelFileFamily* model_file = config.family->model_file();
+    if (!model_file)  // a model file's weights are its module's: the peer loads it (model_file.py)
+      save_state_dict_file(workload->model()->state_dict(), (out / "weights.pt").string());
     save_tensor_file(workload->pool(), (out / "pool.pt").string());
     nlohmann::json meta;
     // The model for the peer (bench/python): its family, every size, and the benchmark-name axes
@@ -70,7 +72,9 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
     // What one row costs at full depth: the peer walks as much of the pool as condbench does.
     meta["full_model_flops"] = full_model_flops(config);
     meta["pool_rows"] = workload->pool().size(0);
-    if (entry.first.weights_path.empty())
+    if (model_file)
+      meta["model_file"] = fs::absolute(model_file->folder()).string();
+    else if (entry.first.weights_path.empty())
       meta["weight_seed"] = entry.first.seed;
     else
       meta["weights_file"] = entry.first.weights_path;

@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kFormat = 3;                        // bench/python/model_file.py's FORMAT
+constexpr int kFormat = 4;                        // bench/python/model_file.py's FORMAT
 constexpr uint64_t kMaxManifestBytes = 1u << 20;  // a manifest of 256 stages is ~100 KB
 constexpr int64_t kMaxRowElements = 1 << 22;      // one input row: a 3 x 1024 x 1024 image fits
 constexpr int64_t kMaxReferenceRows = 4096;

@@ -181,7 +181,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         with open(os.path.join(folder, "manifest.json")) as f:
             m = json.load(f)
         self.assertEqual(m["torch"], torch.__version__.split("+")[0])  # as LibTorch's TORCH_VERSION says it
-        self.assertEqual((m["format"], m["reference"], m["confidence_package"]), (3, "reference.pt", None))
+        self.assertEqual((m["format"], m["reference"], m["confidence_package"]), (4, "reference.pt", None))
         self.assertEqual(m["whole_model"], {"cond": {"package": "cond.pt2"}, "masked": {"package": "masked.pt2"}})
         # the module's own forward on 64 rows of example_input, every head, every exit's score
         ref = torch.load(os.path.join(folder, "reference.pt"))

@@ -248,6 +248,54 @@ class ModelFileRun(unittest.TestCase):
         self.assertIn("differs from the module's own forward on reference row 7: its logits at exit 1 are off",
                       rows[0]["error_message"])
 
+    def peer(self, folder, variants, *flags):
+        """condbench's exported workload of the model file, then the peer on it: (peer's result, its JSON)."""
+        workload = tempfile.mkdtemp(dir=self.dir.name)
+        result = run(CONDBENCH, f"--export-workload={workload}", f"--model-file={folder}", *flags)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        out = os.path.join(workload, "peer.json")
+        result = run(os.path.join(ROOT, ".venv", "bin", "python"), os.path.join(ROOT, "bench", "python", "peer.py"),
+                     "--workload", workload, "--out", out, "--repetitions", "1", "--min-time", "0.001",
+                     "--variants", variants)
+        data = None
+        if result.returncode == 0:
+            with open(out) as f:
+                data = json.load(f)
+        return result, data
+
+    def test_the_peer_runs_the_module_itself_checked_against_its_forward(self):
+        result, data = self.peer(self.fresh, "py_eager_if,py_cond,py_masked", "--scenario=mix:uniform,exit:2")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        names = {b["name"] for b in data["benchmarks"] if b.get("run_type") == "iteration"}
+        for variant in ("py_eager_if", "py_cond", "py_masked"):
+            self.assertIn(f"early_exit/cpu/python/{variant}/mix:uniform/batch:1/model:fresh.py/blocks:2", names)
+        # a variant that differs from the module is not timed, and the note names the row
+        folder = os.path.join(self.dir.name, "peer_tampered")
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(self.fresh, folder)
+        ref = torch.load(os.path.join(folder, "reference.pt"))
+        ref["confidence.0"][3] = 2.0  # above even the threshold that no row passes (1.0)
+        torch.save(ref, os.path.join(folder, "reference.pt"))
+        result, data = self.peer(folder, "py_eager_if", "--scenario=exit:3")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("py_eager_if: exit:3 on fresh.py not run (differs from the module's own forward on reference "
+                      "row 3: exit 3, the module's 1)", result.stdout)
+        self.assertFalse([b for b in data["benchmarks"] if "py_eager_if" in b["name"]])
+        # a model file changed since it was compiled: one line, exit 2
+        changed = os.path.join(self.dir.name, "changed.py")
+        with open(changed, "w") as f:
+            f.write(textwrap.dedent(FRESH).replace("manual_seed(3)", "manual_seed(4)"))
+        with open(os.path.join(folder, "manifest.json")) as f:
+            m = json.load(f)
+        m["source"] = changed
+        with open(os.path.join(folder, "manifest.json"), "w") as f:
+            json.dump(m, f)
+        result, _ = self.peer(folder, "py_eager_if", "--scenario=exit:3")
+        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.stderr.strip().splitlines()[-1],
+                         f"peer: model file: {changed}: changed since it was compiled into {folder} (or its weights "
+                         "did): compile it again (scripts/run --model-file does)")
+
     def test_a_whole_model_module_that_could_not_be_made_is_skipped_with_the_reason(self):
         folder = os.path.join(self.dir.name, "no_cond")
         shutil.rmtree(folder, ignore_errors=True)

@@ -85,13 +85,19 @@ def parse_config(text):
 
 
 def workload_configs(root):
-    configs = []
+    """The configs of the built-in families' models in an exported workload. A model file's
+    packages are compiled with it (model_file.py compile): skipped here."""
+    configs, model_files = [], 0
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
         meta = os.path.join(root, name, "workload.json")
         if os.path.isfile(meta):
             with open(meta) as f:
-                configs.append(json.load(f)["config"])
-    if not configs:
+                workload = json.load(f)
+            if "model_file" in workload:
+                model_files += 1
+            else:
+                configs.append(workload["config"])
+    if not configs and not model_files:
         fail(f"{root}: no exported workload (condbench --export-workload={root} writes one)")
     return configs
 

@@ -43,7 +43,7 @@ import runpy
 import sys
 
 PROTOCOL = "docs/your-model.md"
-FORMAT = 3  # of a compiled folder (manifest.json and what it names), as condbench reads it; in the digest
+FORMAT = 4  # of a compiled folder (manifest.json and what it names), as condbench reads it; in the digest
 MAX_BATCH = 1 << 16  # the largest batch an exported part accepts
 
 
@@ -382,6 +382,21 @@ def compile_whole_model(module, program, check, path):
     return {"package": os.path.basename(path)}
 
 
+def remember_source(folder, source, weights):
+    """A folder found in the cache is the same file and weights (the digest) but perhaps at another
+    path: its manifest names where they are now, for the peer. Rewritten whole (os.replace)."""
+    path = os.path.join(folder, "manifest.json")
+    with open(path) as f:
+        m = json.load(f)
+    if (m.get("source"), m.get("weights")) == (source, weights):
+        return
+    m["source"], m["weights"] = source, weights
+    temp = f"{path}.tmp-{os.getpid()}"
+    with open(temp, "w") as f:
+        json.dump(m, f, indent=1)
+    os.replace(temp, path)
+
+
 def compile_parts(model_file, weights, batch, cache):
     """Each part compiled with AOTInductor on the CPU into <cache>/models/<digest>-cpu/, with
     manifest.json beside the packages: built in a temporary folder, every package loaded back and
@@ -395,6 +410,8 @@ def compile_parts(model_file, weights, batch, cache):
     m = manifest(model_file, weights, batch, programs)
     m["format"], m["device"], m["torch"] = FORMAT, "cpu", torch.__version__.split("+")[0]  # as LibTorch says it
     m["confidence_package"] = None  # the default exit rule: condbench's own
+    # where the module came from, for the Python peer, which runs the module itself (load_compiled)
+    m["source"], m["weights"] = os.path.abspath(model_file.path), weights and os.path.abspath(weights)
     if model_file.custom_confidence:  # the exit rule's score, compiled as one more part
         logits = programs[1][3]
         programs.append(("confidence", model_file.export("confidence()", confidence_module(model_file.module), logits),
@@ -402,6 +419,7 @@ def compile_parts(model_file, weights, batch, cache):
     whole = whole_model_programs(model_file, m["classes"], batch)
     final = os.path.join(cache, "models", f"{m['digest']}-cpu")
     if os.path.isfile(os.path.join(final, "manifest.json")):
+        remember_source(final, m["source"], m["weights"])
         return final, m
     os.makedirs(os.path.dirname(final), exist_ok=True)
     temp = f"{final}.tmp-{os.getpid()}"
@@ -445,6 +463,25 @@ def compile_parts(model_file, weights, batch, cache):
     finally:
         shutil.rmtree(temp, ignore_errors=True)
     return final, m
+
+
+def load_compiled(folder):
+    """The module a compiled folder was made from, as the peer runs it: (ModelFile, its early-exit
+    view). The file and the weights must be those the folder was compiled from (the digest)."""
+    path = os.path.join(folder, "manifest.json")
+    try:
+        with open(path) as f:
+            m = json.load(f)
+        source, weights, classes = m["source"], m["weights"], int(m["classes"])
+        if not isinstance(source, str) or not (weights is None or isinstance(weights, str)):
+            raise ValueError("source or weights is not a path")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ProtocolError(f"{path}: not a manifest model_file.py compile wrote ({first_line(e)})") from None
+    model_file = ModelFile(source, weights)
+    if digest(source, weights) != m.get("digest"):
+        raise ProtocolError(f"{source}: changed since it was compiled into {folder} (or its weights did): "
+                            "compile it again (scripts/run --model-file does)")
+    return model_file, early_exit_view(model_file, classes)
 
 
 def main(argv):

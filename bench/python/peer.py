@@ -66,6 +66,38 @@ def load_workloads(root):
     return found
 
 
+def load_model_file(folder, device):
+    """The user's module a model file's folder was compiled from (docs/your-model.md), as the variants
+    run a built-in family: blocks, block(k, h), head(k), confidence(logits)."""
+    from model_file import ProtocolError, load_compiled
+    try:
+        _, view = load_compiled(folder)
+    except ProtocolError as e:
+        fail(f"model file: {e}")
+    return view.to(device).eval()
+
+
+def disagreement_with_module(fn, folder, thresholds, device, sync):
+    """A variant on a model file's reference rows (the module's own forward, which model_file.py
+    compile kept in reference.pt) with a scenario's thresholds: None when every row's exit id and
+    logits are the module's, else the first row that differs. A row whose score is within 1e-4 of
+    a threshold it reaches may go either way, as in condbench's check (src/model_file.cpp)."""
+    ref = torch.load(os.path.join(folder, "reference.pt"))
+    limits = [float(t) for t in thresholds]
+    for r in range(ref["input"].shape[0]):
+        scores = [float(ref[f"confidence.{k}"][r]) for k in range(len(limits))]
+        expected = next((k for k, s in enumerate(scores) if s > limits[k]), len(limits))
+        if any(abs(s - t) < 1e-4 for s, t in zip(scores[:expected + 1], limits)):
+            continue
+        logits, exit_id = run_variant(fn, ref["input"][r:r + 1].to(device), thresholds, sync)
+        if int(exit_id) != expected + 1:
+            return f"differs from the module's own forward on reference row {r}: exit {int(exit_id)}, " \
+                   f"the module's {expected + 1}"
+        if not torch.allclose(logits.reshape(-1).float().cpu(), ref[f"logits.{expected}"][r], rtol=1e-3, atol=1e-4):
+            return f"differs from the module's own forward on reference row {r}: its logits at exit {expected + 1}"
+    return None
+
+
 def test_twins():
     """CONDBENCH_TEST_TWIN, as condbench reads it: the python/<variant> items name variants to run a
     second time as <variant>_twin (the same code under another name; docs/statistics.md)."""
@@ -181,8 +213,8 @@ def main():
     if args.answer_budget > 0 and not args.report_tool:
         fail("--answer-budget needs --report-tool (condbench-report judges the answer)")
     check_output(args.out, [("--against", args.against)] +
-                 [("--workload", os.path.join(d, f)) for d, _ in load_workloads(args.workload)
-                  for f in ("weights.pt", "pool.pt", "workload.json")])
+                 [("--workload", os.path.join(d, f)) for d, meta in load_workloads(args.workload)
+                  for f in ("pool.pt", "workload.json") + (() if "model_file" in meta else ("weights.pt",))])
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     wanted_variants = [v for v in args.variants.split(",") if v]
@@ -193,7 +225,8 @@ def main():
     cases, notes = [], []
     for directory, meta in load_workloads(args.workload):
         config = meta["config"]
-        model = load_model(os.path.join(directory, "weights.pt"), config, args.device)
+        model = load_model(os.path.join(directory, "weights.pt"), config, args.device) if "model_file" not in meta \
+            else load_model_file(meta["model_file"], args.device)
         pool_all = torch.load(os.path.join(directory, "pool.pt")).to(args.device)
         pool = [pool_all[i:i + 1] for i in range(pool_all.shape[0])]
         runnable, skipped = variants(model, args.device)
@@ -212,6 +245,11 @@ def main():
                 if meta.get("full_model_flops", 0) > 0:
                     walk = walk[:max(MIN_WALK_ROWS, int(WALK_FLOPS // meta["full_model_flops"]))]
                 thresholds = torch.tensor(values, device=args.device) if tensor_thresholds else list(values)
+                if "model_file" in meta:  # correct before it is fast: checked against the module itself
+                    why = disagreement_with_module(fn, meta["model_file"], thresholds, args.device, sync)
+                    if why:
+                        notes.append(f"{name}: {scenario} on {meta['config']['family']} not run ({why})")
+                        continue
                 kind, _, value = scenario.partition(":")
                 case = {"fn": fn, "walk": walk, "thresholds": thresholds, "sync": sync, "host_syncs": host_syncs,
                         "blocks": config["blocks"],
