@@ -69,6 +69,9 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
     described["num_classes"] = config.num_classes;
     described["blocks"] = config.blocks;
     meta["name_axes"] = config.name_axes();
+    // Where aoti_compile.py puts this model's packages and condbench finds them: the sizes in the
+    // family's order, which the config object above (its keys sorted) does not keep.
+    meta["tag"] = name;
     // What one row costs at full depth: the peer walks as much of the pool as condbench does.
     meta["full_model_flops"] = full_model_flops(config);
     meta["pool_rows"] = workload->pool().size(0);

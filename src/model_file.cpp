@@ -281,7 +281,8 @@ ModelFileFamily::WholeModel ModelFileFamily::whole_model(const std::string& modu
 }
 
 std::string ModelFileFamily::description() const {
-  return name() + ", digest " + digest_ + ", compiled for the CPU by torch " + torch_ + " into " + folder_;
+  // No path: result files travel to other machines (the digest names the folder in the cache).
+  return name() + ", digest " + digest_ + ", compiled for the CPU by torch " + torch_;
 }
 
 std::vector<int64_t> ModelFileFamily::runs_batches(bool full) const {

@@ -286,6 +286,13 @@ class PythonPeerTransformer(unittest.TestCase):
         exits_seen = agree_with_condbench_infer(self, runnable, rows, inputs, ["--heads=2"], 1e-4)
         self.assertEqual(exits_seen, {1, 2, 3})  # the forced scenarios and the mix reach every exit
 
+    def test_aoti_compile_puts_packages_where_condbench_looks(self):
+        # the sizes in the family's order (ModelConfig::tag), not the exported object's sorted keys
+        from aoti_compile import workload_configs
+        self.assertEqual(self.meta["tag"], os.path.basename(self.dir))
+        self.assertEqual([key for _, key in workload_configs(os.path.join(self.tmp.name, "workload"))],
+                         ["transformer-d_model16-heads2-ffn24-seq4-c10-b2"])
+
     def test_peer_names_the_transformer_as_condbench_does(self):
         out = os.path.join(self.tmp.name, "peer.json")
         result = subprocess.run([sys.executable, os.path.join(PEER, "peer.py"), "--workload",

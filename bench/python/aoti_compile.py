@@ -47,7 +47,8 @@ def cache_root():
 
 
 def config_key(config):
-    """condbench's ModelConfig::tag: the family, each size in the family's order, classes and depth."""
+    """condbench's ModelConfig::tag: the family, each size in the order given (--config: the family's,
+    as condbench's messages print it), classes and depth."""
     sizes = "".join(f"-{k}{v}" for k, v in config.items() if k not in ("family", "num_classes", "blocks"))
     return f"{config.get('family', 'mlp')}{sizes}-c{config['num_classes']}-b{config['blocks']}"
 
@@ -85,8 +86,9 @@ def parse_config(text):
 
 
 def workload_configs(root):
-    """The configs of the built-in families' models in an exported workload. A model file's
-    packages are compiled with it (model_file.py compile): skipped here."""
+    """[(config, directory name)] of the built-in families' models in an exported workload, the name
+    condbench's own (its "tag": the sizes in the family's order, which the JSON object's keys do not
+    keep). A model file's packages are compiled with it (model_file.py compile): skipped here."""
     configs, model_files = [], 0
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
         meta = os.path.join(root, name, "workload.json")
@@ -96,7 +98,7 @@ def workload_configs(root):
             if "model_file" in workload:
                 model_files += 1
             else:
-                configs.append(workload["config"])
+                configs.append((workload["config"], workload.get("tag") or config_key(workload["config"])))
     if not configs and not model_files:
         fail(f"{root}: no exported workload (condbench --export-workload={root} writes one)")
     return configs
@@ -156,7 +158,8 @@ def main():
     modules = [m for m in args.modules.split(",") if m]
     if not modules or any(m not in MODULES for m in modules):
         fail(f"--modules {args.modules!r}: a comma-separated list of {', '.join(MODULES)}")
-    configs = workload_configs(args.workload) if args.workload else [parse_config(c) for c in args.config]
+    configs = workload_configs(args.workload) if args.workload else \
+        [(config, config_key(config)) for config in map(parse_config, args.config)]
 
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found": moot here
     import torch
@@ -165,11 +168,11 @@ def main():
     version = torch.__version__.split("+")[0]
     root = os.path.join(args.cache or cache_root(), f"torch-{version}", args.device)
     digest = source_digest()
-    for config in configs:
-        directory = os.path.join(root, config_key(config))
+    for config, key in configs:
+        directory = os.path.join(root, key)
         os.makedirs(directory, exist_ok=True)
         for module_name in modules:
-            label = f"{args.device} {config_key(config)} {module_name}"
+            label = f"{args.device} {key} {module_name}"
             meta_path = os.path.join(directory, f"{module_name}.json")
             if not args.force and os.path.isfile(meta_path) and os.path.isfile(meta_path[:-5] + ".pt2"):
                 try:

@@ -52,7 +52,7 @@ class ModelFileFamily final : public ModelFamily {
 
   const std::string& folder() const { return folder_; }
   const std::string& digest() const { return digest_; }
-  // "cnn.py, digest 1a2b..., compiled for the CPU by torch 2.15.0 into FOLDER", for the result's context.
+  // "cnn.py, digest 1a2b..., compiled for the CPU by torch 2.15.0", for the result's context.
   std::string description() const;
   const ModelFileReference& reference() const { return reference_; }
   // The aoti engine's whole-model package of `module` ("cond": the nested torch.cond generated from
