@@ -240,6 +240,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   // A model file: its depth and classes are its module's. Alone it runs alone; with --model, a
   // size flag or --weights, beside what they select.
   std::optional<ModelSelection> model_file;
+  bool model_file_alone = false;
   if (given("--model-file")) {
     if (flags.at("--model-file").empty()) fail("--model-file: needs a folder");
     try {
@@ -252,13 +253,10 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     bool others = given("--model") || given("--weights");
     for (const std::string& flag : size_flags()) others |= given(flag);
     if (given("--blocks") && !others) fail("--blocks: a model file's depth is its module's stages; drop --blocks");
-    if (!others) {
-      options.models = {*model_file};
-      model_file.reset();
-    }
+    model_file_alone = !others;
   }
-  if (!options.models.empty()) {
-    // the model file alone
+  if (model_file_alone) {
+    options.models = {*model_file};
   } else if (given("--weights")) {
     // A file gives its family and every size its shapes hold; a flag may give the others.
     options.weights = flags.at("--weights");
@@ -299,7 +297,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     }
     options.models = select_models(flags, options.full, families);
   }
-  if (model_file) options.models.push_back(*model_file);
+  if (model_file && !model_file_alone) options.models.push_back(*model_file);
   if (given("--scenario")) {
     int deepest = 0;
     for (const ModelSelection& m : options.models) deepest = std::max(deepest, m.config.blocks);

@@ -341,7 +341,9 @@ def whole_model_programs(model_file, classes, batch):
                 keep = ~near[want]
                 if not torch.equal(ids.to(torch.int32).reshape(-1)[keep], expected_ids[want].to(torch.int32)[keep]) or \
                         not torch.allclose(logits[keep], expected_logits[want][keep], rtol=1e-4, atol=1e-5):
-                    return f"differs from the module on example_input rows {want.start}..{want.stop - 1}"
+                    rows_text = f"row {want.start}" if want.stop - want.start == 1 else \
+                        f"rows {want.start}..{want.stop - 1}"
+                    return f"differs from the module on example_input {rows_text}"
         return None
 
     out = {}

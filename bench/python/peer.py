@@ -246,7 +246,10 @@ def main():
                     walk = walk[:max(MIN_WALK_ROWS, int(WALK_FLOPS // meta["full_model_flops"]))]
                 thresholds = torch.tensor(values, device=args.device) if tensor_thresholds else list(values)
                 if "model_file" in meta:  # correct before it is fast: checked against the module itself
-                    why = disagreement_with_module(fn, meta["model_file"], thresholds, args.device, sync)
+                    try:
+                        why = disagreement_with_module(fn, meta["model_file"], thresholds, args.device, sync)
+                    except Exception as e:  # noqa: BLE001 -- the user's module under this variant (a compiler's bug)
+                        why = f"fails on it: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
                     if why:
                         notes.append(f"{name}: {scenario} on {meta['config']['family']} not run ({why})")
                         continue
