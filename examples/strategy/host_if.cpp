@@ -9,7 +9,6 @@
 // and the registration line at the end.
 #include <algorithm>
 
-#include "condbench/exit_math.h"
 #include "condbench/flops.h"
 #include "torch/torch_strategy.h"
 
@@ -42,10 +41,11 @@ class HostIf final : public TorchStrategy {
           static_cast<double>(rows) * ((k < config.blocks ? block_flops(config, k) : 0) + head_flops(config));
       if (k < config.blocks) ++record().host_syncs;  // the if below reads the confidences here
       const float* l = logits.data_ptr<float>();
+      // the exit rule's score, the model's own (a model file may define it): [rows], read here
+      const at::Tensor score = k < config.blocks ? layers_->confidence(logits).contiguous() : at::Tensor();
       for (int64_t r = 0; r < rows; ++r) {
         if (exit_id[r] != 0) continue;
-        if (k < config.blocks && !(math::max_softmax(l + r * classes, static_cast<int>(classes)) > thresholds[k]))
-          continue;
+        if (k < config.blocks && !(score.data_ptr<float>()[r] > thresholds[k])) continue;
         exit_id[r] = k + 1;
         std::copy_n(l + r * classes, classes, out + r * classes);
         ++left;
