@@ -340,7 +340,12 @@ int main(int argc, char** argv) {
     condbench::nvtx::set_level(options.nvtx);
     for (const auto& [key, value] : condbench::run_context()) benchmark::AddCustomContext(key, value);
     benchmark::AddCustomContext("nvtx", condbench::nvtx::level_name(options.nvtx));
-    benchmark::AddCustomContext("weights", options.weights.empty() ? "seeded" : options.weights);
+    const bool built_in =
+        std::any_of(options.models.begin(), options.models.end(),
+                    [](const condbench::ModelSelection& m) { return !m.config.family->model_file(); });
+    benchmark::AddCustomContext("weights", !options.weights.empty() ? options.weights
+                                           : built_in               ? "seeded"
+                                                                    : "the model file's own");
     for (const condbench::ModelSelection& m : options.models)
       if (const condbench::ModelFileFamily* file = m.config.family->model_file())
         benchmark::AddCustomContext("model_file", file->description());

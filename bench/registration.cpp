@@ -242,7 +242,6 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   std::optional<ModelSelection> model_file;
   bool model_file_alone = false;
   if (given("--model-file")) {
-    if (flags.at("--model-file").empty()) fail("--model-file: needs a folder");
     try {
       model_file = ModelSelection{load_model_file(flags.at("--model-file")).config(), {}};
     } catch (const Error& e) {

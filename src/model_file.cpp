@@ -60,8 +60,8 @@ class PackageLayers final : public TorchLayers {
   at::Tensor head(int k, const at::Tensor& h) const override {
     return run(*loaders_.at(k < config().blocks ? 2 * k + 1 : loaders_.size() - 1), h);
   }
-  at::Tensor confidence(const at::Tensor& logits) const override {
-    return confidence_ ? run(*confidence_, logits) : TorchLayers::confidence(logits);
+  at::Tensor confidence(const at::Tensor& logits) const override {  // float32, whatever the module returns
+    return confidence_ ? run(*confidence_, logits).to(at::kFloat) : TorchLayers::confidence(logits);
   }
 
  private:
@@ -140,10 +140,16 @@ class ManifestReader {
   std::string folder_;
 };
 
+// A plain file inside the folder: a link could point anywhere, and a package is native code.
+bool plain_file(const fs::path& path) {
+  std::error_code ec;
+  return fs::symlink_status(path, ec).type() == fs::file_type::regular;
+}
+
 nlohmann::json read_manifest(const std::string& folder) {
   const fs::path path = fs::path(folder) / "manifest.json";
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec))
+  if (!plain_file(path))
     fail("model file " + folder + ": no manifest.json (a folder bench/python/model_file.py compile made?)");
   const auto size = fs::file_size(path, ec);
   if (ec || size > kMaxManifestBytes) fail("model file " + folder + ": manifest.json: unreadable or over 1 MiB");
@@ -213,12 +219,11 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
     confidence_package_ = m.text(json, "confidence_package");
     if (confidence_package_ != "confidence.pt2") m.bad("confidence_package", "not \"confidence.pt2\" or null");
   }
-  std::error_code ec;
   for (const ModelFilePart& part : parts_)
-    if (!fs::is_regular_file(fs::path(folder) / part.package, ec))
-      fail("model file " + folder + ": " + part.name + ": its package " + part.package + " is missing");
-  if (!confidence_package_.empty() && !fs::is_regular_file(fs::path(folder) / confidence_package_, ec))
-    fail("model file " + folder + ": confidence: its package " + confidence_package_ + " is missing");
+    if (!plain_file(fs::path(folder) / part.package))
+      fail("model file " + folder + ": " + part.name + ": its package " + part.package + " is missing (or a link)");
+  if (!confidence_package_.empty() && !plain_file(fs::path(folder) / confidence_package_))
+    fail("model file " + folder + ": confidence: its package " + confidence_package_ + " is missing (or a link)");
 
   const nlohmann::json& whole = m.field(json, "whole_model", "");
   if (!whole.is_object()) m.bad("whole_model", "not an object");
@@ -232,8 +237,8 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
       if (m.text(entry, "package", where + ".") != module + ".pt2")
         m.bad(where + ".package", "not \"" + module + ".pt2\"");
       w.path = (fs::path(folder) / (module + ".pt2")).string();
-      if (!fs::is_regular_file(w.path, ec))
-        fail("model file " + folder + ": " + module + ": its package " + module + ".pt2 is missing");
+      if (!plain_file(w.path))
+        fail("model file " + folder + ": " + module + ": its package " + module + ".pt2 is missing (or a link)");
     } else {
       w.unavailable = printable(m.text(entry, "unavailable", where + "."), 300);
     }
@@ -242,6 +247,7 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
   // The module's own forward on the reference rows.
   if (m.text(json, "reference") != "reference.pt") m.bad("reference", "not \"reference.pt\"");
   const std::string reference_path = (fs::path(folder) / "reference.pt").string();
+  if (!plain_file(reference_path)) fail("model file " + folder + ": reference.pt is missing (or a link)");
   std::map<std::string, std::vector<int64_t>> expected = {{"input", parts_.front().input_row}};
   for (int k = 0; k <= stages; ++k) expected["logits." + std::to_string(k)] = {classes_};
   for (int k = 0; k < stages; ++k) expected["confidence." + std::to_string(k)] = {};
@@ -269,7 +275,15 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
       fail("model file " + folder + ": reference.pt: '" + key + "' holds NaN or infinite values");
   reference_.input = held.at("input");
   for (int k = 0; k <= stages; ++k) reference_.logits.push_back(held.at("logits." + std::to_string(k)));
-  for (int k = 0; k < stages; ++k) reference_.confidence.push_back(held.at("confidence." + std::to_string(k)));
+  for (int k = 0; k < stages; ++k) {
+    // The scenarios' thresholds read 1 as "no row leaves here" and 0 as "every row does": a score
+    // must be in (0, 1], as the largest softmax probability is (docs/your-model.md).
+    const at::Tensor& score = held.at("confidence." + std::to_string(k));
+    if (!(score > 0).logical_and(score <= 1).all().item<bool>())
+      fail("model file " + folder + ": reference.pt: exit " + std::to_string(k + 1) +
+           "'s scores are not all in (0, 1]: the exit rule's score must be (docs/your-model.md)");
+    reference_.confidence.push_back(score);
+  }
 }
 
 ModelFileFamily::~ModelFileFamily() = default;
@@ -315,11 +329,17 @@ void ModelFileFamily::read_sizes(const StateDictShapes& /*state_dict*/, ModelCon
 double ModelFileFamily::block_flops(const ModelConfig& /*config*/, int block) const {
   return parts_.at(2 * block).flops_per_row;
 }
-double ModelFileFamily::head_flops(const ModelConfig& /*config*/) const { return parts_.at(1).flops_per_row; }
+// Head k is part 2k + 1 (exits[k]); the final head, k == stages, is the last part.
+const ModelFilePart& ModelFileFamily::head_part(int head) const {
+  return head < stages() ? parts_.at(2 * static_cast<size_t>(head) + 1) : parts_.back();
+}
+double ModelFileFamily::head_flops(const ModelConfig& /*config*/, int head) const {
+  return head_part(head).flops_per_row;
+}
 double ModelFileFamily::block_bytes(const ModelConfig& /*config*/, int block) const {
   return parts_.at(2 * block).bytes;
 }
-double ModelFileFamily::head_bytes(const ModelConfig& /*config*/) const { return parts_.at(1).bytes; }
+double ModelFileFamily::head_bytes(const ModelConfig& /*config*/, int head) const { return head_part(head).bytes; }
 
 std::shared_ptr<const TorchLayers> ModelFileFamily::layers(const ModelConfig& config,
                                                            std::vector<at::Tensor> /*params*/,
@@ -390,7 +410,7 @@ void check_against_module(Strategy& strategy, const ModelFileFamily& family, con
              std::to_string(got) + ", the module's " + std::to_string(expected));
       const at::Tensor want = ref.logits[expected - 1][r];
       const double off = (logits[j] - want).abs().sub(want.abs().mul(kLogitsRtol)).max().item<double>();
-      if (off > kLogitsAtol)
+      if (!(off <= kLogitsAtol))  // NaN logits too
         fail("differs from the module's own forward on reference row " + std::to_string(r) + ": its logits at exit " +
              std::to_string(expected) + " are off by more than " + std::to_string(kLogitsAtol) + " + " +
              std::to_string(kLogitsRtol) + " x |logit|");

@@ -116,8 +116,8 @@ TEST_P(CountersTest, BytesReadAreTheWeightsOfTheStagesRun) {
       const int deepest =
           std::string(name) == "masked" ? config.final_exit() : *std::max_element(seen.exits.begin(), seen.exits.end());
       double want = input_bytes;
-      for (int k = 0; k < std::min(deepest, config.blocks); ++k) want += block_bytes(config, k) + head_bytes(config);
-      if (deepest == config.final_exit()) want += head_bytes(config);
+      for (int k = 0; k < std::min(deepest, config.blocks); ++k) want += block_bytes(config, k) + head_bytes(config, k);
+      if (deepest == config.final_exit()) want += head_bytes(config, config.blocks);
       EXPECT_DOUBLE_EQ(seen.counters.bytes_read, want) << to_string(engine) << "/" << name << " batch " << batch;
     }
   }
@@ -173,9 +173,9 @@ TEST(Bytes, WeightsAndBiasesInFloats) {
   ModelConfig config = model_config("mlp");  // 32 -> 64 x3, 10 classes
   EXPECT_DOUBLE_EQ(block_bytes(config, 0), 4.0 * (32 * 64 + 64));
   EXPECT_DOUBLE_EQ(block_bytes(config, 1), 4.0 * (64 * 64 + 64));
-  EXPECT_DOUBLE_EQ(head_bytes(config), 4.0 * (64 * 10 + 10));
+  EXPECT_DOUBLE_EQ(head_bytes(config, 0), 4.0 * (64 * 10 + 10));
   EXPECT_DOUBLE_EQ(full_model_bytes(config),
-                   block_bytes(config, 0) + 2 * block_bytes(config, 1) + 4 * head_bytes(config));
+                   block_bytes(config, 0) + 2 * block_bytes(config, 1) + 4 * head_bytes(config, 0));
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ class ModelFile(unittest.TestCase):
         path = self.write("own.py", GOOD.replace("        self.final = nn.Linear(8, 3)", """        self.final = nn.Linear(8, 3)
 
     def confidence(self, logits):
-        return logits.max(-1).values"""))
+        return torch.sigmoid(logits.max(-1).values)"""))
         weights = os.path.join(self.dir.name, "w.pt")
         torch.save({k: torch.zeros_like(v) for k, v in self.load(path).state_dict().items()}, weights)
         result = check(path, "--weights", weights)
@@ -156,6 +156,11 @@ class ModelFile(unittest.TestCase):
 class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
                      "nn.ModuleList([nn.Linear(4, 8), Branchy()])"),
              "stages[1]: torch.export cannot trace it ("),
+            ("score.py", GOOD.replace("        self.final = nn.Linear(8, 3)\n", """        self.final = nn.Linear(8, 3)
+
+    def confidence(self, logits):
+        return 2 * torch.softmax(logits, -1).amax(-1)
+"""), "confidence(): scores outside (0, 1] for exits[0]'s logits"),
         ]
         for name, text, message in cases:
             with self.subTest(name):

@@ -174,6 +174,23 @@ class ModelFileRun(unittest.TestCase):
             self.assertEqual(cond["exit_ids"], [ids[r]])
             torch.testing.assert_close(torch.tensor(cond["logits"][0]), logits[r], rtol=1e-4, atol=1e-5)
 
+    def test_the_counters_use_each_parts_own_costs(self):
+        # the fresh model's final head (Linear 64 -> 6) costs more than its exit heads (Linear 4 -> 6)
+        out = os.path.join(self.dir.name, "fresh.json")
+        result = run(CONDBENCH, f"--model-file={self.fresh}", "--device=cpu", "--strategy=eager_host",
+                     "--scenario=exit:1,exit:3", "--batch=1", "--benchmark_min_time=0.01s", f"--benchmark_out={out}")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(os.path.join(self.fresh, "manifest.json")) as f:
+            parts = json.load(f)["parts"]
+        self.assertGreater(parts[4]["flops_per_row"], parts[1]["flops_per_row"])
+        with open(out) as f:
+            rows = {b["run_name"].split("/")[4]: b for b in json.load(f)["benchmarks"]
+                    if "/eager_host/" in b["name"] and b.get("run_type") == "iteration"}
+        for scenario, reached in (("exit:1", parts[:2]), ("exit:3", parts)):
+            with self.subTest(scenario=scenario):
+                self.assertEqual(rows[scenario]["flops_executed"], sum(p["flops_per_row"] for p in reached))
+                self.assertEqual(rows[scenario]["flops_useful"], sum(p["flops_per_row"] for p in reached))
+
     def test_the_mlp_as_a_model_file_agrees_with_the_builtin_family_on_its_weights(self):
         x = torch.randn(64, 32, generator=torch.Generator().manual_seed(5))
         with torch.no_grad():
@@ -274,12 +291,12 @@ class ModelFileRun(unittest.TestCase):
         shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(self.fresh, folder)
         ref = torch.load(os.path.join(folder, "reference.pt"))
-        ref["confidence.0"][3] = 2.0  # above even the threshold that no row passes (1.0)
+        ref["logits.0"][3] += 1.0  # where every row leaves at the first exit, row 3's logits now differ
         torch.save(ref, os.path.join(folder, "reference.pt"))
-        result, data = self.peer(folder, "py_eager_if", "--scenario=exit:3")
+        result, data = self.peer(folder, "py_eager_if", "--scenario=exit:1")
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("py_eager_if: exit:3 on fresh.py not run (differs from the module's own forward on reference "
-                      "row 3: exit 3, the module's 1)", result.stdout)
+        self.assertIn("py_eager_if: exit:1 on fresh.py not run (differs from the module's own forward on reference "
+                      "row 3: its logits at exit 1)", result.stdout)
         self.assertFalse([b for b in data["benchmarks"] if "py_eager_if" in b["name"]])
         # a model file changed since it was compiled: one line, exit 2
         changed = os.path.join(self.dir.name, "changed.py")
@@ -290,7 +307,7 @@ class ModelFileRun(unittest.TestCase):
         m["source"] = changed
         with open(os.path.join(folder, "manifest.json"), "w") as f:
             json.dump(m, f)
-        result, _ = self.peer(folder, "py_eager_if", "--scenario=exit:3")
+        result, _ = self.peer(folder, "py_eager_if", "--scenario=exit:1")
         self.assertEqual(result.returncode, 2)
         self.assertEqual(result.stderr.strip().splitlines()[-1],
                          f"peer: model file: {changed}: changed since it was compiled into {folder} (or its weights "
@@ -357,6 +374,15 @@ class ModelFileRun(unittest.TestCase):
         def whole_model_elsewhere(folder, m):
             m["whole_model"]["masked"] = {"package": "/etc/masked.pt2"}
 
+        def linked_package(folder, m):
+            os.remove(os.path.join(folder, "exit1.pt2"))
+            os.symlink(os.path.join(folder, "stage0.pt2"), os.path.join(folder, "exit1.pt2"))
+
+        def score_out_of_range(folder, m):
+            ref = torch.load(os.path.join(folder, "reference.pt"))
+            ref["confidence.1"][0] = 2.0
+            torch.save(ref, os.path.join(folder, "reference.pt"))
+
         def corrupt_package(folder, m):
             with open(os.path.join(folder, "stage0.pt2"), "wb") as f:
                 f.write(b"PK\x03\x04 not a package")
@@ -372,6 +398,8 @@ class ModelFileRun(unittest.TestCase):
             (old_format, "manifest.json: format: made by another condbench (format 1"),
             (not_json, "manifest.json: not a JSON object"),
             (whole_model_elsewhere, "manifest.json: whole_model.masked.package: not \"masked.pt2\""),
+            (linked_package, "exits[1]: its package exit1.pt2 is missing (or a link)"),
+            (score_out_of_range, "reference.pt: exit 2's scores are not all in (0, 1]"),
             (corrupt_package, "stages[0]: cannot load stage0.pt2"),
         ]
         for change, message in cases:
@@ -392,6 +420,8 @@ class ModelFileRun(unittest.TestCase):
                     self.assertEqual(result.returncode, 2, result.stderr)
                     self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
                     self.assertIn(message, result.stderr)
+        result = run(INFER, "--model-file=", "--thresholds=0.5")
+        self.assertEqual((result.returncode, result.stderr.strip()), (2, "condbench-infer: --model-file: needs a value (--model-file=...)"))
         # not with the flags that say another model
         result = run(INFER, f"--model-file={self.mlp}", "--blocks=2", "--thresholds=0.5,0.5")
         self.assertEqual(result.returncode, 2)

@@ -276,7 +276,7 @@ TEST(Transformer, CountersFollowTheRowsThatRan) {
   // The family's FLOPs: projections and FFN per token, attention per token pair.
   const double s = config.size("seq"), d = config.size("d_model"), f = config.size("ffn");
   EXPECT_DOUBLE_EQ(block_flops(config, 0), 2 * s * (4 * d * d + 2 * d * f) + 4 * s * s * d);
-  EXPECT_DOUBLE_EQ(head_flops(config), 2 * d * config.num_classes);
+  EXPECT_DOUBLE_EQ(head_flops(config, 0), 2 * d * config.num_classes);
   EXPECT_DOUBLE_EQ(block_bytes(config, 0), 4 * (4 * d * d + 2 * d * f + 9 * d + f));
 }
 

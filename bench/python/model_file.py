@@ -170,6 +170,11 @@ class ModelFile:
                         if not isinstance(score, torch.Tensor) or tuple(score.shape) != (batch,):
                             raise ProtocolError(f"{self.path}: confidence(): returned {shape_text(score)} for "
                                                 f"{name}'s logits, not a score per row [{batch}]")
+                        if not ((score > 0) & (score <= 1)).all():
+                            # condbench's scenarios read threshold 1 as "never" and 0 as "always"
+                            raise ProtocolError(f"{self.path}: confidence(): scores outside (0, 1] for {name}'s "
+                                                "logits; the exit rule's score must be in (0, 1], as the largest "
+                                                "softmax probability is")
                 traced.append((name, part, h, out))
                 if is_stage:
                     h, last_stage = out, name
@@ -292,6 +297,8 @@ def reference(model_file, traced_stages):
     what condbench checks each strategy against before timing it."""
     import torch
 
+    from early_exit import max_softmax
+
     x = model_file.input(REFERENCE_ROWS)
     out = {"input": x}
     with torch.no_grad():
@@ -301,7 +308,11 @@ def reference(model_file, traced_stages):
             logits = model_file.module.exits[k](h)
             out[f"logits.{k}"] = logits
             out[f"confidence.{k}"] = (model_file.module.confidence(logits) if model_file.custom_confidence
-                                      else torch.softmax(logits, -1).amax(-1))
+                                      else max_softmax(logits))
+            if not ((out[f"confidence.{k}"] > 0) & (out[f"confidence.{k}"] <= 1)).all():
+                raise ProtocolError(f"{model_file.path}: confidence(): scores outside (0, 1] on "
+                                    f"example_input({REFERENCE_ROWS}) at exits[{k}]; the exit rule's score must be in "
+                                    "(0, 1], as the largest softmax probability is")
         out[f"logits.{traced_stages}"] = model_file.module.final(h)
     return {k: v.detach().float().contiguous() for k, v in out.items()}
 
@@ -403,26 +414,28 @@ def compile_parts(model_file, weights, batch, cache):
     """Each part compiled with AOTInductor on the CPU into <cache>/models/<digest>-cpu/, with
     manifest.json beside the packages: built in a temporary folder, every package loaded back and
     checked against the module's own output, then renamed into place, so the folder is either whole
-    or absent. A folder already there is the same file, weights and torch: it is used as it is."""
+    or absent. A folder already there is the same file, weights and torch: it is used as it is,
+    nothing exported or compiled. Returns the folder."""
     import shutil
 
     import torch
 
+    source, weights_path = os.path.abspath(model_file.path), weights and os.path.abspath(weights)
+    final = os.path.join(cache, "models", f"{digest(model_file.path, weights)}-cpu")
+    if os.path.isfile(os.path.join(final, "manifest.json")):
+        remember_source(final, source, weights_path)
+        return final
     programs = []
     m = manifest(model_file, weights, batch, programs)
     m["format"], m["device"], m["torch"] = FORMAT, "cpu", torch.__version__.split("+")[0]  # as LibTorch says it
     m["confidence_package"] = None  # the default exit rule: condbench's own
     # where the module came from, for the Python peer, which runs the module itself (load_compiled)
-    m["source"], m["weights"] = os.path.abspath(model_file.path), weights and os.path.abspath(weights)
+    m["source"], m["weights"] = source, weights_path
     if model_file.custom_confidence:  # the exit rule's score, compiled as one more part
         logits = programs[1][3]
         programs.append(("confidence", model_file.export("confidence()", confidence_module(model_file.module), logits),
                          logits, model_file.module.confidence(logits).detach()))
     whole = whole_model_programs(model_file, m["classes"], batch)
-    final = os.path.join(cache, "models", f"{m['digest']}-cpu")
-    if os.path.isfile(os.path.join(final, "manifest.json")):
-        remember_source(final, m["source"], m["weights"])
-        return final, m
     os.makedirs(os.path.dirname(final), exist_ok=True)
     temp = f"{final}.tmp-{os.getpid()}"
     shutil.rmtree(temp, ignore_errors=True)
@@ -464,7 +477,7 @@ def compile_parts(model_file, weights, batch, cache):
                 raise  # not another process's whole folder: a real failure
     finally:
         shutil.rmtree(temp, ignore_errors=True)
-    return final, m
+    return final
 
 
 def load_compiled(folder):
@@ -479,10 +492,15 @@ def load_compiled(folder):
             raise ValueError("source or weights is not a path")
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ProtocolError(f"{path}: not a manifest model_file.py compile wrote ({first_line(e)})") from None
-    model_file = ModelFile(source, weights)
-    if digest(source, weights) != m.get("digest"):
+    # the digest before anything runs: a changed file, or another one, is never executed
+    try:
+        same = digest(source, weights) == m.get("digest")
+    except OSError as e:
+        raise ProtocolError(f"{source}: cannot be read ({first_line(e)})") from None
+    if not same:
         raise ProtocolError(f"{source}: changed since it was compiled into {folder} (or its weights did): "
                             "compile it again (scripts/run --model-file does)")
+    model_file = ModelFile(source, weights)
     return model_file, early_exit_view(model_file, classes)
 
 
@@ -506,7 +524,7 @@ def main(argv):
         else:
             from aoti_compile import cache_root  # condbench's cache, where its packages go too
 
-            folder, _ = compile_parts(model_file, args.weights, args.batch, args.cache or cache_root())
+            folder = compile_parts(model_file, args.weights, args.batch, args.cache or cache_root())
             print(folder)
     except ProtocolError as e:
         print(f"model_file: {e}", file=sys.stderr)

@@ -38,7 +38,7 @@ class HostIf final : public TorchStrategy {
       if (k < config.blocks) h = layers_->block(k, h);
       const at::Tensor logits = layers_->head(k, h);  // after the last block: the final head
       record().flops_executed +=
-          static_cast<double>(rows) * ((k < config.blocks ? block_flops(config, k) : 0) + head_flops(config));
+          static_cast<double>(rows) * ((k < config.blocks ? block_flops(config, k) : 0) + head_flops(config, k));
       if (k < config.blocks) ++record().host_syncs;  // the if below reads the confidences here
       const float* l = logits.data_ptr<float>();
       // the exit rule's score, the model's own (a model file may define it): [rows], read here

@@ -96,9 +96,9 @@ class ModelFamily {
 
   // Per row (docs/measured.md): FLOPs of block `block` and of one head; bytes of their parameters.
   virtual double block_flops(const ModelConfig& config, int block) const = 0;
-  virtual double head_flops(const ModelConfig& config) const = 0;
+  virtual double head_flops(const ModelConfig& config, int head) const = 0;
   virtual double block_bytes(const ModelConfig& config, int block) const = 0;
-  virtual double head_bytes(const ModelConfig& config) const = 0;
+  virtual double head_bytes(const ModelConfig& config, int head) const = 0;
 
   // The blocks and heads as LibTorch calls on `device`, on `params` (parameters() order, there).
   virtual std::shared_ptr<const TorchLayers> layers(const ModelConfig& config, std::vector<at::Tensor> params,

@@ -11,7 +11,8 @@
 namespace condbench {
 
 double block_flops(const ModelConfig& config, int block);  // per row
-double head_flops(const ModelConfig& config);              // one exit head or the final head, per row
+// Head `head` (0..blocks-1: exit head head+1; blocks: the final head), per row.
+double head_flops(const ModelConfig& config, int head);
 // Work a row must do to leave at exit_id (1..blocks+1).
 double useful_flops(const ModelConfig& config, int exit_id);
 // Every block and every head, once: what `masked` runs for each row.
@@ -20,7 +21,7 @@ double full_model_flops(const ModelConfig& config);
 // Bytes of a Linear's weights and bias (float): what computing it reads at the least, once per
 // inference whatever the batch (the bytes_read counter, the report's memory floor).
 double block_bytes(const ModelConfig& config, int block);
-double head_bytes(const ModelConfig& config);
+double head_bytes(const ModelConfig& config, int head);
 // Every block and every head.
 double full_model_bytes(const ModelConfig& config);
 

@@ -74,9 +74,9 @@ class ModelFileFamily final : public ModelFamily {
   std::string block_prefix() const override { return "stages."; }
   void read_sizes(const StateDictShapes& state_dict, ModelConfig& config) const override;
   double block_flops(const ModelConfig& config, int block) const override;
-  double head_flops(const ModelConfig& config) const override;
+  double head_flops(const ModelConfig& config, int head) const override;
   double block_bytes(const ModelConfig& config, int block) const override;
-  double head_bytes(const ModelConfig& config) const override;
+  double head_bytes(const ModelConfig& config, int head) const override;
   std::shared_ptr<const TorchLayers> layers(const ModelConfig& config, std::vector<at::Tensor> params,
                                             const at::Device& device) const override;
   std::string unsupported_on(std::string_view device) const override;
@@ -84,6 +84,7 @@ class ModelFileFamily final : public ModelFamily {
 
  private:
   int stages() const { return static_cast<int>(parts_.size() / 2); }
+  const ModelFilePart& head_part(int head) const;
 
   std::string folder_, digest_, torch_;
   int classes_ = 0;

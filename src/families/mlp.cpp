@@ -87,12 +87,16 @@ class Mlp final : public ModelFamily {
   double block_flops(const ModelConfig& c, int block) const override {
     return 2.0 * (block == 0 ? c.size("in_features") : c.size("hidden")) * c.size("hidden");
   }
-  double head_flops(const ModelConfig& c) const override { return 2.0 * c.size("hidden") * c.num_classes; }
+  double head_flops(const ModelConfig& c, int /*head*/) const override {
+    return 2.0 * c.size("hidden") * c.num_classes;
+  }
   // 2 FLOPs and 4 bytes per weight, and the bias
   double block_bytes(const ModelConfig& c, int block) const override {
     return 2.0 * block_flops(c, block) + 4.0 * c.size("hidden");
   }
-  double head_bytes(const ModelConfig& c) const override { return 2.0 * head_flops(c) + 4.0 * c.num_classes; }
+  double head_bytes(const ModelConfig& c, int head) const override {
+    return 2.0 * head_flops(c, head) + 4.0 * c.num_classes;
+  }
 
   std::shared_ptr<const TorchLayers> layers(const ModelConfig& c, std::vector<at::Tensor> params,
                                             const at::Device& /*device*/) const override {

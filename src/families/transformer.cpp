@@ -147,15 +147,17 @@ class Transformer final : public ModelFamily {
     return 2.0 * s * (4.0 * d * d + 2.0 * d * f) + 4.0 * s * s * d;
   }
   // A head reads token 0 only; its LayerNorm is not counted (like a bias or a ReLU).
-  double head_flops(const ModelConfig& c) const override { return 2.0 * c.size("d_model") * c.num_classes; }
+  double head_flops(const ModelConfig& c, int /*head*/) const override {
+    return 2.0 * c.size("d_model") * c.num_classes;
+  }
   // in_proj 3d^2 + 3d, out_proj d^2 + d, linear1 ffn d + ffn, linear2 d ffn + d, two norms 4d
   double block_bytes(const ModelConfig& c, int /*block*/) const override {
     const double d = c.size("d_model"), f = c.size("ffn");
     return 4.0 * (4.0 * d * d + 2.0 * d * f + 9.0 * d + f);
   }
   // The Linear's weights and bias (2 FLOPs, 4 bytes per weight), and the norm's two vectors.
-  double head_bytes(const ModelConfig& c) const override {
-    return 2.0 * head_flops(c) + 4.0 * c.num_classes + 8.0 * c.size("d_model");
+  double head_bytes(const ModelConfig& c, int head) const override {
+    return 2.0 * head_flops(c, head) + 4.0 * c.num_classes + 8.0 * c.size("d_model");
   }
 
   std::shared_ptr<const TorchLayers> layers(const ModelConfig& c, std::vector<at::Tensor> params,

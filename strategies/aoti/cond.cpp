@@ -35,8 +35,8 @@ class Cond final : public aoti::AotiStrategy {
     record.host_syncs = std::min(exit_id, c.blocks);
     record.flops_executed = useful_flops(c, exit_id);
     double bytes = static_cast<double>(c.row_elements()) * sizeof(float);
-    for (int k = 0; k < std::min(exit_id, c.blocks); ++k) bytes += block_bytes(c, k) + head_bytes(c);
-    if (exit_id == c.final_exit()) bytes += head_bytes(c);
+    for (int k = 0; k < std::min(exit_id, c.blocks); ++k) bytes += block_bytes(c, k) + head_bytes(c, k);
+    if (exit_id == c.final_exit()) bytes += head_bytes(c, c.blocks);
     record.bytes_read = bytes;
   }
 };

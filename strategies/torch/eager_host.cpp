@@ -48,8 +48,8 @@ const ExitOutput& EagerHost::do_run(const at::Tensor& input, const std::vector<f
     }
     const nvtx::ScopedRange range(nvtx::Level::stage, stages_.exit_test(k + 1));
     const at::Tensor fire = layers_->confidence(logits) > thresholds[k];
-    record().flops_executed += active * (block_flops(config, k) + head_flops(config));
-    record().bytes_read += block_bytes(config, k) + head_bytes(config);
+    record().flops_executed += active * (block_flops(config, k) + head_flops(config, k));
+    record().bytes_read += block_bytes(config, k) + head_bytes(config, k);
 
     // The host decision: one device->host read of the exit test.
     const at::Tensor fire_host = read_decision(fire, active);
@@ -76,8 +76,8 @@ const ExitOutput& EagerHost::do_run(const at::Tensor& input, const std::vector<f
     active -= fired;
   }
   const at::Tensor logits = layers_->head(config.blocks, h);
-  record().flops_executed += active * head_flops(config);
-  record().bytes_read += head_bytes(config);
+  record().flops_executed += active * head_flops(config, config.blocks);
+  record().bytes_read += head_bytes(config, config.blocks);
   write_rows(rows, logits, config.final_exit());
   return output();
 }

@@ -136,9 +136,10 @@ double grouped_flops(const ModelConfig& config, const std::vector<int>& ids,
   for (int k = 0; k < config.blocks; ++k) {
     const auto reaches = [k](int id) { return id > k; };
     flops += layer(config.size("hidden"), block_flops(config, k), reaches) +
-             layer(config.num_classes, head_flops(config), reaches);
+             layer(config.num_classes, head_flops(config, k), reaches);
   }
-  return flops + layer(config.num_classes, head_flops(config), [&](int id) { return id == config.final_exit(); });
+  return flops + layer(config.num_classes, head_flops(config, config.blocks),
+                       [&](int id) { return id == config.final_exit(); });
 }
 
 int multiprocessors() {

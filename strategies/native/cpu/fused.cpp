@@ -39,8 +39,8 @@ class FusedCpu final : public Strategy {
     const NativeModel native = model->native();
     config_ = native.config;
     in_features_ = config_.size("in_features");
-    final_head_flops_ = head_flops(config_);
-    final_head_bytes_ = head_bytes(config_);
+    final_head_flops_ = head_flops(config_, config_.blocks);
+    final_head_bytes_ = head_bytes(config_, config_.blocks);
     threads_ = at::get_num_threads();
     blocks_.clear();
     heads_.clear();
@@ -70,8 +70,8 @@ class FusedCpu final : public Strategy {
     stage_flops_.clear();
     stage_bytes_.clear();
     for (int k = 0; k < config_.blocks; ++k) {
-      stage_flops_.push_back(block_flops(config_, k) + head_flops(config_));
-      stage_bytes_.push_back(block_bytes(config_, k) + head_bytes(config_));
+      stage_flops_.push_back(block_flops(config_, k) + head_flops(config_, k));
+      stage_bytes_.push_back(block_bytes(config_, k) + head_bytes(config_, k));
     }
   }
 

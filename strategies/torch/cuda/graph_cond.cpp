@@ -80,8 +80,8 @@ class GraphCondTorch final : public TorchStrategy {
     const at::Tensor ids = io_.exit_id.to(at::kCPU);
     const int blocks = blocks_run_.item<int>();
     double flops = 0;
-    for (int k = 0; k < blocks; ++k) flops += block_flops(config, k) + head_flops(config);
-    if (ids.numel() && ids.max().item<int>() == config.final_exit()) flops += head_flops(config);
+    for (int k = 0; k < blocks; ++k) flops += block_flops(config, k) + head_flops(config, k);
+    if (ids.numel() && ids.max().item<int>() == config.final_exit()) flops += head_flops(config, config.blocks);
     record.flops_executed = flops * static_cast<double>(ids.numel());
     record.blocks_run = blocks;
   }

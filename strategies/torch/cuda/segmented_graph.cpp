@@ -55,7 +55,7 @@ class SegmentedGraph final : public TorchStrategy {
     for (int k = 0; k < blocks; ++k) {
       graphs_[k]->replay();
       ++record().launches;  // a replay is not an ATen call: recorded here
-      record().flops_executed += rows * (block_flops(config, k) + head_flops(config));
+      record().flops_executed += rows * (block_flops(config, k) + head_flops(config, k));
       readback_.read(any_left_[k].view({1}), any_left_host_);  // the host decides
       ++record().host_syncs;
       record().bytes_read_back += 1;  // one bool: is any row left?
@@ -63,7 +63,7 @@ class SegmentedGraph final : public TorchStrategy {
     }
     graphs_[blocks]->replay();
     ++record().launches;
-    record().flops_executed += rows * head_flops(config);
+    record().flops_executed += rows * head_flops(config, config.blocks);
     return output();
   }
 
