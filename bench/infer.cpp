@@ -226,7 +226,7 @@ int run(int argc, char** argv) {
     }
     std::unique_ptr<Strategy> strategy = info.make();
     strategy->prepare(model, rows);
-    const std::string who = std::string(to_string(info.device)) + "/" + to_string(info.engine) + "/" + info.name;
+    const std::string who = info.key();
     if (const ModelFileFamily* file = model->config().family->model_file()) try {
         check_against_module(*strategy, *file, options.thresholds, rows);
       } catch (const Error& e) {

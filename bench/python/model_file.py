@@ -291,36 +291,30 @@ def confidence_module(module):
     return Confidence()
 
 
-def reference(model_file, traced_stages):
-    """The module's own forward on example_input(REFERENCE_ROWS): the input, every head's logits
-    (logits.0 .. logits.<stages>, the last the final head's) and every exit's score (confidence.0 ..),
-    what condbench checks each strategy against before timing it."""
+def reference(model_file, view):
+    """The module's own forward (through its early-exit `view`) on example_input(REFERENCE_ROWS): the
+    input, every head's logits (logits.0 .. logits.<stages>, the last the final head's) and every
+    exit's score (confidence.0 ..), what condbench checks each strategy against before timing it."""
     import torch
-
-    from early_exit import max_softmax
 
     x = model_file.input(REFERENCE_ROWS)
     out = {"input": x}
     with torch.no_grad():
         h = x
-        for k, stage in enumerate(model_file.module.stages):
-            h = stage(h)
-            logits = model_file.module.exits[k](h)
+        for k in range(view.blocks):
+            h = view.block(k, h)
+            logits = view.head(k)(h)
             out[f"logits.{k}"] = logits
-            out[f"confidence.{k}"] = (model_file.module.confidence(logits) if model_file.custom_confidence
-                                      else max_softmax(logits))
+            out[f"confidence.{k}"] = view.confidence(logits)
             if not ((out[f"confidence.{k}"] > 0) & (out[f"confidence.{k}"] <= 1)).all():
                 raise ProtocolError(f"{model_file.path}: confidence(): scores outside (0, 1] on "
                                     f"example_input({REFERENCE_ROWS}) at exits[{k}]; the exit rule's score must be in "
                                     "(0, 1], as the largest softmax probability is")
-        out[f"logits.{traced_stages}"] = model_file.module.final(h)
+        out[f"logits.{view.blocks}"] = view.final(h)
     return {k: v.detach().float().contiguous() for k, v in out.items()}
 
 
-WHOLE_MODEL = ("cond", "masked")  # what condbench's aoti engine runs: strategies cond and masked
-
-
-def whole_model_programs(model_file, classes, batch):
+def whole_model_programs(model_file, view, batch):
     """The aoti engine's whole-model modules of bench/python/early_exit.py on this model, exported:
     {"cond": (program or the reason it cannot be, check), "masked": ...}. cond, the nested torch.cond
     generated from the stages, takes one row; masked any. check(run) compares a compiled program's
@@ -329,7 +323,6 @@ def whole_model_programs(model_file, classes, batch):
 
     from early_exit import DeployedCond, DeployedMasked, masked_forward
 
-    view = early_exit_view(model_file, classes)
     for p in view.parameters():
         p.requires_grad_(False)  # torch.export of torch.cond: frozen parameters, no no_grad region
     x = model_file.input(max(batch, 8))
@@ -435,7 +428,8 @@ def compile_parts(model_file, weights, batch, cache):
         logits = programs[1][3]
         programs.append(("confidence", model_file.export("confidence()", confidence_module(model_file.module), logits),
                          logits, model_file.module.confidence(logits).detach()))
-    whole = whole_model_programs(model_file, m["classes"], batch)
+    view = early_exit_view(model_file, m["classes"])
+    whole = whole_model_programs(model_file, view, batch)
     os.makedirs(os.path.dirname(final), exist_ok=True)
     temp = f"{final}.tmp-{os.getpid()}"
     shutil.rmtree(temp, ignore_errors=True)
@@ -466,7 +460,7 @@ def compile_parts(model_file, weights, batch, cache):
             m["whole_model"][module] = compile_whole_model(module, program, check,
                                                           os.path.join(temp, f"{module}.pt2"))
         with torch.no_grad():
-            torch.save(reference(model_file, len(model_file.module.stages)), os.path.join(temp, "reference.pt"))
+            torch.save(reference(model_file, view), os.path.join(temp, "reference.pt"))
         m["reference"] = "reference.pt"
         with open(os.path.join(temp, "manifest.json"), "w") as f:
             json.dump(m, f, indent=1)

@@ -77,12 +77,12 @@ def load_model_file(folder, device):
     return view.to(device).eval()
 
 
-def disagreement_with_module(fn, folder, thresholds, device, sync):
-    """A variant on a model file's reference rows (the module's own forward, which model_file.py
-    compile kept in reference.pt) with a scenario's thresholds: None when every row's exit id and
-    logits are the module's, else the first row that differs. A row whose score is within 1e-4 of
-    a threshold it reaches may go either way, as in condbench's check (src/model_file.cpp)."""
-    ref = torch.load(os.path.join(folder, "reference.pt"))
+def disagreement_with_module(fn, ref, thresholds, device, sync):
+    """A variant on a model file's reference rows (`ref`: the module's own forward, which
+    model_file.py compile kept in reference.pt) with a scenario's thresholds: None when every row's
+    exit id and logits are the module's, else the first row that differs. A row whose score is
+    within 1e-4 of a threshold it reaches may go either way, as in condbench's check
+    (src/model_file.cpp)."""
     limits = [float(t) for t in thresholds]
     for r in range(ref["input"].shape[0]):
         scores = [float(ref[f"confidence.{k}"][r]) for k in range(len(limits))]
@@ -230,6 +230,7 @@ def main():
         pool_all = torch.load(os.path.join(directory, "pool.pt")).to(args.device)
         pool = [pool_all[i:i + 1] for i in range(pool_all.shape[0])]
         runnable, skipped = variants(model, args.device)
+        reference = torch.load(os.path.join(meta["model_file"], "reference.pt")) if "model_file" in meta else None
         runnable += [(name + "_twin", *rest) for name, *rest in runnable if name in twins]
         notes += [f"{name}: skipped ({why})" for name, why in skipped if not wanted_variants or name in wanted_variants]
         for name, fn, host_syncs, tensor_thresholds in runnable:
@@ -247,7 +248,7 @@ def main():
                 thresholds = torch.tensor(values, device=args.device) if tensor_thresholds else list(values)
                 if "model_file" in meta:  # correct before it is fast: checked against the module itself
                     try:
-                        why = disagreement_with_module(fn, meta["model_file"], thresholds, args.device, sync)
+                        why = disagreement_with_module(fn, reference, thresholds, args.device, sync)
                     except Exception as e:  # noqa: BLE001 -- the user's module under this variant (a compiler's bug)
                         why = f"fails on it: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
                     if why:
