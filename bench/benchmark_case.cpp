@@ -261,8 +261,21 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
 }  // namespace
 
 void run_benchmark_case(benchmark::State& state, const BenchmarkCase& c) {
+  // Cases whose strategy found in prepare() that it cannot run the model, and why: Google Benchmark
+  // calls a case again for each repetition, and the answer will not change.
+  static std::map<std::string, std::string> not_runnable;
+  const std::string name = c.name();
+  if (const auto known = not_runnable.find(name); known != not_runnable.end()) {
+    state.SkipWithError(("skipped: " + known->second).c_str());
+    return;
+  }
   try {
     run_case(state, c);
+  } catch (const NotRunnable& e) {
+    current_case() = PreparedCase{};
+    const std::string what = e.what();
+    const std::string why = not_runnable.emplace(name, what.substr(0, what.find('\n'))).first->second;
+    state.SkipWithError(("skipped: " + why).c_str());
   } catch (const std::exception& e) {
     current_case() = PreparedCase{};  // a case that failed is made afresh if it is run again
     std::string what = e.what();

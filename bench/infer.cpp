@@ -225,7 +225,12 @@ int run(int argc, char** argv) {
       continue;
     }
     std::unique_ptr<Strategy> strategy = info.make();
-    strategy->prepare(model, rows);
+    try {
+      strategy->prepare(model, rows);
+    } catch (const NotRunnable& e) {  // found only in prepare (a capture refused): skipped, as above
+      out["skipped"].push_back({{"strategy", info.key()}, {"reason", one_line(e)}});
+      continue;
+    }
     const std::string who = info.key();
     if (const ModelFileFamily* file = model->config().family->model_file()) try {
         check_against_module(*strategy, *file, options.thresholds, rows);

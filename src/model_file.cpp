@@ -46,14 +46,16 @@ std::string package_of(const std::string& part) {
   return (stage ? "stage" : "exit") + part.substr(part.find('[') + 1, part.size() - part.find('[') - 2) + ".pt2";
 }
 
-// The blocks and heads as the packages' compiled code, on the CPU.
+// The blocks and heads as the packages' compiled code, on the device they were compiled for. On
+// CUDA a package runs on LibTorch's current stream (AOTInductor's runner takes a null stream as
+// that one): the strategy's stream, or the capture stream while a CUDA graph is captured.
 class PackageLayers final : public TorchLayers {
  public:
   PackageLayers(const ModelConfig& config, const std::string& folder, const std::vector<ModelFilePart>& parts,
-                const std::string& confidence_package)
+                const std::string& confidence_package, Device device)
       : TorchLayers(config) {
-    for (const ModelFilePart& part : parts) loaders_.push_back(load(folder, part.name, part.package));
-    if (!confidence_package.empty()) confidence_ = load(folder, "confidence", confidence_package);
+    for (const ModelFilePart& part : parts) loaders_.push_back(load(folder, part.name, part.package, device));
+    if (!confidence_package.empty()) confidence_ = load(folder, "confidence", confidence_package, device);
   }
 
   at::Tensor block(int k, const at::Tensor& h) const override { return run(*loaders_.at(2 * k), h); }
@@ -67,12 +69,15 @@ class PackageLayers final : public TorchLayers {
  private:
   using Loader = torch::inductor::AOTIModelPackageLoader;
 
-  static std::unique_ptr<Loader> load(const std::string& folder, const std::string& part, const std::string& package) {
+  static std::unique_ptr<Loader> load(const std::string& folder, const std::string& part, const std::string& package,
+                                      Device device) {
     const std::string path = (fs::path(folder) / package).string();
     try {
-      // One model, run single-threaded on the caller's thread: condbench runs one inference at a time.
+      // One model, run single-threaded on the caller's thread and stream with no wait: condbench
+      // runs one inference at a time (and the thread-safe runner's wait would block the host
+      // behind a held stream, as in the aoti engine's Package). CUDA: device 0, as everywhere.
       return std::make_unique<Loader>(path, "model", /*run_single_threaded=*/true, /*num_runners=*/1,
-                                      /*device_index=*/-1);
+                                      /*device_index=*/device == Device::cuda ? 0 : -1);
     } catch (const std::exception& e) {
       const std::string what = e.what();
       fail("model file " + folder + ": " + part + ": cannot load " + package + ": " + what.substr(0, what.find('\n')));
@@ -173,7 +178,9 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
   if (torch_ != TORCH_VERSION)
     fail("model file " + folder + ": compiled by torch " + printable(torch_) + ", this LibTorch is " + TORCH_VERSION +
          ": its packages are native code for that torch; compile the model file again with this one");
-  if (m.text(json, "device") != "cpu") m.bad("device", "not \"cpu\"");
+  const std::string device = m.text(json, "device");
+  if (device != "cpu" && device != "cuda") m.bad("device", "'" + printable(device) + "', not \"cpu\" or \"cuda\"");
+  device_ = device == "cuda" ? Device::cuda : Device::cpu;
   const std::string file = m.text(json, "file");
   if (file.empty() || file.size() > 64 ||
       file.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -296,7 +303,8 @@ ModelFileFamily::WholeModel ModelFileFamily::whole_model(const std::string& modu
 
 std::string ModelFileFamily::description() const {
   // No path: result files travel to other machines (the digest names the folder in the cache).
-  return name() + ", digest " + digest_ + ", compiled for the CPU by torch " + torch_;
+  return name() + ", digest " + digest_ + ", compiled for " + (device_ == Device::cuda ? "CUDA" : "the CPU") +
+         " by torch " + torch_;
 }
 
 std::vector<int64_t> ModelFileFamily::runs_batches(bool full) const {
@@ -347,14 +355,16 @@ std::shared_ptr<const TorchLayers> ModelFileFamily::layers(const ModelConfig& co
   if (const std::string why = unsupported_on(device.is_cuda() ? "cuda" : "cpu"); !why.empty()) fail(why);
   check(config);
   const std::lock_guard<std::mutex> lock(mutex_);
-  if (!loaded_) loaded_ = std::make_shared<PackageLayers>(config, folder_, parts_, confidence_package_);
+  if (!loaded_) loaded_ = std::make_shared<PackageLayers>(config, folder_, parts_, confidence_package_, device_);
   return loaded_;
 }
 
 std::string ModelFileFamily::unsupported_on(std::string_view device) const {
-  if (device == "cpu") return "";
-  return "the model file's parts are compiled for the CPU only (model_file.py compiles no " + std::string(device) +
-         " packages yet)";
+  if (device == to_string(device_)) return "";
+  // A package is native code for one device: the other device's are another folder.
+  return "the model file is compiled for " + std::string(device_ == Device::cuda ? "CUDA" : "the CPU") +
+         " (scripts/run --device=" + std::string(device) + " --model-file=FILE.py compiles it for " +
+         (device == "cuda" ? "CUDA" : "the CPU") + ")";
 }
 
 const ModelFileFamily& load_model_file(const std::string& folder) {

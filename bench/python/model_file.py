@@ -19,15 +19,17 @@ Weights are the module's own (model() must make the same ones on every call: see
 them), or a state_dict (torch.save) given with --weights, loaded strictly.
 A model file is code: loading it runs it, with your rights. Load only files you would run.
 
-usage: model_file.py check FILE [--weights STATE_DICT] [--batch N]
-       model_file.py compile FILE [--weights STATE_DICT] [--batch N] [--cache DIR]
+usage: model_file.py check FILE [--weights STATE_DICT] [--batch N] [--device cpu|cuda]
+       model_file.py compile FILE [--weights STATE_DICT] [--batch N] [--device cpu|cuda] [--cache DIR]
 
 check loads FILE, runs every part on example_input(N) (default 2) and checks what each returns,
 exports every stage, exit and the final head with torch.export (the batch dynamic), and prints the
 manifest as JSON: the parts in order with their input and output shapes (the batch as "rows"),
 FLOPs per row (torch.utils.flop_counter) and bytes of parameters and buffers, the classes, and a
-digest of the file, the weights and the torch version. compile does the same, then compiles each
-part with AOTInductor for the CPU into <cache>/models/<digest>-cpu/ (each package loaded back and
+digest of the file, the weights, the device and the torch version. compile does the same, then
+compiles each part with AOTInductor for the device (default the CPU; cuda where a GPU is, on the
+machine that runs it: a CUDA package is native code for that GPU and that torch) into
+<cache>/models/<digest>-<device>/ (each package loaded back and
 checked against the module's own output; the folder whole or absent, reused when there), and the
 aoti engine's whole-model modules generated from the stages (nested torch.cond: cond.pt2; masking:
 masked.pt2; each checked, or marked unavailable with the reason), and prints the folder. Anything wrong is one line naming the file and the part, exit code 2.
@@ -63,11 +65,14 @@ def shape_text(value):
 class ModelFile:
     """The module a model file makes, with its example input and exit rule, checked part by part."""
 
-    def __init__(self, path, weights=None):
+    def __init__(self, path, weights=None, device="cpu"):
         import torch
         from torch import nn
 
-        self.path = path
+        self.path, self.device = path, device
+        if device == "cuda" and not torch.cuda.is_available():
+            raise ProtocolError(f"{path}: --device cuda: no CUDA device here (a model file is compiled for CUDA on "
+                                "the machine with the GPU)")
         if not os.path.isfile(path):
             raise ProtocolError(f"{path}: no such file")
         try:
@@ -116,7 +121,7 @@ class ModelFile:
                 module.load_state_dict(state, strict=True)
             except Exception as e:
                 raise ProtocolError(f"{path}: --weights {weights}: does not fit model() ({first_line(e)})") from None
-        self.module = module.eval()
+        self.module = module.eval().to(device)
 
     def call(self, part, function, *args):
         try:
@@ -134,7 +139,7 @@ class ModelFile:
             raise ProtocolError(f"{self.path}: example_input({batch}): returned {shape_text(x)}"
                                 f"{'' if not isinstance(x, torch.Tensor) else ' ' + str(x.dtype)}, not a float "
                                 f"tensor [{batch}, ...]")
-        return x
+        return x.to(self.device)
 
     def parts(self):
         """(name, module) in the order an inference reaches them: stage k, then exit k; the final head."""
@@ -242,7 +247,7 @@ def costs(part, example):
     return counter.get_total_flops(), sum(t.numel() * t.element_size() for t in tensors)
 
 
-def digest(path, weights):
+def digest(path, weights, device):
     import torch
 
     h = hashlib.sha256()
@@ -250,6 +255,8 @@ def digest(path, weights):
         with open(name, "rb") as f:
             h.update(f.read())
     h.update(torch.__version__.encode())
+    if device != "cpu":  # the CPU's digests are those of the folders compiled before CUDA ones could be
+        h.update(f"device {device}".encode())
     h.update(f"format {FORMAT}".encode())
     return h.hexdigest()[:16]
 
@@ -266,7 +273,7 @@ def manifest(model_file, weights, batch, programs=None):
         flops, size = costs(part, x)
         parts.append({"name": name, "input": ["rows", *x.shape[1:]], "output": ["rows", *out.shape[1:]],
                       "flops_per_row": flops, "bytes": size})
-    return {"file": os.path.basename(model_file.path), "digest": digest(model_file.path, weights),
+    return {"file": os.path.basename(model_file.path), "digest": digest(model_file.path, weights, model_file.device),
             "stages": len(model_file.module.stages), "classes": classes,
             "confidence": "confidence()" if model_file.custom_confidence else "max softmax", "parts": parts}
 
@@ -311,7 +318,7 @@ def reference(model_file, view):
                                     f"example_input({REFERENCE_ROWS}) at exits[{k}]; the exit rule's score must be in "
                                     "(0, 1], as the largest softmax probability is")
         out[f"logits.{view.blocks}"] = view.final(h)
-    return {k: v.detach().float().contiguous() for k, v in out.items()}
+    return {k: v.detach().float().cpu().contiguous() for k, v in out.items()}
 
 
 def whole_model_programs(model_file, view, batch):
@@ -404,7 +411,7 @@ def remember_source(folder, source, weights):
 
 
 def compile_parts(model_file, weights, batch, cache):
-    """Each part compiled with AOTInductor on the CPU into <cache>/models/<digest>-cpu/, with
+    """Each part compiled with AOTInductor for the model file's device into <cache>/models/<digest>-<device>/, with
     manifest.json beside the packages: built in a temporary folder, every package loaded back and
     checked against the module's own output, then renamed into place, so the folder is either whole
     or absent. A folder already there is the same file, weights and torch: it is used as it is,
@@ -414,13 +421,13 @@ def compile_parts(model_file, weights, batch, cache):
     import torch
 
     source, weights_path = os.path.abspath(model_file.path), weights and os.path.abspath(weights)
-    final = os.path.join(cache, "models", f"{digest(model_file.path, weights)}-cpu")
+    final = os.path.join(cache, "models", f"{digest(model_file.path, weights, model_file.device)}-{model_file.device}")
     if os.path.isfile(os.path.join(final, "manifest.json")):
         remember_source(final, source, weights_path)
         return final
     programs = []
     m = manifest(model_file, weights, batch, programs)
-    m["format"], m["device"], m["torch"] = FORMAT, "cpu", torch.__version__.split("+")[0]  # as LibTorch says it
+    m["format"], m["device"], m["torch"] = FORMAT, model_file.device, torch.__version__.split("+")[0]  # as LibTorch says it
     m["confidence_package"] = None  # the default exit rule: condbench's own
     # where the module came from, for the Python peer, which runs the module itself (load_compiled)
     m["source"], m["weights"] = source, weights_path
@@ -481,14 +488,16 @@ def load_compiled(folder):
     try:
         with open(path) as f:
             m = json.load(f)
-        source, weights, classes = m["source"], m["weights"], int(m["classes"])
+        source, weights, classes, device = m["source"], m["weights"], int(m["classes"]), m["device"]
         if not isinstance(source, str) or not (weights is None or isinstance(weights, str)):
             raise ValueError("source or weights is not a path")
+        if device not in ("cpu", "cuda"):
+            raise ValueError("device is not cpu or cuda")
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ProtocolError(f"{path}: not a manifest model_file.py compile wrote ({first_line(e)})") from None
     # the digest before anything runs: a changed file, or another one, is never executed
     try:
-        same = digest(source, weights) == m.get("digest")
+        same = digest(source, weights, device) == m.get("digest")
     except OSError as e:
         raise ProtocolError(f"{source}: cannot be read ({first_line(e)})") from None
     if not same:
@@ -505,6 +514,8 @@ def main(argv):
     parser.add_argument("file")
     parser.add_argument("--weights")
     parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                        help="what the packages run on (compile); cuda compiles on this machine's GPU")
     parser.add_argument("--cache", help="compile: the cache (default: condbench's, as aoti_compile.py's)")
     args = parser.parse_args(argv)
     if not 2 <= args.batch <= 4096:
@@ -512,7 +523,7 @@ def main(argv):
         print(f"model_file: --batch {args.batch}: not in 2..4096", file=sys.stderr)
         return 2
     try:
-        model_file = ModelFile(args.file, args.weights)
+        model_file = ModelFile(args.file, args.weights, args.device)
         if args.command == "check":
             print(json.dumps(manifest(model_file, args.weights, args.batch), indent=1))
         else:

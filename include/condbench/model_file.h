@@ -3,7 +3,8 @@
 // bench/python/model_file.py into a folder condbench reads as one more model family.
 //
 //   <folder>/manifest.json         the parts in order (stages[k], exits[k], ..., final): shapes,
-//                                  FLOPs and bytes per row, package; classes; torch version; digest
+//                                  FLOPs and bytes per row, package; classes; the device (cpu or
+//                                  cuda) and torch version the packages are compiled for; digest
 //   <folder>/stage0.pt2, exit0.pt2, ..., final.pt2 [, confidence.pt2]   AOTInductor packages
 //   <folder>/cond.pt2, masked.pt2  the aoti engine's whole-model modules, where they could be made
 //   <folder>/reference.pt          the module's own forward on example_input(64): the input, every
@@ -52,6 +53,7 @@ class ModelFileFamily final : public ModelFamily {
 
   const std::string& folder() const { return folder_; }
   const std::string& digest() const { return digest_; }
+  Device device() const { return device_; }  // what the packages run on
   // "cnn.py, digest 1a2b..., compiled for the CPU by torch 2.15.0", for the result's context.
   std::string description() const;
   const ModelFileReference& reference() const { return reference_; }
@@ -87,6 +89,7 @@ class ModelFileFamily final : public ModelFamily {
   const ModelFilePart& head_part(int head) const;
 
   std::string folder_, digest_, torch_;
+  Device device_ = Device::cpu;  // what the packages were compiled for
   int classes_ = 0;
   std::vector<ModelFilePart> parts_;  // stages[0], exits[0], stages[1], ..., final
   std::string confidence_package_;    // "" when the exit rule is the largest softmax probability

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "condbench/counters.h"
+#include "condbench/error.h"
 #include "condbench/model.h"
 
 namespace condbench {
@@ -42,6 +43,14 @@ struct ExitOutput {
 // Why a strategy cannot run a configuration ("needs 80 KiB of shared memory per block, the GPU
 // has 48"), or nullopt when it can.
 using Unsupported = std::optional<std::string>;
+
+// Thrown by a strategy's prepare() that finds only then that it cannot run the model: a CUDA graph
+// that cannot capture a model file's compiled code, which no check before capturing can tell. The
+// case is skipped with the reason, as an Unsupported one is, not failed.
+class NotRunnable : public Error {
+ public:
+  using Error::Error;
+};
 
 // The answer of a strategy whose arithmetic is the MLP's own (the native engine's kernels and
 // loops, written for Linear + ReLU): why it cannot run a model of another family.

@@ -32,16 +32,18 @@ class SegmentedGraph final : public TorchStrategy {
     const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
     side.synchronize();
     const c10::cuda::CUDAStreamGuard on_side(side);
-    for (int k = 0; k <= config.blocks; ++k) stage(k);  // warm-up, eagerly
-    side.synchronize();
-    const auto pool = at::cuda::graph_pool_handle();  // one pool: stage k reads what stage k-1 left
-    graphs_.clear();
-    for (int k = 0; k <= config.blocks; ++k) {
-      graphs_.push_back(std::make_unique<at::cuda::CUDAGraph>());
-      TorchGraphCapture capture(*graphs_.back(), pool);
-      stage(k);
-      capture.end();
-    }
+    capture_layers(config, [&] {
+      for (int k = 0; k <= config.blocks; ++k) stage(k);  // warm-up, eagerly
+      side.synchronize();
+      const auto pool = at::cuda::graph_pool_handle();  // one pool: stage k reads what stage k-1 left
+      graphs_.clear();
+      for (int k = 0; k <= config.blocks; ++k) {
+        graphs_.push_back(std::make_unique<at::cuda::CUDAGraph>());
+        TorchGraphCapture capture(*graphs_.back(), pool);
+        stage(k);
+        capture.end();
+      }
+    });
     side.synchronize();
   }
 

@@ -4,8 +4,11 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 
 #include <cstdio>
+#include <string>
 
 #include "condbench/cuda/check.h"
+#include "condbench/family.h"
+#include "condbench/strategy.h"
 
 namespace condbench {
 
@@ -42,6 +45,18 @@ void end_host_routing(at::cuda::MempoolId_t pool) noexcept {
 }
 
 }  // namespace
+
+void capture_layers(const ModelConfig& config, const std::function<void()>& capture) {
+  try {
+    capture();
+  } catch (const std::exception& e) {
+    if (!config.family->model_file()) throw;
+    (void)cudaGetLastError();  // a refused capture's error must not fail the next case
+    const std::string what = e.what();
+    throw NotRunnable("its CUDA graph cannot capture the model file's AOTInductor packages: " +
+                      what.substr(0, what.find('\n')));
+  }
+}
 
 TorchGraphCapture::TorchGraphCapture(at::cuda::CUDAGraph& graph, at::cuda::MempoolId_t pool)
     : scope_([&graph, pool] { graph.capture_begin(pool); },  //

@@ -17,6 +17,13 @@
 
 namespace condbench {
 
+// Runs `capture`: a strategy's warm-up and capture of the model's layers. A model file's layers are
+// AOTInductor's compiled code, which a capture may refuse (a synchronising call, a read on the
+// host): then the strategy cannot run that model, and this throws NotRunnable with CUDA's reason
+// (the guards below have closed the capture). A built-in family's capture failing is condbench's
+// own bug: it stays an error.
+void capture_layers(const ModelConfig& config, const std::function<void()>& capture);
+
 // A capture with at::cuda::CUDAGraph, as a scope. CUDAGraph's destructor does not end a capture
 // that an exception abandoned, and the thread may then neither cudaMalloc nor synchronise the
 // device. On that path this ends the stream's capture (destroying the partial graph), then asks
