@@ -329,6 +329,42 @@ class ModelFileRun(unittest.TestCase):
         self.assertEqual(skipped["cpu/aoti/cond"], "torch.export cannot trace the model's cond module (because)")
         self.assertIn("aoti/masked", {f'{s["engine"]}/{s["strategy"]}' for s in out["strategies"]})
 
+    def test_a_folder_compiled_for_the_other_device_is_skipped_there_with_the_reason(self):
+        # What a folder compiled for CUDA (model_file.py compile --device cuda, on a GPU machine)
+        # does on a CPU run: its manifest says cuda, and no CPU strategy loads its packages.
+        folder = os.path.join(self.dir.name, "for_cuda")
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(self.mlp, folder)
+        with open(os.path.join(folder, "manifest.json")) as f:
+            m = json.load(f)
+        m["device"] = "cuda"
+        with open(os.path.join(folder, "manifest.json"), "w") as f:
+            json.dump(m, f)
+        why = "the model file is compiled for CUDA (scripts/run --device=cpu --model-file=FILE.py compiles it for the CPU)"
+        result, _ = self.infer(f"--model-file={folder}", "--strategy=eager_host", "--thresholds=0.5,0.5,0.5")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(result.stderr.strip(),
+                         f"condbench-infer: no strategy selected can run this: cpu/torch/eager_host: {why}")
+        out = os.path.join(self.dir.name, "for_cuda.json")
+        result = run(CONDBENCH, "--device=cpu", f"--model-file={folder}", "--strategy=eager_host,cond", "--batch=1",
+                     "--scenario=exit:1", "--benchmark_min_time=0.001", f"--benchmark_out={out}")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(out) as f:
+            doc = json.load(f)
+        rows = [b for b in doc["benchmarks"] if b["name"].startswith("early_exit/")]
+        self.assertEqual({b["name"].split("/")[3] for b in rows}, {"eager_host", "cond"})
+        for b in rows:
+            self.assertEqual(b["error_message"], f"skipped: {why}", b["name"])
+        self.assertIn("compiled for CUDA by torch", doc["context"]["model_file"])
+        # Compiling for CUDA needs the GPU, on the machine that runs it.
+        if not torch.cuda.is_available():
+            result = run(sys.executable, os.path.join(ROOT, "bench", "python", "model_file.py"), "compile",
+                         self.fresh_path, "--device", "cuda", "--cache", os.path.join(self.dir.name, "no-gpu"))
+            self.assertEqual(result.returncode, 2, result.stderr)
+            self.assertEqual(result.stderr.strip(), f"model_file: {self.fresh_path}: --device cuda: no CUDA device "
+                             "here (a model file is compiled for CUDA on the machine with the GPU)")
+            self.assertFalse(os.path.exists(os.path.join(self.dir.name, "no-gpu", "models")))
+
     def test_a_folder_that_cannot_be_used_is_one_line_naming_it_and_the_part(self):
         def broken(name, change):
             folder = os.path.join(self.dir.name, name)
@@ -366,6 +402,9 @@ class ModelFileRun(unittest.TestCase):
         def old_format(folder, m):
             m["format"] = 1
 
+        def other_device(folder, m):
+            m["device"] = "tpu"
+
         def not_json(folder, m):
             with open(os.path.join(folder, "manifest.json"), "w") as f:
                 f.write("{ not json")
@@ -396,6 +435,7 @@ class ModelFileRun(unittest.TestCase):
             (huge_row, "parts[0].input: more than 4194304 per row"),
             (no_reference, "reference.pt"),
             (old_format, "manifest.json: format: made by another condbench (format 1"),
+            (other_device, "manifest.json: device: 'tpu', not \"cpu\" or \"cuda\""),
             (not_json, "manifest.json: not a JSON object"),
             (whole_model_elsewhere, "manifest.json: whole_model.masked.package: not \"masked.pt2\""),
             (linked_package, "exits[1]: its package exit1.pt2 is missing (or a link)"),

@@ -75,8 +75,8 @@ TEST(CudaModelFile, EveryStrategyAgreesWithTheModule) {
         } catch (const std::exception& e) {
           ADD_FAILURE() << what << ", thresholds " << ::testing::PrintToString(thresholds) << ": " << e.what();
         }
-      std::cout << "  " << what << ": agrees with the module on " << family.reference().input.size(0)
-                << " rows x " << sets.size() << " threshold sets\n";
+      std::cout << "  " << what << ": agrees with the module on " << family.reference().input.size(0) << " rows x "
+                << sets.size() << " threshold sets\n";
       ran.insert(info.key());
     }
   }
