@@ -189,18 +189,22 @@ std::shared_ptr<const TorchLayers> EarlyExitModelImpl::layers(const at::Device& 
 
 at::Tensor EarlyExitModelImpl::exit_confidences(const at::Tensor& x) const {
   const at::NoGradGuard no_grad;
-  const std::shared_ptr<const TorchLayers> l = layers(x.device());
+  // Where x is, unless the family runs on the other device only (a model file compiled for CUDA
+  // calibrates its scenarios on the GPU): then there, the scores brought back to x's device.
+  const bool here = config_.family->unsupported_on(x.is_cuda() ? "cuda" : "cpu").empty();
+  const at::Device device = here ? x.device() : x.is_cuda() ? at::Device(at::kCPU) : at::Device(at::kCUDA, 0);
+  const std::shared_ptr<const TorchLayers> l = layers(device);
   // In slices of rows, so a large model's intermediates (a transformer's [rows, seq, ffn]) stay small.
   constexpr int64_t kSlice = 256;
   std::vector<at::Tensor> slices;
   for (int64_t start = 0; start < x.size(0); start += kSlice) {
     std::vector<at::Tensor> confidences;
-    at::Tensor h = x.narrow(0, start, std::min(kSlice, x.size(0) - start));
+    at::Tensor h = x.narrow(0, start, std::min(kSlice, x.size(0) - start)).to(device);
     for (int k = 0; k < config_.blocks; ++k) {
       h = l->block(k, h);
       confidences.push_back(l->confidence(l->head(k, h)));
     }
-    slices.push_back(at::stack(confidences, 1));
+    slices.push_back(at::stack(confidences, 1).to(x.device()));
   }
   return at::cat(slices, 0);
 }

@@ -70,7 +70,8 @@ class EarlyExitModelImpl : public torch::nn::Module {
   // The blocks and heads on `device`, their parameters copied there.
   std::shared_ptr<const TorchLayers> layers(const at::Device& device) const;
 
-  // max softmax at every exit head for every row, running the full depth: [rows, blocks].
+  // The exit rule's score at every exit head for every row, running the full depth: [rows, blocks],
+  // on x's device (computed on the device the family runs on).
   at::Tensor exit_confidences(const at::Tensor& x) const;
 
  private:
