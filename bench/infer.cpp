@@ -19,6 +19,7 @@
 #include "condbench/model_files.h"
 #include "condbench/torch_device.h"
 #include "condbench/workload.h"
+#include "model_file_compile.h"
 
 namespace condbench {
 namespace {
@@ -37,7 +38,7 @@ struct Options {
 void print_usage(std::ostream& out) {
   out << "usage: condbench-infer [--weights=FILE [SIZES] | --seed=N [--model=FAMILY] [SIZES] --num-classes=N "
          "--blocks=N\n"
-         "                        | --model-file=DIR]\n"
+         "                        | --model-file=FILE.py|DIR [--model-weights=FILE]]\n"
          "                       [--input=FILE | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
          "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
          "  the family (default "
@@ -51,8 +52,9 @@ void print_usage(std::ostream& out) {
           << axis.help << ", default " << axis.fallback << ")";
     out << "\n";
   }
-  out << "  --model-file: your model as bench/python/model_file.py compiled it (docs/your-model.md); each\n"
-         "  strategy is first checked against the module's own forward on the folder's reference rows\n";
+  out << "  --model-file: your model (docs/your-model.md): its Python file, compiled by bench/python/model_file.py\n"
+         "  for the device (cached; --model-weights: a state_dict for it), or the folder that made; each strategy\n"
+         "  is first checked against the module's own forward on the folder's reference rows\n";
 }
 
 std::string shape_text(at::IntArrayRef sizes) {
@@ -77,9 +79,9 @@ std::string whose(const std::string& key) {
 }
 
 Options parse_options(int argc, char** argv) {
-  std::vector<std::string> names = {"--weights",    "--seed",   "--model",    "--num-classes",
-                                    "--blocks",     "--input",  "--batch",    "--input-seed",
-                                    "--thresholds", "--device", "--strategy", "--model-file"};
+  std::vector<std::string> names = {"--weights",  "--seed",       "--model",        "--num-classes", "--blocks",
+                                    "--input",    "--batch",      "--input-seed",   "--thresholds",  "--device",
+                                    "--strategy", "--model-file", "--model-weights"};
   std::vector<const FamilyAxis*> axes;  // every family's sizes, each flag once
   for (const ModelFamily* family : model_families())
     for (const FamilyAxis& axis : family->axes())
@@ -110,11 +112,18 @@ Options parse_options(int argc, char** argv) {
       if (given(f)) fail(std::string(f) + ": not with --model-file (the model file gives the model)");
     if (!sizes.empty())
       fail(flag_of.at(sizes.begin()->first) + ": not with --model-file (the model file gives the model)");
+    const std::vector<Device> devices =
+        given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
+    const std::string folder =
+        model_file_folder(flags.at("--model-file"), given("--model-weights") ? flags.at("--model-weights") : "",
+                          model_file_device(devices));
     try {
-      options.source.config = load_model_file(flags.at("--model-file")).config();
+      options.source.config = load_model_file(folder).config();
     } catch (const Error& e) {
       fail(std::string("--model-file: ") + e.what());
     }
+  } else if (given("--model-weights")) {
+    fail("--model-weights: only with --model-file=FILE.py");
   } else if (given("--weights")) {
     for (const char* f : {"--seed", "--model", "--num-classes", "--blocks"})
       if (given(f)) fail(std::string(f) + ": not with --weights (the file gives the model)");

@@ -13,6 +13,7 @@
 #include "condbench/error.h"
 #include "condbench/family.h"
 #include "condbench/model_file.h"
+#include "model_file_compile.h"
 
 namespace condbench {
 
@@ -36,9 +37,11 @@ constexpr FlagSpec kFlags[] = {
     {"--blocks", "N[,N...]", "the model's depth: blocks, or layers (default: the family's)", true},
     {"--weights", "FILE", "a PyTorch state_dict (torch.save); family and sizes come from it (default: seeded weights)",
      true},
-    {"--model-file", "DIR",
-     "your model, compiled by bench/python/model_file.py (scripts/run --model-file=FILE.py does both); "
-     "docs/your-model.md",
+    {"--model-file", "FILE.py|DIR",
+     "your model (docs/your-model.md): its Python file, compiled for the run's device by "
+     "bench/python/model_file.py (cached), or the folder that made",
+     true},
+    {"--model-weights", "FILE", "with --model-file=FILE.py: a state_dict for its module (default: its own weights)",
      true},
     {"--full", nullptr, "the full grid: every family's full sweep of sizes, depths and batches (below)"},
     {"--threads", "N", "LibTorch's intra-op threads (default: LibTorch's choice)"},
@@ -241,9 +244,13 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   // size flag or --weights, beside what they select.
   std::optional<ModelSelection> model_file;
   bool model_file_alone = false;
+  if (given("--model-weights") && !given("--model-file")) fail("--model-weights: only with --model-file=FILE.py");
   if (given("--model-file")) {
+    const std::string folder =
+        model_file_folder(flags.at("--model-file"), given("--model-weights") ? flags.at("--model-weights") : "",
+                          model_file_device(options.devices));
     try {
-      model_file = ModelSelection{load_model_file(flags.at("--model-file")).config(), {}};
+      model_file = ModelSelection{load_model_file(folder).config(), {}};
     } catch (const Error& e) {
       fail(std::string("--model-file: ") + e.what());
     }

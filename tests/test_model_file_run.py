@@ -75,8 +75,9 @@ def example_input(batch):
 '''
 
 
-def run(*args):
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=600)
+def run(*args, env=None):
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=600,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def compile_model(path):
@@ -329,6 +330,49 @@ class ModelFileRun(unittest.TestCase):
         self.assertEqual(skipped["cpu/aoti/cond"], "torch.export cannot trace the model's cond module (because)")
         self.assertIn("aoti/masked", {f'{s["engine"]}/{s["strategy"]}' for s in out["strategies"]})
 
+    def test_the_tools_compile_the_python_file_themselves(self):
+        # --model-file=FILE.py: compiled by model_file.py into the cache (here the tests'), then
+        # read as its folder: the same results as the folder given, the same digest.
+        cache = {"CONDBENCH_AOTI_DIR": CACHE}
+        x = self.save_input(torch.randn(12, 4, 16, generator=torch.Generator().manual_seed(5)), "py.pt")
+        args = ("--device=cpu", f"--input={x}", "--thresholds=0.3,0.3", "--strategy=eager_host,masked")
+        from_py = run(INFER, f"--model-file={self.fresh_path}", *args, env=cache)
+        from_folder = run(INFER, f"--model-file={self.fresh}", *args)
+        self.assertEqual(from_py.returncode, 0, from_py.stderr)
+        self.assertEqual(json.loads(from_py.stdout), json.loads(from_folder.stdout))
+        out = os.path.join(self.dir.name, "from_py.json")
+        result = run(CONDBENCH, "--device=cpu", f"--model-file={self.fresh_path}", "--strategy=eager_host", "--batch=1",
+                     "--scenario=exit:1", "--benchmark_min_time=0.001", f"--benchmark_out={out}", env=cache)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(out) as f:
+            context = json.load(f)["context"]
+        with open(os.path.join(self.fresh, "manifest.json")) as f:
+            self.assertIn(f'digest {json.load(f)["digest"]}', context["model_file"])
+        # what model_file.py refuses is its one line, naming the file and the part; exit 2
+        bad = os.path.join(self.dir.name, "bad.py")
+        with open(bad, "w") as f:
+            f.write("import torch\ndef model():\n    return torch.nn.Linear(2, 2)\ndef example_input(b):\n"
+                    "    return torch.zeros(b, 2)\n")
+        not_weights = os.path.join(self.dir.name, "not_weights.pt")
+        with open(not_weights, "w") as f:
+            f.write("not a state_dict")
+        cases = [((f"--model-file={bad}",), f"--model-file: {bad}: model().stages: missing or not an nn.ModuleList"),
+                 ((f"--model-file={self.fresh_path}", f"--model-weights={not_weights}"),
+                  f"--model-file: {self.fresh_path}: --weights {not_weights}: not a state_dict torch.load reads"),
+                 ((f"--model-file={self.dir.name}/absent.py",), f"--model-file: {self.dir.name}/absent.py: no such file"),
+                 ((f"--model-file={self.fresh}", f"--model-weights={not_weights}"),
+                  "--model-weights: only with --model-file=FILE.py (a compiled folder's weights are in its packages)"),
+                 ((f"--model-weights={not_weights}",), "--model-weights: only with --model-file=FILE.py")]
+        for tool in (INFER, CONDBENCH):
+            for flags, message in cases:
+                with self.subTest(tool=os.path.basename(tool), flags=flags):
+                    thresholds = ("--thresholds=0.5,0.5",) if tool == INFER else ()
+                    result = run(tool, *flags, "--device=cpu", *thresholds, env=cache)
+                    self.assertEqual(result.returncode, 2, result.stderr)
+                    lines = result.stderr.strip().splitlines()
+                    self.assertEqual(len(lines), 1, result.stderr)
+                    self.assertTrue(lines[0].startswith(f"{os.path.basename(tool)}: {message}"), lines[0])
+
     def test_a_folder_compiled_for_the_other_device_is_skipped_there_with_the_reason(self):
         # What a folder compiled for CUDA (model_file.py compile --device cuda, on a GPU machine)
         # does on a CPU run: its manifest says cuda, and no CPU strategy loads its packages.
@@ -451,9 +495,8 @@ class ModelFileRun(unittest.TestCase):
                 self.assertEqual(len(lines), 1, result.stderr)
                 self.assertIn(folder, lines[0])
                 self.assertIn(message, lines[0])
-        # the Python file itself, and no folder at all
-        for given, message in [(self.mlp_path, "this is the Python file; condbench reads the folder it compiles to"),
-                               (os.path.join(self.dir.name, "absent"), "no manifest.json")]:
+        # no folder at all
+        for given, message in [(os.path.join(self.dir.name, "absent"), "no manifest.json")]:
             for tool in (INFER, CONDBENCH):
                 with self.subTest(tool=os.path.basename(tool), given=given):
                     result = run(tool, f"--model-file={given}", "--thresholds=0.5,0.5,0.5")

@@ -1,0 +1,22 @@
+#pragma once
+// --model-file=FILE.py in condbench and condbench-infer: the Python file compiled into the folder
+// they read (condbench/model_file.h) by bench/python/model_file.py compile, as scripts/run does.
+// Cached: a file compiled before with the same weights, device and torch is found and not compiled
+// again. The file is code: loading it runs it, with the user's rights (docs/your-model.md).
+#include <string>
+#include <vector>
+
+#include "condbench/strategy.h"
+
+namespace condbench {
+
+// The device a model file is compiled for in a run on `devices`: CUDA when they name it and a GPU
+// is here, else the CPU (one device's packages a run).
+Device model_file_device(const std::vector<Device>& devices);
+
+// The folder of the model file `given`: `given` itself, unless it names a .py file, which is
+// compiled for `device` (with `weights`, a state_dict, when not empty). Throws condbench::Error,
+// one line: model_file.py's own when it refuses the file (it names the file and the part).
+std::string model_file_folder(const std::string& given, const std::string& weights, Device device);
+
+}  // namespace condbench
