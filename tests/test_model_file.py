@@ -177,7 +177,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         import model_file
         path = self.write("good.py", GOOD)
         cache = os.path.join(self.dir.name, "cache")
-        result = check_command("compile", path, "--cache", cache)
+        result = check_command("compile", path, "--cache", cache, "--jobs", "2")  # the parts side by side
         self.assertEqual(result.returncode, 0, result.stderr)
         folder = result.stdout.strip()
         self.assertEqual(os.path.dirname(folder), os.path.join(cache, "models"))
@@ -188,6 +188,8 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         self.assertEqual(m["torch"], torch.__version__.split("+")[0])  # as LibTorch's TORCH_VERSION says it
         self.assertEqual((m["format"], m["reference"], m["confidence_package"]), (4, "reference.pt", None))
         self.assertEqual(m["whole_model"], {"cond": {"package": "cond.pt2"}, "masked": {"package": "masked.pt2"}})
+        self.assertEqual(sorted(m["compile_s"]), sorted(p for p in os.listdir(folder) if p.endswith(".pt2")))
+        self.assertTrue(all(s > 0 for s in m["compile_s"].values()), m["compile_s"])
         # the module's own forward on 64 rows of example_input, every head, every exit's score
         ref = torch.load(os.path.join(folder, "reference.pt"))
         module = model_file.ModelFile(path).module
@@ -226,7 +228,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
 
         torch._inductor.aoti_compile_and_package = failing
         try:
-            result = check_command("compile", other, "--cache", cache)
+            result = check_command("compile", other, "--cache", cache, "--jobs", "1")  # compiled here, patched
         finally:
             torch._inductor.aoti_compile_and_package = real
         self.assertEqual(result.returncode, 2)
@@ -261,6 +263,17 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         result = check(os.path.join(self.dir.name, "absent.py"))
         self.assertEqual(result.returncode, 2)
         self.assertIn("absent.py: no such file", result.stderr)
+        result = check_command("compile", path, "--jobs", "0")
+        self.assertEqual((result.returncode, result.stderr.strip()), (2, "model_file: --jobs 0: not in 1..64"))
+
+    def test_a_package_the_workers_cannot_compile_is_left_to_the_caller(self):
+        # compile_packages is best effort: what cannot be saved for a worker is not compiled, and
+        # nothing of it is left in the folder (compile_parts then compiles it itself, naming the error)
+        import model_file
+        folder = os.path.join(self.dir.name, "workers")
+        os.makedirs(folder)
+        self.assertEqual(model_file.compile_packages([("a.pt2", "not a program"), ("b.pt2", object())], folder, 2), {})
+        self.assertEqual(os.listdir(folder), [])
 
 
 if __name__ == "__main__":

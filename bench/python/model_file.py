@@ -21,6 +21,7 @@ A model file is code: loading it runs it, with your rights. Load only files you 
 
 usage: model_file.py check FILE [--weights STATE_DICT] [--batch N] [--device cpu|cuda]
        model_file.py compile FILE [--weights STATE_DICT] [--batch N] [--device cpu|cuda] [--cache DIR]
+                             [--jobs N]
 
 check loads FILE, runs every part on example_input(N) (default 2) and checks what each returns,
 exports every stage, exit and the final head with torch.export (the batch dynamic), and prints the
@@ -43,6 +44,7 @@ import logging
 import os
 import runpy
 import sys
+import time
 
 PROTOCOL = "docs/your-model.md"
 FORMAT = 4  # of a compiled folder (manifest.json and what it names), as condbench reads it; in the digest
@@ -375,14 +377,16 @@ def whole_model_programs(model_file, view, batch):
 
 
 def compile_whole_model(module, program, check, path):
-    """{"package": "cond.pt2"}, or {"unavailable": why} when the program could not be made or fails its check."""
+    """{"package": "cond.pt2"}, or {"unavailable": why} when the program could not be made or fails its
+    check. A package already at `path` (compile_packages made it) is checked, not compiled again."""
     import torch
 
     if check is None:
         return {"unavailable": program}
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            torch._inductor.aoti_compile_and_package(program, package_path=path)
+            if not os.path.isfile(path):
+                torch._inductor.aoti_compile_and_package(program, package_path=path)
             compiled = torch._inductor.aoti_load_package(path)
     except (KeyboardInterrupt, MemoryError):
         raise
@@ -393,6 +397,60 @@ def compile_whole_model(module, program, check, path):
         os.remove(path)
         return {"unavailable": f"the compiled {module} module {why}"}
     return {"package": os.path.basename(path)}
+
+
+def compile_saved(saved, package):
+    """A worker's job (compile_packages): the exported program saved at `saved` compiled into
+    `package`; returns the seconds it took."""
+    import time
+
+    import torch
+
+    start = time.perf_counter()
+    logging.getLogger("torch").setLevel(logging.CRITICAL)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        torch._inductor.aoti_compile_and_package(torch.export.load(saved), package_path=package)
+    return time.perf_counter() - start
+
+
+def compile_packages(jobs, folder, workers):
+    """Compiles [(package, exported program)] into `folder`, `workers` processes at once; returns
+    {package: seconds}. A package is compiled by itself, so a model's parts compile side by side (a
+    GPU machine's cores; two on the 2-core one). Best effort: a program that cannot be saved, or
+    whose worker fails, is left for the caller, which compiles it here and names what went wrong."""
+    import concurrent.futures
+    import multiprocessing
+
+    import torch
+
+    if workers < 2 or len(jobs) < 2:
+        return {}
+    saved = []
+    for package, program in jobs:
+        path = os.path.join(folder, package + ".exported")
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                torch.export.save(program, path)
+            saved.append((package, path))
+        except Exception:  # compiled by the caller, in this process
+            pass
+    seconds = {}
+    try:
+        # spawn: a fork of a process that has used CUDA cannot use it
+        with concurrent.futures.ProcessPoolExecutor(min(workers, len(saved)) or 1,
+                                                    mp_context=multiprocessing.get_context("spawn")) as pool:
+            running = {pool.submit(compile_saved, path, os.path.join(folder, package)): package
+                       for package, path in saved}
+            for done in concurrent.futures.as_completed(running):
+                with contextlib.suppress(Exception):  # the caller compiles it again, here, and says why it cannot
+                    seconds[running[done]] = done.result()
+    except Exception:  # no workers (a broken pool, no processes left): the caller compiles the rest
+        pass
+    for package, path in saved:
+        for leftover in [path] + ([] if package in seconds else [os.path.join(folder, package)]):
+            with contextlib.suppress(OSError):  # a failed worker's half-written package is not used
+                os.remove(leftover)
+    return seconds
 
 
 def remember_source(folder, source, weights):
@@ -410,7 +468,7 @@ def remember_source(folder, source, weights):
     os.replace(temp, path)
 
 
-def compile_parts(model_file, weights, batch, cache):
+def compile_parts(model_file, weights, batch, cache, jobs=1):
     """Each part compiled with AOTInductor for the model file's device into <cache>/models/<digest>-<device>/, with
     manifest.json beside the packages: built in a temporary folder, every package loaded back and
     checked against the module's own output, then renamed into place, so the folder is either whole
@@ -443,11 +501,19 @@ def compile_parts(model_file, weights, batch, cache):
     os.makedirs(temp)
     try:
         logging.getLogger("torch").setLevel(logging.CRITICAL)
+        # Every package, side by side where it can be; then each loaded back and checked, in order
+        # (one that was not compiled yet is compiled here, where a failure is named).
+        seconds = compile_packages([(package_name(name), program) for name, program, *_ in programs] +
+                                   [(f"{module}.pt2", program) for module, (program, check) in whole.items()
+                                    if check is not None], temp, jobs)
         for i, (name, program, x, out) in enumerate(programs):
             path = os.path.join(temp, package_name(name))
             try:
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                    torch._inductor.aoti_compile_and_package(program, package_path=path)
+                    if not os.path.isfile(path):
+                        start = time.perf_counter()
+                        torch._inductor.aoti_compile_and_package(program, package_path=path)
+                        seconds[package_name(name)] = time.perf_counter() - start
                     compiled = torch._inductor.aoti_load_package(path)
                     got = compiled(x)
             except (KeyboardInterrupt, MemoryError):
@@ -464,8 +530,12 @@ def compile_parts(model_file, weights, batch, cache):
                 m["confidence_package"] = package_name(name)
         m["whole_model"] = {}
         for module, (program, check) in whole.items():
+            start = time.perf_counter()
             m["whole_model"][module] = compile_whole_model(module, program, check,
                                                           os.path.join(temp, f"{module}.pt2"))
+            seconds.setdefault(f"{module}.pt2", time.perf_counter() - start)
+        # what each package took to compile (in its worker, or here), for the record
+        m["compile_s"] = {package: round(s, 1) for package, s in sorted(seconds.items())}
         with torch.no_grad():
             torch.save(reference(model_file, view), os.path.join(temp, "reference.pt"))
         m["reference"] = "reference.pt"
@@ -517,7 +587,13 @@ def main(argv):
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                         help="what the packages run on (compile); cuda compiles on this machine's GPU")
     parser.add_argument("--cache", help="compile: the cache (default: condbench's, as aoti_compile.py's)")
+    parser.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8),
+                        help="compile: packages compiled at once, each in a process of its own (default: the "
+                             "cores, at most 8; 1: one after another, in this process)")
     args = parser.parse_args(argv)
+    if not 1 <= args.jobs <= 64:
+        print(f"model_file: --jobs {args.jobs}: not in 1..64", file=sys.stderr)
+        return 2
     if not 2 <= args.batch <= 4096:
         # batch 1 would let torch.export specialise the rows to 1
         print(f"model_file: --batch {args.batch}: not in 2..4096", file=sys.stderr)
@@ -529,7 +605,7 @@ def main(argv):
         else:
             from aoti_compile import cache_root  # condbench's cache, where its packages go too
 
-            folder = compile_parts(model_file, args.weights, args.batch, args.cache or cache_root())
+            folder = compile_parts(model_file, args.weights, args.batch, args.cache or cache_root(), args.jobs)
             print(folder)
     except ProtocolError as e:
         print(f"model_file: {e}", file=sys.stderr)

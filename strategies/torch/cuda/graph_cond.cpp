@@ -53,16 +53,14 @@ class GraphCondTorch final : public TorchStrategy {
     make_body_streams(config.blocks);
     // Warm up every branch on every stream a body will be captured on: a path never run eagerly
     // would initialise cuBLAS inside a body, which a capture cannot hold.
-    capture_layers(config, [&] {
-      for (const at::cuda::CUDAStream& stream : streams_used(side)) {
-        const c10::cuda::CUDAStreamGuard on(stream);
-        at::Tensor h = stage(0, io_.input);
-        for (int s = 1; s < config.blocks; ++s) h = stage(s, h);
-        final_stage(h);
-        stream.synchronize();
-      }
-      capture(side);
-    });
+    for (const at::cuda::CUDAStream& stream : streams_used(side)) {
+      const c10::cuda::CUDAStreamGuard on(stream);
+      at::Tensor h = stage(0, io_.input);
+      for (int s = 1; s < config.blocks; ++s) h = stage(s, h);
+      final_stage(h);
+      stream.synchronize();
+    }
+    capture_layers(config, [&] { capture(side); });
     side.synchronize();
   }
 

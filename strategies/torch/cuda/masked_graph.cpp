@@ -24,14 +24,16 @@ class MaskedGraph final : public TorchStrategy {
     thresholds_.allocate(layers_->config().blocks);
     const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
     side.synchronize();
-    capture_layers(layers_->config(), [&] {
+    {
       const c10::cuda::CUDAStreamGuard on_side(side);
       for (int i = 0; i < 3; ++i) forward();  // warm-up: cuBLAS handles and workspaces exist before capture
       side.synchronize();
-      TorchGraphCapture capture(graph_, at::cuda::graph_pool_handle());
-      output() = forward();
-      capture.end();
-    });
+      capture_layers(layers_->config(), [&] {
+        TorchGraphCapture capture(graph_, at::cuda::graph_pool_handle());
+        output() = forward();
+        capture.end();
+      });
+    }
     side.synchronize();
     flops_ = static_cast<double>(batch) * full_model_flops(layers_->config());
   }

@@ -32,9 +32,9 @@ class SegmentedGraph final : public TorchStrategy {
     const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
     side.synchronize();
     const c10::cuda::CUDAStreamGuard on_side(side);
+    for (int k = 0; k <= config.blocks; ++k) stage(k);  // warm-up, eagerly
+    side.synchronize();
     capture_layers(config, [&] {
-      for (int k = 0; k <= config.blocks; ++k) stage(k);  // warm-up, eagerly
-      side.synchronize();
       const auto pool = at::cuda::graph_pool_handle();  // one pool: stage k reads what stage k-1 left
       graphs_.clear();
       for (int k = 0; k <= config.blocks; ++k) {

@@ -52,6 +52,9 @@ void capture_layers(const ModelConfig& config, const std::function<void()>& capt
   } catch (const std::exception& e) {
     if (!config.family->model_file()) throw;
     (void)cudaGetLastError();  // a refused capture's error must not fail the next case
+    // A sticky error (an illegal address) is no refused capture: the context is lost, and every
+    // case after it would fail somewhere else. It stays an error.
+    if (cudaDeviceSynchronize() != cudaSuccess) throw;
     const std::string what = e.what();
     throw NotRunnable("its CUDA graph cannot capture the model file's AOTInductor packages: " +
                       what.substr(0, what.find('\n')));

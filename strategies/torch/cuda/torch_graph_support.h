@@ -17,11 +17,12 @@
 
 namespace condbench {
 
-// Runs `capture`: a strategy's warm-up and capture of the model's layers. A model file's layers are
-// AOTInductor's compiled code, which a capture may refuse (a synchronising call, a read on the
-// host): then the strategy cannot run that model, and this throws NotRunnable with CUDA's reason
-// (the guards below have closed the capture). A built-in family's capture failing is condbench's
-// own bug: it stays an error.
+// Runs `capture`: a strategy's capture of the model's layers (after their eager warm-up, which
+// stays outside: a failure there is no refused capture). A model file's layers are AOTInductor's
+// compiled code, which a capture may refuse (a synchronising call, a read on the host): then the
+// strategy cannot run that model, and this throws NotRunnable with the reason (the guards below
+// have closed the capture). A built-in family's capture failing is condbench's own bug, and a
+// sticky CUDA error is no refusal: both stay errors.
 void capture_layers(const ModelConfig& config, const std::function<void()>& capture);
 
 // A capture with at::cuda::CUDAGraph, as a scope. CUDAGraph's destructor does not end a capture
