@@ -142,6 +142,20 @@ class ModelFileRun(unittest.TestCase):
         torch.save(x, path)
         return path
 
+    def edited_copy(self, name, change):
+        """A copy of the MLP example's folder, `change(folder, manifest)` applied; the manifest
+        written back unless `change` returns False (it wrote it itself)."""
+        folder = os.path.join(self.dir.name, name)
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(self.mlp, folder)
+        path = os.path.join(folder, "manifest.json")
+        with open(path) as f:
+            m = json.load(f)
+        if change(folder, m) is not False:
+            with open(path, "w") as f:
+                json.dump(m, f)
+        return folder
+
     def infer(self, *args):
         result = run(INFER, "--device=cpu", *args)
         return result, (json.loads(result.stdout) if result.returncode in (0, 1) and result.stdout else None)
@@ -315,15 +329,11 @@ class ModelFileRun(unittest.TestCase):
                          "did): compile it again (scripts/run --model-file does)")
 
     def test_a_whole_model_module_that_could_not_be_made_is_skipped_with_the_reason(self):
-        folder = os.path.join(self.dir.name, "no_cond")
-        shutil.rmtree(folder, ignore_errors=True)
-        shutil.copytree(self.mlp, folder)
-        with open(os.path.join(folder, "manifest.json")) as f:
-            m = json.load(f)
-        m["whole_model"]["cond"] = {"unavailable": "torch.export cannot trace the model's cond module (because)"}
-        os.remove(os.path.join(folder, "cond.pt2"))
-        with open(os.path.join(folder, "manifest.json"), "w") as f:
-            json.dump(m, f)
+        def no_cond(folder, m):
+            m["whole_model"]["cond"] = {"unavailable": "torch.export cannot trace the model's cond module (because)"}
+            os.remove(os.path.join(folder, "cond.pt2"))
+
+        folder = self.edited_copy("no_cond", no_cond)
         result, out = self.infer(f"--model-file={folder}", "--batch=1", "--thresholds=0.5,0.5,0.5")
         self.assertEqual(result.returncode, 0, result.stderr)
         skipped = {s["strategy"]: s["reason"] for s in out["skipped"]}
@@ -376,14 +386,7 @@ class ModelFileRun(unittest.TestCase):
     def test_a_folder_compiled_for_the_other_device_is_skipped_there_with_the_reason(self):
         # What a folder compiled for CUDA (model_file.py compile --device cuda, on a GPU machine)
         # does on a CPU run: its manifest says cuda, and no CPU strategy loads its packages.
-        folder = os.path.join(self.dir.name, "for_cuda")
-        shutil.rmtree(folder, ignore_errors=True)
-        shutil.copytree(self.mlp, folder)
-        with open(os.path.join(folder, "manifest.json")) as f:
-            m = json.load(f)
-        m["device"] = "cuda"
-        with open(os.path.join(folder, "manifest.json"), "w") as f:
-            json.dump(m, f)
+        folder = self.edited_copy("for_cuda", lambda folder, m: m.update(device="cuda"))
         why = "the model file is compiled for CUDA (scripts/run --device=cpu --model-file=FILE.py compiles it for the CPU)"
         result, _ = self.infer(f"--model-file={folder}", "--strategy=eager_host", "--thresholds=0.5,0.5,0.5")
         self.assertEqual(result.returncode, 2, result.stderr)
@@ -410,18 +413,6 @@ class ModelFileRun(unittest.TestCase):
             self.assertFalse(os.path.exists(os.path.join(self.dir.name, "no-gpu", "models")))
 
     def test_a_folder_that_cannot_be_used_is_one_line_naming_it_and_the_part(self):
-        def broken(name, change):
-            folder = os.path.join(self.dir.name, name)
-            shutil.rmtree(folder, ignore_errors=True)
-            shutil.copytree(self.mlp, folder)
-            path = os.path.join(folder, "manifest.json")
-            with open(path) as f:
-                m = json.load(f)
-            if change(folder, m) is not False:  # False: it wrote the manifest itself
-                with open(path, "w") as f:
-                    json.dump(m, f)
-            return folder
-
         def other_torch(folder, m):
             m["torch"] = "2.9.0"
 
@@ -488,7 +479,7 @@ class ModelFileRun(unittest.TestCase):
         ]
         for change, message in cases:
             with self.subTest(case=change.__name__):
-                folder = broken(change.__name__, change)
+                folder = self.edited_copy(change.__name__, change)
                 result = run(INFER, f"--model-file={folder}", "--batch=2", "--thresholds=0.5,0.5,0.5")
                 self.assertEqual(result.returncode, 2, result.stderr)
                 lines = result.stderr.strip().splitlines()
