@@ -175,7 +175,9 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
 
     def test_compile_makes_each_part_a_checked_package_once_and_whole(self):
         import model_file
-        path = self.write("good.py", GOOD)
+        # the file notes each time it is loaded (run), where the test asks it to
+        path = self.write("good.py", GOOD + "import os\nif os.environ.get('RUNS'):\n"
+                                            "    open(os.environ['RUNS'], 'a').write('ran\\n')\n")
         cache = os.path.join(self.dir.name, "cache")
         result = check_command("compile", path, "--cache", cache, "--jobs", "2")  # the parts side by side
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -211,10 +213,16 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         part = torch._inductor.aoti_load_package(os.path.join(folder, "stage1.pt2"))
         x = torch.randn(5, 8)
         self.assertTrue(torch.allclose(part(x), module.stages[1](x), rtol=1e-4, atol=1e-5))
-        # the same file, weights and torch again: the folder as it is, nothing compiled
+        # the same file, weights and torch again: the folder as it is, nothing compiled, the file not run
         stamp = os.path.getmtime(os.path.join(folder, "stage0.pt2"))
-        self.assertEqual(check_command("compile", path, "--cache", cache).stdout.strip(), folder)
+        runs = os.path.join(self.dir.name, "runs")
+        os.environ["RUNS"] = runs
+        try:
+            self.assertEqual(check_command("compile", path, "--cache", cache).stdout.strip(), folder)
+        finally:
+            del os.environ["RUNS"]
         self.assertEqual(os.path.getmtime(os.path.join(folder, "stage0.pt2")), stamp)
+        self.assertFalse(os.path.exists(runs))
         # a compile that fails half way leaves nothing behind, and says which part
         other = self.write("other.py", GOOD.replace("nn.Linear(8, 3)])", "nn.Linear(8, 3), ])"))
         real = torch._inductor.aoti_compile_and_package

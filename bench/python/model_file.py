@@ -468,6 +468,20 @@ def remember_source(folder, source, weights):
     os.replace(temp, path)
 
 
+def compiled_folder(path, weights, device, cache):
+    """The folder the file and weights were compiled into for `device` before, found by the digest
+    of their bytes (nothing of the file runs), or None. It names where they are now (the peer
+    loads them from there)."""
+    try:
+        folder = os.path.join(cache, "models", f"{digest(path, weights, device)}-{device}")
+    except OSError:
+        return None  # a file or weights that cannot be read: ModelFile says so
+    if not os.path.isfile(os.path.join(folder, "manifest.json")):
+        return None
+    remember_source(folder, os.path.abspath(path), weights and os.path.abspath(weights))
+    return folder
+
+
 def compile_parts(model_file, weights, batch, cache, jobs=1):
     """Each part compiled with AOTInductor for the model file's device into <cache>/models/<digest>-<device>/, with
     manifest.json beside the packages: built in a temporary folder, every package loaded back and
@@ -479,10 +493,10 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
     import torch
 
     source, weights_path = os.path.abspath(model_file.path), weights and os.path.abspath(weights)
-    final = os.path.join(cache, "models", f"{digest(model_file.path, weights, model_file.device)}-{model_file.device}")
-    if os.path.isfile(os.path.join(final, "manifest.json")):
-        remember_source(final, source, weights_path)
+    final = compiled_folder(model_file.path, weights, model_file.device, cache)
+    if final:
         return final
+    final = os.path.join(cache, "models", f"{digest(model_file.path, weights, model_file.device)}-{model_file.device}")
     programs = []
     m = manifest(model_file, weights, batch, programs)
     m["format"], m["device"], m["torch"] = FORMAT, model_file.device, torch.__version__.split("+")[0]  # as LibTorch says it
@@ -599,14 +613,19 @@ def main(argv):
         print(f"model_file: --batch {args.batch}: not in 2..4096", file=sys.stderr)
         return 2
     try:
+        if args.command == "compile":
+            from aoti_compile import cache_root  # condbench's cache, where its packages go too
+
+            cache = args.cache or cache_root()
+            folder = compiled_folder(args.file, args.weights, args.device, cache)
+            if folder:  # compiled before: the file is not loaded (run) again
+                print(folder)
+                return 0
         model_file = ModelFile(args.file, args.weights, args.device)
         if args.command == "check":
             print(json.dumps(manifest(model_file, args.weights, args.batch), indent=1))
         else:
-            from aoti_compile import cache_root  # condbench's cache, where its packages go too
-
-            folder = compile_parts(model_file, args.weights, args.batch, args.cache or cache_root(), args.jobs)
-            print(folder)
+            print(compile_parts(model_file, args.weights, args.batch, cache, args.jobs))
     except ProtocolError as e:
         print(f"model_file: {e}", file=sys.stderr)
         return 2
