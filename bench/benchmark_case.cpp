@@ -273,9 +273,7 @@ void run_benchmark_case(benchmark::State& state, const BenchmarkCase& c) {
     run_case(state, c);
   } catch (const NotRunnable& e) {
     current_case() = PreparedCase{};
-    const std::string what = e.what();
-    const std::string why = not_runnable.emplace(name, what.substr(0, what.find('\n'))).first->second;
-    state.SkipWithError(("skipped: " + why).c_str());
+    state.SkipWithError(("skipped: " + not_runnable.emplace(name, one_line(e)).first->second).c_str());
   } catch (const std::exception& e) {
     current_case() = PreparedCase{};  // a case that failed is made afresh if it is run again
     std::string what = e.what();

@@ -39,11 +39,11 @@ std::string python() {
 
 // The last non-empty line of `text`.
 std::string last_line(const std::string& text) {
-  size_t end = text.find_last_not_of("\r\n");
+  const size_t end = text.find_last_not_of("\r\n");
   if (end == std::string::npos) return "";
-  const size_t begin = text.rfind('\n', end);
-  return text.substr(begin == std::string::npos ? 0 : begin + 1,
-                     end - (begin == std::string::npos ? 0 : begin + 1) + 1);
+  const size_t newline = text.rfind('\n', end);
+  const size_t begin = newline == std::string::npos ? 0 : newline + 1;
+  return text.substr(begin, end - begin + 1);
 }
 
 // A pipe's two ends, closed when it goes.

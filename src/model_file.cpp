@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "condbench/error.h"
 #include "condbench/model.h"
@@ -38,6 +39,9 @@ std::string shape_text(const std::vector<int64_t>& row) {
   for (const int64_t d : row) text += ", " + std::to_string(d);
   return text + "]";
 }
+
+// How a message names a device: "CUDA", "the CPU".
+std::string device_words(std::string_view device) { return device == "cuda" ? "CUDA" : "the CPU"; }
 
 // The package file names model_file.py writes: stages[2] -> stage2.pt2, exits[2] -> exit2.pt2.
 std::string package_of(const std::string& part) {
@@ -303,8 +307,7 @@ ModelFileFamily::WholeModel ModelFileFamily::whole_model(const std::string& modu
 
 std::string ModelFileFamily::description() const {
   // No path: result files travel to other machines (the digest names the folder in the cache).
-  return name() + ", digest " + digest_ + ", compiled for " + (device_ == Device::cuda ? "CUDA" : "the CPU") +
-         " by torch " + torch_;
+  return name() + ", digest " + digest_ + ", compiled for " + device_words(to_string(device_)) + " by torch " + torch_;
 }
 
 std::vector<int64_t> ModelFileFamily::runs_batches(bool full) const {
@@ -362,9 +365,9 @@ std::shared_ptr<const TorchLayers> ModelFileFamily::layers(const ModelConfig& co
 std::string ModelFileFamily::unsupported_on(std::string_view device) const {
   if (device == to_string(device_)) return "";
   // A package is native code for one device: the other device's are another folder.
-  return "the model file is compiled for " + std::string(device_ == Device::cuda ? "CUDA" : "the CPU") +
+  return "the model file is compiled for " + device_words(to_string(device_)) +
          " (scripts/run --device=" + std::string(device) + " --model-file=FILE.py compiles it for " +
-         (device == "cuda" ? "CUDA" : "the CPU") + ")";
+         device_words(device) + ")";
 }
 
 const ModelFileFamily& load_model_file(const std::string& folder) {

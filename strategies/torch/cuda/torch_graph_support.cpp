@@ -4,7 +4,6 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 
 #include <cstdio>
-#include <string>
 
 #include "condbench/cuda/check.h"
 #include "condbench/family.h"
@@ -55,9 +54,7 @@ void capture_layers(const ModelConfig& config, const std::function<void()>& capt
     // A sticky error (an illegal address) is no refused capture: the context is lost, and every
     // case after it would fail somewhere else. It stays an error.
     if (cudaDeviceSynchronize() != cudaSuccess) throw;
-    const std::string what = e.what();
-    throw NotRunnable("its CUDA graph cannot capture the model file's AOTInductor packages: " +
-                      what.substr(0, what.find('\n')));
+    throw NotRunnable("its CUDA graph cannot capture the model file's AOTInductor packages: " + one_line(e));
   }
 }
 
