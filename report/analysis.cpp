@@ -20,6 +20,10 @@ std::string percent(double fraction) {
 
 }  // namespace
 
+std::string outliers_text(size_t outliers) {
+  return std::to_string(outliers) + " outlying repetition" + (outliers == 1 ? "" : "s");
+}
+
 Cell make_cell(const std::vector<double>& times_us, double unstable_cv) {
   Cell c;
   c.median_us = median(times_us);
@@ -29,6 +33,7 @@ Cell make_cell(const std::vector<double>& times_us, double unstable_cv) {
   c.repetitions = times_us.size();
   c.interval = median_interval(times_us);
   c.unstable = c.cv > unstable_cv;
+  c.outliers = count_outliers(times_us);
   c.times_us = times_us;
   return c;
 }
@@ -41,8 +46,8 @@ const char* to_string(Standing standing) {
   switch (standing) {
     case Standing::faster:
       return "faster";
-    case Standing::tied:
-      return "tied";
+    case Standing::same:
+      return "same";
     case Standing::ambiguous:
       return "ambiguous";
   }
@@ -61,22 +66,28 @@ Judgement judge(const Cell& a, const Cell& b, double min_effect) {
   j.confidence = answer_confidence(a, b);
   j.ratio = ratio_interval(fast.times_us, slow.times_us, j.confidence);
   j.drift = drift_allowance(a, b);
+  j.outliers = a.outliers + b.outliers;
   if (!j.ratio.bounded()) return j;  // ambiguous: too few repetitions for an interval
-  const double lower = j.ratio.low / j.drift;
+  const double lower = j.ratio.low / j.drift, upper = j.ratio.high * j.drift;
   if (lower >= 1.0 + min_effect) {
     j.standing = Standing::faster;
     j.factor = lower;
-  } else if (j.ratio.low <= 1.0 && 1.0 <= j.ratio.high) {
-    j.standing = Standing::tied;
+  } else if (lower * kEquivalenceMargin >= 1.0 && upper <= kEquivalenceMargin) {
+    j.standing = Standing::same;
   } else {
     j.detectable = (1.0 + min_effect) * j.drift * std::max(1.0, j.ratio.median) / j.ratio.low;
+    j.cannot_exclude = std::max(upper, 1.0 / lower);
   }
   return j;
 }
 
 bool could_decide(const Judgement& j, double min_effect) {
-  if (j.standing == Standing::faster || !j.ratio.valid) return false;
-  return !j.ratio.bounded() || j.ratio.high / j.drift >= 1.0 + min_effect;
+  if (j.standing != Standing::ambiguous || !j.ratio.valid) return false;
+  if (!j.ratio.bounded() || j.outliers > 0) return true;
+  const double point = j.ratio.median;
+  const bool may_be_faster = j.ratio.high / j.drift >= 1.0 + min_effect;
+  const bool may_be_same = point * j.drift < kEquivalenceMargin && point / j.drift * kEquivalenceMargin > 1.0;
+  return may_be_faster || may_be_same;
 }
 
 const Cell* Group::cell(const std::string& strategy, const std::string& scenario) const {
@@ -170,7 +181,7 @@ std::vector<Winner> best_strategies(const std::vector<Group>& groups) {
       w.unstable = best.unstable;
       for (size_t i = 1; i < ranked.size(); ++i) {
         const Judgement j = judge(best, *g.cell(ranked[i].second, scenario));
-        if (j.standing == Standing::tied) w.tied.push_back(ranked[i].second);
+        if (j.standing == Standing::same) w.same.push_back(ranked[i].second);
         if (j.standing == Standing::ambiguous) w.ambiguous.push_back(ranked[i].second);
         if (i == 1) {
           w.runner_up = ranked[1].second;
@@ -262,7 +273,9 @@ std::string plain(double value) {
 }
 
 std::string figure(const Cell& c) {
-  return plain(c.median_us) + " µs [" + plain(c.interval.low) + "–" + plain(c.interval.high) + "]";
+  std::string text = plain(c.median_us) + " µs [" + plain(c.interval.low) + "–" + plain(c.interval.high) + "]";
+  if (c.outliers > 0) text += ", " + outliers_text(c.outliers);
+  return text;
 }
 
 // x rounded to three significant figures towards -inf (up = false) or +inf, so an interval printed
@@ -297,34 +310,30 @@ std::string verdict_text(const Judgement& j, const std::string& fast, const std:
     case Standing::faster:
       return fast + " is at least " + format_at_least(j.factor) + " faster than " + slow + " (ratio " +
              ratio_text(j.ratio) + drift + ")";
-    case Standing::tied: {
-      if (j.drift <= 1)
-        return fast + " and " + slow + " are tied: the interval of their ratio, " + ratio_text(j.ratio) + ", holds 1";
-      // Timed apart: the interval says no difference, but one of up to the allowance could hide in drift.
-      RatioInterval widened = j.ratio;
-      widened.low /= j.drift;
-      widened.high *= j.drift;
-      return fast + " and " + slow + " are tied: the interval of their ratio, " + ratio_text(j.ratio) + ", holds 1 (" +
-             ratio_text(widened) + " with the " + format_ratio(j.drift) +
-             " allowed for drift between separately timed cells)";
-    }
+    case Standing::same:
+      return fast + " and " + slow + " are the same within " + format_ratio(kEquivalenceMargin) +
+             ": the interval of their ratio, " + ratio_text(j.ratio) + ", lies inside that margin of sameness";
     case Standing::ambiguous:
       break;
   }
-  if (!j.ratio.valid)
-    return "ambiguous between " + fast + " and " + slow + ": a repetition's time is zero, negative or not a number";
+  const std::string between = "ambiguous between " + fast + " and " + slow + ": ";
+  if (!j.ratio.valid) return between + "a repetition's time is zero, negative or not a number";
   if (!j.ratio.bounded())
-    return "ambiguous between " + fast + " and " + slow + ": " + std::to_string(f.repetitions) + " and " +
-           std::to_string(s.repetitions) + " repetitions are too few for a " + confidence_text(j.confidence) +
-           " interval of their ratio";
-  return "ambiguous between " + fast + " and " + slow + ": the ratio " + ratio_text(j.ratio) +
-         " is below what this data can call" + drift + " (it would have called " + plain(j.detectable) + "× or more)";
+    return between + std::to_string(f.repetitions) + " and " + std::to_string(s.repetitions) +
+           " repetitions are too few for a " + confidence_text(j.confidence) + " interval of their ratio";
+  const std::string outliers = j.outliers > 0 ? "; " + outliers_text(j.outliers) + " in the two cells" : "";
+  const std::string limits = " (it would have called " + plain(j.detectable) + "× or more, and cannot exclude up to " +
+                             format_ratio(j.cannot_exclude) + outliers + ")";
+  if (j.ratio.low <= 1.0 && 1.0 <= j.ratio.high)
+    return between + "the ratio " + ratio_text(j.ratio) + " holds 1 but reaches past the " +
+           format_ratio(kEquivalenceMargin) + " margin of sameness" + drift + limits;
+  return between + "the ratio " + ratio_text(j.ratio) + " is below what this data can call" + drift + limits;
 }
 
 namespace {
 
 // The verdict between a and b in words, with the medians and intervals it rests on: "A (m µs
-// [lo–hi]) is at least R× faster than B (…)", "A (…) and B (…) are tied: …", or ambiguous and why.
+// [lo–hi]) is at least R× faster than B (…)", "A (…) and B (…) take the same time: …", or ambiguous and why.
 std::string claim(const Group& g, const std::string& a, const std::string& b, const std::string& scenario) {
   const Judgement j = judge(*g.cell(a, scenario), *g.cell(b, scenario));
   const std::string& fast = j.first_faster ? a : b;

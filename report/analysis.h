@@ -19,6 +19,7 @@ struct Cell {
   size_t repetitions = 0;
   MedianInterval interval;  // of the median
   bool unstable = false;    // cv above the threshold the groups were made with: a label, never a veto
+  size_t outliers = 0;      // repetitions far outside the cell's own spread (count_outliers): shown, never dropped
   std::map<std::string, double> counters;
   std::vector<double> times_us;  // every repetition, for the interval of a ratio
   // Where the repetitions were measured: the index of their file among the report's inputs, and
@@ -42,6 +43,8 @@ constexpr double kDefaultUnstableCv = 0.05;
 // the spread between two runs of one build is larger than the spread within a run.
 constexpr double kDefaultMinEffect = 0.05;
 Cell make_cell(const std::vector<double>& times_us, double unstable_cv = kDefaultUnstableCv);
+// "1 outlying repetition", "2 outlying repetitions": how the report shows Cell::outliers.
+std::string outliers_text(size_t outliers);
 
 // How much faster or slower the machine can be for one cell than for another, when the two were not
 // measured interleaved: different processes (condbench and the peer), different runs, or a file whose
@@ -67,15 +70,27 @@ constexpr const char* kAnswerBudgetContext = "condbench_answer_budget";  // what
 // The confidence of the interval judge() takes for two cells: kRatioConfidence, less per look made.
 double answer_confidence(const Cell& a, const Cell& b);
 
-// The one verdict rule of the report: the answer, the recommendations and the best-strategy map all
-// judge two cells with it (docs/statistics.md, "Verdicts").
-//   faster     the interval of the ratio slow / fast (ratio_interval, 99%) starts at L, and L / D is at
-//              least 1 + min_effect: the faster cell is at least L / D times faster (D: drift_allowance).
-//   tied       the interval of the ratio holds 1: this data shows no difference.
-//   ambiguous  neither: a difference smaller than the drift allowance or the minimum effect, or too few
-//              repetitions for an interval; `detectable` says how large a ratio this data could have called.
+// Two cells are called the same only when the whole interval of their ratio, widened by the drift
+// allowance, lies inside [1 / kEquivalenceMargin, kEquivalenceMargin]: an equivalence test (two
+// one-sided tests at the interval's confidence, TOST), not the absence of a difference. Chosen from
+// this machine kind's identical work (docs/statistics.md, "The margin of sameness"): interleaved
+// identical cells at 10 repetitions need a median margin of 1.21-1.33, so 10 repetitions here rarely
+// show sameness; the answer budget's 40 narrow that to about 1.10-1.15, inside 1.2, and 1.2 stays
+// below bioequivalence's 1.25.
+constexpr double kEquivalenceMargin = 1.2;
+
+// The one verdict rule of the report: the answer, the recommendations, the best-strategy map and
+// --compare all judge two cells with it (docs/statistics.md, "Verdicts"). With [L, U] the interval of
+// the ratio slow / fast (ratio_interval, 99%, less per look) and D the drift_allowance:
+//   faster     L / D is at least 1 + min_effect: the faster cell is at least L / D times faster.
+//   same       [L / D, U x D] lies inside [1 / kEquivalenceMargin, kEquivalenceMargin]: whatever the
+//              difference is, it is smaller than the margin. Never between cells timed apart (D 1.7
+//              alone is wider than the margin).
+//   ambiguous  neither: too few repetitions for an interval, or an interval too wide or too close to
+//              1 for either claim; `detectable` is the smallest ratio of medians this data could have
+//              called faster, `cannot_exclude` the largest ratio it leaves possible.
 // cv plays no part: it labels a cell, it does not veto a verdict.
-enum class Standing { faster, tied, ambiguous };
+enum class Standing { faster, same, ambiguous };
 const char* to_string(Standing standing);
 struct Judgement {
   Standing standing = Standing::ambiguous;
@@ -87,15 +102,21 @@ struct Judgement {
   // ambiguous: the smallest ratio of medians this data would have called (the slower cell's times scaled
   // until L / D reaches 1 + min_effect); infinite without an interval (too few repetitions).
   double detectable = std::numeric_limits<double>::infinity();
+  // ambiguous: the largest difference, either way, the interval cannot exclude: max(U x D, D / L);
+  // infinite without an interval.
+  double cannot_exclude = std::numeric_limits<double>::infinity();
+  size_t outliers = 0;  // outlying repetitions in the two cells (Cell::outliers)
 };
 Judgement judge(const Cell& a, const Cell& b, double min_effect = kDefaultMinEffect);
-// A judgement that more repetitions could still turn into a verdict: ambiguous or tied, with an interval
-// that has no bound yet or whose high end still reaches the claim (a wide tie, [0.76–1.3]×, could hide
-// a 30% difference). A tight tie, or a ratio whose whole interval lies above 1 but below the claim (a
-// difference smaller than the allowance), stays as it is however long it runs.
+// Whether more repetitions could still turn an ambiguous judgement into a verdict: an interval without a
+// bound yet, one whose high end still reaches the claim, one whose point estimate lies inside the margin
+// of sameness (so a narrower interval could be the same), or one a cell's outlying repetition may have
+// stretched. A ratio whose whole interval lies above 1 and below the claim between cells timed apart (a
+// difference smaller than the drift allowance) stays ambiguous however long it runs.
 bool could_decide(const Judgement& j, double min_effect = kDefaultMinEffect);
 // The judgement in words, `fast` and `slow` naming the cells (with figures if wanted): "FAST is at least
-// 3.1× faster than SLOW (ratio [3.4–4.0]×)", "… are tied: …", "ambiguous between …: why".
+// 3.1× faster than SLOW (ratio [3.4–4.0]×)", "FAST and SLOW take the same time …", "ambiguous between
+// …: why, and the largest difference it cannot exclude".
 std::string verdict_text(const Judgement& j, const std::string& fast, const std::string& slow, const Cell& f,
                          const Cell& s);
 
@@ -128,17 +149,17 @@ struct Winner {
   double median_us = 0;
   MedianInterval interval;
   bool unstable = false;               // the winner's own repetitions vary: a label
-  std::vector<std::string> tied;       // others judge() calls tied with the winner
+  std::vector<std::string> same;       // others judge() calls the same as the winner
   std::vector<std::string> ambiguous;  // others it cannot separate from the winner either way
-  // The conservative factor over the runner-up (judge()'s L / D, > 1). 0 when the runner-up is tied
-  // or ambiguous, or the winner ran alone.
+  // The conservative factor over the runner-up (judge()'s L / D, > 1). 0 when the runner-up is the
+  // same or ambiguous, or the winner ran alone.
   double margin = 0;
 };
 std::vector<Winner> best_strategies(const std::vector<Group>& groups);
 
 // A few plain sentences per device, generated from the data, e.g. "At batch 1 (hidden 64, 3
 // blocks) on cpu · X, native/fused is at least 55× faster than torch/eager_host when most rows
-// exit late." The claim is judge()'s conservative factor; where judge() calls the two tied or
+// exit late." The claim is judge()'s conservative factor; where judge() calls the two the same or
 // ambiguous, the sentence says so and why.
 std::vector<std::string> recommendations(const std::vector<Group>& groups);
 

@@ -41,14 +41,15 @@ std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b, double
     c.interval_b = median_interval(times_b);
     c.change = (c.median_b_us - c.median_a_us) / c.median_a_us;
     c.ratio = ratio_interval(s.times_us, times_b);  // pairwise b / a
-    const double margin = (1.0 + min_effect) * kDriftBetweenProcesses;
+    // judge()'s verdict, the two runs as two files: two processes, with the drift allowance between them.
+    Cell in_a = make_cell(s.times_us), in_b_cell = make_cell(times_b);
+    in_b_cell.file = 1;
+    const Judgement j = judge(in_a, in_b_cell, min_effect);
     if (!c.ratio.bounded())
       c.verdict = Verdict::too_few_repetitions;
-    else if (c.ratio.low >= margin)
-      c.verdict = Verdict::slower;
-    else if (c.ratio.high * margin <= 1.0)
-      c.verdict = Verdict::faster;
-    else if (c.ratio.low <= 1.0 && 1.0 <= c.ratio.high)
+    else if (j.standing == Standing::faster)
+      c.verdict = j.first_faster ? Verdict::slower : Verdict::faster;
+    else if (j.standing == Standing::same)
       c.verdict = Verdict::same;
     else
       c.verdict = Verdict::ambiguous;
@@ -99,6 +100,10 @@ ChangeSummary summarize_changes(const std::vector<double>& log_changes, double m
     s.verdict = Verdict::slower;
   else if (s.interval.high <= -min_effect)
     s.verdict = Verdict::faster;
+  else if (s.interval.low * kEquivalenceMargin >= 1.0 - kEquivalenceMargin && s.interval.high <= kEquivalenceMargin - 1.0)
+    s.verdict = Verdict::same;  // the whole interval inside the margin of sameness: 1 / M - 1 to M - 1
+  else
+    s.verdict = Verdict::ambiguous;
   return s;
 }
 

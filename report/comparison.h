@@ -24,11 +24,13 @@ struct Comparison {
   RatioInterval ratio;  // of B / A, 99%
   Verdict verdict = Verdict::same;
 };
-// Each benchmark on the rule of judge(), with the drift allowance between processes (two runs are two
-// processes): SLOWER when the interval of B / A starts at or above (1 + min_effect) x D, FASTER when
-// it ends at or below 1 / ((1 + min_effect) x D); SAME when it holds 1; AMBIGUOUS otherwise; TOO FEW
-// REPETITIONS without an interval. One benchmark alone can therefore show only changes of about 1.8x
-// or more between two runs; the strategies taken together (compare_strategies) are the headline.
+// Each benchmark on judge(), with the drift allowance between processes (two runs are two processes):
+// SLOWER when the interval of B / A starts at or above (1 + min_effect) x D, FASTER when it ends at or
+// below 1 / ((1 + min_effect) x D); SAME when the interval widened by D lies inside the margin of
+// sameness, which D alone exceeds (so one benchmark between two runs is never SAME); AMBIGUOUS
+// otherwise; TOO FEW REPETITIONS without an interval. One benchmark alone can therefore show only
+// changes of about 1.8x or more between two runs; the strategies taken together (compare_strategies)
+// are the headline.
 std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b, double min_effect = kDefaultMinEffect);
 
 struct ComparisonSummary {
@@ -40,7 +42,9 @@ ComparisonSummary summarize(const std::vector<Comparison>& rows);
 // change in most single benchmarks; the same change moves all of a strategy's benchmarks one way,
 // which the median of their changes shows. Its interval is distribution-free (median_interval over
 // the benchmarks' changes; a sign test in interval form), and the verdict is FASTER or SLOWER only
-// when the whole interval lies beyond `min_effect`: the conservative edge, as everywhere else.
+// when the whole interval lies beyond `min_effect`: the conservative edge, as everywhere else; SAME
+// only when it lies inside the margin of sameness (1 / kEquivalenceMargin - 1 to kEquivalenceMargin -
+// 1); AMBIGUOUS otherwise.
 // Fewer than 6 benchmarks cannot reach 95%: TOO FEW BENCHMARKS.
 struct ChangeSummary {
   size_t benchmarks = 0, slower = 0, faster = 0;  // how many medians went up, went down

@@ -33,6 +33,19 @@ double coefficient_of_variation(const std::vector<double>& samples) {
   return std::sqrt(sum / static_cast<double>(samples.size() - 1)) / m;
 }
 
+size_t count_outliers(const std::vector<double>& samples) {
+  std::vector<double> logs;
+  for (double s : samples)
+    if (s > 0 && std::isfinite(s)) logs.push_back(std::log(s));
+  if (logs.size() < 3) return 0;  // no spread to stand outside of
+  const double centre = median(logs);
+  std::vector<double> deviations;
+  for (double l : logs) deviations.push_back(std::abs(l - centre));
+  const double bound = std::max(kOutlierSpreads * 1.4826 * median(deviations), std::log(kOutlierFloor));
+  return static_cast<size_t>(
+      std::count_if(logs.begin(), logs.end(), [&](double l) { return std::abs(l - centre) > bound; }));
+}
+
 double binomial_half_cdf(int n, int k) {
   if (k < 0) return 0.0;
   if (k >= n) return 1.0;

@@ -15,6 +15,16 @@ double mean(const std::vector<double>& samples);
 // Sample standard deviation / mean.
 double coefficient_of_variation(const std::vector<double>& samples);
 
+// The repetitions of a cell far outside its own spread: those whose log time lies more than
+// kOutlierSpreads robust standard deviations (1.4826 x the median absolute deviation of the log times,
+// which one wild repetition cannot move) from the log of the median, and more than kOutlierFloor away
+// from the median either way (so a cell whose repetitions agree to 0.1% does not flag a 1% one). A busy
+// moment of the machine during one repetition is what it finds; the report counts them beside the cell
+// and never drops one.
+constexpr double kOutlierSpreads = 5;
+constexpr double kOutlierFloor = 1.25;
+size_t count_outliers(const std::vector<double>& samples);
+
 // A distribution-free confidence interval of the median: the order statistics x(k) and x(n+1-k) of
 // the sorted samples cover the true median with probability 1 - 2 P(Binomial(n, 1/2) < k), for
 // any distribution. k is the largest that reaches `confidence`; when even [min, max] falls short

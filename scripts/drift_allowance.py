@@ -52,22 +52,31 @@ def median(v):
 
 
 def conservative_ratio(x, y):
-    """(L, ratio of medians) of the slower over the faster, the two ordered by their medians."""
+    """(L, ratio of medians, the margin of sameness the interval needs: max(U, 1 / L)) of the slower
+    over the faster, the two ordered by their medians."""
     fast, slow = (x, y) if median(x) <= median(y) else (y, x)
     k = max(1, rank_sum_order(len(fast), len(slow)))
-    return sorted(b / a for a in fast for b in slow)[k - 1], median(slow) / median(fast)
+    ratios = sorted(b / a for a in fast for b in slow)
+    low, high = ratios[k - 1], ratios[-k]
+    return low, median(slow) / median(fast), max(high, 1 / low)
 
 
 def report(pairs, what):
     if not pairs:
         fail(f"no {what} to compare")
     pairs.sort()
-    separated = sum(r > 1 for r, _, _ in pairs)
+    separated = sum(r > 1 for r, *_ in pairs)
     print(f"{len(pairs)} pairs of {what}; {separated} separated (L > 1)")
-    for r, _, name in pairs[-5:]:
+    for r, _, _, name in pairs[-5:]:
         print(f"  {r:6.3f}  {name}")
     print(f"largest conservative ratio L: {pairs[-1][0]:.3f}; largest ratio of medians: "
-          f"{max(m for _, m, _ in pairs):.3f}")
+          f"{max(m for _, m, _, _ in pairs):.3f}")
+    # What condbench-report's equivalence margin (kEquivalenceMargin) would call the same, drift aside:
+    # the share of these identical pairs whose whole interval lies inside [1 / M, M].
+    needed = sorted(n for _, _, n, _ in pairs)
+    shares = ", ".join(f"{m}: {100 * sum(n <= m for n in needed) / len(needed):.0f}%" for m in (1.05, 1.1, 1.15, 1.2))
+    print(f"margin each pair's interval needs to be the same, max(U, 1/L): median {needed[len(needed) // 2]:.3f}; "
+          f"pairs inside a margin of {shares}")
 
 
 def main():

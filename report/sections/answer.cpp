@@ -19,13 +19,14 @@ std::string standing_text(const Group& g, const std::string& best, const std::st
   switch (j.standing) {
     case Standing::faster:
       return "≥" + format_at_least(j.factor) + " slower";
-    case Standing::tied:
-      return "tied with " + best;
+    case Standing::same:
+      return "same as " + best;
     case Standing::ambiguous:
       break;
   }
-  return std::isfinite(j.detectable) ? "ambiguous (could show ≥" + number(j.detectable) + "×)"
-                                     : "ambiguous (too few repetitions)";
+  return std::isfinite(j.detectable)
+             ? "ambiguous (could show ≥" + number(j.detectable) + "×, cannot exclude " + number(j.cannot_exclude) + "×)"
+             : "ambiguous (too few repetitions)";
 }
 
 // The answer's chart: each option a dot at its median with the interval of the median as a
@@ -122,9 +123,13 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
       "The PyTorch options (python/...: the peer's ways to write it; aoti/...: the same modules through "
       "torch.export and AOTInductor, run from C++), LibTorch's eager_host, condbench's fastest strategy and its "
       "one-core floor: median µs per inference [interval of the median] and the standing against the fastest "
-      "(≥ N× slower, tied or ambiguous: docs/statistics.md, \"Verdicts\"). Cells timed in different processes or "
+      "(≥ N× slower; same, when the whole interval of the ratio lies inside the " +
+      format_ratio(kEquivalenceMargin) +
+      " margin; or ambiguous: docs/statistics.md, \"Verdicts\"). Cells timed in different processes or "
       "runs (condbench's against the peer's) are judged with a drift allowance of " +
-      format_ratio(kDriftBetweenProcesses) + ", cells of one interleaved run with none.");
+      format_ratio(kDriftBetweenProcesses) +
+      " (so they are never the same), cells of one interleaved run with none. A cell's outlying repetitions (far "
+      "outside its own spread: a busy moment) are counted beside it and kept in its figures.");
   answer_budget(in, doc);
   bool any = false;
   for (size_t gi = 0; gi < in.groups.size(); ++gi) {
@@ -148,7 +153,9 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
       std::vector<std::string> row{s};
       for (size_t i = 0; i < scenarios.size(); ++i) {
         const Cell* c = g.cell(s, scenarios[i]);
-        row.push_back(c ? number(c->median_us) + " " + interval_text(c->interval) : "-");
+        row.push_back(c ? number(c->median_us) + " " + interval_text(c->interval) +
+                              (c->outliers ? " (" + outliers_text(c->outliers) + ")" : "")
+                        : "-");
         row.push_back(c && !in.check.disturbed() ? standing_text(g, best[i], s, scenarios[i]) : "-");
       }
       t.rows.push_back(row);

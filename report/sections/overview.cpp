@@ -87,8 +87,9 @@ void best_strategy(const ReportInput& in, Charts& /*out*/, Document& doc) {
       "The fastest strategy (lowest median wall time) for each device, model, batch and scenario, the "
       "interval of its median, and its margin over the runner-up: the conservative factor of the verdict rule "
       "(the low edge of the 99% interval of their ratio, over the drift allowance; see \"Verdicts\" in "
-      "docs/statistics.md). Where the rule calls others tied with the winner, the cell says tie and names "
-      "them; where it cannot separate them either way, it says so.");
+      "docs/statistics.md). Where the rule calls others the same as the winner (their whole interval inside "
+      "the " + format_ratio(kEquivalenceMargin) + " margin), the cell says so and names them; where it cannot "
+      "separate them either way, it says so.");
   Table best{{"device", "batch", "model", "scenario", "winner", "median (µs)", "interval (µs)", "margin", "runner-up"},
              {}};
   if (in.check.disturbed()) {
@@ -97,8 +98,8 @@ void best_strategy(const ReportInput& in, Charts& /*out*/, Document& doc) {
   }
   for (const Winner& w : best_strategies(in.groups)) {
     std::string winner = w.strategy + (w.unstable ? " (unstable)" : "");
-    for (const std::string& t : w.tied) winner += ", " + t;
-    if (!w.tied.empty()) winner = "tie: " + winner;
+    for (const std::string& t : w.same) winner += ", " + t;
+    if (!w.same.empty()) winner = "same: " + winner;
     if (!w.ambiguous.empty()) {
       std::string names;
       for (const std::string& a : w.ambiguous) names += (names.empty() ? "" : ", ") + a;

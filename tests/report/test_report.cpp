@@ -171,7 +171,7 @@ TEST(Analysis, TablesSpeedupsAndWinners) {
   // probability 1/20 under the null): no margin, and the others are not separated from the winner.
   EXPECT_DOUBLE_EQ(winners[0].margin, 0.0);
   EXPECT_EQ(winners[0].ambiguous, (std::vector<std::string>{"torch/eager_host", "torch/masked"}));
-  EXPECT_TRUE(winners[0].tied.empty());
+  EXPECT_TRUE(winners[0].same.empty());
   EXPECT_DOUBLE_EQ(winners[0].interval.low, 1.0);
   EXPECT_DOUBLE_EQ(winners[0].interval.high, 2.0);
   EXPECT_DOUBLE_EQ(winners[0].interval.confidence, 0.75);
@@ -233,7 +233,7 @@ TEST(Analysis, ClaimsAtTheConservativeEdgeOfTheRatio) {
   const std::vector<Winner> winners = best_strategies({g});
   ASSERT_EQ(winners.size(), 1u);
   EXPECT_NEAR(winners[0].margin, 9.9 / 1.02, 1e-12);
-  EXPECT_TRUE(winners[0].tied.empty());
+  EXPECT_TRUE(winners[0].same.empty());
   EXPECT_FALSE(winners[0].unstable);
 
   // eager_host wins, named against the runner-up; a small lead is quoted in percent.
@@ -243,34 +243,51 @@ TEST(Analysis, ClaimsAtTheConservativeEdgeOfTheRatio) {
                                                                      "exit late, at least 5% ahead of "
                                                                      "native/graph_cond."}));
 
-  // Apart, but by less than the minimum effect (10.5 / 10.1 = 1.04): ambiguous, with the effect
-  // this data would have called, 1.05 x the median ratio 10.55 / 10.05 over 1.04.
+  // Apart, but by less than the minimum effect (10.5 / 10.1 = 1.04), and the whole interval inside the
+  // margin of sameness: the same within 1.2x, which the sentence says with the interval.
   g = group_of({{{"native/graph_cond", "mix:late"}, {10.5, 10.6, 10.55, 10.52, 10.58}},
                 {{"torch/eager_host", "mix:late"}, {10.0, 10.1, 10.05, 10.02, 10.08}}});
   EXPECT_EQ(recommendations({g}), (std::vector<std::string>{kWhere + "no recommendation when most rows exit late: "
-                                                                     "ambiguous between torch/eager_host and "
-                                                                     "native/graph_cond: the ratio [1.03–1.06]× is "
-                                                                     "below what this data can call (it would have "
-                                                                     "called 1.06× or more)."}));
-  const Judgement j = judge(*g.cell("torch/eager_host", "mix:late"), *g.cell("native/graph_cond", "mix:late"));
-  EXPECT_EQ(j.standing, Standing::ambiguous);
+                                                                     "torch/eager_host and native/graph_cond are the "
+                                                                     "same within 1.2×: the interval of their ratio, "
+                                                                     "[1.03–1.06]×, lies inside that margin of "
+                                                                     "sameness."}));
+  Judgement j = judge(*g.cell("torch/eager_host", "mix:late"), *g.cell("native/graph_cond", "mix:late"));
+  EXPECT_EQ(j.standing, Standing::same);
   EXPECT_DOUBLE_EQ(j.ratio.low, 10.5 / 10.1);
   EXPECT_DOUBLE_EQ(j.ratio.high, 10.6 / 10.0);
-  EXPECT_NEAR(j.detectable, 1.05 * (10.55 / 10.05) / (10.5 / 10.1), 1e-3);
+  // 4% apart with a spread that reaches past the margin: ambiguous, with the effect this data would
+  // have called (1.05 x the median ratio over L) and the largest it cannot exclude (U).
+  g = group_of({{{"native/graph_cond", "mix:late"}, {10.5, 12.6, 10.55, 9.5, 10.58}},
+                {{"torch/eager_host", "mix:late"}, {10.0, 10.1, 10.05, 10.02, 10.08}}});
+  j = judge(*g.cell("torch/eager_host", "mix:late"), *g.cell("native/graph_cond", "mix:late"));
+  EXPECT_EQ(j.standing, Standing::ambiguous);
+  EXPECT_DOUBLE_EQ(j.ratio.low, 9.5 / 10.1);
+  EXPECT_DOUBLE_EQ(j.ratio.high, 12.6 / 10.0);
+  EXPECT_NEAR(j.detectable, 1.05 * j.ratio.median / (9.5 / 10.1), 1e-9);
+  EXPECT_DOUBLE_EQ(j.cannot_exclude, 12.6 / 10.0);
+  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{kWhere + "no recommendation when most rows exit late: "
+                                                                     "ambiguous between torch/eager_host and "
+                                                                     "native/graph_cond: the ratio [0.94–1.26]× holds "
+                                                                     "1 but reaches past the 1.2× margin of sameness "
+                                                                     "(it would have called 1.17× or more, and cannot "
+                                                                     "exclude up to 1.3×)."}));
 }
 
-TEST(Analysis, OverlappingIntervalsAreATieNotAWin) {
-  // Medians 10.0 and 10.2, but the intervals share [10.1, 10.3]: no winner.
+TEST(Analysis, OverlappingTightIntervalsAreTheSameNotAWin) {
+  // Medians 10.0 and 10.2, but the intervals share [10.1, 10.3]: no winner, and the whole interval of
+  // their ratio lies inside the 1.2x margin: the same.
   const Group g = group_of({{{"native/graph_cond", "mix:late"}, {9.9, 10.0, 10.3, 9.95, 10.05}},
                             {{"torch/eager_host", "mix:late"}, {10.1, 10.2, 10.25, 10.15, 10.22}}});
   EXPECT_EQ(recommendations({g}), (std::vector<std::string>{kWhere + "no recommendation when most rows exit late: "
                                                                      "native/graph_cond and torch/eager_host are "
-                                                                     "tied: the interval of their ratio, "
-                                                                     "[0.98–1.04]×, holds 1."}));
+                                                                     "the same within 1.2×: the interval of their "
+                                                                     "ratio, [0.98–1.04]×, lies inside that margin "
+                                                                     "of sameness."}));
   const std::vector<Winner> winners = best_strategies({g});
   ASSERT_EQ(winners.size(), 1u);
   EXPECT_EQ(winners[0].strategy, "native/graph_cond");
-  EXPECT_EQ(winners[0].tied, (std::vector<std::string>{"torch/eager_host"}));
+  EXPECT_EQ(winners[0].same, (std::vector<std::string>{"torch/eager_host"}));
   EXPECT_DOUBLE_EQ(winners[0].margin, 0.0);
 }
 
@@ -334,162 +351,6 @@ TEST(RatioInterval, OrderStatisticsOfThePairwiseRatios) {
   EXPECT_TRUE(big.bounded());
   EXPECT_GT(big.low, 2.7);
   EXPECT_LT(big.high, 3.2);
-}
-
-// `n` repetitions of a cell centred on `center` with coefficient of variation `cv`: normal, or
-// log-normal (timings skew right), one randomly interleaved run.
-Cell synthetic_cell(std::mt19937_64& rng, size_t n, double center, double cv, bool lognormal) {
-  std::vector<double> times;
-  std::normal_distribution<double> normal(0.0, 1.0);
-  const double sigma = std::sqrt(std::log1p(cv * cv));
-  for (size_t i = 0; i < n; ++i)
-    times.push_back(lognormal ? center * std::exp(sigma * normal(rng))
-                              : std::max(1e-3, center * (1 + cv * normal(rng))));
-  Cell c = make_cell(times);
-  c.interleaved = true;
-  return c;
-}
-
-TEST(Verdict, WithinRunAaClaimsInAtMostOnePercent) {
-  // Two cells from one distribution, cv 5-25%, 5-12 repetitions: any "faster" is false.
-  std::mt19937_64 rng(26);
-  int claims = 0;
-  const int trials = 2000;
-  for (int t = 0; t < trials; ++t) {
-    const size_t n = 5 + static_cast<size_t>(t % 8);
-    const double cv = 0.05 + 0.05 * (t / 8 % 5);
-    const bool lognormal = t / 40 % 2 == 1;
-    const Cell a = synthetic_cell(rng, n, 100, cv, lognormal), b = synthetic_cell(rng, n, 100, cv, lognormal);
-    claims += judge(a, b).standing == Standing::faster;
-  }
-  EXPECT_LE(claims, trials / 100) << claims << " false claims in " << trials;
-}
-
-TEST(Verdict, ATrueTwofoldEffectAtCv25IsCalledAndNeverOverstated) {
-  // How often a 2x difference at cv 25% is called, and how often the claimed factor exceeds 2.
-  // With 5 and 5 repetitions no rule at 99% can call it 95% of the time: the rank test needs
-  // complete separation, which happens about 60% of the time (an oracle z test that knew the spread
-  // would reach only 94%); with 10 and 10 (condbench's default) the rule calls it in over 95%.
-  for (const bool lognormal : {false, true})
-    for (const size_t n : {size_t{5}, size_t{10}}) {
-      std::mt19937_64 rng(2 + n + lognormal);
-      int called = 0, overstated = 0;
-      const int trials = 2000;
-      for (int t = 0; t < trials; ++t) {
-        const Cell fast = synthetic_cell(rng, n, 100, 0.25, lognormal),
-                   slow = synthetic_cell(rng, n, 200, 0.25, lognormal);
-        const Judgement j = judge(slow, fast);
-        if (j.standing == Standing::faster) {
-          EXPECT_FALSE(j.first_faster);  // never the wrong way round
-          ++called;
-          overstated += j.factor > 2.0;
-        }
-      }
-      SCOPED_TRACE(std::string(lognormal ? "log-normal" : "normal") + ", " + std::to_string(n) + " repetitions");
-      EXPECT_GE(called, n == 10 ? trials * 95 / 100 : trials / 2) << called << " of " << trials;
-      EXPECT_LE(overstated, trials * 5 / 100) << overstated << " of " << trials;
-    }
-}
-
-// --answer-budget's schedule on synthetic cells (analysis.h, kAnswerLooks): a look after n repetitions
-// each, the next after 2n, the last after 4n, every look at the confidence kAnswerLooks looks leave;
-// more repetitions only while the comparison could still be decided. Returns the last judgement.
-Judgement budgeted(std::mt19937_64& rng, size_t n, double fast_center, double slow_center, double cv, bool lognormal) {
-  Cell fast = synthetic_cell(rng, n, fast_center, cv, lognormal),
-       slow = synthetic_cell(rng, n, slow_center, cv, lognormal);
-  for (size_t look = 1;; ++look) {
-    fast.looks = slow.looks = kAnswerLooks;
-    const Judgement j = judge(slow, fast);
-    if (look == kAnswerLooks || !could_decide(j)) return j;
-    const size_t more = n << (look - 1);
-    for (auto [cell, center] : {std::pair<Cell*, double>{&fast, fast_center}, {&slow, slow_center}}) {
-      std::vector<double> times = cell->times_us;
-      const Cell added = synthetic_cell(rng, more, center, cv, lognormal);
-      times.insert(times.end(), added.times_us.begin(), added.times_us.end());
-      *cell = make_cell(times);
-      cell->interleaved = true;
-    }
-  }
-}
-
-TEST(AnswerBudget, LooksUntilDecidedKeepTheFalseClaimsUnderOnePercent) {
-  // A/A as in WithinRunAaClaimsInAtMostOnePercent, but judged up to three times as the budget does.
-  std::mt19937_64 rng(27);
-  int claims = 0;
-  const int trials = 2000;
-  for (int t = 0; t < trials; ++t) {
-    const size_t n = 5 + static_cast<size_t>(t % 8);
-    const double cv = 0.05 + 0.05 * (t / 8 % 5);
-    claims += budgeted(rng, n, 100, 100, cv, t / 40 % 2 == 1).standing == Standing::faster;
-  }
-  EXPECT_LE(claims, trials / 100) << claims << " false claims in " << trials;
-}
-
-TEST(AnswerBudget, ATwofoldEffectAtCv25FromFiveRepetitionsIsCalledAndNeverOverstated) {
-  // What 5 repetitions alone cannot reach (ATrueTwofoldEffectAtCv25IsCalledAndNeverOverstated): with
-  // the budget's rounds the 2x effect at cv 25% is called in at least 95% of trials, never the wrong
-  // way round, its factor above 2 in at most 5%.
-  for (const bool lognormal : {false, true}) {
-    std::mt19937_64 rng(28 + lognormal);
-    int called = 0, overstated = 0;
-    const int trials = 2000;
-    for (int t = 0; t < trials; ++t) {
-      const Judgement j = budgeted(rng, 5, 100, 200, 0.25, lognormal);
-      if (j.standing != Standing::faster) continue;
-      EXPECT_FALSE(j.first_faster) << "the slow cell called faster";  // judge(slow, fast)
-      ++called;
-      overstated += j.factor > 2.0;
-    }
-    SCOPED_TRACE(lognormal ? "log-normal" : "normal");
-    EXPECT_GE(called, trials * 95 / 100) << called << " of " << trials;
-    EXPECT_LE(overstated, trials * 5 / 100) << overstated << " of " << trials;
-  }
-}
-
-TEST(AnswerBudget, ALookSplitsTheConfidenceAndOnlyWhatCanStillBeDecidedRunsAgain) {
-  Cell a = make_cell({10, 10.2, 10.1, 9.9, 10.05, 10.15, 9.95, 10.1, 10.0, 10.02});
-  Cell b = make_cell({20, 20.2, 20.1, 19.9, 20.05, 20.15, 19.95, 20.1, 20.0, 20.02});
-  a.interleaved = b.interleaved = true;
-  Judgement once = judge(a, b);
-  EXPECT_DOUBLE_EQ(once.confidence, 0.99);
-  b.looks = kAnswerLooks;  // either cell's run looked three times: the pair is judged as such
-  Judgement thrice = judge(a, b);
-  EXPECT_DOUBLE_EQ(thrice.confidence, 1 - 0.01 / 3);
-  EXPECT_LT(thrice.ratio.k, once.ratio.k);  // a wider interval
-  EXPECT_LT(thrice.ratio.low, once.ratio.low);
-  EXPECT_EQ(thrice.standing, Standing::faster);
-  EXPECT_FALSE(could_decide(thrice));  // decided
-  // A tie: tight, decided; wide enough to hide a difference past the claim, not yet.
-  Cell same = make_cell({10.01, 10.19, 10.12, 9.92, 10.04, 10.16, 9.96, 10.09, 10.01, 10.03});
-  same.interleaved = true;
-  EXPECT_EQ(judge(a, same).standing, Standing::tied);
-  EXPECT_FALSE(could_decide(judge(a, same)));
-  Cell loose = make_cell({9, 11.5, 10.1, 8.7, 10.9, 11.8, 9.3, 10.4, 8.9, 11.1});
-  loose.interleaved = true;
-  EXPECT_EQ(judge(a, loose).standing, Standing::tied);
-  EXPECT_TRUE(could_decide(judge(a, loose)));
-  // Too few repetitions for an interval: more can decide. A difference inside the claim's margin
-  // (ratio [1.02-1.03], below 1.05): ambiguous however long it runs, so it does not run again.
-  Cell few = make_cell({20, 20.1, 19.9});
-  few.interleaved = true;
-  few.looks = kAnswerLooks;  // 10 against 3: an interval at 99%, none at 99.67%
-  Judgement j = judge(a, few);
-  EXPECT_EQ(j.standing, Standing::ambiguous);
-  EXPECT_FALSE(j.ratio.bounded());
-  EXPECT_TRUE(could_decide(j));
-  EXPECT_NE(verdict_text(j, "a", "few", a, few).find("too few for a 99.67% interval"), std::string::npos)
-      << verdict_text(j, "a", "few", a, few);
-  Cell near = make_cell({10.25, 10.45, 10.35, 10.15, 10.3, 10.4, 10.2, 10.35, 10.25, 10.27});  // a x 1.025
-  near.interleaved = true;
-  j = judge(a, near);
-  EXPECT_EQ(j.standing, Standing::ambiguous);
-  EXPECT_FALSE(could_decide(j));
-  // Wider, and reaching past the margin: still worth rounds.
-  Cell wide = make_cell({10.1, 11.5, 10.6, 10.2, 10.9, 11.2, 10.3, 10.8, 10.4, 10.7});
-  wide.interleaved = true;
-  j = judge(a, wide);
-  EXPECT_EQ(j.standing, Standing::ambiguous);
-  EXPECT_TRUE(could_decide(j));
 }
 
 TEST(AnswerBudget, TheAnswersComparisonsAndTheCellsEachFileRunsAgain) {
@@ -564,41 +425,6 @@ TEST(AnswerBudget, AFileSaysHowManyLooksItsVerdictsAreSplitOver) {
     EXPECT_EQ(c.looks, looks) << "'" << text << "'";
     EXPECT_EQ(c.name, "early_exit/cpu/native/fused/exit:1/batch:1/hidden:64/blocks:3");
   }
-}
-
-TEST(Verdict, CellsTimedApartGetTheDriftAllowance) {
-  // 1.5x apart, tight: decided within one interleaved run; from two processes (condbench and the
-  // peer) the allowance for drift, 1.7x, is larger than the effect: ambiguous, never "tied".
-  Cell fast = make_cell({10, 10.1, 10.05, 9.95, 10.02}), slow = make_cell({15, 15.1, 15.05, 14.95, 15.02});
-  fast.interleaved = slow.interleaved = true;
-  EXPECT_DOUBLE_EQ(drift_allowance(fast, slow), 1.0);
-  Judgement j = judge(fast, slow);
-  EXPECT_EQ(j.standing, Standing::faster);
-  EXPECT_DOUBLE_EQ(j.factor, 14.95 / 10.1);
-  slow.file = 1;
-  EXPECT_DOUBLE_EQ(drift_allowance(fast, slow), kDriftBetweenProcesses);
-  j = judge(fast, slow);
-  EXPECT_EQ(j.standing, Standing::ambiguous);
-  EXPECT_NEAR(j.detectable, 1.05 * 1.7 * (15.02 / 10.02) / (14.95 / 10.1), 0.02);
-  // A tie between cells timed apart shows what the allowance could hide.
-  Cell near = make_cell({10.1, 10.0, 10.2, 9.9, 10.05});
-  near.file = 1;
-  j = judge(fast, near);
-  EXPECT_EQ(j.standing, Standing::tied);
-  EXPECT_EQ(verdict_text(j, "a", "b", fast, near),
-            "a and b are tied: the interval of their ratio, [0.98–1.03]×, holds 1 ([0.576–1.75]× with the 1.7× "
-            "allowed for drift between separately timed cells)");
-  // Non-interleaved repetitions in one file (an old peer file, --in-order) are timed apart too.
-  slow.file = 0;
-  slow.interleaved = false;
-  EXPECT_DOUBLE_EQ(drift_allowance(fast, slow), kDriftBetweenProcesses);
-  // 3x apart from another process: decided, divided by the allowance (14.95 x 2 / 10.1 / 1.7).
-  Cell far = make_cell({30, 30.2, 30.1, 29.9, 30.04});
-  far.file = 1;
-  j = judge(far, fast);
-  EXPECT_EQ(j.standing, Standing::faster);
-  EXPECT_FALSE(j.first_faster);
-  EXPECT_DOUBLE_EQ(j.factor, 29.9 / 10.1 / 1.7);
 }
 
 TEST(Answer, WhatToWriteIsDecidedWhereverTheDataSupportsIt) {
@@ -720,7 +546,9 @@ TEST(Analysis, CompareGivesChangeRatioAndVerdict) {
   EXPECT_EQ(rows[0].verdict, Verdict::slower);
   EXPECT_EQ(rows[1].verdict, Verdict::too_few_repetitions);
   EXPECT_EQ(compare(b, a)[0].verdict, Verdict::faster);
-  EXPECT_EQ(compare(a, a)[0].verdict, Verdict::same);
+  // The same file twice: no difference, but one benchmark between two runs is never SAME (the drift
+  // allowance alone is wider than the margin of sameness).
+  EXPECT_EQ(compare(a, a)[0].verdict, Verdict::ambiguous);
 }
 
 // Rows of a --compare as compare() makes them: `count` benchmarks of `strategy`, medians changed
@@ -817,16 +645,25 @@ TEST(CompareStrategies, AStrategyWithAThirdOfTheBenchmarksDoesNotMoveTheDrift) {
   EXPECT_FALSE(compare_strategies(rows).drift);
 }
 
-TEST(CompareStrategies, SameDistributionIsSameAndTwentyPercentIsSlowerAtTheExpectedRates) {
+TEST(CompareStrategies, SameDistributionIsSameOrAmbiguousAndTwentyPercentIsSlowerAtTheExpectedRates) {
+  // 28 benchmarks of a strategy, unchanged: never a claim; SAME (the median change's whole interval
+  // inside the margin) where the benchmarks drift by up to 5% between the runs, and by up to 20%
+  // (measured: all 2,000 trials with this seed). 20% slower: SLOWER.
   std::mt19937_64 rng(17);
   constexpr int kTrials = 2000;
-  int same = 0, slower = 0;
+  int same_steady = 0, same_noisy = 0, claims = 0, slower = 0;
   for (int t = 0; t < kTrials; ++t) {
-    same += compare_strategies(changed_rows(rng, "s", 28, 0.0, 0.2)).strategies[0].decisive().verdict == Verdict::same;
+    same_steady +=
+        compare_strategies(changed_rows(rng, "s", 28, 0.0, 0.05)).strategies[0].decisive().verdict == Verdict::same;
+    const Verdict noisy = compare_strategies(changed_rows(rng, "s", 28, 0.0, 0.2)).strategies[0].decisive().verdict;
+    same_noisy += noisy == Verdict::same;
+    claims += noisy == Verdict::faster || noisy == Verdict::slower;
     slower +=
         compare_strategies(changed_rows(rng, "s", 28, 0.2, 0.2)).strategies[0].decisive().verdict == Verdict::slower;
   }
-  EXPECT_GE(same, kTrials * 0.99);
+  EXPECT_GE(same_steady, kTrials * 0.99);
+  EXPECT_GE(same_noisy, kTrials * 0.95) << same_noisy;
+  EXPECT_LE(claims, kTrials / 100);
   EXPECT_GE(slower, kTrials * 0.95);
 }
 
@@ -880,19 +717,19 @@ ResultFile one_series(const std::vector<double>& times) {
   return f;
 }
 
-TEST(CompareAA, SameDistributionIsSameAtTheExpectedRate) {
+TEST(CompareAA, SameDistributionIsNeitherAClaimNorSame) {
   std::mt19937_64 rng(20261130);
   constexpr int kTrials = 4000;
-  int same = 0, claims = 0;
+  int ambiguous = 0, other = 0;
   for (int t = 0; t < kTrials; ++t) {
     const std::vector<double> a = draw(rng, 5, 100.0, 0.02), b = draw(rng, 5, 100.0, 0.02);
     const Verdict v = compare(one_series(a), one_series(b))[0].verdict;
-    same += v == Verdict::same;
-    claims += v == Verdict::faster || v == Verdict::slower;
+    ambiguous += v == Verdict::ambiguous;
+    other += v != Verdict::ambiguous;
   }
-  // The interval of the ratio holds 1 unless the two separate completely: 2 / 252 of the time.
-  EXPECT_GE(same, kTrials * 0.98);
-  EXPECT_EQ(claims, 0);
+  // Two runs are two processes: the interval widened by the drift allowance never fits the margin.
+  EXPECT_EQ(ambiguous, kTrials);
+  EXPECT_EQ(other, 0);
 }
 
 TEST(CompareAA, DriftBetweenRunsIsNeverAClaim) {
