@@ -411,7 +411,10 @@ std::vector<AnswerQuestion> answer_questions(const Group& g) {
   };
   ask("Nested torch.cond in eager mode against a plain Python if", both("python/py_cond", "python/py_eager_if"));
   // torch.cond as deployed: exported, compiled by AOTInductor, run from C++ — against eager.
-  ask("Nested torch.cond exported with AOTInductor and run from C++ against torch.cond in eager mode",
+  // AOTInductor lowers each torch.cond to a read of its predicate and a C++ if (through torch 2.15 at
+  // least; upstream's CUDA-graph work lists torch.cond as host-side control flow): the sentence says so.
+  ask("Nested torch.cond exported with AOTInductor and run from C++ (which still decides each level on the host) "
+      "against torch.cond in eager mode",
       both("aoti/cond", "python/py_cond"));
   ask("condbench's fastest strategy against the best PyTorch option", [&](const std::string& scenario) -> Pair {
     const std::vector<std::string> ours = by_median(g, others, scenario);

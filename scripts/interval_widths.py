@@ -7,7 +7,7 @@ run the same selection with two settings, alternating, and compare.
   scripts/interval_widths.py RESULT.json...
 
 Per file: repetitions per cell, the median over pairs of U / L (1 is a point; 1.5 means the
-ratio is known to within a factor 1.5), the share of pairs decided (faster or tied) and the share
+ratio is known to within a factor 1.5), the share of pairs decided (faster or the same) and the share
 called faster, on the rule with no drift allowance (the pairs are cells of one interleaved run).
 """
 import argparse
@@ -80,7 +80,7 @@ def main():
                 ratios = sorted(y / x for x in fast for y in slow)
                 low, high = ratios[k - 1], ratios[-k]
                 widths.append(high / low)
-                decided += low >= 1.05 or low <= 1 <= high
+                decided += low >= 1.05 or (low * 1.2 >= 1 and high <= 1.2)  # faster, or the same (kEquivalenceMargin)
                 faster += low >= 1.05
         if not widths:
             print(f"{path}: no pair of cells with enough repetitions")

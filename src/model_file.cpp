@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kFormat = 4;                        // bench/python/model_file.py's FORMAT
+constexpr int kFormat = 5;                        // bench/python/model_file.py's FORMAT
 constexpr uint64_t kMaxManifestBytes = 1u << 20;  // a manifest of 256 stages is ~100 KB
 constexpr int64_t kMaxRowElements = 1 << 22;      // one input row: a 3 x 1024 x 1024 image fits
 constexpr int64_t kMaxReferenceRows = 4096;
@@ -250,6 +250,10 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
       w.path = (fs::path(folder) / (module + ".pt2")).string();
       if (!plain_file(w.path))
         fail("model file " + folder + ": " + module + ": its package " + module + ".pt2 is missing (or a link)");
+      if (entry.contains("workaround")) {  // compiled again with other options: the default compile was wrong
+        w.workaround = printable(m.text(entry, "workaround", where + "."), 200);
+        w.default_refused = printable(m.text(entry, "default", where + "."), 300);
+      }
     } else {
       w.unavailable = printable(m.text(entry, "unavailable", where + "."), 300);
     }
@@ -301,7 +305,7 @@ ModelFileFamily::~ModelFileFamily() = default;
 
 ModelFileFamily::WholeModel ModelFileFamily::whole_model(const std::string& module) const {
   const auto it = whole_model_.find(module);
-  if (it == whole_model_.end()) return {"", "a model file has no whole-model module '" + module + "'"};
+  if (it == whole_model_.end()) return {"", "a model file has no whole-model module '" + module + "'", "", ""};
   return it->second;
 }
 

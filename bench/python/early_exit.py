@@ -317,18 +317,44 @@ def load_model(weights_path, config, device):
     return model.to(device).eval()
 
 
+# Inductor's lowering of torch.cond (torch <= 2.15 at least) hands a branch a convolution's output stored
+# channels_last, which the branch reads as NCHW: on a model with convolutions AOTInductor and
+# torch.compile(cpp_wrapper=True) compute wrong results, torch.compile stops at a stride assert. Compiled
+# without layout optimization it is right (docs/upstream-cond-layout.md, the reproducer in upstream/).
+# The one place the compile routes (model_file.py for model files, aoti_compile.py for the built-in
+# families, whose modules have no convolution) and the peer's workaround variant take it from.
+COND_LAYOUT_WORKAROUND = {"layout_optimization": False}
+WORKAROUND_DOC = "docs/upstream-cond-layout.md"
+
+
+def options_text(options):
+    """Inductor options as the manifest, the context and the report print them: "layout_optimization=False"."""
+    return ", ".join(f"{k}={v}" for k, v in options.items())
+
+
 # What each variant is, one line each: written into the result file's context as
 # "strategy:<device>/python/<name>", where condbench-report's glossary finds it.
 SUMMARIES = {
     "py_eager_if": "a Python if on each exit's confidence: one .item() read back per exit test",
     "py_cond": "nested torch.cond in eager mode: each level decided on the host",
     "py_cond_compile": "the nested torch.cond under torch.compile",
+    "py_cond_compile_layout_off": "py_cond_compile with Inductor's layout_optimization=False: the workaround for "
+                                  "Inductor's torch.cond on convolutional models, run where py_cond_compile "
+                                  f"disagrees with the model file's module ({WORKAROUND_DOC})",
     "py_cond_cudagraph": "the nested torch.cond captured in a CUDA graph (IF nodes, PyTorch >= 2.12)",
     "py_masked": "every block and head for every row; each row's logits picked with torch.where",
     "py_masked_compile": "py_masked under torch.compile",
     "py_blocks_compile": "each block with its head and exit test compiled; a Python if between them",
     "ort_if": "the nested torch.cond exported to ONNX (If nodes), run by ONNX Runtime on one thread",
 }
+
+
+def workarounds(model):
+    """{variant: (its workaround's name, callable, host_syncs, thresholds as tensor?)}: what the peer runs
+    in a variant's place where the variant as written disagrees with a model file's module."""
+    cond = NestedCond(model)
+    return {"py_cond_compile": ("py_cond_compile_layout_off", torch.compile(cond, options=COND_LAYOUT_WORKAROUND),
+                                cond.host_syncs, True)}
 
 
 def variants(model, device):

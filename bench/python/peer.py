@@ -32,7 +32,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchmark_name  # noqa: E402
-from early_exit import SUMMARIES, load_model, variants  # noqa: E402
+from early_exit import SUMMARIES, WORKAROUND_DOC, load_model, variants, workarounds  # noqa: E402
 
 SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
 
@@ -230,6 +230,7 @@ def main():
         pool_all = torch.load(os.path.join(directory, "pool.pt")).to(args.device)
         pool = [pool_all[i:i + 1] for i in range(pool_all.shape[0])]
         runnable, skipped = variants(model, args.device)
+        fallbacks = workarounds(model) if "model_file" in meta else {}
         reference = torch.load(os.path.join(meta["model_file"], "reference.pt")) if "model_file" in meta else None
         runnable += [(name + "_twin", *rest) for name, *rest in runnable if name in twins]
         notes += [f"{name}: skipped ({why})" for name, why in skipped if not wanted_variants or name in wanted_variants]
@@ -253,6 +254,11 @@ def main():
                         why = f"fails on it: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
                     if why:
                         notes.append(f"{name}: {scenario} on {meta['config']['family']} not run ({why})")
+                        if name in fallbacks:  # its workaround runs instead, checked as every variant is
+                            runnable.append(fallbacks.pop(name))
+                            if wanted_variants:
+                                wanted_variants.append(runnable[-1][0])
+                            notes.append(f"{name}: {runnable[-1][0]} runs in its place ({WORKAROUND_DOC})")
                         continue
                 kind, _, value = scenario.partition(":")
                 case = {"fn": fn, "walk": walk, "thresholds": thresholds, "sync": sync, "host_syncs": host_syncs,
@@ -271,6 +277,8 @@ def main():
     if args.answer_budget > 0:
         spent = spend_answer_budget(args, cases, rounds, document)
         print(f"peer: answer budget: {spent}", flush=True)
+    if notes:  # what did not run and why, for the report (a model file's refused variants, workarounds)
+        document.context[NOTES_CONTEXT] = "\n".join(notes)
     result = document.build()
     for case in cases:
         times = [sample[0] for sample in rounds.samples[id(case)]]
@@ -352,8 +360,10 @@ class Document:
         }
 
 
-# report/analysis.h: the looks an answer budget splits its verdicts over, and the context keys.
+# report/analysis.h: the looks an answer budget splits its verdicts over, and the context keys; and the
+# peer's notes (one a line), which the report's answer repeats where a variant was refused or replaced.
 LOOKS_CONTEXT, BUDGET_CONTEXT = "condbench_answer_looks", "condbench_answer_budget"
+NOTES_CONTEXT = "condbench_peer_notes"
 
 
 def spend_answer_budget(args, cases, rounds, document):

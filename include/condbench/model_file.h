@@ -58,10 +58,15 @@ class ModelFileFamily final : public ModelFamily {
   std::string description() const;
   const ModelFileReference& reference() const { return reference_; }
   // The aoti engine's whole-model package of `module` ("cond": the nested torch.cond generated from
-  // the stages; "masked"): its path, or why the folder has none (export or compile failed).
+  // the stages; "masked"): its path, or why the folder has none (export or compile failed). Where the
+  // default compile disagreed with the module and a workaround's did not (Inductor's torch.cond on
+  // channels_last buffers, docs/upstream-cond-layout.md), the options it was compiled with and why the
+  // default was refused.
   struct WholeModel {
     std::string path;
     std::string unavailable;
+    std::string workaround;       // "layout_optimization=False", or "" for the default options
+    std::string default_refused;  // "the compiled cond module differs from the module on example_input row 4"
   };
   WholeModel whole_model(const std::string& module) const;
 

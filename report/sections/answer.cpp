@@ -114,6 +114,28 @@ void answer_budget(const ReportInput& in, Document& doc) {
   doc.paragraph(text);
 }
 
+// Correct before it is fast: where a compiled form computed other results than the module and a
+// workaround's form was timed in its place (aoti/cond's build note), or the peer refused a variant on a
+// model file or replaced it, said before the tables so that no one reads a workaround's time as the
+// default's, or a missing row as a slow one.
+void correctness_notes(const ReportInput& in, Document& doc) {
+  std::vector<std::string> said;
+  for (const ResultFile& f : in.files)
+    for (const auto& [key, value] : f.context) {
+      if (key.rfind("build:", 0) == 0 && value.find("; workaround: ") != std::string::npos)
+        said.push_back(printable(key.substr(6), 200) + ": " + printable(value.substr(value.find("; workaround: ") + 2), 600));
+      if (key != kPeerNotesContext) continue;
+      std::istringstream lines(value);
+      for (std::string line; std::getline(lines, line);)
+        if (line.find(" not run (") != std::string::npos || line.find(" runs in its place") != std::string::npos)
+          said.push_back("python/" + printable(line, 400));
+    }
+  if (said.empty()) return;
+  doc.paragraph("Checked against the model's own forward before timing, some compiled forms were refused or "
+                "replaced: " +
+                join(said, "; ") + ".");
+}
+
 // First in the report: what a PyTorch user should write for an early exit, from this run's data.
 // Per model at batch 1: one table (each option's median and its standing against the fastest),
 // one chart, and at most four sentences that state the verdicts.
@@ -131,6 +153,7 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
       " (so they are never the same), cells of one interleaved run with none. A cell's outlying repetitions (far "
       "outside its own spread: a busy moment) are counted beside it and kept in its figures.");
   answer_budget(in, doc);
+  correctness_notes(in, doc);
   bool any = false;
   for (size_t gi = 0; gi < in.groups.size(); ++gi) {
     const Group& g = in.groups[gi];

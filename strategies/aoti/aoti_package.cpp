@@ -123,8 +123,16 @@ Unsupported package_unusable(const ModelConfig& config, Device device, const std
 
 std::optional<std::string> package_description(const ModelConfig& config, Device device, const std::string& module) {
   if (package_unusable(config, device, module)) return std::nullopt;
-  if (const ModelFileFamily* file = config.family->model_file())
-    return "compiled with the model file by bench/python/model_file.py: " + file->description();
+  if (const ModelFileFamily* file = config.family->model_file()) {
+    const ModelFileFamily::WholeModel whole = file->whole_model(module);
+    std::string note = "compiled with the model file by bench/python/model_file.py: " + file->description();
+    if (!whole.workaround.empty())
+      note += "; workaround: " + whole.workaround + ", since with Inductor's default options " +
+              whole.default_refused +
+              " (docs/upstream-cond-layout.md); without layout optimization the compiled convolutions keep NCHW "
+              "too, so these timings are of that form, not of the default's";
+    return note;
+  }
   const std::optional<nlohmann::json> meta =
       read_description(fs::path(package_file(config, device, module)).replace_extension(".json"));
   return "compiled in " + text_of(*meta, "compile_s") + " s (export " + text_of(*meta, "export_s") + " s) by torch " +

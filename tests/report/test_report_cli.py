@@ -301,7 +301,7 @@ class Report(unittest.TestCase):
         self.assertIn("No verdicts: this run was disturbed", answer)
         self.assertIn("Conditional graphs: no verdict, this run was disturbed.", answer)
         body = answer.split("### ", 1)[1]  # past the introduction, which names the verdicts
-        for claim in ("is at least", "slower", "tied", "fastest |", "ambiguous"):
+        for claim in ("is at least", "slower", "same", "fastest |", "ambiguous"):
             self.assertNotIn(claim, body)
         best = md.split("## Best strategy")[1].split("\n## ")[0]
         self.assertIn("None: this run was disturbed", best)
