@@ -188,7 +188,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         with open(os.path.join(folder, "manifest.json")) as f:
             m = json.load(f)
         self.assertEqual(m["torch"], torch.__version__.split("+")[0])  # as LibTorch's TORCH_VERSION says it
-        self.assertEqual((m["format"], m["reference"], m["confidence_package"]), (4, "reference.pt", None))
+        self.assertEqual((m["format"], m["reference"], m["confidence_package"]), (5, "reference.pt", None))
         self.assertEqual(m["whole_model"], {"cond": {"package": "cond.pt2"}, "masked": {"package": "masked.pt2"}})
         self.assertEqual(sorted(m["compile_s"]), sorted(p for p in os.listdir(folder) if p.endswith(".pt2")))
         self.assertTrue(all(s > 0 for s in m["compile_s"].values()), m["compile_s"])
