@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli.h"
 #include "condbench/error.h"
@@ -29,12 +31,34 @@ constexpr size_t kKeptOutput = 64 * 1024;  // of each stream: the last lines are
 
 bool python_file(const std::string& path) { return path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0; }
 
+// Where model_file.py and its environment are looked for: the sources this condbench was built from,
+// then the tree it runs in (the working folder: a bundle built elsewhere and carried to another
+// machine, as scripts/device-check does, finds the checkout it runs from).
+std::vector<fs::path> source_trees() {
+  std::error_code ec;
+  std::vector<fs::path> trees = {fs::path(CONDBENCH_SOURCE_DIR)};
+  if (fs::path here = fs::current_path(ec); !ec) trees.push_back(std::move(here));
+  return trees;
+}
+
 // The interpreter that runs model_file.py: $CONDBENCH_PYTHON, else the environment scripts/setup
-// made beside the sources this condbench was built from, else python3 on the PATH.
+// made in one of the source trees, else python3 on the PATH.
 std::string python() {
   if (const char* given = std::getenv("CONDBENCH_PYTHON"); given != nullptr && *given != '\0') return given;
-  const fs::path venv = fs::path(CONDBENCH_SOURCE_DIR) / ".venv" / "bin" / "python";
-  return access(venv.c_str(), X_OK) == 0 ? venv.string() : "python3";
+  for (const fs::path& tree : source_trees()) {
+    const fs::path venv = tree / ".venv" / "bin" / "python";
+    if (access(venv.c_str(), X_OK) == 0) return venv.string();
+  }
+  return "python3";
+}
+
+// bench/python/model_file.py in the first source tree that has it, or "" in none.
+std::string model_file_script() {
+  std::error_code ec;
+  for (const fs::path& tree : source_trees())
+    if (const fs::path script = tree / "bench" / "python" / "model_file.py"; fs::is_regular_file(script, ec))
+      return script.string();
+  return "";
 }
 
 // The last non-empty line of `text`.
@@ -126,11 +150,12 @@ std::string model_file_folder(const std::string& given, const std::string& weigh
   }
   std::error_code ec;
   if (!fs::is_regular_file(given, ec)) fail("--model-file: " + given + ": no such file");
-  const fs::path script = fs::path(CONDBENCH_SOURCE_DIR) / "bench" / "python" / "model_file.py";
-  if (!fs::is_regular_file(script, ec))
-    fail("--model-file: " + given + ": bench/python/model_file.py is not beside this condbench's sources; compile " +
-         "it there (model_file.py compile " + given + " --device " + to_string(device) + ") and give the folder");
-  std::vector<std::string> argv = {python(), script.string(), "compile", given, "--device", to_string(device)};
+  const std::string script = model_file_script();
+  if (script.empty())
+    fail("--model-file: " + given + ": bench/python/model_file.py is neither beside this condbench's sources nor " +
+         "in the working folder; run from a checkout, or compile it there (model_file.py compile " + given +
+         " --device " + to_string(device) + ") and give the folder");
+  std::vector<std::string> argv = {python(), script, "compile", given, "--device", to_string(device)};
   if (!weights.empty()) argv.insert(argv.end(), {"--weights", weights});
   if (isatty(STDERR_FILENO))  // a compile takes minutes the first time
     std::cerr << "condbench: compiling " << given << " for " << to_string(device)

@@ -174,21 +174,21 @@ class ConvolutionalModelFile(unittest.TestCase):
         print(f"\npeer: {result.stdout.strip().splitlines()[-3:]}")
         with open(out) as f:
             data = json.load(f)
-        timed = {b["name"].split("/")[3] for b in data["benchmarks"] if b.get("run_type") == "iteration"}
+        timed = {tuple(b["name"].split("/")[3:5]) for b in data["benchmarks"] if b.get("run_type") == "iteration"}
         notes = data["context"].get("condbench_peer_notes", "").splitlines()
-        refused = [n for n in notes if n.startswith("py_cond_compile: ") and " not run (" in n]
-        self.assertIn("py_cond", timed)  # eager torch.cond agrees with the module
-        if refused:  # the default torch.compile form disagreed: not timed, its workaround checked and timed
-            self.assertNotIn("py_cond_compile", timed)
+        # "py_cond_compile: mix:uniform on residual_cnn.py not run (...)": the (variant, scenario) refused
+        refused = {tuple(n.split(" on ")[0].split(": ")) for n in notes if " not run (" in n}
+        self.assertIn(("py_cond", "exit:1"), timed)  # eager torch.cond agrees with the module
+        self.assertFalse(refused & timed, f"timed although refused: {refused & timed}")
+        cond_compile_refused = {scenario for variant, scenario in refused if variant == "py_cond_compile"}
+        if cond_compile_refused:  # the default torch.compile form disagreed: its workaround checked and timed
             self.assertIn("py_cond_compile: py_cond_compile_layout_off runs in its place "
                           "(docs/upstream-cond-layout.md)", notes)
-            self.assertTrue("py_cond_compile_layout_off" in timed or
-                            any(n.startswith("py_cond_compile_layout_off: ") for n in notes), notes)
-        else:
-            self.assertIn("py_cond_compile", timed)
-        # whatever ran passed the peer's check against the module's reference rows, in every scenario
-        for name in timed:
-            self.assertFalse([n for n in notes if n.startswith(f"{name}: ") and " not run (" in n], notes)
+            for scenario in cond_compile_refused:
+                self.assertTrue(("py_cond_compile_layout_off", scenario) in timed or
+                                ("py_cond_compile_layout_off", scenario) in refused, (scenario, notes))
+        # A row that leaves at the first exit never reaches a branch's misread operand: right either way.
+        self.assertIn(("py_cond_compile", "exit:1"), timed)
 
     def test_the_reproducer_says_whether_the_installed_torch_has_the_bug(self):
         facts = os.path.join(self.dir.name, "reproducer.json")

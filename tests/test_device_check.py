@@ -205,6 +205,45 @@ class DryRun(unittest.TestCase):
         self.assertIn("--call must be 1 or 2", bad.stderr)
 
 
+class CallTwoCompile(unittest.TestCase):
+    def test_a_compile_killed_at_its_limit_loses_neither_the_other_nor_its_code(self):
+        # scripts/device-compile, call 2's compile step, with stand-ins: the aoti compile finishes
+        # (a package written, exit 0); the model file's is still compiling when its limit ends it.
+        with tempfile.TemporaryDirectory() as tmp:
+            work, packages = os.path.join(tmp, "work"), os.path.join(tmp, "aoti")
+            env = {**os.environ,
+                   "CONDBENCH_COMPILE_AOTI": f"mkdir -p {packages} && sleep 1 && echo pt2 > {packages}/cond.pt2",
+                   "CONDBENCH_COMPILE_MODEL_FILE": "echo started; sleep 60; echo never"}
+            started = time.monotonic()
+            result = run(os.path.join(SOURCE, "scripts", "device-compile"), work, "4", env=env, timeout=60)
+            self.assertLess(time.monotonic() - started, 20)  # its limit, not the stand-in's minute
+            self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+            self.assertEqual(read(os.path.join(work, "aoti.rc")).strip(), "0")
+            self.assertEqual(read(os.path.join(packages, "cond.pt2")).strip(), "pt2")
+            self.assertEqual(read(os.path.join(work, "model-file.rc")).strip(), "124")
+            self.assertEqual(read(os.path.join(work, "model-file.out")).strip(), "started")
+            self.assertIn("device-compile: aoti: rc 0", result.stdout)
+            self.assertIn("device-compile: model-file: rc 124", result.stdout)
+            # both finish: exit 0
+            env["CONDBENCH_COMPILE_MODEL_FILE"] = "echo /folder"
+            result = run(os.path.join(SOURCE, "scripts", "device-compile"), work, "20", env=env, timeout=60)
+            self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+            self.assertEqual(read(os.path.join(work, "model-file.rc")).strip(), "0")
+
+    def test_the_step_gives_the_compile_its_own_limit_inside_the_steps(self):
+        script = read(SCRIPT)
+        self.assertIn('step compile bash -c \'"$1/scripts/device-compile" "$2" $((STEP_LIMIT - 8))\'', script)
+        self.assertIn("STEP_LIMIT=$limit timeout", script)
+
+    def test_without_a_bundle_it_stops_at_once_saying_so(self):
+        # No fallback build: the GPU machine could not build (no Google Benchmark, GoogleTest, network).
+        self.assertNotIn("building against this machine's torch", read(SCRIPT))
+        with tempfile.TemporaryDirectory() as tmp:
+            result = run(SCRIPT, "--bundle", os.path.join(tmp, "none"), "--out", os.path.join(tmp, "out"))
+            self.assertEqual(result.returncode, 1)
+            self.assertIn("run scripts/device-check --prepare on the CPU machine and carry", result.stdout)
+
+
 class Checkpoint(unittest.TestCase):
     def test_the_checkpoint_is_valid_json_of_what_ran(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -394,7 +394,8 @@ def compile_whole_model(module, program, check, path):
     def compiled_with(options):
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             if not os.path.isfile(path):
-                torch._inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=options)
+                extra = {"inductor_configs": options} if options else {}  # the default: the call a user writes
+                torch._inductor.aoti_compile_and_package(program, package_path=path, **extra)
             return torch._inductor.aoti_load_package(path)
 
     try:
