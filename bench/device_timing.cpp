@@ -26,6 +26,13 @@ int64_t held_group(const InferenceShape& shape, int64_t count) {
   return std::clamp<int64_t>(kMaxHeldKernels / kernels, 1, std::max<int64_t>(1, count));
 }
 
+double hold_timeout_s(const InferenceShape& shape, int64_t inferences) {
+  constexpr double kBaseSeconds = 0.02, kPerKernelSeconds = 150e-6;
+  const int64_t weight = shape.engine == Engine::native ? 1 : shape.engine == Engine::torch ? 4 : 32;
+  const int64_t kernels = std::max<int64_t>(1, shape.launches_per_inference) * weight * std::max<int64_t>(1, inferences);
+  return kBaseSeconds + kPerKernelSeconds * static_cast<double>(kernels);
+}
+
 #if CONDBENCH_CUDA
 
 void synchronize_cuda_device() { CONDBENCH_CUDA_CHECK(cudaDeviceSynchronize()); }
@@ -66,7 +73,8 @@ std::optional<double> gpu_time_us(Strategy& strategy, const std::vector<at::Tens
     {
       // Released on every way out: a run() that throws must not leave the stream held until the
       // kernel's timeout.
-      PairedScope held([&] { hold.hold(stream); }, [&] { hold.release(); }, [&]() noexcept { hold.release(); });
+      PairedScope held([&] { hold.hold(stream, hold_timeout_s(shape, n)); }, [&] { hold.release(); },
+                       [&]() noexcept { hold.release(); });
       CONDBENCH_CUDA_CHECK(cudaEventRecord(start.get(), stream));
       for (int i = 0; i < n; ++i) strategy.run(inputs[next++ % inputs.size()], thresholds);
       CONDBENCH_CUDA_CHECK(cudaEventRecord(stop.get(), stream));

@@ -28,6 +28,12 @@ struct InferenceShape {
 // aoti engine also a package run whose generated kernels are not counted at all; each is weighted
 // by a bound on the kernels it queues.
 int64_t held_group(const InferenceShape& shape, int64_t count);
+// How long the stream's hold waits for `inferences` of that shape to be enqueued before it gives up:
+// a base for the host's own work plus a share per kernel queued, far above what enqueueing takes
+// (microseconds a kernel) and far below the 2 s a fixed hold cost for each case whose host blocked
+// while the stream was held (a re-pointed native graph whose update waits, say): at most about
+// 0.06 s for a full group of 256 kernels.
+double hold_timeout_s(const InferenceShape& shape, int64_t inferences);
 
 // Mean GPU time in microseconds per inference over `count` inferences walking `inputs`, from CUDA
 // events on the strategy's stream; nullopt for a strategy without one, or when the measurement

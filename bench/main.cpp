@@ -267,7 +267,10 @@ int main(int argc, char** argv) {
     if (!options.checkpoint_out.empty()) outputs.push_back({"--checkpoint-out", options.checkpoint_out});
     if (!options.trace_out.empty()) outputs.push_back({"--trace", options.trace_out});
     if (!options.export_dir.empty()) outputs.push_back({"--export-workload", options.export_dir, true});
-    condbench::check_outputs(outputs, {{"--weights", options.weights}});
+    condbench::check_outputs(outputs, {{"--weights", options.weights},
+                                       {"--model-file", options.model_file_given},
+                                       {"--model-weights", options.model_file_weights},
+                                       {"--model-file (its compiled folder)", options.model_file_folder, true}});
     if (options.list) {
       condbench::print_strategies(options, std::cout);
       return 0;

@@ -249,6 +249,9 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     const std::string folder =
         model_file_folder(flags.at("--model-file"), given("--model-weights") ? flags.at("--model-weights") : "",
                           model_file_device(options.devices));
+    options.model_file_given = flags.at("--model-file");
+    if (given("--model-weights")) options.model_file_weights = flags.at("--model-weights");
+    options.model_file_folder = folder;
     try {
       model_file = ModelSelection{load_model_file(folder).config(), {}};
     } catch (const Error& e) {

@@ -37,6 +37,9 @@ struct RunnerOptions {
   bool progress = false;               // --progress: on stderr even when it is not a terminal
   bool list = false;                   // --list: print the strategies and what they declare, run nothing
   std::vector<std::string> selecting;  // the flags given that run part of the default suite
+  // --model-file's inputs, which no output may overwrite or lie inside: the file or folder given, its
+  // --model-weights, and the compiled folder it was read from.
+  std::string model_file_given, model_file_weights, model_file_folder;
 };
 
 // --help: condbench's flags, one line each with its default (Google Benchmark's follow).

@@ -31,6 +31,10 @@ using namespace condbench::report;
 
 namespace {
 
+// The largest --fail-on-regression percentage (1000%: eleven times slower). Above it (or infinite) the check
+// could never fail.
+constexpr double kMaxRegressionPercent = 1000;
+
 const char* const kUsage =
     "usage: condbench-report --out DIR [--force] [--unstable-cv PCT] RESULT.json...\n"
     "       condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]\n"
@@ -120,6 +124,7 @@ void write_atomically(const std::vector<ResultFile>& files, const fs::path& dir,
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string out, fail_on, unstable_cv, min_effect;
+  bool fail_on_given = false;  // "--fail-on-regression=" is given, and empty: refused, not ignored
   bool compare_mode = false, undecided_mode = false, table_mode = false, force = false;
   std::vector<std::string> inputs;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -148,6 +153,7 @@ int run(int argc, char** argv) {
       table_mode = true;
     } else if (a == "--fail-on-regression" || a.rfind("--fail-on-regression=", 0) == 0) {
       fail_on = value("--fail-on-regression");
+      fail_on_given = true;
     } else if (a.rfind("--", 0) == 0) {
       fail("unknown option '" + a + "'");
     } else {
@@ -155,7 +161,7 @@ int run(int argc, char** argv) {
     }
   }
   if (table_mode) {
-    if (compare_mode || undecided_mode || !out.empty() || !fail_on.empty() || !unstable_cv.empty() ||
+    if (compare_mode || undecided_mode || !out.empty() || fail_on_given || !unstable_cv.empty() ||
         !min_effect.empty() || force)
       fail("--table takes result files only");
     if (inputs.empty()) fail("--table: no result files given");
@@ -165,7 +171,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (undecided_mode) {
-    if (compare_mode || !out.empty() || !fail_on.empty() || !unstable_cv.empty() || !min_effect.empty() || force)
+    if (compare_mode || !out.empty() || fail_on_given || !unstable_cv.empty() || !min_effect.empty() || force)
       fail("--undecided takes result files only");
     if (inputs.empty()) fail("--undecided: no result files given");
     std::vector<ResultFile> files;
@@ -183,10 +189,14 @@ int run(int argc, char** argv) {
   if (compare_mode) {
     if (inputs.size() != 2) fail("--compare takes exactly two result files");
     double threshold = -1;
-    if (!fail_on.empty()) {
+    if (fail_on_given) {
+      // A percentage a regression can exceed: above 0, at most kMaxRegressionPercent (an infinite or
+      // huge one could never fail, which is a check that does nothing).
       char* end = nullptr;
-      threshold = std::strtod(fail_on.c_str(), &end);
-      if (*end != '\0' || !(threshold >= 0)) fail("--fail-on-regression: '" + fail_on + "' is not a percentage");
+      threshold = fail_on.empty() ? std::nan("") : std::strtod(fail_on.c_str(), &end);
+      if (fail_on.empty() || *end != '\0' || !(threshold > 0 && threshold <= kMaxRegressionPercent))
+        fail("--fail-on-regression: '" + printable(fail_on) + "' is not a percentage above 0 and at most " +
+             std::to_string(static_cast<int>(kMaxRegressionPercent)));
     }
     if (!unstable_cv.empty()) fail("--unstable-cv goes with --out");
     const double effect = min_effect.empty() ? kDefaultMinEffect : percentage("--min-effect", min_effect);
@@ -224,7 +234,7 @@ int run(int argc, char** argv) {
     }
     return 0;
   }
-  if (!fail_on.empty()) fail("--fail-on-regression goes with --compare");
+  if (fail_on_given) fail("--fail-on-regression goes with --compare");
   if (!min_effect.empty()) fail("--min-effect goes with --compare");
   const double cv = unstable_cv.empty() ? kDefaultUnstableCv : percentage("--unstable-cv", unstable_cv);
   if (out.empty()) fail("--out DIR is required (see --help)");

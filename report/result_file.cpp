@@ -3,8 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
+#include <utility>
 
 #include "condbench/error.h"
 #include "condbench/result_format.h"
@@ -79,6 +83,12 @@ std::string ResultFile::device_label(const std::string& device) const {
 }
 
 ResultFile load_result_file(const std::string& path) {
+  // Opening a FIFO waits for a writer, which may never come; a device or a folder reads as nothing
+  // useful: only regular files (a link to one is one) are result files.
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (!ec && status.type() != std::filesystem::file_type::regular)
+    fail(path + ": not a regular file (a FIFO, a device or a folder): give a result file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path + ": cannot open");
   const std::streamoff size = in.tellg();
@@ -122,6 +132,9 @@ ResultFile parse_result_file(const std::string& path, const std::string& text) {
          "' (this report reads schema " + kResultSchema + ")");
 
   std::map<std::string, size_t> index;  // series name -> position
+  // (name, repetition_index) of every repetition read: a file concatenated with itself would pool its
+  // repetitions twice and narrow every interval, so a repetition given twice is refused.
+  std::set<std::pair<std::string, int64_t>> repetitions;
   size_t entry = 0;
   try {
     for (const auto& b : data["benchmarks"]) {
@@ -138,6 +151,11 @@ ResultFile parse_result_file(const std::string& path, const std::string& text) {
       }
       const std::string run_type = b.value("run_type", std::string("iteration"));
       const bool is_median = run_type == "aggregate" && b.value("aggregate_name", std::string()) == "median";
+      if (run_type == "iteration" && b.contains("repetition_index") && b["repetition_index"].is_number_integer() &&
+          !repetitions.emplace(s.name, b["repetition_index"].get<int64_t>()).second)
+        fail("benchmark entry " + std::to_string(entry) + " repeats repetition " +
+             std::to_string(b["repetition_index"].get<int64_t>()) + " of " + printable(s.name, 120) +
+             " (a file joined with itself, or with another run's?)");
       if (run_type == "iteration" || (is_median && s.times_us.empty())) {
         if (is_median) s.counters.clear();
         s.times_us.push_back(to_microseconds(b.at("real_time").get<double>(), b.value("time_unit", std::string("ns"))));

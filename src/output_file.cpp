@@ -149,6 +149,8 @@ void check_outputs(const std::vector<OutputPath>& outputs, const std::vector<Inp
         fail(named + " is the input of " + in.flag + "; an output never overwrites an input");
       if (o.folder && path_inside(in.path, o.path))
         fail(named + " holds the input of " + in.flag + " ('" + in.path + "'); choose another folder");
+      if (in.folder && path_inside(o.path, in.path))
+        fail(named + " lies inside " + in.flag + "'s folder '" + in.path + "', which condbench reads; write elsewhere");
     }
   }
 }

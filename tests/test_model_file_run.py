@@ -328,6 +328,25 @@ class ModelFileRun(unittest.TestCase):
                          f"peer: model file: {changed}: changed since it was compiled into {folder} (or its weights "
                          "did): compile it again (scripts/run --model-file does)")
 
+    def test_no_output_overwrites_the_model_files_inputs_or_its_folder(self):
+        # the compiled folder's own files, the Python file and the weights: one line, exit 2, unchanged
+        reference = os.path.join(self.fresh, "reference.pt")
+        before = open(reference, "rb").read()
+        cache = {"CONDBENCH_AOTI_DIR": CACHE}
+        for flags in ([f"--model-file={self.fresh}", f"--benchmark_out={reference}"],
+                      [f"--model-file={self.fresh}", f"--checkpoint-out={os.path.join(self.fresh, 'manifest.json')}"],
+                      [f"--model-file={self.fresh}", f"--trace={os.path.join(self.fresh, 'new.json')}"],
+                      [f"--model-file={self.fresh_path}", f"--benchmark_out={self.fresh_path}"]):
+            with self.subTest(flags=flags):
+                result = run(CONDBENCH, "--device=cpu", "--strategy=eager_host", "--scenario=exit:1", *flags, env=cache)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                lines = result.stderr.strip().splitlines()
+                self.assertTrue(lines and ("an output never overwrites an input" in lines[-1] or
+                                           "which condbench reads; write elsewhere" in lines[-1]), result.stderr)
+        self.assertEqual(open(reference, "rb").read(), before)
+        self.assertFalse(os.path.exists(os.path.join(self.fresh, "new.json")))
+        self.assertIn("def model()", open(self.fresh_path).read())
+
     def test_a_whole_model_module_that_could_not_be_made_is_skipped_with_the_reason(self):
         def no_cond(folder, m):
             m["whole_model"]["cond"] = {"unavailable": "torch.export cannot trace the model's cond module (because)"}

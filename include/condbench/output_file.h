@@ -39,7 +39,7 @@ void throw_if_interrupted();
 //     link, a device, a FIFO or a socket is refused, never followed or replaced;
 //   - its folder exists and is writable;
 //   - no two outputs name one file (by path, or by identity: a hard link is the same file);
-//   - no output names an input, and no output folder holds one.
+//   - no output names an input, no output folder holds one, and no output lies inside an input folder.
 // Throws condbench::Error naming the flag and the path: "--checkpoint-out: '/x' is a FIFO; ...".
 struct OutputPath {
   std::string flag;  // "--benchmark_out"
@@ -49,6 +49,7 @@ struct OutputPath {
 struct InputPath {
   std::string flag;  // "--weights"
   std::string path;
+  bool folder = false;  // a folder read whole (a compiled model file): no output may lie inside it
 };
 void check_outputs(const std::vector<OutputPath>& outputs, const std::vector<InputPath>& inputs);
 // `path` lies inside `folder` (or is it), both made absolute and resolved as far as they exist.

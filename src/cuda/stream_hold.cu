@@ -35,12 +35,14 @@ StreamHold::~StreamHold() {
   if (flags_) CONDBENCH_CUDA_WARN(cudaFreeHost(const_cast<int*>(flags_)));
 }
 
-void StreamHold::hold(cudaStream_t stream) {
+void StreamHold::hold(cudaStream_t stream) { hold(stream, static_cast<double>(timeout_ns_) * 1e-9); }
+
+void StreamHold::hold(cudaStream_t stream, double timeout_seconds) {
   flags_[0] = 0;
   flags_[1] = 0;
   int* device_flags = nullptr;
   CONDBENCH_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_flags), const_cast<int*>(flags_), 0));
-  spin_until_released<<<1, 1, 0, stream>>>(device_flags, timeout_ns_);
+  spin_until_released<<<1, 1, 0, stream>>>(device_flags, static_cast<unsigned long long>(timeout_seconds * 1e9));
   CONDBENCH_CUDA_CHECK_LAUNCH();
 }
 

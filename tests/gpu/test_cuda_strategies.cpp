@@ -176,7 +176,12 @@ void CudaStrategies::check_counters(int64_t batch, bool clustered) {
   input = input.to(at::kCUDA).contiguous();
   auto strategy = info().make();
   strategy->prepare(workload->model(), batch);
-  for (const Scenario& scenario : {Scenario::forced(1), Scenario::mix("uniform"), Scenario::forced(c.blocks + 1)}) {
+  // Every forced exit, level by level (exit:k runs min(k, B) blocks: a nested conditional stuck open
+  // at any depth runs one too many), and a mix.
+  std::vector<Scenario> scenarios;
+  for (int k = 1; k <= c.blocks + 1; ++k) scenarios.push_back(Scenario::forced(k));
+  scenarios.push_back(Scenario::mix("uniform"));
+  for (const Scenario& scenario : scenarios) {
     SCOPED_TRACE("batch=" + std::to_string(batch) + (clustered ? " clustered " : " ") + scenario.str());
     const std::vector<float> thresholds = workload->thresholds(scenario);
     strategy->run(input, thresholds);  // the thresholds' upload is not part of an inference

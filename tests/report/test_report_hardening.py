@@ -31,8 +31,8 @@ PAYLOADS = [
 ]
 
 
-def run(*args, **kwargs):
-    return subprocess.run([REPORT, *args], capture_output=True, text=True, timeout=120, **kwargs)
+def run(*args, timeout=120, **kwargs):
+    return subprocess.run([REPORT, *args], capture_output=True, text=True, timeout=timeout, **kwargs)
 
 
 def small_text():
@@ -232,6 +232,36 @@ class BadFiles(Case):
                 path = self.write_json(name + ".json", text)
                 self.assert_bad_input(run("--out", os.path.join(self.dir, "o"), path), name + ".json", message)
                 self.assertFalse(os.path.exists(os.path.join(self.dir, "o")))
+
+
+class ResultsAreCountedOnce(Case):
+    def test_a_repetition_given_twice_is_refused(self):
+        # small.json joined with itself: every repetition twice would narrow every interval
+        data = json.loads(small_text())
+        for i, b in enumerate(data["benchmarks"]):
+            b["repetition_index"] = i
+        doubled = dict(data, benchmarks=data["benchmarks"] + data["benchmarks"])
+        path = self.write_json("doubled.json", doubled)
+        line = self.assert_bad_input(run("--out", os.path.join(self.dir, "o"), path), "doubled.json",
+                                     "repeats repetition 0 of", "joined with itself")
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "o")), line)
+        self.assert_bad_input(run("--compare", path, path), "repeats repetition")
+        self.assertEqual(run("--out", os.path.join(self.dir, "o"), self.write_json("once.json", data)).returncode, 0)
+
+    def test_a_fifo_or_a_folder_as_an_input_is_refused_without_waiting(self):
+        fifo = os.path.join(self.dir, "pipe.json")
+        os.mkfifo(fifo)
+        for args in (("--table", fifo), ("--table", self.dir), ("--out", os.path.join(self.dir, "o"), fifo)):
+            with self.subTest(args=args):
+                self.assert_bad_input(run(*args, timeout=20), "not a regular file")
+
+    def test_a_regression_threshold_that_can_never_fail_is_refused(self):
+        a = self.write_json("a.json", small_text())
+        for given in ("", "inf", "1e400", "0", "-5", "nan", "5%", "1001"):
+            with self.subTest(given=given):
+                self.assert_bad_input(run("--compare", a, a, f"--fail-on-regression={given}"),
+                                      "--fail-on-regression:", "above 0 and at most 1000")
+        self.assertEqual(run("--compare", a, a, "--fail-on-regression=1000").returncode, 0)
 
 
 if __name__ == "__main__":

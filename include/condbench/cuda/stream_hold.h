@@ -21,8 +21,10 @@ class StreamHold {
   StreamHold(const StreamHold&) = delete;
   StreamHold& operator=(const StreamHold&) = delete;
 
-  // Enqueues the spinning kernel on `stream`: work enqueued after it waits.
+  // Enqueues the spinning kernel on `stream`: work enqueued after it waits. The timeout is the
+  // constructor's, or `timeout_seconds` for this hold (sized to what is queued behind it).
   void hold(cudaStream_t stream);
+  void hold(cudaStream_t stream, double timeout_seconds);
   // Lets the kernel finish.
   void release() noexcept;
   // Whether the kernel gave up before release(); valid once the stream has passed it (after a
