@@ -29,7 +29,8 @@ int64_t held_group(const InferenceShape& shape, int64_t count) {
 double hold_timeout_s(const InferenceShape& shape, int64_t inferences) {
   constexpr double kBaseSeconds = 0.02, kPerKernelSeconds = 150e-6;
   const int64_t weight = shape.engine == Engine::native ? 1 : shape.engine == Engine::torch ? 4 : 32;
-  const int64_t kernels = std::max<int64_t>(1, shape.launches_per_inference) * weight * std::max<int64_t>(1, inferences);
+  const int64_t kernels =
+      std::max<int64_t>(1, shape.launches_per_inference) * weight * std::max<int64_t>(1, inferences);
   return kBaseSeconds + kPerKernelSeconds * static_cast<double>(kernels);
 }
 

@@ -100,7 +100,8 @@ ChangeSummary summarize_changes(const std::vector<double>& log_changes, double m
     s.verdict = Verdict::slower;
   else if (s.interval.high <= -min_effect)
     s.verdict = Verdict::faster;
-  else if (s.interval.low * kEquivalenceMargin >= 1.0 - kEquivalenceMargin && s.interval.high <= kEquivalenceMargin - 1.0)
+  else if (s.interval.low * kEquivalenceMargin >= 1.0 - kEquivalenceMargin &&
+           s.interval.high <= kEquivalenceMargin - 1.0)
     s.verdict = Verdict::same;  // the whole interval inside the margin of sameness: 1 / M - 1 to M - 1
   else
     s.verdict = Verdict::ambiguous;

@@ -99,8 +99,7 @@ std::string comparison_markdown(const std::vector<Comparison>& rows, const std::
       "% interval (a sign test); where the run has 3 or more strategies, the verdict is on the change against the "
       "drift (each benchmark's change divided by it), so that drift of the machine, which moves every strategy "
       "alike, is not called a change. FASTER/SLOWER when the whole interval lies beyond " +
-      number(100 * min_effect, 3) +
-      "%, SAME when it lies inside the " + format_ratio(kEquivalenceMargin) +
+      number(100 * min_effect, 3) + "%, SAME when it lies inside the " + format_ratio(kEquivalenceMargin) +
       " margin of sameness, AMBIGUOUS otherwise; fewer than 6 benchmarks cannot reach that (TOO FEW BENCHMARKS). "
       "This is the verdict --fail-on-regression counts.");
   const ChangeSummary& run = together.whole_run;
@@ -123,8 +122,10 @@ std::string comparison_markdown(const std::vector<Comparison>& rows, const std::
                 std::to_string(sum.too_few) + " too few repetitions, of " + std::to_string(rows.size()) +
                 " (one by one, on the interval of the ratio B / A: FASTER/SLOWER when it lies beyond " +
                 number(100 * min_effect, 3) + "% and the drift allowance between runs, " +
-                format_ratio(kDriftBetweenProcesses) + "; SAME only when the interval, widened by that allowance, lies "
-                "inside the " + format_ratio(kEquivalenceMargin) +
+                format_ratio(kDriftBetweenProcesses) +
+                "; SAME only when the interval, widened by that allowance, lies "
+                "inside the " +
+                format_ratio(kEquivalenceMargin) +
                 " margin of sameness, which one benchmark between two runs cannot reach: the strategies' verdicts "
                 "above can; see docs/statistics.md)");
   return doc.markdown();

@@ -123,7 +123,8 @@ void correctness_notes(const ReportInput& in, Document& doc) {
   for (const ResultFile& f : in.files)
     for (const auto& [key, value] : f.context) {
       if (key.rfind("build:", 0) == 0 && value.find("; workaround: ") != std::string::npos)
-        said.push_back(printable(key.substr(6), 200) + ": " + printable(value.substr(value.find("; workaround: ") + 2), 600));
+        said.push_back(printable(key.substr(6), 200) + ": " +
+                       printable(value.substr(value.find("; workaround: ") + 2), 600));
       if (key != kPeerNotesContext) continue;
       std::istringstream lines(value);
       for (std::string line; std::getline(lines, line);)
@@ -131,9 +132,10 @@ void correctness_notes(const ReportInput& in, Document& doc) {
           said.push_back("python/" + printable(line, 400));
     }
   if (said.empty()) return;
-  doc.paragraph("Checked against the model's own forward before timing, some compiled forms were refused or "
-                "replaced: " +
-                join(said, "; ") + ".");
+  doc.paragraph(
+      "Checked against the model's own forward before timing, some compiled forms were refused or "
+      "replaced: " +
+      join(said, "; ") + ".");
 }
 
 // First in the report: what a PyTorch user should write for an early exit, from this run's data.

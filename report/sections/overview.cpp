@@ -88,7 +88,9 @@ void best_strategy(const ReportInput& in, Charts& /*out*/, Document& doc) {
       "interval of its median, and its margin over the runner-up: the conservative factor of the verdict rule "
       "(the low edge of the 99% interval of their ratio, over the drift allowance; see \"Verdicts\" in "
       "docs/statistics.md). Where the rule calls others the same as the winner (their whole interval inside "
-      "the " + format_ratio(kEquivalenceMargin) + " margin), the cell says so and names them; where it cannot "
+      "the " +
+      format_ratio(kEquivalenceMargin) +
+      " margin), the cell says so and names them; where it cannot "
       "separate them either way, it says so.");
   Table best{{"device", "batch", "model", "scenario", "winner", "median (µs)", "interval (µs)", "margin", "runner-up"},
              {}};

@@ -127,8 +127,7 @@ std::optional<std::string> package_description(const ModelConfig& config, Device
     const ModelFileFamily::WholeModel whole = file->whole_model(module);
     std::string note = "compiled with the model file by bench/python/model_file.py: " + file->description();
     if (!whole.workaround.empty())
-      note += "; workaround: " + whole.workaround + ", since with Inductor's default options " +
-              whole.default_refused +
+      note += "; workaround: " + whole.workaround + ", since with Inductor's default options " + whole.default_refused +
               " (docs/upstream-cond-layout.md); without layout optimization the compiled convolutions keep NCHW "
               "too, so these timings are of that form, not of the default's";
     return note;

@@ -181,6 +181,7 @@ class Report(unittest.TestCase):
         extra = [copy.deepcopy(b) for b in five["benchmarks"] if "fused/mix:early" in b["name"] and b.get("run_type") == "iteration"]
         for i, b in enumerate(extra[:2]):
             b["real_time"] = 1.2 + 0.1 * i
+            b["repetition_index"] = len(extra) + i  # repetitions of their own, not copies of one
         five["benchmarks"] += extra[:2]
         slow5 = copy.deepcopy(five)
         for b in slow5["benchmarks"]:

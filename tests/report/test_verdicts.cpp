@@ -212,7 +212,6 @@ TEST(Verdict, CellsTimedApartGetTheDriftAllowance) {
   EXPECT_DOUBLE_EQ(j.factor, 29.9 / 10.1 / 1.7);
 }
 
-
 // Equivalence (Standing::same) on synthetic samples: the whole interval must lie inside the margin.
 TEST(Verdict, ATrueRatioOf1Point3IsCalledTheSameInAtMostOnePercent) {
   // 1.3 lies outside the 1.2 margin: "same" would need the interval to miss the truth on its high
@@ -239,7 +238,8 @@ TEST(Verdict, IdenticalCellsAtCv5WithTenRepetitionsAreMostlyTheSame) {
     int same = 0, faster = 0;
     const int trials = 2000;
     for (int t = 0; t < trials; ++t) {
-      const Judgement j = judge(synthetic_cell(rng, 10, 100, 0.05, lognormal), synthetic_cell(rng, 10, 100, 0.05, lognormal));
+      const Judgement j =
+          judge(synthetic_cell(rng, 10, 100, 0.05, lognormal), synthetic_cell(rng, 10, 100, 0.05, lognormal));
       same += j.standing == Standing::same;
       faster += j.standing == Standing::faster;
     }
@@ -271,7 +271,8 @@ TEST(Verdict, AWideIntervalThatHoldsOneIsNeverTheSame) {
   // Whatever the cells, an interval reaching past the margin on either side is never the same.
   std::mt19937_64 rng(46);
   for (int t = 0; t < 2000; ++t) {
-    const Judgement k = judge(synthetic_cell(rng, 5 + t % 8, 100, 0.3, t % 2), synthetic_cell(rng, 5 + t % 8, 100, 0.3, t % 2));
+    const Judgement k =
+        judge(synthetic_cell(rng, 5 + t % 8, 100, 0.3, t % 2), synthetic_cell(rng, 5 + t % 8, 100, 0.3, t % 2));
     if (k.standing == Standing::same) {
       EXPECT_GE(k.ratio.low * kEquivalenceMargin, 1.0);
       EXPECT_LE(k.ratio.high, kEquivalenceMargin);
