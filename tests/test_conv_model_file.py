@@ -9,7 +9,6 @@ runs too: its verdict on the installed torch is printed, not asserted (a fact ab
 Usage: test_conv_model_file.py CONDBENCH CONDBENCH_INFER CACHE (CACHE: compiled packages, kept)."""
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -18,8 +17,8 @@ import unittest
 CONDBENCH, INFER, CACHE = sys.argv[1:4]
 del sys.argv[1:4]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
 sys.path.insert(0, os.path.join(ROOT, "bench", "python"))
+from tools import PYTHON, module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
 
 try:
     import torch
@@ -69,28 +68,6 @@ def model():
 def example_input(batch):
     return torch.randn(batch, 3, 8, 8, generator=torch.Generator().manual_seed(6))
 '''
-
-
-def run(*args, timeout=900):
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout)
-
-
-def module_forward(module, x, thresholds):
-    """(exit ids 1.., logits, scores [rows, stages]) from the module itself, the largest softmax
-    probability as the score: no code of condbench's."""
-    with torch.no_grad():
-        h, scores, heads = x, [], []
-        for k, stage in enumerate(module.stages):
-            h = stage(h)
-            heads.append(module.exits[k](h))
-            scores.append(torch.softmax(heads[-1], -1).amax(-1))
-        heads.append(module.final(h))
-    ids, logits = [], []
-    for r in range(x.shape[0]):
-        k = next((k for k in range(len(scores)) if scores[k][r] > thresholds[k]), len(scores))
-        ids.append(k + 1)
-        logits.append(heads[k][r])
-    return ids, torch.stack(logits), torch.stack(scores, 1)
 
 
 @unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")

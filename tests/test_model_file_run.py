@@ -19,6 +19,7 @@ CONDBENCH, INFER, REPORT, CACHE = sys.argv[1:5]
 del sys.argv[1:5]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "bench", "python"))
+from tools import module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
 
 try:
     import torch
@@ -75,34 +76,12 @@ def example_input(batch):
 '''
 
 
-def run(*args, env=None):
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=600,
-                          env=None if env is None else {**os.environ, **env})
-
-
 def compile_model(path):
     result = run(os.path.join(ROOT, ".venv", "bin", "python"), os.path.join(ROOT, "bench", "python", "model_file.py"),
                  "compile", path, "--cache", CACHE)
     if result.returncode != 0:
         raise AssertionError(result.stderr)
     return result.stdout.strip()
-
-
-def module_forward(module, x, thresholds, confidence):
-    """The early-exit answer from the module itself: (exit ids 1.., logits, scores [rows, blocks])."""
-    with torch.no_grad():
-        h, scores, heads = x, [], []
-        for k, stage in enumerate(module.stages):
-            h = stage(h)
-            heads.append(module.exits[k](h))
-            scores.append(confidence(heads[-1]))
-        heads.append(module.final(h))
-    ids, logits = [], []
-    for r in range(x.shape[0]):
-        k = next((k for k in range(len(scores)) if scores[k][r] > thresholds[k]), len(scores))
-        ids.append(k + 1)
-        logits.append(heads[k][r])
-    return ids, torch.stack(logits), torch.stack(scores, 1)
 
 
 def apart_thresholds(scores, quantiles):

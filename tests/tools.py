@@ -1,0 +1,38 @@
+"""What the Python tests share: running a tool, and a model file's early-exit answer computed from
+the module itself (no code of condbench's), the reference the model-file tests check against."""
+import os
+import subprocess
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+PYTHON = os.path.join(ROOT, ".venv", "bin", "python")  # scripts/setup's environment
+
+
+def run(*args, timeout=600, env=None, **kwargs):
+    """The command's CompletedProcess, its output as text; `env` is added to this environment."""
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout,
+                          env=None if env is None else {**os.environ, **env}, **kwargs)
+
+
+def max_softmax(logits):
+    import torch
+    return torch.softmax(logits, -1).amax(-1)
+
+
+def module_forward(module, x, thresholds, confidence=max_softmax):
+    """The early-exit answer of a stages-and-exits module (docs/your-model.md): (exit ids 1.., the
+    logits each row leaves with, the scores [rows, stages]). A row leaves at the first exit whose
+    score is above its threshold, else at the final head."""
+    import torch
+    with torch.no_grad():
+        h, scores, heads = x, [], []
+        for k, stage in enumerate(module.stages):
+            h = stage(h)
+            heads.append(module.exits[k](h))
+            scores.append(confidence(heads[-1]))
+        heads.append(module.final(h))
+    ids, logits = [], []
+    for r in range(x.shape[0]):
+        k = next((k for k in range(len(scores)) if scores[k][r] > thresholds[k]), len(scores))
+        ids.append(k + 1)
+        logits.append(heads[k][r])
+    return ids, torch.stack(logits), torch.stack(scores, 1)
