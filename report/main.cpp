@@ -21,6 +21,7 @@
 #include "condbench/error.h"
 #include "condbench/output_file.h"
 #include "condbench/result_format.h"
+#include "pairs.h"
 #include "render.h"
 #include "result_file.h"
 #include "stability.h"
@@ -40,6 +41,7 @@ const char* const kUsage =
     "       condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]\n"
     "       condbench-report --table RESULT.json...\n"
     "       condbench-report --undecided RESULT.json... OWN.json\n"
+    "       condbench-report --pairs RESULT.json...  |  --pairs --across A.json B.json\n"
     "  --force             replace DIR even if it is not a previous condbench report\n"
     "  --unstable-cv PCT   mark a benchmark unstable above this coefficient of variation (default 5)\n"
     "  --min-effect PCT    smallest change --compare calls FASTER or SLOWER beyond the drift between\n"
@@ -48,7 +50,11 @@ const char* const kUsage =
     "  --table             print the median latency table of the files (several are read as one, e.g. a run\n"
     "                      and its peer): a row per device, model, batch and scenario, a column per strategy\n"
     "  --undecided         for a run spending an answer budget (the peer's --answer-budget): JSON of the\n"
-    "                      cells of the last file that the answer's undecided comparisons need more of\n";
+    "                      cells of the last file that the answer's undecided comparisons need more of\n"
+    "  --pairs             JSON of the verdict rule's judgement of every two cells of a group, each file on its\n"
+    "                      own; with --across, of each benchmark in A against itself in B (two runs): the\n"
+    "                      interval, its order statistic, the drift allowance and the verdict, for the\n"
+    "                      scripts that measure the rule (docs/statistics.md)\n";
 
 // A percentage flag's value as a fraction.
 double percentage(const std::string& flag, const std::string& text) {
@@ -125,7 +131,8 @@ int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string out, fail_on, unstable_cv, min_effect;
   bool fail_on_given = false;  // "--fail-on-regression=" is given, and empty: refused, not ignored
-  bool compare_mode = false, undecided_mode = false, table_mode = false, force = false;
+  bool compare_mode = false, undecided_mode = false, table_mode = false, force = false, pairs_mode = false,
+       across = false;
   std::vector<std::string> inputs;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -151,6 +158,10 @@ int run(int argc, char** argv) {
       undecided_mode = true;
     } else if (a == "--table") {
       table_mode = true;
+    } else if (a == "--pairs") {
+      pairs_mode = true;
+    } else if (a == "--across") {
+      across = true;
     } else if (a == "--fail-on-regression" || a.rfind("--fail-on-regression=", 0) == 0) {
       fail_on = value("--fail-on-regression");
       fail_on_given = true;
@@ -159,6 +170,18 @@ int run(int argc, char** argv) {
     } else {
       inputs.push_back(a);
     }
+  }
+  if (across && !pairs_mode) fail("--across goes with --pairs");
+  if (pairs_mode) {
+    if (compare_mode || undecided_mode || table_mode || !out.empty() || fail_on_given || !unstable_cv.empty() ||
+        !min_effect.empty() || force)
+      fail("--pairs takes result files only (and --across)");
+    if (inputs.empty()) fail("--pairs: no result files given");
+    if (across && inputs.size() != 2) fail("--pairs --across takes exactly two result files");
+    std::vector<ResultFile> files;
+    for (const std::string& path : inputs) files.push_back(load_result_file(path));
+    std::cout << pairs_json(across ? pairs_across(files[0], files[1]) : pairs_within(files)).dump() << "\n";
+    return 0;
   }
   if (table_mode) {
     if (compare_mode || undecided_mode || !out.empty() || fail_on_given || !unstable_cv.empty() ||

@@ -1,31 +1,32 @@
 #!/usr/bin/env python3
 """Measures how far the machine drifts between cells that were not timed interleaved: the figure
-behind condbench-report's drift allowance (docs/statistics.md, "The drift allowance").
+behind condbench-report's drift allowance (docs/statistics.md, "The drift allowance"), and what
+margin of sameness identical work reaches ("The margin of sameness").
 
 Pairs of cells that did identical work, timed apart, should not separate; the conservative ratio
-of a pair is the low edge L of the report's 99% interval of their ratio (the k-th smallest of the
-pairwise ratios, k as condbench-report takes it: min(slower) / max(faster) with 5 and 5
-repetitions). Above 1 the two separated although the work was the same: the machine changed
-speed between them. The allowance must exceed the largest such ratio. The largest ratio of the
-pairs' medians is printed too: what drift and noise together did to the typical value.
+of a pair is the low edge L of the report's interval of their ratio (condbench-report --pairs:
+judge()'s interval at the order statistic and confidence the report takes). Above 1 the two
+separated although the work was the same: the machine changed speed between them. The allowance
+must exceed the largest such ratio. The largest ratio of the pairs' medians is printed too: what
+drift and noise together did to the typical value; and the margin each pair's interval would need
+to be called the same, max(U, 1/L).
 
-  scripts/drift_allowance.py --aa A.json B.json     the same benchmarks in two runs (two processes)
-  scripts/drift_allowance.py --flat FILE.json...    within each file, the scenarios of a strategy whose
-                                                    work does not depend on the scenario (masked)
+  scripts/drift_allowance.py [--report-tool PATH] --aa A.json B.json
+                                     the same benchmarks in two runs (two processes)
+  scripts/drift_allowance.py [--report-tool PATH] --flat FILE.json...
+                                     within each file, the scenarios of a strategy whose work does not
+                                     depend on the scenario (masked)
 
 A file whose repetitions were randomly interleaved (condbench's context condbench_interleaving)
 pairs cells timed together, so --flat then measures what the interleaving leaves, not drift.
 """
 import argparse
-import collections
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "python"))
-import benchmark_name  # noqa: E402  (the names' one reader on the Python side)
-from interval_widths import rank_sum_order  # noqa: E402  the report's order statistic
+from interval_widths import ROOT, judged_pairs  # noqa: E402  (condbench-report --pairs, the one judge)
 
 
 def fail(message):
@@ -33,32 +34,10 @@ def fail(message):
     sys.exit(2)
 
 
-def cells(path):
-    """{run_name: [real_time of each repetition]} and the file's interleaving."""
-    try:
-        with open(path) as f:
-            data = json.load(f)
-        out = collections.defaultdict(list)
-        for b in data["benchmarks"]:
-            if b.get("run_type", "iteration") == "iteration" and not b.get("error_occurred"):
-                out[str(b["run_name"]).removesuffix("/real_time")].append(float(b["real_time"]))
-        return out, data.get("context", {}).get("condbench_interleaving", "in order")
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        fail(f"{path}: not a condbench result file ({e})")
-
-
-def median(v):
-    return sorted(v)[len(v) // 2]
-
-
-def conservative_ratio(x, y):
-    """(L, ratio of medians, the margin of sameness the interval needs: max(U, 1 / L)) of the slower
-    over the faster, the two ordered by their medians."""
-    fast, slow = (x, y) if median(x) <= median(y) else (y, x)
-    k = max(1, rank_sum_order(len(fast), len(slow)))
-    ratios = sorted(b / a for a in fast for b in slow)
-    low, high = ratios[k - 1], ratios[-k]
-    return low, median(slow) / median(fast), max(high, 1 / low)
+def measured(p):
+    """(L, ratio of medians, the margin of sameness the interval needs: max(U, 1 / L), name)."""
+    slow, fast = (p["b"], p["a"]) if p["fast"] == "a" else (p["a"], p["b"])
+    return p["low"], slow["median_us"] / fast["median_us"], max(p["high"], 1 / p["low"]), p["a"]["name"]
 
 
 def report(pairs, what):
@@ -71,7 +50,7 @@ def report(pairs, what):
         print(f"  {r:6.3f}  {name}")
     print(f"largest conservative ratio L: {pairs[-1][0]:.3f}; largest ratio of medians: "
           f"{max(m for _, m, _, _ in pairs):.3f}")
-    # What condbench-report's equivalence margin (kEquivalenceMargin) would call the same, drift aside:
+    # What condbench-report's margin of sameness (kEquivalenceMargin) would call the same, drift aside:
     # the share of these identical pairs whose whole interval lies inside [1 / M, M].
     needed = sorted(n for _, _, n, _ in pairs)
     shares = ", ".join(f"{m}: {100 * sum(n <= m for n in needed) / len(needed):.0f}%" for m in (1.05, 1.1, 1.15, 1.2))
@@ -79,33 +58,30 @@ def report(pairs, what):
           f"pairs inside a margin of {shares}")
 
 
+def bounded(p):
+    return p["k"] > 0 and p["high"] is not None and p["a"]["repetitions"] > 1 and p["b"]["repetitions"] > 1
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--aa", nargs=2, metavar="FILE", help="two runs of the same build")
     mode.add_argument("--flat", nargs="+", metavar="FILE", help="runs whose masked strategies did identical work")
+    parser.add_argument("--report-tool", default=os.path.join(ROOT, "build", "release", "condbench-report"))
     args = parser.parse_args()
-    pairs = []
     if args.aa:
-        (a, _), (b, _) = cells(args.aa[0]), cells(args.aa[1])
-        for name in sorted(set(a) & set(b)):
-            if not name.startswith("primitive/") and len(a[name]) > 1 and len(b[name]) > 1:
-                pairs.append((*conservative_ratio(a[name], b[name]), name))
+        pairs = [measured(p) for p in judged_pairs(args.report_tool, "--across", *args.aa) if bounded(p)]
         report(pairs, "benchmarks run in both files")
         return
+    pairs = []
     for path in args.flat:
-        runs, interleaving = cells(path)
+        with open(path) as f:
+            interleaving = json.load(f).get("context", {}).get("condbench_interleaving", "in order")
         if interleaving != "in order":
             print(f"note: {path}'s repetitions were interleaved ({interleaving}): its pairs were timed together")
-        by_strategy = collections.defaultdict(list)
-        for name, times in runs.items():
-            labels = (benchmark_name.parse(name) or ([], []))[0]
-            if labels[:1] == ["early_exit"] and len(labels) > 3 and "masked" in labels[3] and len(times) > 1:
-                by_strategy[benchmark_name.without_scenario(name)].append(times)
-        for key, series in by_strategy.items():
-            for i in range(len(series)):
-                for j in range(i + 1, len(series)):
-                    pairs.append((*conservative_ratio(series[i], series[j]), f"{path}: {key}"))
+        pairs += [measured(p) for p in judged_pairs(args.report_tool, path)
+                  if bounded(p) and p["a"]["strategy"] == p["b"]["strategy"] and "masked" in p["a"]["strategy"]
+                  and p["a"]["name"].startswith("early_exit/")]
     report(pairs, "scenarios of a masked strategy")
 
 

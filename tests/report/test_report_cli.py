@@ -214,6 +214,49 @@ class Report(unittest.TestCase):
         data["benchmarks"] = runs
         return data
 
+    def test_pairs_are_the_verdict_rules_judgements_as_data(self):
+        a = self.write_json("a.json", self.five_repetition_run(1))
+        b = self.write_json("b.json", self.five_repetition_run(2, scale=1.02))
+        result = run("--pairs", a)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        pairs = json.loads(result.stdout)["pairs"]
+        self.assertEqual(len(pairs), 3)  # fused, eager_host, masked at mix:early: three pairs of one group
+        by_names = {frozenset((p["a"]["strategy"], p["b"]["strategy"])): p for p in pairs}
+        p = by_names[frozenset(("native/fused", "torch/eager_host"))]
+        fast = p[p["fast"]]
+        self.assertEqual(fast["strategy"], "native/fused")
+        # the fixture's repetitions ran in order, not interleaved: its cells get the drift allowance
+        self.assertEqual((p["standing"], p["drift"], p["k"], fast["repetitions"]), ("faster", 1.7, 1, 5))
+        # 5 and 5 at 99%: [min(slow) / max(fast), max(slow) / min(fast)], and the factor is L / D
+        self.assertAlmostEqual(p["factor"], p["low"] / 1.7)
+        self.assertLess(p["low"], 11.0 / 1.5)
+        self.assertGreater(p["high"], 11.0 / 1.5)
+        # across two runs: each benchmark against itself, with the drift allowance, never the same
+        result = run("--pairs", "--across", a, b)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        across = json.loads(result.stdout)["pairs"]
+        self.assertEqual(len(across), 3)
+        for p in across:
+            self.assertEqual(p["a"]["name"], p["b"]["name"])
+            self.assertEqual((p["drift"], p["standing"]), (1.7, "ambiguous"))
+            self.assertGreaterEqual(p["cannot_exclude"], 1.7)
+        # the scripts that measure the rule take these figures, not their own
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        widths = subprocess.run([sys.executable, os.path.join(root, "scripts", "interval_widths.py"),
+                                 "--report-tool", REPORT, a], capture_output=True, text=True, timeout=120)
+        self.assertEqual(widths.returncode, 0, widths.stderr)
+        self.assertIn("repetitions [5], 3 pairs;", widths.stdout)
+        self.assertIn("faster 100.0%", widths.stdout)  # fused, eager_host and masked are 1.5, 11 and 21 µs
+        drift = subprocess.run([sys.executable, os.path.join(root, "scripts", "drift_allowance.py"),
+                                "--report-tool", REPORT, "--aa", a, b], capture_output=True, text=True, timeout=120)
+        self.assertEqual(drift.returncode, 0, drift.stderr)
+        self.assertIn("3 pairs of benchmarks run in both files", drift.stdout)
+        for bad in (("--pairs",), ("--pairs", "--across", a), ("--across", a, b), ("--pairs", "--out", "x", a)):
+            with self.subTest(args=bad):
+                result = run(*bad)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+
     def test_compare_aa_is_no_claim_with_a_summary_and_a_shift_is_slower(self):
         a = self.write_json("a.json", self.five_repetition_run(1))
         b = self.write_json("b.json", self.five_repetition_run(2))

@@ -1,0 +1,36 @@
+#pragma once
+// condbench-report --pairs: the verdict rule's judgement of pairs of cells, as data, for the scripts
+// that measure the rule itself (scripts/interval_widths.py, scripts/drift_allowance.py). They read
+// the interval, its order statistic, the drift allowance and the verdict from here and keep no
+// statistics of their own: judge() is the one owner.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis.h"
+#include "result_file.h"
+
+namespace condbench::report {
+
+struct JudgedPair {
+  std::string file;   // where the cells were read (both, or the first's for pairs_across)
+  std::string group;  // "cpu · X, hidden 64, 3 blocks, batch 1": the group both belong to
+  // Each cell: its benchmark name, strategy ("torch/masked"), scenario, median and repetitions.
+  struct Side {
+    std::string name, strategy, scenario;
+    double median_us = 0;
+    size_t repetitions = 0;
+  } a, b;
+  Judgement judgement;  // judge(a, b)
+};
+
+// Within each file on its own: every two cells of one group (device, model, batch), each pair once.
+std::vector<JudgedPair> pairs_within(const std::vector<ResultFile>& files);
+// Across two files (two runs: two processes): each benchmark both hold, `a`'s cell against `b`'s.
+std::vector<JudgedPair> pairs_across(const ResultFile& a, const ResultFile& b);
+// {"pairs": [...]}: the sides, and the judgement's interval (low, high, median_ratio, k, confidence),
+// drift, standing, factor, detectable, cannot_exclude and outliers; an infinite figure is null.
+nlohmann::json pairs_json(const std::vector<JudgedPair>& pairs);
+
+}  // namespace condbench::report
