@@ -417,6 +417,20 @@ int main(int argc, char** argv) {
           benchmark::AddCustomContext(key, value);
       record.finish();
       if (runs && record.ran()) out.write(record);  // a filter that matched nothing writes nothing
+      if (runs && !record.ran()) {
+        // No work done is no success: an exit code that scripts see, and a file of an earlier run
+        // under --benchmark_out is not mistaken for this one's.
+        std::cerr << "condbench: no benchmark ran: "
+                  << (filter.empty() ? std::string("the selection is empty")
+                                     : "--benchmark_filter '" + condbench::printable(filter, 120) + "' matches none")
+                  << " (--benchmark_list_tests lists them); nothing was written"
+                  << (out.target() && std::filesystem::exists(*out.target())
+                          ? ", and " + *out.target() + " was left as it was"
+                          : std::string())
+                  << "\n";
+        benchmark::Shutdown();
+        return 2;
+      }
     }
     benchmark::Shutdown();
     return 0;

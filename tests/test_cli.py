@@ -489,11 +489,23 @@ class BenchmarkOutput(unittest.TestCase):
                 self.assertEqual({b["run_type"] for b in json.load(f)["benchmarks"]
                                   if b["run_name"].startswith("early_exit/")}, {"aggregate"})
             os.remove(out)
-            # a filter that matches nothing writes nothing (no empty document over a file)
+            # a filter that matches nothing writes nothing (no empty document over a file), says so in
+            # one line and exits 2: no work is no success
             result = run(CONDBENCH, *TINY, "--benchmark_filter=^nothing$", f"--benchmark_out={out}",
                          f"--checkpoint-out={checkpoint}")
-            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(result.returncode, 2, result.stderr)
+            self.assertEqual(result.stderr.strip().splitlines()[-1],
+                             "condbench: no benchmark ran: --benchmark_filter '^nothing$' matches none "
+                             "(--benchmark_list_tests lists them); nothing was written")
             self.assertEqual(os.listdir(d), [])
+            # an earlier run's file is left as it was, and named
+            with open(out, "w") as f:
+                f.write("{}")
+            result = run(CONDBENCH, *TINY, "--benchmark_filter=^nothing$", f"--benchmark_out={out}")
+            self.assertEqual(result.returncode, 2, result.stderr)
+            self.assertIn(f"and {out} was left as it was", result.stderr)
+            self.assertEqual(open(out).read(), "{}")
+            os.remove(out)
             # --benchmark_list_tests=false runs, and writes its result
             result = run(CONDBENCH, *TINY, "--benchmark_list_tests=false", f"--benchmark_out={out}")
             self.assertEqual(result.returncode, 0, result.stderr)
