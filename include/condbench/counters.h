@@ -27,6 +27,10 @@ struct InferenceCounters {
   // Blocks whose exit test the device ran, counted where it runs (in the exit test's kernel, or a
   // captured add in a conditional body); NaN where not counted.
   double blocks_run = std::numeric_limits<double>::quiet_NaN();
+  // Heads the device evaluated, the final head included (an exit head and its test are one stage
+  // with their block; the final head is a stage of its own), counted the same way; NaN where not
+  // counted. With blocks_run it shows every conditional of a graph closed where it should.
+  double heads_run = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Who measures a counter.
@@ -77,6 +81,9 @@ inline constexpr CounterSpec kCounters[] = {
      "blocks whose exit test ran, counted on the device (device_flag reaches every block, its kernels returning "
      "at once when no row is left): a conditional graph's proof that it skipped the rest; absent where not "
      "counted"},
+    {"heads_run", "heads", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::heads_run, false, "",
+     "heads (exit heads and the final head) the device evaluated, counted on the device like blocks_run: a "
+     "conditional graph's proof that it skipped the final head when every row had left; absent where not counted"},
     {"flops_useful", "FLOPs", CounterSource::exit_ids, Averaging::per_inference, nullptr, false, "",
      "FLOPs of the Linears each row needed up to its own exit"},
     {"exit_mean", "exit id", CounterSource::exit_ids, Averaging::per_row, nullptr, false, "exit",

@@ -77,6 +77,9 @@ class Strategy {
   // ...the device skips whole blocks (conditional graph nodes): its blocks_run counter is the
   // deepest block any row reached, not every block.
   static constexpr bool kSkipsBlocksOnDevice = false;
+  // ...and the final head too, when every row left at an earlier exit (its heads_run counter
+  // stops there); without it a strategy that skips blocks still runs the final head's launch.
+  static constexpr bool kSkipsFinalHeadOnDevice = false;
   // What was built ahead of the run for `config` on `device` (an AOTInductor package: when, by
   // what, how long it took), for the result file's context; nullopt when nothing was.
   static std::optional<std::string> build_note(const ModelConfig& config, Device device);
@@ -148,6 +151,7 @@ struct StrategyInfo {
   bool host_decides = false;                                                         // Strategy::kHostDecides
   bool single_launch = false;                                                        // Strategy::kSingleLaunch
   bool skips_blocks_on_device = false;                                               // Strategy::kSkipsBlocksOnDevice
+  bool skips_final_head_on_device = false;                                           // Strategy::kSkipsFinalHeadOnDevice
   std::function<std::optional<std::string>(const ModelConfig&, Device)> build_note;  // Strategy::build_note
 
   std::string key() const;  // "cpu/torch/eager_host"
@@ -175,6 +179,7 @@ class StrategyRegistry {
                 "a strategy's summary is one line of 1 to 90 characters");                                             \
   static const bool CONDBENCH_CONCAT(condbench_registered_, __LINE__) = ::condbench::StrategyRegistry::instance().add( \
       {name, engine, device, summary, [] { return std::make_unique<Type>(device); }, &Type::supports,                  \
-       Type::kHostDecides, Type::kSingleLaunch, Type::kSkipsBlocksOnDevice, &Type::build_note})
+       Type::kHostDecides, Type::kSingleLaunch, Type::kSkipsBlocksOnDevice, Type::kSkipsFinalHeadOnDevice,            \
+       &Type::build_note})
 
 }  // namespace condbench

@@ -1,5 +1,6 @@
 #include "condbench/cuda/check.h"
 #include "condbench/cuda/early_exit_kernels.h"
+#include "condbench/cuda/stuck_condition.h"
 #include "condbench/exit_math.h"
 
 namespace condbench::cuda {
@@ -54,6 +55,7 @@ __global__ void begin_kernel(InferenceState st, ConditionSink loop) {
     *st.active_count = st.batch;
     *st.stage = 0;
     *st.blocks_run = 0;
+    *st.heads_run = 0;
     *st.flops = 0.0;
     if (loop.enabled) cudaGraphSetConditional(loop.handle, st.batch > 0 ? 1u : 0u);
   }
@@ -239,10 +241,13 @@ __global__ void exit_test_kernel(InferenceState st, const DeviceLinear* table, S
                       static_cast<double>(head_rows) * head.in * head.out);
   *st.active_count = rows_left;
   *st.blocks_run += 1;
+  *st.heads_run += 1;
   if (next.is_loop) *st.stage = s + 1;
   // Set on every launch: the handle has no default value.
-  if (next.enabled)
-    cudaGraphSetConditional(next.handle, rows_left > 0 && (!next.is_loop || s + 1 < st.blocks) ? 1u : 0u);
+  if (next.enabled) {
+    const bool rows_wait = rows_left > 0 || next.stuck_open_at == s + 1;
+    cudaGraphSetConditional(next.handle, rows_wait && (!next.is_loop || s + 1 < st.blocks) ? 1u : 0u);
+  }
 }
 
 __global__ void finish_kernel(InferenceState st, const DeviceLinear* table) {
@@ -251,7 +256,10 @@ __global__ void finish_kernel(InferenceState st, const DeviceLinear* table) {
   const int rows = computed_rows(st, final_head.out, &total);
   for (int r = threadIdx.x; r < st.batch; r += blockDim.x)
     if (st.active[r]) st.exit_id[r] = st.blocks + 1;
-  if (threadIdx.x == 0) *st.flops += static_cast<double>(rows) * 2.0 * final_head.in * final_head.out;
+  if (threadIdx.x == 0) {
+    *st.flops += static_cast<double>(rows) * 2.0 * final_head.in * final_head.out;
+    *st.heads_run += 1;
+  }
 }
 
 }  // namespace
@@ -276,6 +284,7 @@ void launch_head(const InferenceState& state, const DeviceLinear* table, StageRe
 
 void launch_exit_test(const InferenceState& state, const DeviceLinear* table, StageRef stage, ConditionSink next,
                       cudaStream_t stream) {
+  if (next.enabled) next.stuck_open_at = testing::stuck_condition_level() + 1;
   exit_test_kernel<<<1, kRowThreads, 0, stream>>>(state, table, stage, next);
   CONDBENCH_CUDA_CHECK_LAUNCH();
 }

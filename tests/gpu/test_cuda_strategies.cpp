@@ -17,6 +17,7 @@
 
 #include "condbench/cuda/early_exit_kernels.h"
 #include "condbench/cuda/stream_hold.h"
+#include "condbench/cuda/stuck_condition.h"
 #include "condbench/flops.h"
 #include "condbench/workload.h"
 #include "gpu_test_support.h"
@@ -149,6 +150,30 @@ int multiprocessors() {
   return count;
 }
 
+// The stages the device counted against what the strategy declares of its skipping, at a batch
+// whose deepest row left at exit `deepest`: a strategy that skips blocks on the device runs
+// min(deepest, B) blocks, and one head per block plus the final head's, which it skips too if it
+// says so and no row took the final exit. A conditional stuck open at any depth runs one block or
+// one head too many, with outputs still right (a body run for nothing merges no row): only these
+// counters can tell. Strategies that do not skip count every block (or, deciding on the host, the
+// blocks it reached) where they count at all.
+::testing::AssertionResult skipped_as_declared(const StrategyInfo& info, const InferenceCounters& counters,
+                                               int deepest, int blocks) {
+  const int reached = std::min(deepest, blocks);
+  const bool final_head = deepest > blocks || !(info.skips_blocks_on_device && info.skips_final_head_on_device);
+  if (info.skips_blocks_on_device && (std::isnan(counters.blocks_run) || std::isnan(counters.heads_run)))
+    return ::testing::AssertionFailure() << "a strategy that skips blocks on the device counts blocks and heads";
+  const double blocks_expected = info.skips_blocks_on_device || info.host_decides ? reached : blocks;
+  const double heads_expected = blocks_expected + (final_head ? 1 : 0);
+  if (!std::isnan(counters.blocks_run) && counters.blocks_run != blocks_expected)
+    return ::testing::AssertionFailure() << "blocks_run " << counters.blocks_run << ", expected " << blocks_expected
+                                         << " (deepest exit " << deepest << " of " << blocks + 1 << ")";
+  if (!std::isnan(counters.heads_run) && counters.heads_run != heads_expected)
+    return ::testing::AssertionFailure() << "heads_run " << counters.heads_run << ", expected " << heads_expected
+                                         << " (deepest exit " << deepest << " of " << blocks + 1 << ")";
+  return ::testing::AssertionSuccess();
+}
+
 // Rows per thread block of the fused kernel on this GPU.
 int fused_block_rows(int batch, const ModelConfig& config) {
   int device = 0, limit = 0;
@@ -195,14 +220,8 @@ void CudaStrategies::check_counters(int64_t batch, bool clustered) {
     const int deepest = *std::max_element(ids.begin(), ids.end());
     const int blocks_reached = std::min(deepest, c.blocks);
     EXPECT_LE(useful, counters.flops_executed * (1 + 1e-12));
-    // Which blocks ran, counted on the device: a conditional node stuck open would run them all
-    // and still give the right outputs.
-    if (info().skips_blocks_on_device) {
-      ASSERT_FALSE(std::isnan(counters.blocks_run)) << "a strategy that skips blocks on the device counts them";
-      EXPECT_EQ(counters.blocks_run, blocks_reached);
-    } else if (!std::isnan(counters.blocks_run)) {
-      EXPECT_EQ(counters.blocks_run, info().host_decides ? blocks_reached : c.blocks);
-    }
+    // Which blocks and heads ran, counted on the device, level by level.
+    EXPECT_TRUE(skipped_as_declared(info(), counters, deepest, c.blocks));
     if (info().engine == Engine::native) {
       EXPECT_EQ(counters.host_syncs, 0);
       // The stage kernels compute each layer in its own row groups (cuda::linear_group_rows: 64
@@ -230,6 +249,43 @@ TEST_P(CudaStrategies, CountersSayWhatTheStrategyDoes) {
   if (config().hidden == 4100) {
     ASSERT_EQ(cuda::linear_group_rows(200, 4100, multiprocessors()), 64);
     check_counters(200, /*clustered=*/true);
+  }
+}
+
+// The check of skipping can fail: with the conditional after exit test `level` held open (a fault
+// injected at capture: cuda::testing::StuckCondition), each level in turn, a strategy that skips on
+// the device runs one stage too many when every row leaves at that exit — the next block, or at
+// the last level graph_cond's final head (graph_while's last test ends its loop whatever it says)
+// — its outputs stay right, and skipped_as_declared says which counter is off. Nesting does not
+// depend on the width: the configs of hidden 64 and 100, 12 blocks and the transformer.
+TEST_P(CudaStrategies, AConditionalStuckOpenIsCaught) {
+  if (!info().skips_blocks_on_device) GTEST_SKIP() << "skips nothing on the device: no conditional to hold open";
+  const Config c = config();
+  if (c.hidden > 100) GTEST_SKIP() << "the nesting is the same at every width";
+  if (!runs(7)) GTEST_SKIP() << "unsupported: " << info().key() << " runs one row at a time";
+  const auto workload = shared_workload(source(), 7);
+  const at::Tensor input = workload->batches()[0].to(at::kCUDA);
+  const int levels = info().skips_final_head_on_device ? c.blocks : c.blocks - 1;
+  for (int level = 0; level < levels; ++level) {
+    SCOPED_TRACE("conditional after exit test " + std::to_string(level) + " held open");
+    const std::vector<float> thresholds = workload->thresholds(Scenario::forced(level + 1));
+    std::unique_ptr<Strategy> strategy;
+    {
+      const cuda::testing::StuckCondition stuck(level);
+      strategy = info().make();
+      strategy->prepare(workload->model(), 7);
+    }
+    strategy->run(input, thresholds);
+    strategy->finish();
+    const Strategy::Observed observed = strategy->observed_run(input, thresholds);
+    EXPECT_TRUE(matches_reference(observed.output,
+                                  reference_forward(workload->config(), workload->model()->flat_parameters(),
+                                                    workload->batches()[0], thresholds),
+                                  kGpuLogitTolerance))
+        << "a body run for nothing merges no row";
+    const ::testing::AssertionResult verdict = skipped_as_declared(info(), observed.counters, level + 1, c.blocks);
+    EXPECT_FALSE(verdict) << "the stuck conditional went unseen: blocks_run " << observed.counters.blocks_run
+                          << ", heads_run " << observed.counters.heads_run;
   }
 }
 

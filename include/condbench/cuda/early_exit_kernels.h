@@ -26,6 +26,7 @@ struct InferenceState {
   int* active_count;        // rows still running
   int* stage;               // the WHILE loop's stage counter
   int* blocks_run;          // exit tests run, one per block: which blocks a conditional graph ran
+  int* heads_run;           // heads run, exit heads (with their tests) and the final head (finish)
   double* flops;            // Linear FLOPs executed (a counter read outside the timed region)
   const float* thresholds;  // [blocks]
   int batch, blocks, in_features, hidden_size, num_classes;
@@ -44,9 +45,12 @@ struct ConditionSink {
   cudaGraphConditionalHandle handle;
   int enabled;
   int is_loop;  // WHILE: also require another stage, and advance state.stage
+  // Tests only (testing::StuckCondition): 1 + the stage whose test sets the handle to "keep
+  // going" even when no row is left (a WHILE still stops after the last block); 0: none.
+  int stuck_open_at;
 };
 
-constexpr ConditionSink kNoCondition{0, 0, 0};
+constexpr ConditionSink kNoCondition{0, 0, 0, 0};
 
 // Rows the Linear kernels compute as one group at a batch: 64 where the tiled kernel runs (from 64
 // rows, when its 64 x 64 tiles are at least one per multiprocessor), else 4. Every row of a group

@@ -4,7 +4,6 @@
 #include "native/cuda/fused.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "condbench/flops.h"
 #include "native/cuda/native_cuda_strategy.h"
@@ -32,8 +31,9 @@ class FusedCuda final : public NativeCudaStrategy {
 
   // Each block computes its rows as far as the deepest of them goes (no device counter to reset
   // per launch). A last block short of rows computes row 0 again in their place; not counted.
-  // Blocks are not counted: each thread block stops on its own, and no kernel resets a counter.
-  double blocks_run() const override { return std::numeric_limits<double>::quiet_NaN(); }
+  // Blocks and heads are not counted: each thread block stops on its own, and no kernel resets a
+  // counter.
+  void read_stage_counts(InferenceCounters& /*record*/) const override {}
 
   double executed_flops() const override {
     const at::Tensor ids = exit_ids().to(at::kCPU);

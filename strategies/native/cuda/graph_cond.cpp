@@ -11,6 +11,7 @@ namespace {
 class GraphCondNative final : public GraphedNativeStrategy {
  public:
   static constexpr bool kSkipsBlocksOnDevice = true;
+  static constexpr bool kSkipsFinalHeadOnDevice = true;
   using GraphedNativeStrategy::GraphedNativeStrategy;
 
  protected:
@@ -29,7 +30,7 @@ class GraphCondNative final : public GraphedNativeStrategy {
     launch_block(state(), table(), {s, nullptr}, on);
     launch_head(state(), table(), {s, nullptr}, on);
     const cudaGraphConditionalHandle any_left = make_condition(on);
-    launch_exit_test(state(), table(), {s, nullptr}, {any_left, 1, 0}, on);
+    launch_exit_test(state(), table(), {s, nullptr}, {any_left, 1, 0, 0}, on);
     const cudaGraph_t rest = add_conditional(on, any_left, cudaGraphCondTypeIf);
 
     while (static_cast<int>(levels_.size()) <= s) levels_.push_back(make_stream());

@@ -16,7 +16,7 @@ class GraphWhile final : public GraphedNativeStrategy {
   void build() override {
     CaptureScope capture(stream());
     const cudaGraphConditionalHandle loop = make_condition(stream());
-    const ConditionSink keep_going{loop, 1, 1};
+    const ConditionSink keep_going{loop, 1, 1, 0};
     capture_begin_kernel(keep_going);  // sets the handle: the loop's first test
     const cudaGraph_t body = add_conditional(stream(), loop, cudaGraphCondTypeWhile);
     {

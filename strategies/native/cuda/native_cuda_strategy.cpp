@@ -17,7 +17,7 @@ void NativeCudaStrategy::prepare(const EarlyExitModel& model, int64_t batch) {
   threshold_upload_ = PinnedBuffer<float>(config.blocks);
   uploaded_thresholds_.clear();
   active_ = DeviceBuffer<int>(batch);
-  counts_ = DeviceBuffer<int>(3);
+  counts_ = DeviceBuffer<int>(4);
   flops_ = DeviceBuffer<double>(1);
   const auto options = at::TensorOptions().device(at::kCUDA, 0);
   exit_id_ = at::empty({batch}, options.dtype(at::kInt));
@@ -35,6 +35,7 @@ void NativeCudaStrategy::prepare(const EarlyExitModel& model, int64_t batch) {
   state_.active_count = counts_.get();
   state_.stage = counts_.get() + 1;
   state_.blocks_run = counts_.get() + 2;
+  state_.heads_run = counts_.get() + 3;
   state_.flops = flops_.get();
   state_.thresholds = thresholds_.get();
   state_.batch = static_cast<int>(batch);
@@ -73,16 +74,18 @@ double NativeCudaStrategy::executed_flops() const {
   return flops;
 }
 
-double NativeCudaStrategy::blocks_run() const {
-  int blocks = 0;
-  CONDBENCH_CUDA_CHECK(cudaMemcpy(&blocks, state_.blocks_run, sizeof(int), cudaMemcpyDeviceToHost));
-  return blocks;
+void NativeCudaStrategy::read_stage_counts(InferenceCounters& record) const {
+  int counts[2] = {0, 0};  // blocks_run, heads_run: adjacent in counts_
+  static_assert(sizeof(counts) == 2 * sizeof(int));
+  CONDBENCH_CUDA_CHECK(cudaMemcpy(counts, state_.blocks_run, sizeof(counts), cudaMemcpyDeviceToHost));
+  record.blocks_run = counts[0];
+  record.heads_run = counts[1];
 }
 
 void NativeCudaStrategy::do_read_device_counters(const ExitOutput& /*output*/, InferenceCounters& record) const {
   CONDBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   record.flops_executed = executed_flops();
-  record.blocks_run = blocks_run();
+  read_stage_counts(record);
 }
 
 int64_t NativeCudaStrategy::enqueue_all_stages() {

@@ -44,8 +44,9 @@ class NativeCudaStrategy : public Strategy {
 
   // FLOPs of the last inference; by default the kernels' own device counter.
   virtual double executed_flops() const;
-  // Blocks the last inference ran; by default the exit-test kernel's device counter.
-  virtual double blocks_run() const;
+  // The blocks and heads the last inference ran (blocks_run, heads_run); by default the device
+  // counters the exit-test and finish kernels keep.
+  virtual void read_stage_counts(InferenceCounters& record) const;
   const at::Tensor& exit_ids() const { return exit_id_; }
 
   // Every stage after begin, without conditionals: what device_flag launches and
@@ -56,7 +57,7 @@ class NativeCudaStrategy : public Strategy {
   Stream stream_;
   std::unique_ptr<DeviceModel> model_;
   DeviceBuffer<float> staged_input_, hidden_[2], thresholds_;
-  DeviceBuffer<int> active_, counts_;  // counts_: active_count, stage, blocks_run
+  DeviceBuffer<int> active_, counts_;  // counts_: active_count, stage, blocks_run, heads_run
   DeviceBuffer<double> flops_;
   PinnedBuffer<float> threshold_upload_;
   std::vector<float> uploaded_thresholds_;

@@ -3,8 +3,9 @@
 // Stage 0 runs unconditionally and pre-sets every output to its exit's result; each later stage,
 // and finally the final head, sits in an IF nested in the previous one, taken only while some row
 // is undecided. A skipped body leaves outputs that are already right. Each block's stage also adds
-// one to a 4-byte device counter (one more tiny kernel per body), so the blocks_run counter shows
-// which bodies ran: outputs alone cannot, since a body run for nothing merges no row.
+// one to an 8-byte device counter of blocks and heads (one more tiny kernel per body, and one in
+// the final head's), so the blocks_run and heads_run counters show which bodies ran: outputs alone
+// cannot, since a body run for nothing merges no row.
 //
 // Two routes to the IF nodes, chosen at configure time by a compile check (CMakeLists.txt; the
 // CONDBENCH_TORCH_CONDITIONAL_ROUTE option forces one), not by a version string:
@@ -26,6 +27,7 @@
 #include <memory>
 
 #include "condbench/cuda/resources.h"
+#include "condbench/cuda/stuck_condition.h"
 #include "condbench/flops.h"
 #include "condbench/torch_cuda.h"
 #include "torch/cuda/graph_cond.h"
@@ -39,6 +41,7 @@ class GraphCondTorch final : public TorchStrategy {
  public:
   static constexpr bool kSingleLaunch = true;
   static constexpr bool kSkipsBlocksOnDevice = true;
+  static constexpr bool kSkipsFinalHeadOnDevice = true;
   using TorchStrategy::TorchStrategy;
 
   void prepare(const EarlyExitModel& model, int64_t batch) override {
@@ -47,7 +50,7 @@ class GraphCondTorch final : public TorchStrategy {
     io_.allocate(config, batch);
     output() = {io_.exit_id, io_.logits};
     thresholds_.allocate(config.blocks);
-    blocks_run_ = at::zeros({1}, io_.exit_id.options().dtype(at::kInt));
+    stages_run_ = at::zeros({2}, io_.exit_id.options().dtype(at::kInt));
 
     const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
     make_body_streams(config.blocks);
@@ -73,17 +76,18 @@ class GraphCondTorch final : public TorchStrategy {
     return output();
   }
 
-  // The blocks that ran, from the device's counter; each computed every row of the batch. The
-  // final head's body ran when some row took the final exit.
+  // The blocks and heads that ran, from the device's counters; each computed every row of the
+  // batch, and the final head ran if the heads outnumber the blocks.
   void do_read_device_counters(const ExitOutput& /*output*/, InferenceCounters& record) const override {
     const ModelConfig& config = layers_->config();
-    const at::Tensor ids = io_.exit_id.to(at::kCPU);
-    const int blocks = blocks_run_.item<int>();
+    const at::Tensor counts = stages_run_.to(at::kCPU);
+    const int blocks = counts[0].item<int>(), heads = counts[1].item<int>();
     double flops = 0;
     for (int k = 0; k < blocks; ++k) flops += block_flops(config, k) + head_flops(config, k);
-    if (ids.numel() && ids.max().item<int>() == config.final_exit()) flops += head_flops(config, config.blocks);
-    record.flops_executed = flops * static_cast<double>(ids.numel());
+    if (heads > blocks) flops += head_flops(config, config.blocks);
+    record.flops_executed = flops * static_cast<double>(io_.exit_id.numel());
     record.blocks_run = blocks;
+    record.heads_run = heads;
   }
 
  private:
@@ -102,12 +106,12 @@ class GraphCondTorch final : public TorchStrategy {
     const at::Tensor logits = layers_->head(s, h);
     const at::Tensor fire = layers_->confidence(logits) > thresholds_.at(s);
     if (s == 0) {
-      blocks_run_.fill_(1);
+      stages_run_.fill_(1);
       io_.logits.copy_(logits);  // pre-set: right for rows leaving here, overwritten for the rest
       io_.exit_id.fill_(1);
       io_.decided.copy_(fire);
     } else {
-      blocks_run_.add_(1);
+      stages_run_.add_(1);  // a block and its head
       merge_exit(fire.logical_and(io_.decided.logical_not()), logits, s + 1, io_.logits, io_.exit_id, io_.decided);
     }
     return h;
@@ -116,12 +120,15 @@ class GraphCondTorch final : public TorchStrategy {
   void final_stage(const at::Tensor& h) {
     const int blocks = layers_->config().blocks;
     const at::Tensor logits = layers_->head(blocks, h);
+    stages_run_[1].add_(1);  // the final head
     merge_exit(io_.decided.logical_not(), logits, blocks + 1, io_.logits, io_.exit_id, io_.decided);
   }
 
   // IF (some row undecided) { stage s; IF (...) { ... IF (...) { final head } } }
   void nest(int s, const at::Tensor& h) {
-    const std::unique_ptr<IfBody> body = open_if(io_.decided.logical_not().any(), s);
+    at::Tensor undecided = io_.decided.logical_not().any();
+    if (s - 1 == cuda::testing::stuck_condition_level()) undecided.fill_(true);  // a fault the tests inject
+    const std::unique_ptr<IfBody> body = open_if(undecided, s);
     if (s < layers_->config().blocks)
       nest(s + 1, stage(s, h));
     else
@@ -199,7 +206,7 @@ class GraphCondTorch final : public TorchStrategy {
 
   std::shared_ptr<const TorchLayers> layers_;
   CapturedIO io_;
-  at::Tensor blocks_run_;  // int32 [1]: stages run by the last inference, written inside the graph
+  at::Tensor stages_run_;  // int32 [blocks, heads] run by the last inference, written inside the graph
   DeviceThresholds thresholds_;
   std::vector<at::cuda::CUDAStream> levels_;  // the runtime route's body streams, as LibTorch sees them
 };
