@@ -281,4 +281,6 @@ void run_benchmark_case(benchmark::State& state, const BenchmarkCase& c) {
   }
 }
 
+void release_prepared_case() { current_case() = PreparedCase{}; }
+
 }  // namespace condbench

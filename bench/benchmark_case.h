@@ -26,4 +26,10 @@ struct BenchmarkCase {
 // (counters, exit ids), then times inferences walking the pool. Errors become SkipWithError.
 void run_benchmark_case(benchmark::State& state, const BenchmarkCase& c);
 
+// Destroys the case kept prepared between calls (its strategy, its inputs on the device). Called
+// once the benchmarks have run, before main returns: left to static destruction, a CUDA strategy
+// would outlive the CUDA runtime and crash the exit (seen on an H200: SIGSEGV after the last
+// benchmark, or LibTorch's "CUDA error" abort from a CUDA graph's destructor).
+void release_prepared_case();
+
 }  // namespace condbench

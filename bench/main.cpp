@@ -21,6 +21,7 @@
 
 #include "analysis.h"
 #include "answer_budget.h"
+#include "benchmark_case.h"
 #include "cli.h"
 #include "condbench/error.h"
 #include "condbench/model_file.h"
@@ -243,6 +244,11 @@ void attach_trace(const std::string& file) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The case kept prepared between benchmark calls goes when main returns, however it returns:
+  // before static destruction, which CUDA does not outlive.
+  struct ReleasedOnReturn {
+    ~ReleasedOnReturn() { condbench::release_prepared_case(); }
+  } const release_case;
   try {
     for (int i = 1; i < argc; ++i)
       if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "condbench/cuda/early_exit_kernels.h"
 #include "condbench/cuda/stream_hold.h"
@@ -257,11 +258,12 @@ TEST_P(CudaStrategies, CountersSayWhatTheStrategyDoes) {
 // the device runs one stage too many when every row leaves at that exit — the next block, or at
 // the last level graph_cond's final head (graph_while's last test ends its loop whatever it says)
 // — its outputs stay right, and skipped_as_declared says which counter is off. Nesting does not
-// depend on the width: the configs of hidden 64 and 100, 12 blocks and the transformer.
-TEST_P(CudaStrategies, AConditionalStuckOpenIsCaught) {
-  if (!info().skips_blocks_on_device) GTEST_SKIP() << "skips nothing on the device: no conditional to hold open";
+// depend on the width: the configs of hidden 64 and 100, 12 blocks and the transformer
+// (stuck_conditional_cases, below).
+class StuckConditionals : public CudaStrategies {};
+
+TEST_P(StuckConditionals, AConditionalStuckOpenIsCaught) {
   const Config c = config();
-  if (c.hidden > 100) GTEST_SKIP() << "the nesting is the same at every width";
   if (!runs(7)) GTEST_SKIP() << "unsupported: " << info().key() << " runs one row at a time";
   const auto workload = shared_workload(source(), 7);
   const at::Tensor input = workload->batches()[0].to(at::kCUDA);
@@ -345,6 +347,17 @@ INSTANTIATE_TEST_SUITE_P(Strategies, CudaStrategies,
                          ::testing::Combine(::testing::ValuesIn(strategies_on(Device::cuda)),
                                             ::testing::ValuesIn(kConfigs)),
                          case_name);
+
+// Only the strategies that skip on the device have a conditional to hold open, and only the
+// configs whose nesting differs (the widths do not change it).
+std::vector<Case> stuck_conditional_cases() {
+  std::vector<Case> cases;
+  for (const StrategyInfo* info : strategies_on(Device::cuda))
+    for (const Config& c : kConfigs)
+      if (info->skips_blocks_on_device && c.hidden <= 100) cases.emplace_back(info, c);
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(Strategies, StuckConditionals, ::testing::ValuesIn(stuck_conditional_cases()), case_name);
 
 // The registry holds every CUDA strategy this test file knows about: a strategy that failed to
 // register would otherwise just have no tests.
