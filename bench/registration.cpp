@@ -368,7 +368,8 @@ void print_strategies(const RunnerOptions& options, std::ostream& out) {
     if (info.host_decides) add("decides on the host");
     if (info.single_launch) add("one launch per inference");
     if (info.skips_blocks_on_device)
-      add(info.skips_final_head_on_device ? "skips blocks and the final head on the device" : "skips blocks on the device");
+      add(info.skips_final_head_on_device ? "skips blocks and the final head on the device"
+                                          : "skips blocks on the device");
     if (const Unsupported why = cli::device_unavailable(info.device)) add("cannot run here: " + *why);
     if (!traits.empty()) out << indent << traits << "\n";
   }

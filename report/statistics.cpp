@@ -61,12 +61,23 @@ MedianInterval median_interval(std::vector<double> samples, double confidence) {
   const int n = static_cast<int>(samples.size());
   if (n == 0) return interval;
   std::sort(samples.begin(), samples.end());
-  auto coverage = [n](int k) { return 1.0 - 2.0 * binomial_half_cdf(n, k - 1); };
-  int k = 1;  // [min, max]: the widest there is
-  while (k + 1 <= (n + 1) / 2 && coverage(k + 1) >= confidence) ++k;
+  // [x(k), x(n+1-k)] holds the median with probability 1 - 2 P(B <= k-1), B ~ Binomial(n, 1/2):
+  // the narrowest k still at `confidence`. P(B <= k-1) is summed term by term as k grows (as
+  // binomial_half_cdf sums it, in the same order), so the walk is linear in n, not quadratic: a
+  // hostile file of 300k repetitions of one cell costs a sort, not minutes.
+  const double log_total = std::lgamma(n + 1.0) - n * std::log(2.0);
+  const auto term = [&](int i) { return std::exp(log_total - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0)); };
+  int k = 1;                // [min, max]: the widest there is
+  double below = term(0);   // P(B <= k-1)
+  while (k + 1 <= (n + 1) / 2) {
+    const double next = below + term(k);  // P(B <= k): the coverage of k + 1
+    if (1.0 - 2.0 * std::min(1.0, next) < confidence) break;
+    below = next;
+    ++k;
+  }
   interval.low = samples[k - 1];
   interval.high = samples[n - k];
-  interval.confidence = std::max(0.0, coverage(k));
+  interval.confidence = std::max(0.0, 1.0 - 2.0 * std::min(1.0, below));
   return interval;
 }
 

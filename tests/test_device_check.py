@@ -124,7 +124,8 @@ class UndeclaredSkips(unittest.TestCase):
             self.skipTest("a GPU is visible here: these tests run")
         plain = run(tests, "--gtest_filter=*cuda_native_graph_cond_default:FusedLaunch.*")
         skipped, undeclared, names = self.check(plain.stdout)
-        self.assertEqual((skipped, undeclared), (5, 5), plain.stdout)  # 4 of the strategy, 1 of the kernel
+        # 4 of the strategy, 1 of its stuck-conditional check, 1 of the kernel
+        self.assertEqual((skipped, undeclared), (6, 6), plain.stdout)
         self.assertIn("Strategies/CudaStrategies.EveryScenarioAndBatchMatchesTheReference/cuda_native_graph_cond_default",
                       names)
 
@@ -172,12 +173,33 @@ class DryRun(unittest.TestCase):
             self.assertTrue(any(m.endswith("logs/gpu-tests-graph-cond.log") for m in members), members)
             self.assertTrue(any(m.endswith("report/report.md") for m in members), members)
 
+            # Each suite step's estimate, from the cases its selection holds, within its limit
+            # (or said to be skipped where this build has no CUDA to list cases for).
+            for step in ("suite", "suite-graph-cond", "suite-transformer"):
+                self.assertRegex(summary, rf"(ok       estimate {step}: [1-9]\d* cases x [\d.]+ s \+ \d+ s = \d+ s, "
+                                          rf"within its limit of \d+ s|skipped  estimate {step}: this build cannot)")
+
             second = run(SCRIPT, "--dry-run", "--call", "2", "--bundle", bundle, "--out", out)
             self.assertEqual(second.returncode, 0, second.stdout + second.stderr)
             self.assertIn("call 2   step", second.stdout)
             summary = read(os.path.join(out, "summary.txt"))
             self.assertIn("skipped  aoti: no GPU", summary)
             self.assertIn("skipped  memcheck: no GPU", summary)
+            for step in ("suite-aoti", "suite-model-file"):
+                self.assertRegex(summary, rf"(ok|skipped)  +estimate {step}: ")
+
+            # A selection that outgrows its step fails the dry run: the same script with the
+            # suite's limit cut to 10 s.
+            if "ok       estimate suite-aoti" in summary:
+                copy = os.path.join(tmp, "copy", "scripts", "device-check")
+                os.makedirs(os.path.dirname(copy))
+                with open(copy, "w") as f:
+                    f.write(re.sub(r"^1 suite +85 ", "1 suite                10 ", read(SCRIPT), count=1, flags=re.M))
+                os.chmod(copy, 0o755)
+                cut = run(copy, "--dry-run", "--bundle", bundle, "--out", out)
+                self.assertEqual(cut.returncode, 1, cut.stdout + cut.stderr)
+                self.assertRegex(read(os.path.join(out, "summary.txt")),
+                                 r"FAILED   estimate suite: \d+ cases x [\d.]+ s \+ \d+ s = \d+ s, over its limit of 10 s")
 
     def test_prepare_refuses_a_bundle_a_device_call_could_not_carry(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -148,10 +148,10 @@ struct StrategyInfo {
   std::string summary;  // one line: what it does
   std::function<std::unique_ptr<Strategy>()> make;
   std::function<Unsupported(const ModelConfig&, Device, int64_t)> supports;
-  bool host_decides = false;                                                         // Strategy::kHostDecides
-  bool single_launch = false;                                                        // Strategy::kSingleLaunch
-  bool skips_blocks_on_device = false;                                               // Strategy::kSkipsBlocksOnDevice
-  bool skips_final_head_on_device = false;                                           // Strategy::kSkipsFinalHeadOnDevice
+  bool host_decides = false;                // Strategy::kHostDecides
+  bool single_launch = false;               // Strategy::kSingleLaunch
+  bool skips_blocks_on_device = false;      // Strategy::kSkipsBlocksOnDevice
+  bool skips_final_head_on_device = false;  // Strategy::kSkipsFinalHeadOnDevice
   std::function<std::optional<std::string>(const ModelConfig&, Device)> build_note;  // Strategy::build_note
 
   std::string key() const;  // "cpu/torch/eager_host"
@@ -179,7 +179,7 @@ class StrategyRegistry {
                 "a strategy's summary is one line of 1 to 90 characters");                                             \
   static const bool CONDBENCH_CONCAT(condbench_registered_, __LINE__) = ::condbench::StrategyRegistry::instance().add( \
       {name, engine, device, summary, [] { return std::make_unique<Type>(device); }, &Type::supports,                  \
-       Type::kHostDecides, Type::kSingleLaunch, Type::kSkipsBlocksOnDevice, Type::kSkipsFinalHeadOnDevice,            \
+       Type::kHostDecides, Type::kSingleLaunch, Type::kSkipsBlocksOnDevice, Type::kSkipsFinalHeadOnDevice,             \
        &Type::build_note})
 
 }  // namespace condbench

@@ -158,8 +158,8 @@ int multiprocessors() {
 // one head too many, with outputs still right (a body run for nothing merges no row): only these
 // counters can tell. Strategies that do not skip count every block (or, deciding on the host, the
 // blocks it reached) where they count at all.
-::testing::AssertionResult skipped_as_declared(const StrategyInfo& info, const InferenceCounters& counters,
-                                               int deepest, int blocks) {
+::testing::AssertionResult skipped_as_declared(const StrategyInfo& info, const InferenceCounters& counters, int deepest,
+                                               int blocks) {
   const int reached = std::min(deepest, blocks);
   const bool final_head = deepest > blocks || !(info.skips_blocks_on_device && info.skips_final_head_on_device);
   if (info.skips_blocks_on_device && (std::isnan(counters.blocks_run) || std::isnan(counters.heads_run)))
@@ -280,10 +280,10 @@ TEST_P(StuckConditionals, AConditionalStuckOpenIsCaught) {
     strategy->run(input, thresholds);
     strategy->finish();
     const Strategy::Observed observed = strategy->observed_run(input, thresholds);
-    EXPECT_TRUE(matches_reference(observed.output,
-                                  reference_forward(workload->config(), workload->model()->flat_parameters(),
-                                                    workload->batches()[0], thresholds),
-                                  kGpuLogitTolerance))
+    EXPECT_TRUE(matches_reference(
+        observed.output,
+        reference_forward(workload->config(), workload->model()->flat_parameters(), workload->batches()[0], thresholds),
+        kGpuLogitTolerance))
         << "a body run for nothing merges no row";
     const ::testing::AssertionResult verdict = skipped_as_declared(info(), observed.counters, level + 1, c.blocks);
     EXPECT_FALSE(verdict) << "the stuck conditional went unseen: blocks_run " << observed.counters.blocks_run

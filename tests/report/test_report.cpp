@@ -701,6 +701,30 @@ TEST(MedianIntervalTest, OrderStatisticsAndTheConfidenceTheyReach) {
   EXPECT_DOUBLE_EQ(binomial_half_cdf(4, -1), 0.0);
 }
 
+TEST(MedianIntervalTest, TheNarrowestOrderStatisticsAtTheConfidenceForEverySize) {
+  // The linear walk against the definition: x(k)..x(n+1-k) for the largest k whose coverage
+  // 1 - 2 P(B <= k-1) is still at the confidence.
+  for (int n = 1; n <= 300; ++n) {
+    std::vector<double> samples;
+    for (int v = n; v >= 1; --v) samples.push_back(v);
+    const MedianInterval got = median_interval(samples, 0.99);
+    int k = 1;
+    while (k + 1 <= (n + 1) / 2 && 1.0 - 2.0 * binomial_half_cdf(n, k) >= 0.99) ++k;
+    ASSERT_DOUBLE_EQ(got.low, k) << "n=" << n;
+    ASSERT_DOUBLE_EQ(got.high, n + 1 - k) << "n=" << n;
+    ASSERT_NEAR(got.confidence, std::max(0.0, 1.0 - 2.0 * binomial_half_cdf(n, k - 1)), 1e-12) << "n=" << n;
+  }
+  // A hostile file's 300,000 repetitions of one cell: the normal approximation's k, to a few ranks
+  // (n/2 - 2.5758 sqrt(n)/2 = 149,295), at just over 99%.
+  std::vector<double> many(300000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<double>(i + 1);
+  const MedianInterval wide = median_interval(many, 0.99);
+  EXPECT_NEAR(wide.low, 149295, 3);
+  EXPECT_DOUBLE_EQ(wide.high, 300001 - wide.low);
+  EXPECT_GE(wide.confidence, 0.99);
+  EXPECT_LT(wide.confidence, 0.9905);
+}
+
 // Synthetic runs: `n` repetitions around `center` with relative noise `cv` (normal).
 std::vector<double> draw(std::mt19937_64& rng, size_t n, double center, double cv) {
   std::normal_distribution<double> noise(0.0, cv);
