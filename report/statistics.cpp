@@ -67,8 +67,8 @@ MedianInterval median_interval(std::vector<double> samples, double confidence) {
   // hostile file of 300k repetitions of one cell costs a sort, not minutes.
   const double log_total = std::lgamma(n + 1.0) - n * std::log(2.0);
   const auto term = [&](int i) { return std::exp(log_total - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0)); };
-  int k = 1;                // [min, max]: the widest there is
-  double below = term(0);   // P(B <= k-1)
+  int k = 1;               // [min, max]: the widest there is
+  double below = term(0);  // P(B <= k-1)
   while (k + 1 <= (n + 1) / 2) {
     const double next = below + term(k);  // P(B <= k): the coverage of k + 1
     if (1.0 - 2.0 * std::min(1.0, next) < confidence) break;
