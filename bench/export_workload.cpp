@@ -25,17 +25,42 @@ namespace {
 void write_json(const fs::path& path, const nlohmann::json& value) {
   install_signal_cleanup();
   PendingFile pending(path.string());
-  {
-    std::ofstream out(pending.temp_path(), std::ios::binary);
-    out << value.dump(2) << "\n";
-    out.close();
-    if (!out) fail("--export-workload: cannot write '" + path.string() + "'");
+  pending.write(value.dump(2) + "\n");
+  pending.commit();
+}
+
+// A model's folder is built whole beside its target and then moved into place: a new one renamed,
+// an earlier export's replaced file by file (each rename atomic). A failure (a full disk) leaves
+// nothing of the new folder behind.
+void install_folder(PendingDirectory& built, const fs::path& target) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(target, ec))) {
+    fs::rename(built.temp_path(), target, ec);
+    if (ec) fail("cannot rename '" + built.temp_path() + "' to '" + target.string() + "': " + ec.message());
+    built.release();
+    return;
   }
-  try {
-    pending.commit();
-  } catch (const Error& e) {
-    fail(std::string("--export-workload: ") + e.what());
+  for (const fs::directory_entry& file : fs::directory_iterator(built.temp_path())) {
+    const fs::path to = target / file.path().filename();
+    if (!special_file_kind(to.string()).empty() || fs::is_directory(fs::symlink_status(to, ec)))
+      ec = std::make_error_code(std::errc::is_a_directory);
+    else
+      fs::rename(file.path(), to, ec);
+    if (ec) {
+      const std::string kept = built.temp_path();
+      built.release();  // what was built is whole: kept, and named
+      fail("cannot move '" + file.path().filename().string() + "' into '" + target.string() + "' (" + ec.message() +
+           "); it is kept in '" + kept + "'");
+    }
   }
+}
+
+// An error about a file in the folder being built, naming the file where it was to be.
+std::string as_written(const Error& e, const fs::path& building, const fs::path& target) {
+  std::string text = e.what();
+  for (size_t at = text.find(building.string()); at != std::string::npos; at = text.find(building.string(), at))
+    text.replace(at, building.string().size(), target.string());
+  return text;
 }
 
 }  // namespace
@@ -48,18 +73,29 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
     entry.second.insert(c.scenario);
   }
   std::vector<std::string> written;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail("--export-workload: cannot create '" + dir + "': " + ec.message());
   for (const auto& [key, entry] : models) {
     const auto workload = shared_workload(entry.first, 1);
     const ModelConfig& config = workload->config();
     const std::string name = config.tag();
     const fs::path out = fs::path(dir) / name;
-    std::error_code ec;
-    fs::create_directories(out, ec);
-    if (ec) fail("--export-workload: cannot create '" + out.string() + "': " + ec.message());
+    if (const std::string kind = special_file_kind(out.string()); !kind.empty())
+      fail("--export-workload: '" + out.string() + "' is " + kind + "; it is never replaced");
+    install_signal_cleanup();
+    PendingDirectory built(out.string());
+    const fs::path in = built.temp_path();
     const ModelFileFamily* model_file = config.family->model_file();
-    if (!model_file)  // a model file's weights are its module's: the peer loads it (model_file.py)
-      save_state_dict_file(workload->model()->state_dict(), (out / "weights.pt").string());
-    save_tensor_file(workload->pool(), (out / "pool.pt").string());
+    try {
+      if (!model_file)  // a model file's weights are its module's: the peer loads it (model_file.py)
+        save_state_dict_file(workload->model()->state_dict(), (in / "weights.pt").string());
+      throw_if_interrupted();
+      save_tensor_file(workload->pool(), (in / "pool.pt").string());
+      throw_if_interrupted();
+    } catch (const Error& e) {
+      fail("--export-workload: " + as_written(e, in, out));
+    }
     nlohmann::json meta;
     // The model for the peer (bench/python): its family, every size, and the benchmark-name axes
     // its results carry.
@@ -85,7 +121,17 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
       meta["thresholds"][scenario.str()] = workload->thresholds(scenario);
       meta["walk_order"][scenario.str()] = workload->walk_order(scenario);  // the rows in condbench's visiting order
     }
-    write_json(out / "workload.json", meta);
+    try {
+      write_json(in / "workload.json", meta);
+      throw_if_interrupted();
+    } catch (const Error& e) {
+      fail("--export-workload: " + as_written(e, in, out));
+    }
+    try {
+      install_folder(built, out);
+    } catch (const Error& e) {
+      fail(std::string("--export-workload: ") + e.what());
+    }
     written.push_back(out.string());
   }
   return written;

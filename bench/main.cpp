@@ -116,17 +116,18 @@ class BenchmarkOut {
     pending_ = std::make_unique<condbench::PendingFile>(*target_);
     if (!std::ofstream(pending_->temp_path())) condbench::fail("--benchmark_out: cannot write '" + *target_ + "'");
   }
+  // A write that fails names the cause and where the results are now: in the checkpoint when it
+  // holds them all, else nowhere.
   void write(const condbench::RunRecord& record) {
     if (!pending_) return;
-    {
-      std::ofstream out(pending_->temp_path(), std::ios::binary | std::ios::trunc);
-      out << record.document(format_);
-      if (!out.flush()) condbench::fail("--benchmark_out: cannot write '" + pending_->temp_path() + "'");
-    }
     try {
+      pending_->write(record.document(format_));
       pending_->commit();
     } catch (const condbench::Error& e) {
-      condbench::fail(std::string("--benchmark_out: ") + e.what());
+      const std::string checkpoint = record.complete_checkpoint();
+      condbench::fail(std::string("--benchmark_out: ") + e.what() +
+                      (checkpoint.empty() ? ": this run's results are lost"
+                                          : ": this run's results are in the checkpoint '" + checkpoint + "'"));
     }
   }
 
@@ -423,6 +424,14 @@ int main(int argc, char** argv) {
           benchmark::AddCustomContext(key, value);
       record.finish();
       if (runs && record.ran()) out.write(record);  // a filter that matched nothing writes nothing
+      if (const auto& why = record.checkpoint_failure()) {
+        // Every benchmark ran and --benchmark_out (if given) has them; the file asked for does not.
+        std::cerr << "condbench: --checkpoint-out is incomplete: " << *why << "; it holds the first "
+                  << record.checkpointed() << " of the run's " << record.repetitions() << " repetitions"
+                  << (out.target() ? ", --benchmark_out all of them" : "") << "\n";
+        benchmark::Shutdown();
+        return 1;
+      }
       if (runs && !record.ran()) {
         // No work done is no success: an exit code that scripts see, and a file of an earlier run
         // under --benchmark_out is not mistaken for this one's.

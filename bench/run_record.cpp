@@ -1,6 +1,6 @@
 #include "run_record.h"
 
-#include <fstream>
+#include <iostream>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -168,19 +168,19 @@ std::string RunRecord::document(const std::string& format) const {
 }
 
 void RunRecord::write_checkpoint() const {
-  if (!context_) return;  // nothing ran yet: no file rather than an empty document
+  if (!context_ || checkpoint_failure_) return;  // nothing ran yet (no file rather than an empty one), or given up
   const std::string text = document("json");
   install_signal_cleanup();  // a Ctrl-C while the temporary exists removes it
-  PendingFile file(checkpoint_);
-  {
-    std::ofstream out(file.temp_path(), std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) fail("--checkpoint-out: cannot write '" + file.temp_path() + "'");
-  }
   try {
+    PendingFile file(checkpoint_);
+    file.write(text);
     file.commit();
+    checkpointed_ = repetitions_;
   } catch (const Error& e) {
-    fail(std::string("--checkpoint-out: ") + e.what());
+    // The measurements matter more than their copy: the run goes on, --benchmark_out gets them all.
+    checkpoint_failure_ = e.what();
+    std::cerr << "condbench: --checkpoint-out: " << *checkpoint_failure_ << "; it holds the first " << checkpointed_
+              << " repetitions; no more checkpoints, the run goes on\n";
   }
 }
 

@@ -23,8 +23,15 @@ class RunRecord final : public benchmark::BenchmarkReporter {
  public:
   explicit RunRecord(benchmark::BenchmarkReporter& display) : display_(display) {}
 
-  // Rewrites FILE (atomically, as JSON) after every report from now on.
+  // Rewrites FILE (atomically, as JSON) after every report from now on. A write that fails (a full
+  // disk) stops the checkpoints, never the run: one line on stderr, and checkpoint_failure() says why.
   void checkpoint_to(std::string path) { checkpoint_ = std::move(path); }
+  // Why the checkpoints stopped (the run's benchmarks are not all in the file), or nullopt; and how
+  // many repetitions the last checkpoint written holds.
+  const std::optional<std::string>& checkpoint_failure() const { return checkpoint_failure_; }
+  size_t checkpointed() const { return checkpointed_; }
+  // The checkpoint file when it holds the whole run so far, else "".
+  std::string complete_checkpoint() const { return checkpoint_failure_ ? std::string() : checkpoint_; }
   // `refresh`: the display is condbench's table, which reads aggregates; finish() gives it the ones
   // made again over added repetitions.
   void refresh_display_aggregates(bool refresh) { refresh_display_ = refresh; }
@@ -66,6 +73,8 @@ class RunRecord final : public benchmark::BenchmarkReporter {
   std::string checkpoint_;
   bool refresh_display_ = false, display_aggregates_only_ = false, files_aggregates_only_ = false;
   bool in_rounds_ = false;
+  mutable std::optional<std::string> checkpoint_failure_;  // set by the const writer, once
+  mutable size_t checkpointed_ = 0;                        // repetitions in the last checkpoint written
 };
 
 }  // namespace condbench

@@ -165,6 +165,26 @@ PendingFile::~PendingFile() {
   std::remove(temp_.c_str());
 }
 
+void PendingFile::write(std::string_view text) {
+  const auto refuse = [&](int error) {
+    std::remove(temp_.c_str());  // half a file helps no one, and a full disk wants its space back
+    fail("cannot write '" + target_ + "' (" + std::strerror(error) + ")");
+  };
+  const int fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) refuse(errno);
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = n < 0 ? errno : EIO;
+      ::close(fd);
+      refuse(error);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) refuse(errno);
+}
+
 void PendingFile::commit() {
   // On disk before it takes the target's name: a crash after the rename leaves the new file whole.
   if (const int fd = ::open(temp_.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {

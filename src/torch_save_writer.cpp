@@ -3,11 +3,12 @@
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
 
+#include <fcntl.h>
 #include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 
 #include "condbench/error.h"
@@ -85,26 +86,43 @@ class Pickle {
   std::string bytes_;
 };
 
+// The archive is streamed to the temporary through a sink that keeps the first write error and
+// drops what follows, so PyTorchStreamWriter never sees a failure: it would throw, and then throw
+// again from its destructor while unwinding (std::terminate: a full disk was SIGABRT and a 15-line
+// trace). The error is reported after the writer is done, with its cause.
 void write_archive(const std::string& path, const Pickle& pickle, const std::vector<at::Tensor>& storages) {
   install_signal_cleanup();
   PendingFile pending(path);  // removed on error or Ctrl-C; renamed into place at the end
-  try {
-    {
-      std::ofstream probe(pending.temp_path(), std::ios::binary);
-      if (!probe) fail("cannot write '" + path + "': " + std::strerror(errno));
+  const int fd = ::open(pending.temp_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) fail("cannot write '" + path + "' (" + std::strerror(errno) + ")");
+  int error = 0;
+  const auto sink = [fd, &error](const void* data, size_t size) -> size_t {
+    const char* bytes = static_cast<const char*>(data);
+    for (size_t done = 0; error == 0 && done < size;) {
+      const ssize_t n = ::write(fd, bytes + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0)
+        error = n < 0 ? errno : EIO;
+      else
+        done += static_cast<size_t>(n);
     }
-    caffe2::serialize::PyTorchStreamWriter writer(pending.temp_path());
+    return size;
+  };
+  std::string refused;
+  try {
+    caffe2::serialize::PyTorchStreamWriter writer(sink);
     writer.writeRecord("data.pkl", pickle.bytes().data(), pickle.bytes().size());
     writer.writeRecord("byteorder", "little", 6);
     for (size_t i = 0; i < storages.size(); ++i)
       writer.writeRecord("data/" + std::to_string(i), storages[i].data_ptr(), storages[i].nbytes());
     writer.writeEndOfFile();
-  } catch (const Error&) {
-    throw;
   } catch (const std::exception& e) {
     const std::string reason = e.what();
-    fail("cannot write '" + path + "': " + reason.substr(0, reason.find('\n')));
+    refused = reason.substr(0, reason.find('\n'));
   }
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error != 0) fail("cannot write '" + path + "' (" + std::strerror(error) + ")");
+  if (!refused.empty()) fail("cannot write '" + path + "': " + refused);
   pending.commit();
 }
 

@@ -2,6 +2,7 @@
 one line naming what is wrong and exit code 2 (bad input): never a crash, a hang, a huge
 allocation or a half-written output. Every file is made here, byte by byte.
 Usage: test_hardening.py CONDBENCH CONDBENCH_INFER."""
+import json
 import math
 import os
 import signal
@@ -219,7 +220,7 @@ class ExportWorkload(Case):
         result = run(CONDBENCH, "--device=cpu", "--hidden=16", "--export-workload=" + out)
         line = self.assert_bad_input(result, "workload.json", "it is kept in")
         kept = line.split("it is kept in '")[1].rstrip("'")
-        self.assertTrue(os.path.isfile(kept))
+        self.assertEqual(sorted(os.listdir(kept)), ["pool.pt", "weights.pt", "workload.json"])  # the export, whole
         self.assertNotIn("wrote", result.stdout)
 
 
@@ -318,6 +319,96 @@ class Outputs(Case):
         result = run(CONDBENCH, *TINY, f"--benchmark_out={out}", f"--checkpoint-out={checkpoint}")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(sorted(os.listdir(self.dir)), ["checkpoint.json", "out.json"])
+
+
+class FullDisk(Case):
+    """A disk that fills during the run: a small tmpfs (mounted where this user may, as CI's root can;
+    skipped with the reason elsewhere). A checkpoint that cannot be written never stops the run; a
+    --benchmark_out that cannot be written says where the results are; neither leaves a temporary."""
+    RUN = ["--device=cpu", "--strategy=fused", "--hidden=64", "--batch=1,2,4,8", "--scenario=exit:1,exit:2,exit:3,exit:4",
+           "--benchmark_repetitions=2", "--benchmark_min_time=0.001"]  # a final JSON of about 150 KB
+
+    def mount(self, kib):
+        full = os.path.join(self.dir, f"full{kib}")
+        os.mkdir(full)
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", full],
+                                 capture_output=True, text=True)
+        if mounted.returncode != 0:
+            self.skipTest("cannot mount a small tmpfs here: " + (mounted.stderr.strip() or "mount refused"))
+        self.mounts.append(full)
+        return full
+
+    def setUp(self):
+        super().setUp()
+        self.mounts = []
+
+    def tearDown(self):
+        for full in self.mounts:
+            subprocess.run(["umount", full], capture_output=True)
+        super().tearDown()
+
+    def iterations(self, path):
+        with open(path) as f:
+            return len([b for b in json.load(f)["benchmarks"] if b["run_type"] == "iteration"])
+
+    def errors(self, result):
+        return [line for line in result.stderr.splitlines() if "warning" not in line]
+
+    def test_a_checkpoint_that_fills_the_disk_stops_checkpointing_not_the_run(self):
+        full = self.mount(160)  # the checkpoint and its next temporary stop fitting about halfway
+        out, checkpoint = os.path.join(self.dir, "out.json"), os.path.join(full, "ck.json")
+        result = run(CONDBENCH, *self.RUN, "--benchmark_out=" + out, "--checkpoint-out=" + checkpoint)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        said = self.errors(result)
+        self.assertEqual(len(said), 2, result.stderr)
+        self.assertRegex(said[0], r"^condbench: --checkpoint-out: cannot write '.*ck\.json' \(No space left on device\); "
+                                  r"it holds the first \d+ repetitions; no more checkpoints, the run goes on$")
+        kept = self.iterations(checkpoint)
+        self.assertIn(f"it holds the first {kept} of the run's {self.iterations(out)} repetitions, "
+                      "--benchmark_out all of them", said[1])
+        self.assertGreater(kept, 0)
+        self.assertLess(kept, self.iterations(out))
+        self.assertEqual(self.iterations(out), 2 * len({n for n in run(CONDBENCH, *self.RUN, "--benchmark_list_tests")
+                                                        .stdout.split()}))
+        self.assertEqual(os.listdir(full), ["ck.json"])  # no temporary left
+
+    def test_a_result_file_that_cannot_be_written_says_where_the_results_are(self):
+        full = self.mount(64)  # smaller than the result file
+        out, checkpoint = os.path.join(full, "out.json"), os.path.join(self.dir, "ck.json")
+        result = run(CONDBENCH, *self.RUN, "--benchmark_out=" + out, "--checkpoint-out=" + checkpoint)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(self.errors(result), [
+            f"condbench: --benchmark_out: cannot write '{out}' (No space left on device): this run's results are "
+            f"in the checkpoint '{checkpoint}'"])
+        self.assertEqual(os.listdir(full), [])  # neither the target nor its temporary
+        self.assertGreater(self.iterations(checkpoint), 0)
+        lost = run(CONDBENCH, *self.RUN, "--benchmark_out=" + out)
+        self.assertEqual(lost.returncode, 2, lost.stderr)
+        self.assertEqual(self.errors(lost), [
+            f"condbench: --benchmark_out: cannot write '{out}' (No space left on device): this run's results are lost"])
+        self.assertEqual(os.listdir(full), [])
+
+    def test_a_trace_that_cannot_be_written_fails_the_run(self):
+        if not os.path.exists(os.path.join(os.path.dirname(CONDBENCH), "condbench-trace.so")):
+            self.skipTest("this build has no NVTX trace library")
+        full = self.mount(4)  # one page: the trace's thousands of ranges do not fit
+        trace, out = os.path.join(full, "t.json"), os.path.join(self.dir, "out.json")
+        result = run(CONDBENCH, *self.RUN, "--nvtx=iter", "--trace=" + trace, "--benchmark_out=" + out)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertEqual(self.errors(result), [f"condbench-trace: cannot write {os.path.abspath(trace)} "
+                                               "(No space left on device)"])
+        self.assertEqual(os.listdir(full), [])
+        self.assertGreater(self.iterations(out), 0)  # the results themselves are written
+
+    def test_an_export_that_fills_the_disk_is_one_line_and_leaves_nothing(self):
+        full = self.mount(64)  # the weights fit, the pool does not
+        export = os.path.join(full, "w")
+        result = run(CONDBENCH, "--device=cpu", "--strategy=fused", "--hidden=64", "--scenario=exit:1",
+                     "--export-workload=" + export)
+        line = self.assert_bad_input(result, "--export-workload: cannot write '" + export + "/", "(No space left on device)")
+        self.assertNotIn(".tmp", line)  # the file as it was to be named
+        self.assertEqual(os.listdir(export), [])  # the model's folder, built beside, is gone whole
+        self.assertEqual(os.listdir(full), ["w"])
 
 
 class Values(Case):

@@ -16,11 +16,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -92,13 +94,14 @@ class Recorder {
   }
 
   // Writes the trace beside its target and renames it into place, so a reader never sees half a file.
-  void write(const char* path) {
+  // False (said on stderr, with the cause) when it could not.
+  bool write(const char* path) {
     const std::lock_guard<std::mutex> lock(mutex_);
     const std::string temp = std::string(path) + ".tmp" + std::to_string(getpid());
     FILE* out = std::fopen(temp.c_str(), "w");
     if (out == nullptr) {
-      std::fprintf(stderr, "condbench-trace: cannot write %s\n", path);
-      return;
+      std::fprintf(stderr, "condbench-trace: cannot write %s (%s)\n", path, std::strerror(errno));
+      return false;
     }
     std::fprintf(out,
                  "{\"displayTimeUnit\": \"ns\",\n \"otherData\": {\"ranges\": %zu, \"dropped\": %zu, "
@@ -121,14 +124,16 @@ class Recorder {
     }
     std::fprintf(out, "\n]}\n");
     const bool written = std::fflush(out) == 0 && std::ferror(out) == 0;
+    const int error = written ? 0 : errno;
     if (std::fclose(out) != 0 || !written || std::rename(temp.c_str(), path) != 0) {
-      std::fprintf(stderr, "condbench-trace: cannot write %s\n", path);
+      std::fprintf(stderr, "condbench-trace: cannot write %s (%s)\n", path, std::strerror(error != 0 ? error : errno));
       std::remove(temp.c_str());
-      return;
+      return false;
     }
     if (dropped_ > 0)
       std::fprintf(stderr, "condbench-trace: kept the first %zu ranges and dropped %zu; trace a shorter run\n",
                    ranges_.size(), dropped_);
+    return true;
   }
 
  private:
@@ -236,8 +241,13 @@ bool assign(NvtxFunctionTable table, unsigned int size, unsigned int id, Functio
   return true;
 }
 
+// A trace asked for and not written is a failed run, not a success: the process ends with exit
+// code 1 (after flushing what it printed), whatever it was about to return.
 void write_at_exit() {
-  if (const char* path = std::getenv("CONDBENCH_TRACE_OUT"); path != nullptr && *path != '\0') recorder().write(path);
+  const char* path = std::getenv("CONDBENCH_TRACE_OUT");
+  if (path == nullptr || *path == '\0' || recorder().write(path)) return;
+  std::fflush(nullptr);
+  std::_Exit(1);
 }
 
 // The trace is written when the process exits, whichever entry point came first.

@@ -5,6 +5,7 @@
 // the final rename fails the output is kept under its temporary name, and the error says where.
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace condbench {
@@ -69,6 +70,9 @@ class PendingFile {
   ~PendingFile();
   const std::string& temp_path() const { return temp_; }
   const std::string& target() const { return target_; }
+  // Writes `text` to the temporary, whole. Throws condbench::Error naming the target and the cause
+  // ("cannot write 'out.json' (No space left on device)"), the temporary already removed.
+  void write(std::string_view text);
   // Throws condbench::Error when the rename fails or is refused, naming the temporary where the output
   // was kept (it was: a temporary that vanished is said to be lost).
   void commit();
