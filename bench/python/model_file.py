@@ -254,8 +254,9 @@ def digest(path, weights, device):
 
     h = hashlib.sha256()
     for name in [path] + ([weights] if weights else []):
-        with open(name, "rb") as f:
-            h.update(f.read())
+        with open(name, "rb") as f:  # in chunks: a gigabyte of weights is not read into memory whole
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
     h.update(torch.__version__.encode())
     if device != "cpu":  # the CPU's digests are those of the folders compiled before CUDA ones could be
         h.update(f"device {device}".encode())
