@@ -74,6 +74,10 @@ std::string gnuplot_label(const std::string& text) {
 void Charts::draw(Document& doc, const std::string& id, const std::string& data, const std::string& settings,
                   const std::string& plot, const std::string& caption, const std::string& size) {
   if (!enabled()) return;
+  if (drawn + failed >= kMaxCharts) {
+    ++not_drawn;
+    return;
+  }
   write_text(work / (id + ".dat"), data);
   write_text(work / (id + ".gp"), "set terminal svg size " + size +
                                       " noenhanced font 'sans,13' background rgb 'white'\n"
@@ -83,7 +87,11 @@ void Charts::draw(Document& doc, const std::string& id, const std::string& data,
                                       "set key outside right top\nset grid ytics\n" +
                                       settings + plot + "\n");
   const fs::path svg = work / (id + ".svg");
-  if (!run_gnuplot(gnuplot, work, id + ".gp", id + ".log") || !fs::exists(svg)) return;
+  if (!run_gnuplot(gnuplot, work, id + ".gp", id + ".log") || !fs::exists(svg)) {
+    ++failed;
+    doc.paragraph("(A chart is missing here: gnuplot could not draw \"" + caption + "\".)");
+    return;
+  }
   const std::string text = read_text(svg);
   write_text(dir / (id + ".svg"), text);
   doc.chart("charts/" + id + ".svg", text, caption);

@@ -50,6 +50,9 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
     section.write(input, charts, doc);
   }
   result.charts = charts.drawn;
+  if (charts.not_drawn > 0)
+    doc.paragraph(std::to_string(charts.not_drawn) + " more charts were not drawn: a report draws at most " +
+                  std::to_string(Charts::kMaxCharts) + " (its tables hold every figure).");
 
   write_text(out / "report.md", doc.markdown());
   write_text(out / "report.html", doc.html("condbench report"));

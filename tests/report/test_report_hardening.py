@@ -264,5 +264,33 @@ class ResultsAreCountedOnce(Case):
         self.assertEqual(run("--compare", a, a, "--fail-on-regression=1000").returncode, 0)
 
 
+
+class Bounded(Case):
+    def test_thousands_of_groups_draw_a_bounded_number_of_charts(self):
+        if shutil.which("gnuplot") is None:
+            self.skipTest("no gnuplot: the report draws no charts here")
+        # small.json's benchmarks at 90 batch sizes: a group, and a chart or more, for each.
+        data = json.loads(small_text())
+        rows = [b for b in data["benchmarks"] if b["name"].startswith("early_exit/")]
+        many = []
+        for batch in range(1, 91):
+            for b in rows:
+                copy = dict(b)
+                for key in ("name", "run_name"):
+                    copy[key] = copy[key].replace("/batch:1/", f"/batch:{batch}/")
+                many.append(copy)
+        out = os.path.join(self.dir, "o")
+        result = run("--out", out, self.write_json("many.json", dict(data, benchmarks=many)), timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        charts = os.listdir(os.path.join(out, "charts"))
+        self.assertEqual(len(charts), 64)
+        with open(os.path.join(out, "report.md")) as f:
+            text = f.read()
+        said = re.search(r"(\d+) more charts were not drawn: a report draws at most 64", text)
+        self.assertIsNotNone(said, "the report says what it left out")
+        self.assertGreater(int(said.group(1)), 0)
+        self.assertIn("(64 charts)", result.stdout)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
