@@ -235,7 +235,9 @@ class CallTwoCompile(unittest.TestCase):
             work, packages = os.path.join(tmp, "work"), os.path.join(tmp, "aoti")
             env = {**os.environ,
                    "CONDBENCH_COMPILE_AOTI": f"mkdir -p {packages} && sleep 1 && echo pt2 > {packages}/cond.pt2",
-                   "CONDBENCH_COMPILE_MODEL_FILE": "echo started; sleep 60; echo never"}
+                   "CONDBENCH_COMPILE_MODEL_FILE": "echo started; sleep 60; echo never",
+                   # the upstream reproducer's verdict is a fact, its exit code never the step's
+                   "CONDBENCH_COMPILE_REPRODUCER": "echo 'verdict: present (torch 0.0)'; exit 3"}
             started = time.monotonic()
             result = run(os.path.join(SOURCE, "scripts", "device-compile"), work, "4", env=env, timeout=60)
             self.assertLess(time.monotonic() - started, 20)  # its limit, not the stand-in's minute
@@ -251,6 +253,8 @@ class CallTwoCompile(unittest.TestCase):
             result = run(os.path.join(SOURCE, "scripts", "device-compile"), work, "20", env=env, timeout=60)
             self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
             self.assertEqual(read(os.path.join(work, "model-file.rc")).strip(), "0")
+            self.assertEqual(read(os.path.join(work, "reproducer.rc")).strip(), "3")
+            self.assertIn("verdict: present", read(os.path.join(work, "reproducer.out")))
 
     def test_the_step_gives_the_compile_its_own_limit_inside_the_steps(self):
         script = read(SCRIPT)
