@@ -5,10 +5,12 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "condbench/error.h"
 #include "condbench/flops.h"
@@ -40,18 +42,23 @@ void install_folder(PendingDirectory& built, const fs::path& target) {
     built.release();
     return;
   }
-  for (const fs::directory_entry& file : fs::directory_iterator(built.temp_path())) {
-    const fs::path to = target / file.path().filename();
-    if (!special_file_kind(to.string()).empty() || fs::is_directory(fs::symlink_status(to, ec)))
-      ec = std::make_error_code(std::errc::is_a_directory);
-    else
-      fs::rename(file.path(), to, ec);
-    if (ec) {
+  // Every destination checked before the first move, so a refusal leaves the earlier export as it was
+  // and the new one whole; workload.json, which the peer reads first, moved last.
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& file : fs::directory_iterator(built.temp_path())) files.push_back(file.path());
+  std::stable_partition(files.begin(), files.end(), [](const fs::path& f) { return f.filename() != "workload.json"; });
+  for (const fs::path& file : files) {
+    const fs::path to = target / file.filename();
+    if (!special_file_kind(to.string()).empty() || fs::is_directory(fs::symlink_status(to, ec))) {
       const std::string kept = built.temp_path();
-      built.release();  // what was built is whole: kept, and named
-      fail("cannot move '" + file.path().filename().string() + "' into '" + target.string() + "' (" + ec.message() +
-           "); it is kept in '" + kept + "'");
+      built.release();  // nothing moved yet: what was built is whole, kept and named
+      fail("cannot move '" + file.filename().string() + "' into '" + target.string() + "' (" +
+           std::make_error_code(std::errc::is_a_directory).message() + "); it is kept in '" + kept + "'");
     }
+  }
+  for (const fs::path& file : files) {
+    fs::rename(file, target / file.filename(), ec);
+    if (ec) fail("cannot move '" + file.string() + "' into '" + target.string() + "': " + ec.message());
   }
 }
 

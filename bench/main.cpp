@@ -426,8 +426,11 @@ int main(int argc, char** argv) {
       if (runs && record.ran()) out.write(record);  // a filter that matched nothing writes nothing
       if (const auto& why = record.checkpoint_failure()) {
         // Every benchmark ran and --benchmark_out (if given) has them; the file asked for does not.
-        std::cerr << "condbench: --checkpoint-out is incomplete: " << *why << "; it holds the first "
-                  << record.checkpointed() << " of the run's " << record.repetitions() << " repetitions"
+        std::cerr << "condbench: --checkpoint-out is incomplete: " << *why << "; it holds "
+                  << (record.checkpointed() == 0
+                          ? std::string("nothing of this run")
+                          : "the first " + std::to_string(record.checkpointed()) + " of the run's " +
+                                std::to_string(record.repetitions()) + " repetitions")
                   << (out.target() ? ", --benchmark_out all of them" : "") << "\n";
         benchmark::Shutdown();
         return 1;

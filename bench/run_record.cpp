@@ -179,8 +179,10 @@ void RunRecord::write_checkpoint() const {
   } catch (const Error& e) {
     // The measurements matter more than their copy: the run goes on, --benchmark_out gets them all.
     checkpoint_failure_ = e.what();
-    std::cerr << "condbench: --checkpoint-out: " << *checkpoint_failure_ << "; it holds the first " << checkpointed_
-              << " repetitions; no more checkpoints, the run goes on\n";
+    std::cerr << "condbench: --checkpoint-out: " << *checkpoint_failure_ << "; "
+              << (checkpointed_ == 0 ? std::string("it holds nothing of this run")
+                                     : "it holds the first " + std::to_string(checkpointed_) + " repetitions")
+              << "; no more checkpoints, the run goes on\n";
   }
 }
 

@@ -179,6 +179,7 @@ class DryRun(unittest.TestCase):
                 self.assertRegex(summary, rf"(ok       estimate {step}: [1-9]\d* cases x [\d.]+ s \+ \d+ s = \d+ s, "
                                           rf"within its limit of \d+ s|skipped  estimate {step}: this build cannot)")
 
+            first_summary = summary
             second = run(SCRIPT, "--dry-run", "--call", "2", "--bundle", bundle, "--out", out)
             self.assertEqual(second.returncode, 0, second.stdout + second.stderr)
             self.assertIn("call 2   step", second.stdout)
@@ -189,8 +190,10 @@ class DryRun(unittest.TestCase):
                 self.assertRegex(summary, rf"(ok|skipped)  +estimate {step}: ")
 
             # A selection that outgrows its step fails the dry run: the same script with the
-            # suite's limit cut to 10 s.
-            if "ok       estimate suite-aoti" in summary:
+            # suite's limit cut to 10 s (where this build lists CUDA cases; CI's does).
+            if "ok       estimate suite:" not in first_summary:
+                print("device_check: this build lists no CUDA cases; the cut-limit check did not run", file=sys.stderr)
+            else:
                 copy = os.path.join(tmp, "copy", "scripts", "device-check")
                 os.makedirs(os.path.dirname(copy))
                 with open(copy, "w") as f:

@@ -372,6 +372,17 @@ class FullDisk(Case):
                                                         .stdout.split()}))
         self.assertEqual(os.listdir(full), ["ck.json"])  # no temporary left
 
+    def test_a_checkpoint_that_never_fits_says_it_holds_nothing_of_the_run(self):
+        full = self.mount(4)  # not even the first checkpoint fits
+        out, checkpoint = os.path.join(self.dir, "out.json"), os.path.join(full, "ck.json")
+        result = run(CONDBENCH, *self.RUN, "--benchmark_out=" + out, "--checkpoint-out=" + checkpoint)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        said = self.errors(result)
+        self.assertIn("it holds nothing of this run; no more checkpoints, the run goes on", said[0])
+        self.assertIn("it holds nothing of this run, --benchmark_out all of them", said[1])
+        self.assertEqual(os.listdir(full), [])
+        self.assertGreater(self.iterations(out), 0)
+
     def test_a_result_file_that_cannot_be_written_says_where_the_results_are(self):
         full = self.mount(64)  # smaller than the result file
         out, checkpoint = os.path.join(full, "out.json"), os.path.join(self.dir, "ck.json")

@@ -161,7 +161,10 @@ int multiprocessors() {
 ::testing::AssertionResult skipped_as_declared(const StrategyInfo& info, const InferenceCounters& counters, int deepest,
                                                int blocks) {
   const int reached = std::min(deepest, blocks);
-  const bool final_head = deepest > blocks || !(info.skips_blocks_on_device && info.skips_final_head_on_device);
+  // The final head runs when some row took the final exit; otherwise only where nothing skips it:
+  // a host that decides stops before it, a strategy that skips it on the device says so.
+  const bool final_head =
+      deepest > blocks || !(info.host_decides || (info.skips_blocks_on_device && info.skips_final_head_on_device));
   if (info.skips_blocks_on_device && (std::isnan(counters.blocks_run) || std::isnan(counters.heads_run)))
     return ::testing::AssertionFailure() << "a strategy that skips blocks on the device counts blocks and heads";
   const double blocks_expected = info.skips_blocks_on_device || info.host_decides ? reached : blocks;
@@ -288,6 +291,12 @@ TEST_P(StuckConditionals, AConditionalStuckOpenIsCaught) {
     const ::testing::AssertionResult verdict = skipped_as_declared(info(), observed.counters, level + 1, c.blocks);
     EXPECT_FALSE(verdict) << "the stuck conditional went unseen: blocks_run " << observed.counters.blocks_run
                           << ", heads_run " << observed.counters.heads_run;
+    // And it failed for the stage held open, exactly: the next block and its head, or at graph_cond's
+    // last level the final head (graph_while launches its final head whatever the loop did).
+    const int blocks_ran = std::min(level + 2, c.blocks);
+    const bool final_ran = !info().skips_final_head_on_device || level + 1 == c.blocks;
+    EXPECT_EQ(observed.counters.blocks_run, blocks_ran);
+    EXPECT_EQ(observed.counters.heads_run, blocks_ran + (final_ran ? 1 : 0));
   }
 }
 
