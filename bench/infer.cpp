@@ -38,7 +38,7 @@ struct Options {
 void print_usage(std::ostream& out) {
   out << "usage: condbench-infer [--weights=FILE [SIZES] | --seed=N [--model=FAMILY] [SIZES] --num-classes=N "
          "--blocks=N\n"
-         "                        | --model-file=FILE.py|DIR [--model-weights=FILE]]\n"
+         "                        | --model-file=FILE.py|DIR [--model-weights=FILE] [--compile-timeout=SECONDS]]\n"
          "                       [--input=FILE | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
          "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
          "  the family (default "
@@ -54,7 +54,8 @@ void print_usage(std::ostream& out) {
   }
   out << "  --model-file: your model (docs/your-model.md): its Python file, compiled by bench/python/model_file.py\n"
          "  for the device (cached; --model-weights: a state_dict for it), or the folder that made; each strategy\n"
-         "  is first checked against the module's own forward on the folder's reference rows\n";
+         "  is first checked against the module's own forward on the folder's reference rows; --compile-timeout:\n"
+         "  the compile's limit in seconds (default 1800), its process group ended there\n";
 }
 
 std::string shape_text(at::IntArrayRef sizes) {
@@ -79,9 +80,9 @@ std::string whose(const std::string& key) {
 }
 
 Options parse_options(int argc, char** argv) {
-  std::vector<std::string> names = {"--weights",  "--seed",       "--model",        "--num-classes", "--blocks",
-                                    "--input",    "--batch",      "--input-seed",   "--thresholds",  "--device",
-                                    "--strategy", "--model-file", "--model-weights"};
+  std::vector<std::string> names = {"--weights",  "--seed",       "--model",         "--num-classes",    "--blocks",
+                                    "--input",    "--batch",      "--input-seed",    "--thresholds",     "--device",
+                                    "--strategy", "--model-file", "--model-weights", "--compile-timeout"};
   std::vector<const FamilyAxis*> axes;  // every family's sizes, each flag once
   for (const ModelFamily* family : model_families())
     for (const FamilyAxis& axis : family->axes())
@@ -114,9 +115,13 @@ Options parse_options(int argc, char** argv) {
       fail(flag_of.at(sizes.begin()->first) + ": not with --model-file (the model file gives the model)");
     const std::vector<Device> devices =
         given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
+    const int timeout_s =
+        given("--compile-timeout")
+            ? static_cast<int>(cli::parse_int("--compile-timeout", flags.at("--compile-timeout"), 1, 86400))
+            : kDefaultCompileTimeout;
     const std::string folder =
         model_file_folder(flags.at("--model-file"), given("--model-weights") ? flags.at("--model-weights") : "",
-                          model_file_device(devices));
+                          model_file_device(devices), timeout_s);
     try {
       options.source.config = load_model_file(folder).config();
     } catch (const Error& e) {
@@ -124,6 +129,8 @@ Options parse_options(int argc, char** argv) {
     }
   } else if (given("--model-weights")) {
     fail("--model-weights: only with --model-file=FILE.py");
+  } else if (given("--compile-timeout")) {
+    fail("--compile-timeout: only with --model-file=FILE.py");
   } else if (given("--weights")) {
     for (const char* f : {"--seed", "--model", "--num-classes", "--blocks"})
       if (given(f)) fail(std::string(f) + ": not with --weights (the file gives the model)");

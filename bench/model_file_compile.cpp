@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +20,7 @@
 
 #include "cli.h"
 #include "condbench/error.h"
+#include "condbench/output_file.h"
 
 extern char** environ;
 
@@ -90,22 +93,74 @@ struct Pipe {
 
 struct Ran {
   int status = 0;
+  bool timed_out = false;
   std::string out, err;  // the last kKeptOutput bytes of each
 };
 
-// Runs `argv` (no shell) to its end, its stdout and stderr read as they come.
-Ran run(const std::vector<std::string>& argv) {
+// SIGINT, SIGTERM and SIGHUP, while a compile runs, only recorded: the compile's process group is
+// not the terminal's, so this process ends it, then dies of the signal as it would have.
+volatile sig_atomic_t arrived = 0;
+extern "C" void record_signal(int signal) { arrived = signal; }
+
+class SignalsRecorded {
+ public:
+  SignalsRecorded() {
+    struct sigaction record {};
+    record.sa_handler = record_signal;
+    sigemptyset(&record.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &record, &previous_[i]);
+  }
+  ~SignalsRecorded() {
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  SignalsRecorded(const SignalsRecorded&) = delete;
+  SignalsRecorded& operator=(const SignalsRecorded&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> previous_{};
+};
+
+// Ends the process group `pid` leads: SIGTERM, then SIGKILL what is left after 5 s; reaps `pid`.
+void end_group(pid_t pid, int& status) {
+  kill(-pid, SIGTERM);
+  for (int waited = 0; waited < 50; ++waited) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      kill(-pid, SIGKILL);  // its children, if any outlived it
+      return;
+    }
+    usleep(100 * 1000);
+  }
+  kill(-pid, SIGKILL);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+// Runs `argv` (no shell) in a process group of its own to its end, or to `timeout_s`, its stdout
+// and stderr read as they come; every 30 s says on stderr how long `what` has taken.
+Ran run(const std::vector<std::string>& argv, int timeout_s, const std::string& what) {
   Pipe out, err;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out.fd[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err.fd[1], STDERR_FILENO);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attributes, 0);  // its own group, led by it: ended whole
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (const int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  const SignalsRecorded recorded;
+  arrived = 0;
   pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int spawned = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   if (spawned != 0) fail("--model-file: cannot run " + argv[0] + ": " + std::strerror(spawned));
   out.close_write();
   err.close_write();
@@ -113,8 +168,27 @@ Ran run(const std::vector<std::string>& argv) {
   std::array<pollfd, 2> fds{{{out.fd[0], POLLIN, 0}, {err.fd[0], POLLIN, 0}}};
   std::array<std::string*, 2> into{&ran.out, &ran.err};
   std::array<char, 4096> buffer{};
+  const auto started = std::chrono::steady_clock::now();
+  int said = 0;  // progress lines so far
   for (int open = 2; open > 0;) {
-    if (poll(fds.data(), fds.size(), -1) < 0) {
+    const int ready = poll(fds.data(), fds.size(), 1000);
+    if (arrived != 0) {  // the user stopped condbench: the compile goes with it
+      end_group(pid, ran.status);
+      reraise(arrived);
+    }
+    const auto seconds = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count());
+    if (seconds >= timeout_s) {
+      end_group(pid, ran.status);
+      ran.timed_out = true;
+      return ran;
+    }
+    if (seconds >= 30 * (said + 1)) {
+      said = seconds / 30;
+      std::cerr << "condbench: compiling " << what << ": " << seconds << " s so far (--compile-timeout=" << timeout_s
+                << ")\n";
+    }
+    if (ready < 0) {
       if (errno == EINTR) continue;
       break;
     }
@@ -142,7 +216,7 @@ Device model_file_device(const std::vector<Device>& devices) {
   return cuda && cli::cuda_available() ? Device::cuda : Device::cpu;
 }
 
-std::string model_file_folder(const std::string& given, const std::string& weights, Device device) {
+std::string model_file_folder(const std::string& given, const std::string& weights, Device device, int timeout_s) {
   if (!python_file(given)) {
     if (!weights.empty())
       fail("--model-weights: only with --model-file=FILE.py (a compiled folder's weights are in its packages)");
@@ -157,10 +231,17 @@ std::string model_file_folder(const std::string& given, const std::string& weigh
          " --device " + to_string(device) + ") and give the folder");
   std::vector<std::string> argv = {python(), script, "compile", given, "--device", to_string(device)};
   if (!weights.empty()) argv.insert(argv.end(), {"--weights", weights});
-  if (isatty(STDERR_FILENO))  // a compile takes minutes the first time
+  // A compile takes minutes the first time: said at once on a terminal, and every 30 s on any
+  // stderr (a cached folder, or a file model_file.py refuses, comes back before the first of those,
+  // so a refusal stays one line).
+  if (isatty(STDERR_FILENO))
     std::cerr << "condbench: compiling " << given << " for " << to_string(device)
               << " (bench/python/model_file.py; cached)\n";
-  const Ran ran = run(argv);
+  const Ran ran = run(argv, timeout_s, given);
+  if (ran.timed_out)
+    fail("--model-file: " + given +
+         ": model_file.py compile took longer than --compile-timeout=" + std::to_string(timeout_s) +
+         " s and was stopped (its process group ended); raise the limit or make the " + "module lighter");
   if (WIFEXITED(ran.status) && WEXITSTATUS(ran.status) == 0 && !last_line(ran.out).empty()) return last_line(ran.out);
   // model_file.py's one line names the file and the part: "model_file: x.py: stages[1]: ..."
   std::string said = last_line(ran.err);

@@ -15,9 +15,17 @@ namespace condbench {
 // is here, else the CPU (one device's packages a run).
 Device model_file_device(const std::vector<Device>& devices);
 
+// The limit on a compile, --compile-timeout's default (seconds): a first compile takes a minute or
+// two on a 2-core machine, three on a lent H200's CPU.
+inline constexpr int kDefaultCompileTimeout = 1800;
+
 // The folder of the model file `given`: `given` itself, unless it names a .py file, which is
 // compiled for `device` (with `weights`, a state_dict, when not empty). Throws condbench::Error,
-// one line: model_file.py's own when it refuses the file (it names the file and the part).
-std::string model_file_folder(const std::string& given, const std::string& weights, Device device);
+// one line: model_file.py's own when it refuses the file (it names the file and the part), or the
+// limit when the compile outlasts `timeout_s`. The compile runs in a process group of its own,
+// ended whole at the limit or when SIGINT, SIGTERM or SIGHUP reaches this process (which then dies
+// of that signal); it says it is compiling, and every 30 s how long it has, on stderr.
+std::string model_file_folder(const std::string& given, const std::string& weights, Device device,
+                              int timeout_s = kDefaultCompileTimeout);
 
 }  // namespace condbench

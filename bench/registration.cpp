@@ -43,6 +43,9 @@ constexpr FlagSpec kFlags[] = {
      true},
     {"--model-weights", "FILE", "with --model-file=FILE.py: a state_dict for its module (default: its own weights)",
      true},
+    {"--compile-timeout", "SECONDS",
+     "with --model-file=FILE.py: the limit on its compile, whole seconds (default 1800); the compile is ended at it",
+     true},
     {"--full", nullptr, "the full grid: every family's full sweep of sizes, depths and batches (below)"},
     {"--threads", "N", "LibTorch's intra-op threads (default: LibTorch's choice)"},
     {"--nvtx", "off|run|iter|stage", "NVTX ranges for Nsight Systems (default off)"},
@@ -245,10 +248,15 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   std::optional<ModelSelection> model_file;
   bool model_file_alone = false;
   if (given("--model-weights") && !given("--model-file")) fail("--model-weights: only with --model-file=FILE.py");
+  if (given("--compile-timeout") && !given("--model-file")) fail("--compile-timeout: only with --model-file=FILE.py");
   if (given("--model-file")) {
+    const int timeout_s =
+        given("--compile-timeout")
+            ? static_cast<int>(cli::parse_int("--compile-timeout", flags.at("--compile-timeout"), 1, 86400))
+            : kDefaultCompileTimeout;
     const std::string folder =
         model_file_folder(flags.at("--model-file"), given("--model-weights") ? flags.at("--model-weights") : "",
-                          model_file_device(options.devices));
+                          model_file_device(options.devices), timeout_s);
     options.model_file_given = flags.at("--model-file");
     if (given("--model-weights")) options.model_file_weights = flags.at("--model-weights");
     options.model_file_folder = folder;

@@ -422,6 +422,67 @@ class FullDisk(Case):
         self.assertEqual(os.listdir(full), ["w"])
 
 
+class ModelFileCompile(Case):
+    """A model file's compile is the user's code running: bounded by --compile-timeout, and ended
+    whole (its process group) at the limit or when condbench is stopped — never left behind."""
+
+    def slow_model_file(self):
+        # Loading it runs its code: a child of its own, then a long sleep, the marker in both
+        # command lines so the test can look for what is left.
+        marker = "condbench-slow-" + os.path.basename(self.dir)
+        path = os.path.join(self.dir, marker + ".py")
+        with open(path, "w") as f:
+            f.write("import subprocess, sys, time\n"
+                    f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', '{marker}'])\n"
+                    "time.sleep(300)\n")
+        return path, marker
+
+    def left(self, marker):
+        ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+        return [line for line in ps.splitlines() if marker in line and "ps -eo" not in line]
+
+    def wait_gone(self, marker, seconds=10):
+        deadline = time.monotonic() + seconds
+        while self.left(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return self.left(marker)
+
+    def test_a_compile_past_its_limit_is_ended_whole(self):
+        path, marker = self.slow_model_file()
+        for tool, extra in ((CONDBENCH, ()), (INFER, ("--thresholds=0.5",))):
+            with self.subTest(tool=os.path.basename(tool)):
+                started = time.monotonic()
+                result = run(tool, f"--model-file={path}", "--device=cpu", "--compile-timeout=3", *extra)
+                self.assertLess(time.monotonic() - started, 30)
+                self.assert_bad_input(result, f"--model-file: {path}: model_file.py compile took longer than "
+                                              "--compile-timeout=3 s and was stopped")
+                self.assertEqual(self.wait_gone(marker), [])
+
+    def test_a_stopped_condbench_ends_its_compile(self):
+        path, marker = self.slow_model_file()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with self.subTest(signal=sig.name):
+                child = subprocess.Popen([CONDBENCH, f"--model-file={path}", "--device=cpu"],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                deadline = time.monotonic() + 30
+                while not [line for line in self.left(marker) if "time.sleep" in line] and time.monotonic() < deadline:
+                    # until the user's own child runs
+                    time.sleep(0.2)
+                child.send_signal(sig)
+                child.communicate(timeout=30)
+                self.assertEqual(child.returncode, -sig)  # it died of the signal, as without a compile
+                self.assertEqual(self.wait_gone(marker), [])
+
+    def test_the_limit_is_whole_seconds_and_only_with_a_model_file(self):
+        for given in ("0", "-1", "1.5", "x", "86401"):
+            with self.subTest(given=given):
+                self.assert_bad_input(run(CONDBENCH, "--model-file=x.py", f"--compile-timeout={given}"),
+                                      "--compile-timeout")
+        self.assert_bad_input(run(CONDBENCH, "--compile-timeout=5"), "--compile-timeout: only with --model-file")
+        self.assert_bad_input(run(INFER, "--compile-timeout=5", "--thresholds=0.5"),
+                              "--compile-timeout: only with --model-file")
+
+
 class Values(Case):
     def test_weights_beyond_float32_are_refused_with_the_file_and_the_key(self):
         tensors = [(n, list(v), s) for n, v, s in SMALL_MODEL]
