@@ -115,13 +115,9 @@ Options parse_options(int argc, char** argv) {
       fail(flag_of.at(sizes.begin()->first) + ": not with --model-file (the model file gives the model)");
     const std::vector<Device> devices =
         given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
-    const int timeout_s =
-        given("--compile-timeout")
-            ? static_cast<int>(cli::parse_int("--compile-timeout", flags.at("--compile-timeout"), 1, 86400))
-            : kDefaultCompileTimeout;
     const std::string folder =
         model_file_folder(flags.at("--model-file"), given("--model-weights") ? flags.at("--model-weights") : "",
-                          model_file_device(devices), timeout_s);
+                          model_file_device(devices), compile_timeout(flags));
     try {
       options.source.config = load_model_file(folder).config();
     } catch (const Error& e) {

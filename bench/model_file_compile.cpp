@@ -99,6 +99,7 @@ struct Ran {
 
 // SIGINT, SIGTERM and SIGHUP, while a compile runs, only recorded: the compile's process group is
 // not the terminal's, so this process ends it, then dies of the signal as it would have.
+constexpr std::array<int, 3> kStopSignals{SIGINT, SIGTERM, SIGHUP};
 volatile sig_atomic_t arrived = 0;
 extern "C" void record_signal(int signal) { arrived = signal; }
 
@@ -108,17 +109,16 @@ class SignalsRecorded {
     struct sigaction record {};
     record.sa_handler = record_signal;
     sigemptyset(&record.sa_mask);
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &record, &previous_[i]);
+    for (size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &record, &previous_[i]);
   }
   ~SignalsRecorded() {
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
+    for (size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &previous_[i], nullptr);
   }
   SignalsRecorded(const SignalsRecorded&) = delete;
   SignalsRecorded& operator=(const SignalsRecorded&) = delete;
 
  private:
-  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> previous_{};
+  std::array<struct sigaction, kStopSignals.size()> previous_{};
 };
 
 // Ends the process group `pid` leads: SIGTERM, then SIGKILL what is left after 5 s; reaps `pid`.
@@ -150,7 +150,7 @@ Ran run(const std::vector<std::string>& argv, int timeout_s, const std::string& 
   posix_spawnattr_setpgroup(&attributes, 0);  // its own group, led by it: ended whole
   sigset_t defaults;
   sigemptyset(&defaults);
-  for (const int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&defaults, s);
+  for (const int s : kStopSignals) sigaddset(&defaults, s);  // the child keeps none of our handlers
   posix_spawnattr_setsigdefault(&attributes, &defaults);
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -172,7 +172,8 @@ Ran run(const std::vector<std::string>& argv, int timeout_s, const std::string& 
   int said = 0;  // progress lines so far
   for (int open = 2; open > 0;) {
     const int ready = poll(fds.data(), fds.size(), 1000);
-    if (arrived != 0) {  // the user stopped condbench: the compile goes with it
+    const int poll_error = ready < 0 ? errno : 0;  // before anything below can change errno
+    if (arrived != 0) {                            // the user stopped condbench: the compile goes with it
       end_group(pid, ran.status);
       reraise(arrived);
     }
@@ -189,7 +190,7 @@ Ran run(const std::vector<std::string>& argv, int timeout_s, const std::string& 
                 << ")\n";
     }
     if (ready < 0) {
-      if (errno == EINTR) continue;
+      if (poll_error == EINTR) continue;
       break;
     }
     for (size_t i = 0; i < fds.size(); ++i) {
@@ -210,6 +211,12 @@ Ran run(const std::vector<std::string>& argv, int timeout_s, const std::string& 
 }
 
 }  // namespace
+
+int compile_timeout(const std::map<std::string, std::string>& flags) {
+  const auto given = flags.find("--compile-timeout");
+  if (given == flags.end()) return kDefaultCompileTimeout;
+  return static_cast<int>(cli::parse_int("--compile-timeout", given->second, 1, 86400));
+}
 
 Device model_file_device(const std::vector<Device>& devices) {
   const bool cuda = std::find(devices.begin(), devices.end(), Device::cuda) != devices.end();

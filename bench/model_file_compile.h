@@ -4,6 +4,7 @@
 // Cached: a file compiled before with the same weights, device and torch is found by the digest of
 // their bytes, neither compiled nor run again. Otherwise the file is code: loading it runs it, with
 // the user's rights (docs/your-model.md).
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ Device model_file_device(const std::vector<Device>& devices);
 // The limit on a compile, --compile-timeout's default (seconds): a first compile takes a minute or
 // two on a 2-core machine, three on a lent H200's CPU.
 inline constexpr int kDefaultCompileTimeout = 1800;
+
+// --compile-timeout's value (whole seconds, 1 to 86400), or the default when it is not given.
+int compile_timeout(const std::map<std::string, std::string>& flags);
 
 // The folder of the model file `given`: `given` itself, unless it names a .py file, which is
 // compiled for `device` (with `weights`, a state_dict, when not empty). Throws condbench::Error,

@@ -250,13 +250,9 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   if (given("--model-weights") && !given("--model-file")) fail("--model-weights: only with --model-file=FILE.py");
   if (given("--compile-timeout") && !given("--model-file")) fail("--compile-timeout: only with --model-file=FILE.py");
   if (given("--model-file")) {
-    const int timeout_s =
-        given("--compile-timeout")
-            ? static_cast<int>(cli::parse_int("--compile-timeout", flags.at("--compile-timeout"), 1, 86400))
-            : kDefaultCompileTimeout;
     const std::string folder =
         model_file_folder(flags.at("--model-file"), given("--model-weights") ? flags.at("--model-weights") : "",
-                          model_file_device(options.devices), timeout_s);
+                          model_file_device(options.devices), compile_timeout(flags));
     options.model_file_given = flags.at("--model-file");
     if (given("--model-weights")) options.model_file_weights = flags.at("--model-weights");
     options.model_file_folder = folder;

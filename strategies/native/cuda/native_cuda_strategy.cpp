@@ -75,8 +75,7 @@ double NativeCudaStrategy::executed_flops() const {
 }
 
 void NativeCudaStrategy::read_stage_counts(InferenceCounters& record) const {
-  int counts[2] = {0, 0};  // blocks_run, heads_run: adjacent in counts_
-  static_assert(sizeof(counts) == 2 * sizeof(int));
+  int counts[2] = {0, 0};  // blocks_run, heads_run: adjacent in counts_ (prepare)
   CONDBENCH_CUDA_CHECK(cudaMemcpy(counts, state_.blocks_run, sizeof(counts), cudaMemcpyDeviceToHost));
   record.blocks_run = counts[0];
   record.heads_run = counts[1];
