@@ -6,22 +6,19 @@
 
 namespace condbench {
 
-namespace {
-// weight [out][in] (torch layout) -> wt [in][pitch] (native layout, see exit_math.h)
-NativeLinear transpose_linear(const std::vector<float>& weight, const std::vector<float>& bias, int in, int out) {
+NativeLinear NativeLinear::from_torch(const float* weight, const float* bias, int in, int out) {
   NativeLinear linear;
   linear.in = in;
   linear.out = out;
-  linear.pitch = (out + NativeLinear::kPitchMultiple - 1) / NativeLinear::kPitchMultiple * NativeLinear::kPitchMultiple;
+  linear.pitch = (out + kPitchMultiple - 1) / kPitchMultiple * kPitchMultiple;
   linear.wt.assign(static_cast<size_t>(in) * linear.pitch, 0.0f);
   for (int o = 0; o < out; ++o)
     for (int i = 0; i < in; ++i)
       linear.wt[static_cast<size_t>(i) * linear.pitch + o] = weight[static_cast<size_t>(o) * in + i];
   linear.bias.assign(linear.pitch, 0.0f);
-  std::copy(bias.begin(), bias.end(), linear.bias.begin());
+  if (bias != nullptr) std::copy(bias, bias + out, linear.bias.begin());
   return linear;
 }
-}  // namespace
 
 NativeModel NativeModel::from_parameters(const ModelConfig& config, const FlatParameters& params) {
   const std::vector<ParameterSpec> specs = parameter_specs(config);
@@ -33,8 +30,8 @@ NativeModel NativeModel::from_parameters(const ModelConfig& config, const FlatPa
   // specs come in (weight, bias) pairs: blocks first, then the exit heads and the final head.
   for (size_t p = 0; p < specs.size(); p += 2) {
     const auto& shape = specs[p].shape;
-    NativeLinear linear =
-        transpose_linear(params[p], params[p + 1], static_cast<int>(shape[1]), static_cast<int>(shape[0]));
+    NativeLinear linear = NativeLinear::from_torch(params[p].data(), params[p + 1].data(), static_cast<int>(shape[1]),
+                                                   static_cast<int>(shape[0]));
     if (static_cast<int>(model.blocks.size()) < config.blocks)
       model.blocks.push_back(std::move(linear));
     else

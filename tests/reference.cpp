@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "condbench/strategy.h"
 
@@ -229,6 +230,105 @@ ModelConfig mlp_config(int in, int hidden, int classes, int blocks) {
 at::Tensor seeded_input(const ModelConfig& config, int64_t rows, uint64_t seed) {
   std::vector<float> values = seeded_inputs(config, rows, seed);
   return at::from_blob(values.data(), config.input_shape(rows), at::kFloat).clone();
+}
+
+}  // namespace condbench::testing
+
+namespace condbench::testing {
+
+ReferenceDecoder::ReferenceDecoder(const DecoderConfig& config, const FlatParameters& params,
+                                   std::vector<int64_t> prompt, Skipped skipped)
+    : config_(config), params_(params), skipped_(skipped) {
+  // The prefill: every prompt token but the last runs every layer.
+  tokens_.assign(prompt.begin(), prompt.end() - 1);
+  depth_.assign(tokens_.size(), config.layers);
+}
+
+void ReferenceDecoder::undo() {
+  tokens_.pop_back();
+  depth_.pop_back();
+}
+
+DecoderReferenceStep ReferenceDecoder::step(int64_t input, const std::vector<float>& thresholds, int forced_exit) {
+  const DecoderConfig& c = config_;
+  const size_t d = c.d_model, dh = c.head_dim();
+  tokens_.push_back(input);
+  depth_.push_back(c.layers);  // until the last position's token leaves
+  const size_t n = tokens_.size(), last = n - 1;
+  const std::vector<float>& embed = params_[0];
+  const std::vector<float>& pos = params_[1];
+  std::vector<std::vector<double>> h(n, std::vector<double>(d));
+  for (size_t j = 0; j < n; ++j)
+    for (size_t i = 0; i < d; ++i) h[j][i] = double{embed[tokens_[j] * d + i]} + pos[j * d + i];
+
+  const std::vector<float>& norm_w = params_[params_.size() - 3];
+  const std::vector<float>& norm_b = params_[params_.size() - 2];
+  const std::vector<float> no_bias(c.vocab, 0.0f);
+  auto exit_logits = [&](const std::vector<double>& state) {
+    return linear(params_.back(), no_bias, layer_norm(state.data(), d, norm_w, norm_b));
+  };
+  DecoderReferenceStep result;
+  bool decided = false;
+  int exit = 1;
+  for (int l = 0; l < c.layers; ++l) {
+    const size_t base = 2 + 12 * static_cast<size_t>(l);  // decoder_parameters() order
+    const auto& [n1w, n1b, qkv_w, qkv_b, out_w, out_b] = std::tie(
+        params_[base], params_[base + 1], params_[base + 2], params_[base + 3], params_[base + 4], params_[base + 5]);
+    const auto& [n2w, n2b, fc1_w, fc1_b, fc2_w, fc2_b] =
+        std::tie(params_[base + 6], params_[base + 7], params_[base + 8], params_[base + 9], params_[base + 10],
+                 params_[base + 11]);
+    // Every position's query, key and value, from its state entering this layer (a frozen one's too).
+    std::vector<std::vector<double>> qkv(n);
+    for (size_t j = 0; j < n; ++j) {
+      qkv[j] = linear(qkv_w, qkv_b, layer_norm(h[j].data(), d, n1w, n1b));
+      const bool skipped = l >= depth_[j];
+      if (skipped && skipped_ == Skipped::zero) std::fill(qkv[j].begin() + d, qkv[j].end(), 0.0);
+    }
+    std::vector<std::vector<double>> next = h;
+    for (size_t j = 0; j < n; ++j) {
+      if (l >= depth_[j] && skipped_ != Skipped::computed_in_full) continue;  // frozen
+      std::vector<double> context(d, 0.0);
+      for (int head = 0; head < c.heads; ++head) {
+        const size_t o = head * dh;
+        std::vector<double> score(j + 1);
+        double top = -INFINITY, sum = 0.0;
+        for (size_t i = 0; i <= j; ++i) {  // causal: positions up to j
+          double s = 0.0;
+          for (size_t e = 0; e < dh; ++e) s += qkv[j][o + e] * qkv[i][d + o + e];
+          score[i] = s / std::sqrt(static_cast<double>(dh));
+          top = std::max(top, score[i]);
+        }
+        for (double& s : score) sum += s = std::exp(s - top);
+        for (size_t i = 0; i <= j; ++i)
+          for (size_t e = 0; e < dh; ++e) context[o + e] += score[i] / sum * qkv[i][2 * d + o + e];
+      }
+      const std::vector<double> attended = linear(out_w, out_b, context);
+      std::vector<double> x(d);
+      for (size_t i = 0; i < d; ++i) x[i] = h[j][i] + attended[i];
+      std::vector<double> f = linear(fc1_w, fc1_b, layer_norm(x.data(), d, n2w, n2b));
+      for (double& v : f) v = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+      const std::vector<double> mlp = linear(fc2_w, fc2_b, f);
+      for (size_t i = 0; i < d; ++i) next[j][i] = x[i] + mlp[i];
+    }
+    h = std::move(next);
+    if (decided || exit == c.final_exit() || l + 1 != c.exit_layer(exit)) continue;
+    std::vector<double> logits = exit_logits(h[last]);
+    const double confidence = max_softmax(logits);
+    result.confidence.push_back(confidence);
+    if (forced_exit > 0 ? forced_exit == exit : confidence > thresholds[exit - 1]) {
+      decided = true;
+      depth_[last] = l + 1;
+      result.exit = exit;
+      result.logits = std::move(logits);
+    }
+    ++exit;
+  }
+  if (!decided) {
+    result.exit = c.final_exit();
+    result.logits = exit_logits(h[last]);
+  }
+  result.token = std::max_element(result.logits.begin(), result.logits.end()) - result.logits.begin();
+  return result;
 }
 
 }  // namespace condbench::testing

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "condbench/config.h"
+#include "condbench/decoder/config.h"
 #include "condbench/parameters.h"
 #include "condbench/strategy.h"
 
@@ -50,5 +51,39 @@ ModelConfig mlp_config(int in, int hidden, int classes, int blocks);
 
 // Seeded float input [rows, row_shape...].
 at::Tensor seeded_input(const ModelConfig& config, int64_t rows, uint64_t seed);
+
+// The decoder (docs/design.md §7) for one row, written out in double precision without a cache:
+// every step runs the whole sequence so far through every layer with a causal mask, each earlier
+// position frozen after the layers its token ran (h = active ? layer(h) : h), so its keys and
+// values at deeper layers come from its state at the exit. A strategy that matches it has a right
+// cache, right propagation and right decisions at once.
+struct DecoderReferenceStep {
+  int exit = 0;                    // 1..num_exits
+  int64_t token = 0;               // the argmax of that exit's logits
+  std::vector<double> logits;      // [vocab] of that exit
+  std::vector<double> confidence;  // the largest softmax probability at each exit the token reached
+};
+
+class ReferenceDecoder {
+ public:
+  // What the keys and values of the layers a token skipped are: the right answer (projected from
+  // its state at the exit), or one of two mistakes a test must be able to tell from it.
+  enum class Skipped { propagated, zero, computed_in_full };
+
+  ReferenceDecoder(const DecoderConfig& config, const FlatParameters& params, std::vector<int64_t> prompt,
+                   Skipped skipped = Skipped::propagated);
+  // The next token from `input` at the next position, leaving at the first exit whose confidence
+  // is above its threshold, or at `forced_exit` when it is positive.
+  DecoderReferenceStep step(int64_t input, const std::vector<float>& thresholds, int forced_exit = 0);
+  // Forgets the last step, to take it again with another exit.
+  void undo();
+
+ private:
+  const DecoderConfig config_;
+  const FlatParameters& params_;
+  Skipped skipped_;
+  std::vector<int64_t> tokens_;  // one per position so far
+  std::vector<int> depth_;       // layers each position's token ran
+};
 
 }  // namespace condbench::testing

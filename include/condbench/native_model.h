@@ -16,6 +16,9 @@ struct NativeLinear {
   int pitch = 0;            // out rounded up to kPitchMultiple
   std::vector<float> wt;    // [in][pitch], zero past out
   std::vector<float> bias;  // [pitch], zero past out
+
+  // From torch's layout: weight [out][in] row-major, bias [out] (nullptr: none, all zero).
+  static NativeLinear from_torch(const float* weight, const float* bias, int in, int out);
 };
 
 struct NativeModel {

@@ -1,0 +1,88 @@
+#pragma once
+// The early-exit decoder (docs/design.md §7): a causal pre-norm transformer language model that
+// generates tokens greedily, one step per token, and lets each token leave after an exit layer.
+// Torch-free: the native engine reads it without LibTorch.
+//
+//   h = embed[token] + pos[position]
+//   layer l:  h = h + out(attention(norm1(h)))       causal multi-head self-attention over the cache
+//             h = h + fc2(gelu(fc1(norm2(h))))       exact (erf) GELU; LayerNorm eps 1e-5
+//   exit e (after layer exit_layer(e), and the final one after the last layer):
+//             logits = head(norm(h))                 one final norm and one LM head, shared by every exit
+//
+// A token leaves at the first exit whose largest softmax probability is strictly above that
+// exit's threshold (math::exit_fires, the rule of every family); its next token is that exit's
+// argmax. The layers it skipped still get its keys and values, projected from its hidden state at
+// the exit (CALM's state propagation); nothing else of theirs is computed for it.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "condbench/parameters.h"
+
+namespace condbench {
+
+struct DecoderConfig {
+  int vocab = 512;     // token ids 0..vocab-1
+  int d_model = 256;   // width
+  int heads = 4;       // attention heads; must divide d_model
+  int layers = 8;      // transformer layers
+  int ffn = 1024;      // MLP width
+  int context = 64;    // positions the cache holds (learned positions: pos.weight has this many rows)
+  int exit_every = 2;  // an exit after every exit_every-th layer before the last
+  int prompt = 16;     // prompt tokens per row
+  int generate = 32;   // generated tokens per sequence: one decode step each
+
+  // Exits 1..num_exits(); the last is the final one, after every layer. Exit e < num_exits() reads
+  // the state after layer exit_layer(e) (1-based: exit_layer(1) == exit_every).
+  int num_exits() const { return (layers - 1) / exit_every + 1; }
+  int final_exit() const { return num_exits(); }
+  int exit_layer(int exit) const { return exit == final_exit() ? layers : exit * exit_every; }
+  int head_dim() const { return d_model / heads; }
+  // The position of decode step t (0-based): the prompt's first prompt-1 tokens are the prefill,
+  // step 0 reads the prompt's last token, step t its own output of step t-1.
+  int step_position(int step) const { return prompt - 1 + step; }
+
+  // Throws condbench::Error naming the size that is out of range or inconsistent.
+  void validate() const;
+  // "vocab=512 d_model=256 heads=4 layers=8 ffn=1024 context=64 exit_every=2 prompt=16 generate=32"
+  std::string describe() const;
+  // The benchmark-name axes, in order: model:decoder, then every size.
+  std::vector<std::pair<std::string, std::string>> name_axes() const;
+
+  friend bool operator==(const DecoderConfig&, const DecoderConfig&) = default;
+};
+
+// The decoder's sizes, in the order of its benchmark-name axes and flags (--vocab, --d-model, ...).
+struct DecoderSize {
+  const char* key;
+  const char* help;
+  int DecoderConfig::*field;
+  int max;
+};
+const std::vector<DecoderSize>& decoder_sizes();
+
+// The state_dict contract (docs/models.md, "The decoder"): embed.weight [vocab, d], pos.weight
+// [context, d]; for each layer layers.{i}.{norm1, attn.qkv, attn.out, norm2, fc1, fc2}.{weight,
+// bias}, the query, key and value projections packed as rows [0, d), [d, 2d), [2d, 3d) of qkv;
+// norm.{weight, bias}; head.weight [vocab, d], without a bias.
+std::vector<ParameterSpec> decoder_parameters(const DecoderConfig& config);
+// Every parameter drawn from SplitMix64(seed) in that order (the embeddings in U(-1, 1)).
+FlatParameters seeded_decoder_parameters(const DecoderConfig& config, uint64_t seed);
+// Seeded prompts, token ids uniform in [0, vocab): [rows][prompt], row-major.
+std::vector<int64_t> seeded_prompts(const DecoderConfig& config, int64_t rows, uint64_t seed);
+
+// What one generated token costs per row (docs/measured.md, "The decoder"): a layer run in full at
+// `position` (the q/k/v, output and MLP Linears, and attention over positions 0..position), the key
+// and value projections of a layer a token skipped, and one evaluation of the LM head.
+double decoder_layer_flops(const DecoderConfig& config, int position);
+double decoder_propagation_flops(const DecoderConfig& config);
+double decoder_head_flops(const DecoderConfig& config);
+// Bytes: a layer's weights and biases; the key and value rows of its projection; the final norm
+// and the LM head; and one row's keys and values of one layer at positions 0..position.
+double decoder_layer_bytes(const DecoderConfig& config);
+double decoder_propagation_bytes(const DecoderConfig& config);
+double decoder_head_bytes(const DecoderConfig& config);
+double decoder_cache_read_bytes(const DecoderConfig& config, int position);
+
+}  // namespace condbench

@@ -1,0 +1,135 @@
+#pragma once
+// The interface every decoder strategy implements (docs/design.md §7), and their registry. The
+// timed unit is one generated token: step() runs one decode step for every row of the batch, with
+// the keys and values of earlier positions in the strategy's own cache. A strategy is one file
+// that registers itself in one line:
+//
+//   CONDBENCH_REGISTER_DECODER_STRATEGY(DecodeMasked, "masked", Engine::torch, Device::cpu,
+//                                       "every layer for every row; the rows that left frozen with where");
+//
+// What a strategy can run is declared by it (a static supports(), found by the macro), as for the
+// other families' strategies.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "condbench/decoder/config.h"
+#include "condbench/strategy.h"
+
+namespace condbench {
+
+// The decoder's weights, on the host in decoder_parameters() order.
+struct DecoderModel {
+  DecoderConfig config;
+  FlatParameters params;
+};
+
+// One decode step's result on the strategy's device, for every row: the next token int64 [batch],
+// the exit that produced it int32 [batch] (1..num_exits), and that exit's logits float32 [batch,
+// vocab]. May alias the strategy's buffers: valid until its next step or start.
+struct DecodeOutput {
+  at::Tensor token;
+  at::Tensor exit_id;
+  at::Tensor logits;
+};
+
+// What one step did, as the strategy records it. Per step, all rows together.
+struct DecodeCounters {
+  double host_syncs = 0;         // exit decisions the host waited for (on the CPU: taken by host code)
+  double layers_run = 0;         // layers run in full, summed over the rows
+  double layers_propagated = 0;  // layers that only projected a left row's keys and values
+  double heads_run = 0;          // LM head evaluations, summed over the rows
+  double flops_executed = 0;     // every row's Linears and attention actually computed
+  double bytes_read = 0;         // weights of what ran, once per step, plus the cache rows read
+};
+
+class DecoderStrategy {
+ public:
+  explicit DecoderStrategy(Device device) : device_(device) {}
+  virtual ~DecoderStrategy() = default;
+  DecoderStrategy(const DecoderStrategy&) = delete;
+  DecoderStrategy& operator=(const DecoderStrategy&) = delete;
+
+  Device device() const { return device_; }
+  static Unsupported supports(const DecoderConfig& config, Device device, int64_t batch);
+  // What a strategy says of itself, declared as a static member of its own (checked by the tests):
+  // the host reads each exit's decision (host_syncs counts them)...
+  static constexpr bool kHostDecides = false;
+  // ...or every layer and every exit's head run for every row, whatever the decisions.
+  static constexpr bool kComputesEveryRow = false;
+
+  // Everything that allocates or uploads: caches for `batch` rows of config.context positions.
+  void prepare(const DecoderModel& model, int64_t batch) {
+    config_ = model.config;
+    do_prepare(model, batch);
+  }
+  // A new sequence per row: the cache emptied, and the prompt's first prompt-1 tokens run through
+  // every layer (the prefill: not a decode step, not timed). prompt: int64 [batch, prompt] on device().
+  void start(const at::Tensor& prompt) {
+    do_start(prompt);
+    position_ = config_.step_position(0);
+    started_ = true;
+  }
+  // One generated token per row at the next position: input int64 [batch] on device() (the
+  // prompt's last token at step 0, then the previous step's tokens, or anything a test forces);
+  // thresholds: one per exit before the final one, on the host. Returns with the work enqueued.
+  const DecodeOutput& step(const at::Tensor& input, const std::vector<float>& thresholds) {
+    if (!started_) fail("a decode step before start(): no sequence to continue");
+    if (position_ >= config_.context)
+      fail("decode step at position " + std::to_string(position_) + ": the context of " +
+           std::to_string(config_.context) + " is full");
+    record_ = {};
+    const DecodeOutput& out = do_step(input, thresholds, position_);
+    ++position_;
+    return out;
+  }
+  // Waits for the last step's result: nothing on the CPU.
+  virtual void finish() {}
+  const DecodeCounters& counters() const { return record_; }  // the last step's
+  const DecoderConfig& config() const { return config_; }
+
+ protected:
+  virtual void do_prepare(const DecoderModel& model, int64_t batch) = 0;
+  virtual void do_start(const at::Tensor& prompt) = 0;
+  // The step at `position` (prompt - 1 at step 0).
+  virtual const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) = 0;
+  DecodeCounters& record() { return record_; }
+
+ private:
+  Device device_;
+  DecoderConfig config_;
+  DecodeCounters record_;
+  int position_ = 0;
+  bool started_ = false;
+};
+
+struct DecoderStrategyInfo {
+  std::string name;
+  Engine engine;
+  Device device;
+  std::string summary;
+  std::function<std::unique_ptr<DecoderStrategy>()> make;
+  std::function<Unsupported(const DecoderConfig&, Device, int64_t)> supports;
+  bool host_decides = false;        // DecoderStrategy::kHostDecides
+  bool computes_every_row = false;  // DecoderStrategy::kComputesEveryRow
+
+  std::string key() const;  // "cpu/torch/eager_host"
+};
+
+// Every decoder strategy linked in, in registration order.
+std::vector<DecoderStrategyInfo>& decoder_strategies();
+bool register_decoder_strategy(DecoderStrategyInfo info);  // aborts on a second one of a key
+
+#define CONDBENCH_REGISTER_DECODER_STRATEGY(Type, name, engine, device, summary)                              \
+  static_assert(sizeof(summary) > 1 && sizeof(summary) <= 91,                                                 \
+                "a strategy's summary is one line of 1 to 90 characters");                                    \
+  static const bool CONDBENCH_CONCAT(condbench_decoder_registered_, __LINE__) =                               \
+      ::condbench::register_decoder_strategy({name, engine, device, summary,                                  \
+                                              [] { return std::make_unique<Type>(device); }, &Type::supports, \
+                                              Type::kHostDecides, Type::kComputesEveryRow})
+
+}  // namespace condbench

@@ -1,0 +1,119 @@
+#include "condbench/decoder/config.h"
+
+#include <string>
+
+#include "condbench/error.h"
+#include "condbench/random.h"
+
+namespace condbench {
+
+const std::vector<DecoderSize>& decoder_sizes() {
+  // The limits keep a typo from allocating tens of gigabytes (the caches are batch x layers x
+  // context x d_model floats), as every family's axes do.
+  static const std::vector<DecoderSize> sizes = {
+      {"vocab", "vocabulary: token ids 0..vocab-1", &DecoderConfig::vocab, 1 << 18},
+      {"d_model", "width", &DecoderConfig::d_model, 1 << 14},
+      {"heads", "attention heads (divide d_model)", &DecoderConfig::heads, 1024},
+      {"layers", "transformer layers", &DecoderConfig::layers, 256},
+      {"ffn", "MLP width", &DecoderConfig::ffn, 1 << 16},
+      {"context", "positions the cache holds", &DecoderConfig::context, 1 << 14},
+      {"exit_every", "an exit after every N-th layer", &DecoderConfig::exit_every, 256},
+      {"prompt", "prompt tokens per row", &DecoderConfig::prompt, 1 << 14},
+      {"generate", "generated tokens per sequence", &DecoderConfig::generate, 1 << 14},
+  };
+  return sizes;
+}
+
+void DecoderConfig::validate() const {
+  for (const DecoderSize& size : decoder_sizes()) {
+    const int value = this->*size.field;
+    if (value < 1 || value > size.max)
+      fail(std::string(size.key) + " must be in 1.." + std::to_string(size.max) + ", got " + std::to_string(value));
+  }
+  if (d_model % heads != 0)
+    fail("heads must divide d_model, got d_model=" + std::to_string(d_model) + " heads=" + std::to_string(heads));
+  // The prefill holds prompt-1 positions and every step one more: the last step reads position
+  // prompt + generate - 2, and its token is never read back in.
+  if (prompt + generate - 1 > context)
+    fail("prompt + generate - 1 must fit the context, got prompt=" + std::to_string(prompt) +
+         " generate=" + std::to_string(generate) + " context=" + std::to_string(context));
+}
+
+std::string DecoderConfig::describe() const {
+  std::string text;
+  for (const DecoderSize& size : decoder_sizes()) {
+    if (!text.empty()) text += ' ';
+    text.append(size.key).append("=").append(std::to_string(this->*size.field));
+  }
+  return text;
+}
+
+std::vector<std::pair<std::string, std::string>> DecoderConfig::name_axes() const {
+  std::vector<std::pair<std::string, std::string>> axes = {{"model", "decoder"}};
+  for (const DecoderSize& size : decoder_sizes()) axes.emplace_back(size.key, std::to_string(this->*size.field));
+  return axes;
+}
+
+std::vector<ParameterSpec> decoder_parameters(const DecoderConfig& c) {
+  const int d = c.d_model;
+  std::vector<ParameterSpec> specs;
+  specs.push_back({"embed.weight", {c.vocab, d}, 0.0f, 1.0f});
+  specs.push_back({"pos.weight", {c.context, d}, 0.0f, 1.0f});
+  for (int i = 0; i < c.layers; ++i) {
+    const std::string layer = "layers." + std::to_string(i) + ".";
+    add_norm(specs, layer + "norm1", d);
+    add_linear(specs, layer + "attn.qkv", d, 3 * d);
+    add_linear(specs, layer + "attn.out", d, d);
+    add_norm(specs, layer + "norm2", d);
+    add_linear(specs, layer + "fc1", d, c.ffn);
+    add_linear(specs, layer + "fc2", c.ffn, d);
+  }
+  add_norm(specs, "norm", d);
+  specs.push_back({"head.weight", {c.vocab, d}, 0.0f, linear_bound(d)});
+  return specs;
+}
+
+FlatParameters seeded_decoder_parameters(const DecoderConfig& config, uint64_t seed) {
+  SplitMix64 rng(seed);
+  FlatParameters params;
+  for (const ParameterSpec& spec : decoder_parameters(config)) {
+    size_t count = 1;
+    for (int64_t d : spec.shape) count *= static_cast<size_t>(d);
+    std::vector<float> values(count);
+    for (float& v : values) v = spec.center + rng.uniform(-spec.bound, spec.bound);
+    params.push_back(std::move(values));
+  }
+  return params;
+}
+
+std::vector<int64_t> seeded_prompts(const DecoderConfig& config, int64_t rows, uint64_t seed) {
+  SplitMix64 rng(seed);
+  std::vector<int64_t> tokens(static_cast<size_t>(rows) * config.prompt);
+  for (int64_t& t : tokens) t = static_cast<int64_t>(rng.next() % static_cast<uint64_t>(config.vocab));
+  return tokens;
+}
+
+// q/k/v 3d^2, out d^2, fc1 and fc2 2 d ffn multiply-adds; the scores and the weighted sum of the
+// values over position + 1 keys, d each (every head together).
+double decoder_layer_flops(const DecoderConfig& c, int position) {
+  const double d = c.d_model, f = c.ffn;
+  return 2.0 * (4.0 * d * d + 2.0 * d * f) + 4.0 * (position + 1.0) * d;
+}
+double decoder_propagation_flops(const DecoderConfig& c) { return 2.0 * 2.0 * c.d_model * c.d_model; }
+double decoder_head_flops(const DecoderConfig& c) { return 2.0 * c.d_model * c.vocab; }
+
+// qkv 3d^2 + 3d, out d^2 + d, fc1 d ffn + ffn, fc2 ffn d + d, two norms 4d.
+double decoder_layer_bytes(const DecoderConfig& c) {
+  const double d = c.d_model, f = c.ffn;
+  return 4.0 * (4.0 * d * d + 2.0 * d * f + 8.0 * d + f);
+}
+double decoder_propagation_bytes(const DecoderConfig& c) {
+  const double d = c.d_model;
+  return 4.0 * (2.0 * d * d + 2.0 * d + 2.0 * d);  // the key and value rows, their biases, norm1
+}
+double decoder_head_bytes(const DecoderConfig& c) { return 4.0 * (1.0 * c.vocab * c.d_model + 2.0 * c.d_model); }
+double decoder_cache_read_bytes(const DecoderConfig& c, int position) {
+  return 4.0 * 2.0 * (position + 1.0) * c.d_model;
+}
+
+}  // namespace condbench
