@@ -248,7 +248,10 @@ int main(int argc, char** argv) {
   // The case kept prepared between benchmark calls goes when main returns, however it returns:
   // before static destruction, which CUDA does not outlive.
   struct ReleasedOnReturn {
-    ~ReleasedOnReturn() { condbench::release_prepared_case(); }
+    ~ReleasedOnReturn() {
+      condbench::release_prepared_case();
+      condbench::release_prepared_decoder_case();
+    }
   } const release_case;
   try {
     for (int i = 1; i < argc; ++i)
@@ -285,6 +288,8 @@ int main(int argc, char** argv) {
     const bool listing = flag_is_true(argc, argv, "--benchmark_list_tests");
     if (options.export_dir.empty() && !listing) condbench::require_devices_present(options);
     if (!options.export_dir.empty()) {
+      if (!options.decoders.empty())
+        condbench::fail("--export-workload: the decoder's workload is not exported yet; drop decoder from --model");
       for (const std::string& dir : condbench::export_workloads(condbench::select_cases(options), options.export_dir))
         std::cout << "wrote " << dir << "\n";
       return 0;
@@ -378,6 +383,11 @@ int main(int argc, char** argv) {
         if (noted.insert(key).second) benchmark::AddCustomContext(key, *note);
       }
     for (const condbench::BenchmarkCase& c : cases) registered.push_back(c.name());
+    const std::vector<condbench::DecoderCase> decoder_cases = condbench::select_decoder_cases(options);
+    condbench::register_decoder_cases(decoder_cases);
+    for (const condbench::DecoderCase& c : decoder_cases) registered.push_back(c.name());
+    for (const condbench::DecoderConfig& c : options.decoders)
+      benchmark::AddCustomContext("decoder " + c.describe(), "seeded weights; one iteration is one generated token");
 
     // Last before the run, so a flag error is never preceded by warnings.
     const bool runs = !listing;

@@ -33,7 +33,10 @@ constexpr FlagSpec kFlags[] = {
     {"--strategy", "NAME[,NAME...]", "strategies by name (default: all; --list shows them)", true},
     {"--scenario", "S[,S...]", "exit:K or mix:early|uniform|late (default: every one of each depth)", true},
     {"--batch", "N[,N...]", "rows per inference (default: the family's; see its sizes below)", true},
-    {"--model", "FAMILY[,...]", "model families (default: all; docs/models.md)", true},
+    {"--model", "FAMILY[,...]", "model families (default: all but the decoder; docs/models.md)", true},
+    {"--decoder", "SIZE=N[,...]",
+     "with --model=decoder: its sizes (vocab, d_model, heads, layers, ffn, context, exit_every, prompt, generate)",
+     true},
     {"--blocks", "N[,N...]", "the model's depth: blocks, or layers (default: the family's)", true},
     {"--weights", "FILE", "a PyTorch state_dict (torch.save); family and sizes come from it (default: seeded weights)",
      true},
@@ -300,7 +303,20 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     // --ffn, --seq: the transformer), so a command line of the mlp runs what it always ran.
     std::vector<const ModelFamily*> families;
     if (given("--model")) {
-      families = parse_families("--model", flags.at("--model"));
+      // The decoder is a family of its own kind (docs/design.md §7): its cases are DecoderCases.
+      std::string others;
+      bool decoder = false;
+      for (const std::string& name : cli::split_list("--model", flags.at("--model")))
+        if (name == kDecoderFamily)
+          decoder = true;
+        else
+          others += (others.empty() ? "" : ",") + name;
+      if (!others.empty()) families = parse_families("--model", others);
+      if (decoder) {
+        options.decoders = decoder_configs(options.full, given("--decoder") ? flags.at("--decoder") : "");
+        options.decoder_batches = given("--batch") ? cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 16)
+                                                   : decoder_batches(options.full);
+      }
     } else {
       for (const ModelFamily* family : model_families())
         for (const FamilyAxis& axis : family->axes())
@@ -311,9 +327,11 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     options.models = select_models(flags, options.full, families);
   }
   if (model_file && !model_file_alone) options.models.push_back(*model_file);
+  if (given("--decoder") && options.decoders.empty()) fail("--decoder: only with --model=decoder");
   if (given("--scenario")) {
     int deepest = 0;
     for (const ModelSelection& m : options.models) deepest = std::max(deepest, m.config.blocks);
+    for (const DecoderConfig& c : options.decoders) deepest = std::max(deepest, c.num_exits() - 1);
     for (const std::string& text : cli::split_list("--scenario", flags.at("--scenario"))) {
       const Scenario scenario = Scenario::parse(text);
       if (!scenario.fits(deepest))
@@ -357,8 +375,14 @@ std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
           if (wanted(info)) cases.push_back({&info, source, source.config, batch, scenario});
       }
   }
-  if (cases.empty()) fail("no benchmark matches the flags given (--device, --strategy, --scenario)");
+  if (cases.empty() && select_decoder_cases(options).empty())
+    fail("no benchmark matches the flags given (--device, --strategy, --scenario)");
   return cases;
+}
+
+std::vector<DecoderCase> select_decoder_cases(const RunnerOptions& options) {
+  return select_decoder_cases(options.decoders, options.decoder_batches, options.devices, options.strategies,
+                              options.scenarios);
 }
 
 void print_strategies(const RunnerOptions& options, std::ostream& out) {
@@ -376,6 +400,14 @@ void print_strategies(const RunnerOptions& options, std::ostream& out) {
                                           : "skips blocks on the device");
     if (const Unsupported why = cli::device_unavailable(info.device)) add("cannot run here: " + *why);
     if (!traits.empty()) out << indent << traits << "\n";
+  }
+  if (!options.decoders.empty()) {
+    out << "\nDecoder strategies (--model=decoder; one token per step):\n";
+    for (const DecoderStrategyInfo& info : decoder_strategies()) {
+      const std::string key = info.key();
+      out << key << std::string(key.size() < kKeyWidth ? kKeyWidth - key.size() : 1, ' ') << info.summary << "\n";
+      if (info.host_decides) out << indent << "decides on the host\n";
+    }
   }
   bool headed = false;
   std::set<std::string> said;

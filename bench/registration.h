@@ -7,6 +7,7 @@
 
 #include "benchmark_case.h"
 #include "condbench/nvtx.h"
+#include "decoder_case.h"
 
 namespace condbench {
 
@@ -23,6 +24,9 @@ struct RunnerOptions {
   // Default: every family's sweep (ModelFamily's runs: the mlp at hidden 64 and 1024, 3 blocks,
   // batch 1 and 64; the transformer at its default sizes, 6 layers, batch 1 and 8).
   std::vector<ModelSelection> models;
+  // --model=decoder: the decoder models (decoder_case.h) and their batches; empty: none.
+  std::vector<DecoderConfig> decoders;
+  std::vector<int64_t> decoder_batches;
   std::string weights;
   std::map<std::string, int> weights_given;  // with --weights: the sizes the file cannot say, from flags
   nvtx::Level nvtx = nvtx::Level::off;
@@ -56,6 +60,9 @@ void require_devices_present(const RunnerOptions& options);
 std::vector<BenchmarkCase> select_cases(const RunnerOptions& options);
 
 void register_cases(const std::vector<BenchmarkCase>& cases);
+
+// The decoder cases the options select (none without --model=decoder).
+std::vector<DecoderCase> select_decoder_cases(const RunnerOptions& options);
 
 // --list: every registered strategy (device/engine/name) with what it declares, then, for the
 // models and batches the flags select, the cases a strategy cannot run and why.

@@ -30,6 +30,9 @@ void DecoderConfig::validate() const {
     if (value < 1 || value > size.max)
       fail(std::string(size.key) + " must be in 1.." + std::to_string(size.max) + ", got " + std::to_string(value));
   }
+  if (exit_every >= layers)
+    fail("exit_every must be below layers (an exit before the last layer), got exit_every=" +
+         std::to_string(exit_every) + " layers=" + std::to_string(layers));
   if (d_model % heads != 0)
     fail("heads must divide d_model, got d_model=" + std::to_string(d_model) + " heads=" + std::to_string(heads));
   // The prefill holds prompt-1 positions and every step one more: the last step reads position
@@ -49,8 +52,11 @@ std::string DecoderConfig::describe() const {
 }
 
 std::vector<std::pair<std::string, std::string>> DecoderConfig::name_axes() const {
-  std::vector<std::pair<std::string, std::string>> axes = {{"model", "decoder"}};
+  std::vector<std::pair<std::string, std::string>> axes = {{"model", kDecoderFamily}};
   for (const DecoderSize& size : decoder_sizes()) axes.emplace_back(size.key, std::to_string(this->*size.field));
+  // What every family's names end with, the exits before the final one, that a scenario exit:K
+  // is checked against (K <= blocks + 1).
+  axes.emplace_back("blocks", std::to_string(num_exits() - 1));
   return axes;
 }
 

@@ -22,6 +22,9 @@
 
 namespace condbench {
 
+// The family's name: --model=decoder, and model:decoder in benchmark names.
+inline constexpr const char* kDecoderFamily = "decoder";
+
 struct DecoderConfig {
   int vocab = 512;     // token ids 0..vocab-1
   int d_model = 256;   // width
@@ -47,7 +50,8 @@ struct DecoderConfig {
   void validate() const;
   // "vocab=512 d_model=256 heads=4 layers=8 ffn=1024 context=64 exit_every=2 prompt=16 generate=32"
   std::string describe() const;
-  // The benchmark-name axes, in order: model:decoder, then every size.
+  // The benchmark-name axes, in order: model:decoder, every size, then blocks: the exits before the
+  // final one (the other families' depth, as far as scenarios and reports are concerned).
   std::vector<std::pair<std::string, std::string>> name_axes() const;
 
   friend bool operator==(const DecoderConfig&, const DecoderConfig&) = default;

@@ -1,0 +1,308 @@
+#include "decoder_case.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "cli.h"
+#include "condbench/decoder/torch_decoder.h"
+#include "condbench/error.h"
+#include "condbench/nvtx.h"
+#include "condbench/result_format.h"
+#include "condbench/torch_device.h"
+#include "condbench/workload.h"
+
+namespace condbench {
+
+std::string DecoderCase::name() const {
+  const std::string axis = scenario.str();
+  const size_t colon = axis.find(':');
+  BenchmarkName name;
+  name.label("early_exit")
+      .label(to_string(strategy->device))
+      .label(to_string(strategy->engine))
+      .label(strategy->name)
+      .axis(axis.substr(0, colon), axis.substr(colon + 1))
+      .axis("batch", std::to_string(batch));
+  for (const auto& [key, value] : config.name_axes()) name.axis(key, value);
+  return name.str();
+}
+
+std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes) {
+  std::vector<DecoderConfig> configs = {DecoderConfig{}};
+  if (full) {
+    // GPT-2 small's layers (d_model 768, 12 heads, 12 layers, ffn 3072); the vocabulary stays
+    // small, so that the LM head does not hide what the layers cost.
+    DecoderConfig gpt2;
+    gpt2.d_model = 768;
+    gpt2.heads = 12;
+    gpt2.layers = 12;
+    gpt2.ffn = 3072;
+    gpt2.exit_every = 3;
+    configs.push_back(gpt2);
+  }
+  if (!sizes.empty())
+    for (const std::string& item : cli::split_list("--decoder", sizes)) {
+      const size_t eq = item.find('=');
+      const std::string key = item.substr(0, eq);
+      const auto size = std::find_if(decoder_sizes().begin(), decoder_sizes().end(),
+                                     [&](const DecoderSize& s) { return s.key == key; });
+      if (eq == std::string::npos || size == decoder_sizes().end()) {
+        std::string known;
+        for (const DecoderSize& s : decoder_sizes()) known += (known.empty() ? "" : ", ") + std::string(s.key);
+        fail("--decoder: '" + printable(item) + "' is not SIZE=N with SIZE one of " + known);
+      }
+      const int value = static_cast<int>(cli::parse_int("--decoder " + key, item.substr(eq + 1), 1, size->max));
+      for (DecoderConfig& c : configs) c.*size->field = value;
+    }
+  for (const DecoderConfig& c : configs) {
+    try {
+      c.validate();
+    } catch (const Error& e) {
+      fail(std::string("--decoder: ") + e.what());
+    }
+  }
+  return configs;
+}
+
+std::vector<int64_t> decoder_batches(bool full) {
+  return full ? std::vector<int64_t>{1, 8, 32} : std::vector<int64_t>{1, 8};
+}
+
+std::vector<DecoderCase> select_decoder_cases(const std::vector<DecoderConfig>& configs,
+                                              const std::vector<int64_t>& batches, const std::vector<Device>& devices,
+                                              const std::vector<std::string>& strategies,
+                                              const std::vector<Scenario>& scenarios) {
+  std::vector<DecoderCase> cases;
+  for (const DecoderConfig& config : configs) {
+    const int blocks = config.num_exits() - 1;
+    for (int64_t batch : batches)
+      for (const Scenario& scenario : scenarios.empty() ? all_scenarios(blocks) : scenarios) {
+        if (!scenario.fits(blocks)) continue;
+        for (const DecoderStrategyInfo& info : decoder_strategies()) {
+          if (std::find(devices.begin(), devices.end(), info.device) == devices.end()) continue;
+          if (!strategies.empty() && std::find(strategies.begin(), strategies.end(), info.name) == strategies.end())
+            continue;
+          cases.push_back({&info, config, batch, scenario});
+        }
+      }
+  }
+  return cases;
+}
+
+namespace {
+
+// Sequences a case walks: each a prompt per row, started (prefilled) outside the timed region.
+constexpr int64_t kSequences = 4;
+// Rows whose full-depth generations calibrate the mixes' thresholds, whatever the batch, so that a
+// mix means the same thresholds at every batch.
+constexpr int64_t kCalibrationRows = 16;
+
+std::vector<at::Tensor> prompt_sequences(const DecoderConfig& c, int64_t batch, int64_t sequences, uint64_t seed) {
+  const at::Tensor all =
+      at::tensor(seeded_prompts(c, sequences * batch, seed), at::kLong).reshape({sequences, batch, c.prompt});
+  std::vector<at::Tensor> out;
+  for (int64_t s = 0; s < sequences; ++s) out.push_back(all[s].contiguous());
+  return out;
+}
+
+// The confidence at each exit before the final one of every token the model generates at full
+// depth from the calibration prompts: row-major [tokens][exits - 1], what calibrate_thresholds reads.
+std::vector<float> full_depth_confidences(const DecoderModel& model) {
+  const DecoderConfig& c = model.config;
+  const TorchDecoder decoder(model, at::Device(at::kCPU));
+  const at::Tensor prompts = prompt_sequences(c, kCalibrationRows, 1, kPoolSeed).front();
+  KvCache cache = decoder.make_cache(kCalibrationRows);
+  decoder.prefill(prompts.narrow(1, 0, c.prompt - 1), cache);
+  at::Tensor input = prompts.select(1, c.prompt - 1);
+  std::vector<float> confidences;
+  for (int t = 0; t < c.generate; ++t) {
+    const int position = c.step_position(t);
+    at::Tensor h = decoder.embed(input, position);
+    std::vector<at::Tensor> at_exit;
+    for (int l = 0, exit = 1; l < c.layers; ++l) {
+      h = decoder.layer(l, h, cache, {}, position);
+      if (exit < c.final_exit() && l + 1 == c.exit_layer(exit)) {
+        at_exit.push_back(at::softmax(decoder.logits(h), -1).amax(-1));
+        ++exit;
+      }
+    }
+    input = decoder.logits(h).argmax(-1);
+    const at::Tensor rows = at::stack(at_exit, 1).contiguous();
+    confidences.insert(confidences.end(), rows.data_ptr<float>(), rows.data_ptr<float>() + rows.numel());
+  }
+  return confidences;
+}
+
+// A model's weights and its scenarios' thresholds, made once per model and kept for the run.
+struct DecoderWorkload {
+  DecoderModel model;
+  std::vector<float> confidences;  // full_depth_confidences, for the mixes
+  std::map<std::string, std::vector<float>> thresholds;
+
+  const std::vector<float>& thresholds_for(const Scenario& scenario) {
+    auto known = thresholds.find(scenario.str());
+    if (known != thresholds.end()) return known->second;
+    const int blocks = model.config.num_exits() - 1;
+    std::vector<float> t;
+    if (scenario.kind() == ScenarioKind::forced_exit) {
+      t = forced_thresholds(blocks, scenario.forced_exit());
+    } else {
+      if (confidences.empty()) confidences = full_depth_confidences(model);
+      t = calibrate_thresholds(confidences, static_cast<int>(confidences.size() / blocks), blocks,
+                               scenario.target_shares(blocks));
+    }
+    return thresholds.emplace(scenario.str(), std::move(t)).first->second;
+  }
+};
+
+DecoderWorkload& workload_for(const DecoderConfig& config) {
+  static std::map<std::string, std::unique_ptr<DecoderWorkload>> workloads;
+  std::unique_ptr<DecoderWorkload>& w = workloads[config.describe()];
+  if (!w)
+    w = std::make_unique<DecoderWorkload>(
+        DecoderWorkload{{config, seeded_decoder_parameters(config, kDefaultWeightSeed)}, {}, {}});
+  return *w;
+}
+
+// What the untimed pass over every sequence learnt, per generated token.
+struct DecodeRecord {
+  DecodeCounters per_step;    // means over the steps
+  std::vector<double> exits;  // the share of row-tokens leaving at each exit
+};
+
+struct PreparedDecoder {
+  std::string name;
+  std::unique_ptr<DecoderStrategy> strategy;
+  std::vector<at::Tensor> prompts;  // [batch, prompt] per sequence, on the strategy's device
+  std::vector<at::Tensor> first;    // each sequence's first input: its prompts' last tokens
+  std::vector<float> thresholds;
+  DecodeRecord record;
+};
+
+PreparedDecoder& current_decoder() {
+  static PreparedDecoder current;
+  return current;
+}
+
+PreparedDecoder& prepared(const DecoderCase& c) {
+  PreparedDecoder& p = current_decoder();
+  const std::string name = c.name();
+  if (p.name == name && p.strategy) return p;
+  p = PreparedDecoder{};  // the previous case's buffers go first
+  DecoderWorkload& workload = workload_for(c.config);
+  p.thresholds = workload.thresholds_for(c.scenario);
+  p.strategy = c.strategy->make();
+  p.strategy->prepare(workload.model, c.batch);
+  const at::Device device = torch_device(c.strategy->device);
+  for (const at::Tensor& prompt : prompt_sequences(c.config, c.batch, kSequences, kPoolSeed + 1)) {
+    p.prompts.push_back(prompt.to(device));
+    p.first.push_back(p.prompts.back().select(1, c.config.prompt - 1).contiguous());
+  }
+  // The untimed pass: every sequence once, recording what each step did.
+  DecodeRecord& rec = p.record;
+  rec.exits.assign(c.config.num_exits(), 0.0);
+  double steps = 0;
+  for (size_t s = 0; s < p.prompts.size(); ++s) {
+    p.strategy->start(p.prompts[s]);
+    at::Tensor input = p.first[s];
+    for (int t = 0; t < c.config.generate; ++t) {
+      const DecodeOutput& out = p.strategy->step(input, p.thresholds);
+      p.strategy->finish();
+      const DecodeCounters& k = p.strategy->counters();
+      rec.per_step.host_syncs += k.host_syncs;
+      rec.per_step.layers_run += k.layers_run;
+      rec.per_step.layers_propagated += k.layers_propagated;
+      rec.per_step.heads_run += k.heads_run;
+      rec.per_step.flops_executed += k.flops_executed;
+      rec.per_step.bytes_read += k.bytes_read;
+      const at::Tensor ids = out.exit_id.to(at::kCPU).contiguous();
+      for (int64_t r = 0; r < ids.numel(); ++r) rec.exits.at(ids.data_ptr<int32_t>()[r] - 1) += 1.0;
+      input = out.token.clone();
+      ++steps;
+    }
+  }
+  for (double DecodeCounters::*field :
+       {&DecodeCounters::host_syncs, &DecodeCounters::layers_run, &DecodeCounters::layers_propagated,
+        &DecodeCounters::heads_run, &DecodeCounters::flops_executed, &DecodeCounters::bytes_read})
+    rec.per_step.*field /= steps;
+  for (double& share : rec.exits) share /= steps * static_cast<double>(c.batch);
+  p.name = name;  // complete: a failure above leaves no half-made case behind
+  return p;
+}
+
+void run_case(benchmark::State& state, const DecoderCase& c) {
+  if (const Unsupported why = cli::device_unavailable(c.strategy->device)) {
+    state.SkipWithError(("skipped: " + *why).c_str());
+    return;
+  }
+  if (const Unsupported why = c.strategy->supports(c.config, c.strategy->device, c.batch)) {
+    state.SkipWithError(("skipped: " + *why).c_str());
+    return;
+  }
+  PreparedDecoder& p = prepared(c);
+  DecoderStrategy& strategy = *p.strategy;
+  const nvtx::ScopedRange run_range(nvtx::Level::run, c.name());
+  // One iteration is one generated token for every row; a new sequence starts (its prefill
+  // outside the timed region) when the last one has generated all its tokens.
+  const int generate = c.config.generate;
+  const size_t sequences = p.prompts.size();
+  size_t next = 0;
+  int made = generate;
+  const at::Tensor* input = nullptr;
+  for (auto _ : state) {
+    if (made == generate) {
+      state.PauseTiming();
+      strategy.start(p.prompts[next]);
+      strategy.finish();
+      input = &p.first[next];
+      next = (next + 1) % sequences;
+      made = 0;
+      state.ResumeTiming();
+    }
+    const nvtx::ScopedRange token(nvtx::Level::iter, nvtx::inference_string());
+    const DecodeOutput& out = strategy.step(*input, p.thresholds);
+    strategy.finish();
+    input = &out.token;  // read by the next step before it writes its own tokens
+    ++made;
+  }
+  const DecodeRecord& rec = p.record;
+  const double batch = static_cast<double>(c.batch);
+  state.counters["host_syncs"] = rec.per_step.host_syncs;
+  state.counters["flops_executed"] = rec.per_step.flops_executed;
+  state.counters["bytes_read"] = rec.per_step.bytes_read;
+  state.counters["layers_run"] = rec.per_step.layers_run / batch;
+  state.counters["layers_propagated"] = rec.per_step.layers_propagated / batch;
+  state.counters["exits_evaluated"] = rec.per_step.heads_run / batch;
+  double exit_mean = 0;
+  for (size_t k = 0; k < rec.exits.size(); ++k) {
+    state.counters["exit_" + std::to_string(k + 1)] = rec.exits[k];
+    exit_mean += static_cast<double>(k + 1) * rec.exits[k];
+  }
+  state.counters["exit_mean"] = exit_mean;
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * c.batch);  // tokens per second
+}
+
+}  // namespace
+
+void register_decoder_cases(const std::vector<DecoderCase>& cases) {
+  for (const DecoderCase& c : cases)
+    benchmark::RegisterBenchmark(c.name().c_str(),
+                                 [c](benchmark::State& state) {
+                                   try {
+                                     run_case(state, c);
+                                   } catch (const std::exception& e) {
+                                     current_decoder() = PreparedDecoder{};
+                                     const std::string what = e.what();
+                                     state.SkipWithError(("error: " + what.substr(0, what.find('\n'))).c_str());
+                                   }
+                                 })
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+}
+
+void release_prepared_decoder_case() { current_decoder() = PreparedDecoder{}; }
+
+}  // namespace condbench

@@ -1,0 +1,42 @@
+#pragma once
+// One registered decoder benchmark (docs/design.md §7): a decoder strategy generating tokens under a
+// scenario, timed per generated token, and the flags that select them.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "condbench/decoder/strategy.h"
+#include "condbench/scenario.h"
+
+namespace condbench {
+
+struct DecoderCase {
+  const DecoderStrategyInfo* strategy = nullptr;
+  DecoderConfig config;
+  int64_t batch = 1;
+  Scenario scenario;
+
+  // early_exit/<device>/<engine>/<strategy>/<scenario>/batch:<b>/model:decoder/vocab:<v>/.../blocks:<exits - 1>
+  std::string name() const;
+};
+
+// The decoder models a run selects: the default size, or with --full also GPT-2 small's layer shape;
+// `sizes` (--decoder=key=value,...) overrides sizes of all of them.
+std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes);
+std::vector<int64_t> decoder_batches(bool full);
+
+// Every decoder strategy on `devices` named in `strategies` (empty: all) x config x batch x scenario
+// (empty: every exit:K of the config, then the mixes).
+std::vector<DecoderCase> select_decoder_cases(const std::vector<DecoderConfig>& configs,
+                                              const std::vector<int64_t>& batches, const std::vector<Device>& devices,
+                                              const std::vector<std::string>& strategies,
+                                              const std::vector<Scenario>& scenarios);
+
+void register_decoder_cases(const std::vector<DecoderCase>& cases);
+
+// Destroys the decoder case kept prepared between calls; before main returns, as release_prepared_case.
+void release_prepared_decoder_case();
+
+}  // namespace condbench
