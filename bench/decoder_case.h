@@ -9,6 +9,7 @@
 
 #include "condbench/decoder/strategy.h"
 #include "condbench/scenario.h"
+#include "decoder_sizes.h"
 
 namespace condbench {
 
@@ -21,11 +22,6 @@ struct DecoderCase {
   // early_exit/<device>/<engine>/<strategy>/<scenario>/batch:<b>/model:decoder/vocab:<v>/.../blocks:<exits - 1>
   std::string name() const;
 };
-
-// The decoder models a run selects: the default size, or with --full also GPT-2 small's layer shape;
-// `sizes` (--decoder=key=value,...) overrides sizes of all of them.
-std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes);
-std::vector<int64_t> decoder_batches(bool full);
 
 // Every decoder strategy on `devices` named in `strategies` (empty: all) x config x batch x scenario
 // (empty: every exit:K of the config, then the mixes).

@@ -19,6 +19,7 @@
 #include "condbench/model_files.h"
 #include "condbench/torch_device.h"
 #include "condbench/workload.h"
+#include "infer_decoder.h"
 #include "model_file_compile.h"
 
 namespace condbench {
@@ -40,6 +41,9 @@ void print_usage(std::ostream& out) {
          "--blocks=N\n"
          "                        | --model-file=FILE.py|DIR [--model-weights=FILE] [--compile-timeout=SECONDS]]\n"
          "                       [--input=FILE | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
+         "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
+         "       condbench-infer --model=decoder [--weights=FILE | --seed=N] [--decoder=SIZE=N,...]\n"
+         "                       [--prompt=FILE | --batch=N --prompt-seed=N] [--generate=N] --thresholds=T1,...\n"
          "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
          "  the family (default "
       << model_families().front()->name()
@@ -215,6 +219,7 @@ Options parse_options(int argc, char** argv) {
 }
 
 int run(int argc, char** argv) {
+  if (wants_decoder(argc, argv)) return run_decoder(argc, argv);
   const Options options = parse_options(argc, argv);
   const EarlyExitModel model = shared_model(options.source);
   const int64_t rows = options.input.size(0);

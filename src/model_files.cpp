@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
+#include <set>
 
 #include "condbench/error.h"
 #include "condbench/model_files.h"
@@ -65,6 +67,72 @@ StateDict load_state_dict_file(const std::string& path) {
     fail("weights '" + path + "': expected a state_dict (a dict of tensors), found a tensor");
   for (const auto& [key, tensor] : saved.items) check_values("weights", path, key, tensor);
   return std::move(saved.items);
+}
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+// The decoder `given` with the sizes the state_dict's shapes hold, checked against its contract.
+DecoderConfig decoder_config_of(const StateDict& headers, const DecoderConfig& given) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& [key, tensor] : headers) shapes[key] = tensor.sizes().vec();
+  auto need = [&](const std::string& key) -> const std::vector<int64_t>& {
+    const auto found = shapes.find(key);
+    if (found == shapes.end()) fail("has no '" + key + "': not a decoder's state_dict (docs/models.md)");
+    if (found->second.size() != 2) fail("'" + key + "' has shape " + shape_text(found->second) + ", not 2-D");
+    return found->second;
+  };
+  auto size = [](int64_t n) { return static_cast<int>(std::min<int64_t>(n, std::numeric_limits<int>::max())); };
+  DecoderConfig c = given;
+  c.vocab = size(need("embed.weight")[0]);
+  c.d_model = size(need("embed.weight")[1]);
+  c.context = size(need("pos.weight")[0]);
+  c.ffn = size(need("layers.0.fc1.weight")[0]);
+  c.layers = 0;
+  while (c.layers < 1 << 10 && shapes.count("layers." + std::to_string(c.layers) + ".attn.qkv.weight")) ++c.layers;
+  c.validate();
+  std::set<std::string> expected;
+  for (const ParameterSpec& spec : decoder_parameters(c)) {
+    expected.insert(spec.name);
+    const auto found = shapes.find(spec.name);
+    if (found == shapes.end()) fail("has no '" + spec.name + "', which a decoder of " + c.describe() + " has");
+    if (found->second != spec.shape)
+      fail("'" + spec.name + "' has shape " + shape_text(found->second) + ", a decoder of its other sizes has " +
+           shape_text(spec.shape));
+  }
+  for (const auto& [key, shape] : shapes)
+    if (!expected.count(key)) fail("has '" + printable(key) + "', which a decoder has not (docs/models.md)");
+  return c;
+}
+
+}  // namespace
+
+DecoderModel load_decoder_file(const std::string& path, const DecoderConfig& given) {
+  DecoderModel model;
+  auto check = [&](const StateDict& headers) {
+    if (headers.size() == 1 && headers.front().first.empty()) return;  // a bare tensor: refused below
+    model.config = decoder_config_of(headers, given);
+  };
+  detail::SavedObject saved = detail::read_torch_save_file("weights", path, check);
+  if (saved.kind != detail::SavedObject::Kind::dict_of_tensors)
+    fail("weights '" + path + "': expected a state_dict (a dict of tensors), found a tensor");
+  std::map<std::string, at::Tensor> by_key;
+  for (const auto& [key, tensor] : saved.items) {
+    if (!at::isFloatingType(tensor.scalar_type()))
+      fail("weights '" + path + "': '" + printable(key) + "' is not a floating-point tensor");
+    check_values("weights", path, key, tensor);
+    by_key[key] = tensor;
+  }
+  for (const ParameterSpec& spec : decoder_parameters(model.config)) {
+    const at::Tensor t = by_key.at(spec.name).to(at::kFloat).contiguous();
+    model.params.emplace_back(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+  }
+  return model;
 }
 
 void save_state_dict_file(const StateDict& state_dict, const std::string& path) {

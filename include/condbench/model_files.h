@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "condbench/decoder/strategy.h"
 #include "condbench/model.h"
 
 namespace condbench {
@@ -17,6 +18,12 @@ StateDict load_state_dict_file(const std::string& path);
 // Writes a file that Python's torch.load (with its default weights_only=True) and
 // load_state_dict_file read: an OrderedDict of tensors, like model.state_dict(). Atomic.
 void save_state_dict_file(const StateDict& state_dict, const std::string& path);
+
+// A decoder's state_dict (docs/models.md, "The decoder"): the sizes its shapes hold (vocab, d_model,
+// ffn, layers, context) read from it, the others (heads, exit_every, prompt, generate) taken from
+// `given`; every key and shape checked against that decoder's contract before any data is read.
+// Throws condbench::Error naming the file and the first key that does not fit.
+DecoderModel load_decoder_file(const std::string& path, const DecoderConfig& given);
 
 // A tensor saved with torch.save (condbench-infer's --input). Throws condbench::Error.
 at::Tensor load_tensor_file(const std::string& path);

@@ -1,0 +1,54 @@
+#include "decoder_sizes.h"
+
+#include <algorithm>
+
+#include "cli.h"
+#include "condbench/error.h"
+
+namespace condbench {
+
+void apply_decoder_sizes(const std::string& sizes, DecoderConfig& config) {
+  if (sizes.empty()) return;
+  for (const std::string& item : cli::split_list("--decoder", sizes)) {
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const auto size = std::find_if(decoder_sizes().begin(), decoder_sizes().end(),
+                                   [&](const DecoderSize& s) { return s.key == key; });
+    if (eq == std::string::npos || size == decoder_sizes().end()) {
+      std::string known;
+      for (const DecoderSize& s : decoder_sizes()) known += (known.empty() ? "" : ", ") + std::string(s.key);
+      fail("--decoder: '" + printable(item) + "' is not SIZE=N with SIZE one of " + known);
+    }
+    config.*size->field = static_cast<int>(cli::parse_int("--decoder " + key, item.substr(eq + 1), 1, size->max));
+  }
+}
+
+std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes) {
+  std::vector<DecoderConfig> configs = {DecoderConfig{}};
+  if (full) {
+    // GPT-2 small's layers (d_model 768, 12 heads, 12 layers, ffn 3072); the vocabulary stays
+    // small, so that the LM head does not hide what the layers cost.
+    DecoderConfig gpt2;
+    gpt2.d_model = 768;
+    gpt2.heads = 12;
+    gpt2.layers = 12;
+    gpt2.ffn = 3072;
+    gpt2.exit_every = 3;
+    configs.push_back(gpt2);
+  }
+  for (DecoderConfig& c : configs) apply_decoder_sizes(sizes, c);
+  for (const DecoderConfig& c : configs) {
+    try {
+      c.validate();
+    } catch (const Error& e) {
+      fail(std::string("--decoder: ") + e.what());
+    }
+  }
+  return configs;
+}
+
+std::vector<int64_t> decoder_batches(bool full) {
+  return full ? std::vector<int64_t>{1, 8, 32} : std::vector<int64_t>{1, 8};
+}
+
+}  // namespace condbench

@@ -1,0 +1,99 @@
+"""The decoder family's Python twin (docs/design.md §7, docs/models.md "The decoder"): the PyTorch
+module whose state_dict condbench reads, and greedy early-exit decoding without a cache, as the
+semantics define it. condbench's strategies keep a key/value cache and propagate the states of the
+tokens that leave; this recomputes every position through every layer at every step, each earlier
+position frozen after the layers its token ran, so it checks them from outside.
+
+    python3 bench/python/decoder.py save W.pt [--seed N] [--vocab V ...]   # a seeded decoder's state_dict
+"""
+import argparse
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class Layer(nn.Module):
+    """Pre-norm: h + out(attention(norm1(h))), then + fc2(gelu(fc1(norm2(.))))."""
+
+    def __init__(self, d_model, ffn):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.attn = nn.Module()
+        self.attn.qkv, self.attn.out = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
+        self.fc1, self.fc2 = nn.Linear(d_model, ffn), nn.Linear(ffn, d_model)
+
+
+class Decoder(nn.Module):
+    """Token embedding and learned positions, `layers` layers, one final norm and one LM head that
+    every exit shares. The heads and the exits' places are not weights: condbench is told them."""
+
+    def __init__(self, vocab=512, d_model=256, layers=8, ffn=1024, context=64):
+        super().__init__()
+        self.embed, self.pos = nn.Embedding(vocab, d_model), nn.Embedding(context, d_model)
+        self.layers = nn.ModuleList(Layer(d_model, ffn) for _ in range(layers))
+        self.norm, self.head = nn.LayerNorm(d_model), nn.Linear(d_model, vocab, bias=False)
+
+
+def layer_forward(layer, h, heads):
+    """Layer `layer` on the states h [positions, d] of one sequence, causal."""
+    n, d = h.shape
+    q, k, v = layer.attn.qkv(layer.norm1(h)).chunk(3, -1)
+    split = lambda t: t.view(n, heads, d // heads).transpose(0, 1)  # noqa: E731
+    a = F.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=True)
+    x = h + layer.attn.out(a.transpose(0, 1).reshape(n, d))
+    return x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x))))
+
+
+def exit_layers(layers, exit_every):
+    """The layer (1-based) after which each exit reads the state; the last is the final one."""
+    return [e * exit_every for e in range(1, (layers - 1) // exit_every + 1)] + [layers]
+
+
+@torch.no_grad()
+def generate(model, prompt, steps, thresholds, heads, exit_every):
+    """Greedy decoding of one row without a cache: (tokens, exit ids 1.., logits [steps, vocab]).
+    A token leaves at the first exit whose largest softmax probability is above its threshold."""
+    layers = len(model.layers)
+    places = exit_layers(layers, exit_every)
+    positions, depth = list(prompt[:-1]), [layers] * (len(prompt) - 1)
+    token = prompt[-1]
+    tokens, exits, all_logits = [], [], []
+    for _ in range(steps):
+        positions.append(int(token))
+        depth.append(layers)
+        n = len(positions)
+        h = model.embed(torch.tensor(positions)) + model.pos(torch.arange(n))
+        chosen = None
+        for l, layer in enumerate(model.layers):
+            running = torch.tensor([l < d for d in depth])[:, None]
+            h = torch.where(running, layer_forward(layer, h, heads), h)
+            if chosen is None and l + 1 in places[:-1]:
+                e = places.index(l + 1)
+                logits = model.head(model.norm(h[-1]))
+                if torch.softmax(logits, -1).max() > thresholds[e]:
+                    chosen, depth[-1] = (e + 1, logits), l + 1
+        exit_id, logits = chosen or (len(places), model.head(model.norm(h[-1])))
+        token = int(logits.argmax())
+        tokens.append(token)
+        exits.append(exit_id)
+        all_logits.append(logits)
+    return tokens, exits, torch.stack(all_logits)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    save = sub.add_parser("save", help="a seeded decoder's state_dict")
+    save.add_argument("path")
+    save.add_argument("--seed", type=int, default=0)
+    for size, default in (("vocab", 512), ("d_model", 256), ("layers", 8), ("ffn", 1024), ("context", 64)):
+        save.add_argument("--" + size.replace("_", "-"), dest=size, type=int, default=default)
+    args = parser.parse_args()
+    torch.manual_seed(args.seed)
+    model = Decoder(args.vocab, args.d_model, args.layers, args.ffn, args.context)
+    torch.save(model.state_dict(), args.path)
+
+
+if __name__ == "__main__":
+    main()
