@@ -1,5 +1,5 @@
 #pragma once
-// One registered decoder benchmark (docs/design.md §7): a decoder strategy generating tokens under a
+// One registered decoder benchmark (docs/design.md §8): a decoder strategy generating tokens under a
 // scenario, timed per generated token, and the flags that select them.
 #include <benchmark/benchmark.h>
 

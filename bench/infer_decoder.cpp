@@ -1,4 +1,4 @@
-// condbench-infer --model=decoder (docs/design.md §7): every selected decoder strategy generates
+// condbench-infer --model=decoder (docs/design.md §8): every selected decoder strategy generates
 // from the same prompts with the same thresholds, each from its own tokens, and the tokens, exit
 // ids and every step's logits are printed as JSON with whether they agree.
 #include "infer_decoder.h"

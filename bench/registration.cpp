@@ -33,10 +33,9 @@ constexpr FlagSpec kFlags[] = {
     {"--strategy", "NAME[,NAME...]", "strategies by name (default: all; --list shows them)", true},
     {"--scenario", "S[,S...]", "exit:K or mix:early|uniform|late (default: every one of each depth)", true},
     {"--batch", "N[,N...]", "rows per inference (default: the family's; see its sizes below)", true},
-    {"--model", "FAMILY[,...]", "model families (default: all but the decoder; docs/models.md)", true},
+    {"--model", "FAMILY[,...]", "model families and the decoder (default: all; docs/models.md)", true},
     {"--decoder", "SIZE=N[,...]",
-     "with --model=decoder: its sizes (vocab, d_model, heads, layers, ffn, context, exit_every, prompt, generate)",
-     true},
+     "the decoder's sizes (vocab, d_model, heads, layers, ffn, context, exit_every, prompt, generate)", true},
     {"--blocks", "N[,N...]", "the model's depth: blocks, or layers (default: the family's)", true},
     {"--weights", "FILE", "a PyTorch state_dict (torch.save); family and sizes come from it (default: seeded weights)",
      true},
@@ -302,32 +301,36 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     // Without --model, a family's own sizes select it alone (--hidden: the mlp; --d-model, --heads,
     // --ffn, --seq: the transformer), so a command line of the mlp runs what it always ran.
     std::vector<const ModelFamily*> families;
+    bool decoder = false;
     if (given("--model")) {
-      // The decoder is a family of its own kind (docs/design.md §7): its cases are DecoderCases.
+      // The decoder is a family of its own kind (docs/design.md §8): its cases are DecoderCases.
       std::string others;
-      bool decoder = false;
       for (const std::string& name : cli::split_list("--model", flags.at("--model")))
         if (name == kDecoderFamily)
           decoder = true;
         else
           others += (others.empty() ? "" : ",") + name;
       if (!others.empty()) families = parse_families("--model", others);
-      if (decoder) {
-        options.decoders = decoder_configs(options.full, given("--decoder") ? flags.at("--decoder") : "");
-        options.decoder_batches = given("--batch") ? cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 16)
-                                                   : decoder_batches(options.full);
-      }
     } else {
       for (const ModelFamily* family : model_families())
         for (const FamilyAxis& axis : family->axes())
           if (given(axis.flag()) && std::find(families.begin(), families.end(), family) == families.end())
             families.push_back(family);
-      if (families.empty()) families = model_families();
+      // Nothing selects a family: the default suite, every family and the decoder. --decoder alone
+      // selects the decoder alone.
+      const bool suite = families.empty() && !given("--decoder");
+      if (suite) families = model_families();
+      decoder = suite || given("--decoder");
     }
     options.models = select_models(flags, options.full, families);
+    if (decoder) {
+      options.decoders = decoder_configs(options.full, given("--decoder") ? flags.at("--decoder") : "");
+      options.decoder_batches = given("--batch") ? cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 16)
+                                                 : decoder_batches(options.full);
+    }
   }
   if (model_file && !model_file_alone) options.models.push_back(*model_file);
-  if (given("--decoder") && options.decoders.empty()) fail("--decoder: only with --model=decoder");
+  if (given("--decoder") && options.decoders.empty()) fail("--decoder: --model does not select the decoder");
   if (given("--scenario")) {
     int deepest = 0;
     for (const ModelSelection& m : options.models) deepest = std::max(deepest, m.config.blocks);

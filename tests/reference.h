@@ -52,7 +52,7 @@ ModelConfig mlp_config(int in, int hidden, int classes, int blocks);
 // Seeded float input [rows, row_shape...].
 at::Tensor seeded_input(const ModelConfig& config, int64_t rows, uint64_t seed);
 
-// The decoder (docs/design.md §7) for one row, written out in double precision without a cache:
+// The decoder (docs/design.md §8) for one row, written out in double precision without a cache:
 // every step runs the whole sequence so far through every layer with a causal mask, each earlier
 // position frozen after the layers its token ran (h = active ? layer(h) : h), so its keys and
 // values at deeper layers come from its state at the exit. A strategy that matches it has a right

@@ -1,4 +1,4 @@
-// The decoder family (docs/design.md §7): every CPU decoder strategy against the reference that
+// The decoder family (docs/design.md §8): every CPU decoder strategy against the reference that
 // recomputes each sequence without a cache (tests/reference.cpp), at batch 1, 4 and 16, with every
 // token forced to each exit in turn and two calibrated mixes, on tokens, exit ids and logits; the
 // reference's own sensitivity to the keys and values of skipped layers; the step counters; and the

@@ -1,4 +1,4 @@
-"""condbench-infer --model=decoder (docs/design.md §7) on a state_dict saved from the documented
+"""condbench-infer --model=decoder (docs/design.md §8) on a state_dict saved from the documented
 PyTorch module (bench/python/decoder.py's Decoder): every decoder strategy generates the tokens, exit
 ids and logits of that module's own decoding without a cache, at batch 1 and 5, with a mix of exits
 and with every token sent to exit 1; and bad input is one line naming the problem, exit code 2.

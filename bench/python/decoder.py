@@ -1,4 +1,4 @@
-"""The decoder family's Python twin (docs/design.md §7, docs/models.md "The decoder"): the PyTorch
+"""The decoder family's Python twin (docs/design.md §8, docs/models.md "The decoder"): the PyTorch
 module whose state_dict condbench reads, and greedy early-exit decoding without a cache, as the
 semantics define it. condbench's strategies keep a key/value cache and propagate the states of the
 tokens that leave; this recomputes every position through every layer at every step, each earlier

@@ -1,5 +1,5 @@
 #pragma once
-// The early-exit decoder (docs/design.md §7): a causal pre-norm transformer language model that
+// The early-exit decoder (docs/design.md §8): a causal pre-norm transformer language model that
 // generates tokens greedily, one step per token, and lets each token leave after an exit layer.
 // Torch-free: the native engine reads it without LibTorch.
 //

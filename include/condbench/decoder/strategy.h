@@ -1,5 +1,5 @@
 #pragma once
-// The interface every decoder strategy implements (docs/design.md §7), and their registry. The
+// The interface every decoder strategy implements (docs/design.md §8), and their registry. The
 // timed unit is one generated token: step() runs one decode step for every row of the batch, with
 // the keys and values of earlier positions in the strategy's own cache. A strategy is one file
 // that registers itself in one line:

@@ -1,7 +1,7 @@
 #pragma once
 // The decoder's layers as LibTorch calls on one device, over a key/value cache: what the torch
 // engine's decoder strategies share (strategies/decoder/torch/), as TorchLayers is for the other
-// families. The arithmetic is docs/design.md §7's; the rows a call works on are given as indices
+// families. The arithmetic is docs/design.md §8's; the rows a call works on are given as indices
 // into the batch, or all of them.
 #include <ATen/core/Tensor.h>
 
