@@ -86,7 +86,7 @@ std::vector<float> full_depth_confidences(const DecoderModel& model) {
     for (int l = 0, exit = 1; l < c.layers; ++l) {
       h = decoder.layer(l, h, cache, {}, position);
       if (exit < c.final_exit() && l + 1 == c.exit_layer(exit)) {
-        at_exit.push_back(at::softmax(decoder.logits(h), -1).amax(-1));
+        at_exit.push_back(TorchDecoder::confidence(decoder.logits(h)));
         ++exit;
       }
     }

@@ -17,8 +17,10 @@ TorchDecoder::TorchDecoder(const DecoderModel& model, const at::Device& device) 
     fail("decoder: expected " + std::to_string(specs.size()) + " parameters, got " +
          std::to_string(model.params.size()));
   std::vector<at::Tensor> p;
+  // Copied (on the CPU too): the decoder outlives the caller's parameters.
   for (size_t i = 0; i < specs.size(); ++i)
-    p.push_back(at::from_blob(const_cast<float*>(model.params[i].data()), specs[i].shape, at::kFloat).to(device, true));
+    p.push_back(at::from_blob(const_cast<float*>(model.params[i].data()), specs[i].shape, at::kFloat)
+                    .to(device, at::kFloat, /*non_blocking=*/false, /*copy=*/true));
   // decoder_parameters() order: embed, pos, 12 per layer, norm, head.
   embed_ = p[0];
   pos_ = p[1];
@@ -106,6 +108,30 @@ at::Tensor TorchDecoder::layer(int l, const at::Tensor& h, KvCache& cache, const
   return x + at::linear(at::gelu(at::linear(f, w.fc1_w, w.fc1_b)), w.fc2_w, w.fc2_b);
 }
 
+at::Tensor TorchDecoder::embed_at(const at::Tensor& tokens, const at::Tensor& position) const {
+  return at::embedding(embed_, tokens) + pos_.index_select(0, position);
+}
+
+at::Tensor TorchDecoder::visible_through(const at::Tensor& position) const {
+  return at::arange(config_.context, position.options()).le(position).reshape({1, 1, 1, config_.context});
+}
+
+at::Tensor TorchDecoder::layer_at(int l, const at::Tensor& h, KvCache& cache, const at::Tensor& position,
+                                  const at::Tensor& visible) const {
+  const Layer& w = layers_[l];
+  const int64_t n = h.size(0), d = config_.d_model;
+  const at::Tensor a = at::layer_norm(h, {d}, w.norm1_w, w.norm1_b, kNormEps);
+  const at::Tensor q = at::linear(a, w.qkv_w.narrow(0, 0, d), w.qkv_b.narrow(0, 0, d))
+                           .reshape({n, config_.heads, 1, config_.head_dim()});
+  const auto [k, v] = keys_values(w, a);
+  cache.k[l].index_copy_(2, position, k);
+  cache.v[l].index_copy_(2, position, v);
+  const at::Tensor context = at::scaled_dot_product_attention(q, cache.k[l], cache.v[l], visible).reshape({n, d});
+  const at::Tensor x = h + at::linear(context, w.out_w, w.out_b);
+  const at::Tensor f = at::layer_norm(x, {d}, w.norm2_w, w.norm2_b, kNormEps);
+  return x + at::linear(at::gelu(at::linear(f, w.fc1_w, w.fc1_b)), w.fc2_w, w.fc2_b);
+}
+
 void TorchDecoder::propagate(int l, const at::Tensor& h, KvCache& cache, const at::Tensor& rows,
                              int64_t position) const {
   const Layer& w = layers_[l];
@@ -118,8 +144,6 @@ at::Tensor TorchDecoder::logits(const at::Tensor& h) const {
   return at::linear(at::layer_norm(h, {config_.d_model}, norm_w_, norm_b_, kNormEps), head_w_);
 }
 
-at::Tensor TorchDecoder::exit_test(const at::Tensor& logits, float threshold) {
-  return at::softmax(logits, -1).amax(-1) > threshold;
-}
+at::Tensor TorchDecoder::confidence(const at::Tensor& logits) { return at::softmax(logits, -1).amax(-1); }
 
 }  // namespace condbench

@@ -35,11 +35,26 @@ class TorchDecoder {
   at::Tensor layer(int l, const at::Tensor& h, KvCache& cache, const at::Tensor& rows, int64_t position) const;
   // Only the keys and values layer l would write for state h (a row that left: its state at the exit).
   void propagate(int l, const at::Tensor& h, KvCache& cache, const at::Tensor& rows, int64_t position) const;
+  // The same step over fixed-size tensors, for a step captured once into a CUDA graph and replayed
+  // at every position: the position is a device tensor (int64 [1]), and attention reads the
+  // whole cache through `visible`, bool [1, 1, 1, context], true at positions 0..position.
+  at::Tensor embed_at(const at::Tensor& tokens, const at::Tensor& position) const;
+  at::Tensor layer_at(int l, const at::Tensor& h, KvCache& cache, const at::Tensor& position,
+                      const at::Tensor& visible) const;
+  // `visible` for a position tensor.
+  at::Tensor visible_through(const at::Tensor& position) const;
+
   // Any exit's logits for the state h [rows, d]: the shared final norm, then the LM head.
   at::Tensor logits(const at::Tensor& h) const;
   // The exit test on an exit's logits [rows, vocab]: bool [rows], true where the largest softmax
   // probability is strictly above `threshold` (math::exit_fires, as a tensor operation).
-  static at::Tensor exit_test(const at::Tensor& logits, float threshold);
+  // threshold: a float, or a 0-d tensor on the logits' device (what a captured graph reads).
+  template <typename Threshold>
+  static at::Tensor exit_test(const at::Tensor& logits, const Threshold& threshold) {
+    return confidence(logits) > threshold;
+  }
+  // The largest softmax probability of each row of logits [rows, vocab].
+  static at::Tensor confidence(const at::Tensor& logits);
 
  private:
   struct Layer {

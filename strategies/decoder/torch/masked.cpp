@@ -5,15 +5,15 @@
 // thrown away.
 #include <ATen/ATen.h>
 
-#include "condbench/decoder/torch_decoder.h"
-#include "condbench/torch_device.h"
+#include "decoder/torch/masked_step.h"
+#include "decoder/torch/torch_decoder_strategy.h"
 
 namespace condbench {
 namespace {
 
-class DecodeMasked final : public DecoderStrategy {
+class DecodeMasked final : public TorchDecoderStrategy {
  public:
-  using DecoderStrategy::DecoderStrategy;
+  using TorchDecoderStrategy::TorchDecoderStrategy;
   static constexpr bool kComputesEveryRow = true;
 
  protected:
@@ -29,24 +29,10 @@ class DecodeMasked final : public DecoderStrategy {
 
   const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
     const DecoderConfig& c = config();
-    at::Tensor h = decoder_->embed(input, position);
-    at::Tensor left = at::zeros({batch_}, input.options().dtype(at::kBool));
-    at::Tensor exit_id = at::full({batch_}, c.final_exit(), input.options().dtype(at::kInt));
-    at::Tensor logits;
-    for (int l = 0, exit = 1; l < c.layers; ++l) {
-      h = at::where(left.unsqueeze(1), h, decoder_->layer(l, h, cache_, {}, position));
-      if (exit == c.final_exit() || l + 1 != c.exit_layer(exit)) continue;
-      const at::Tensor exit_logits = decoder_->logits(h);
-      const at::Tensor fire =
-          TorchDecoder::exit_test(exit_logits, thresholds[exit - 1]).logical_and(left.logical_not());
-      logits = logits.defined() ? at::where(fire.unsqueeze(1), exit_logits, logits) : exit_logits;
-      exit_id = at::where(fire, exit, exit_id);
-      left = left.logical_or(fire);
-      ++exit;
-    }
-    const at::Tensor final_logits = decoder_->logits(h);
-    logits = logits.defined() ? at::where(left.unsqueeze(1), logits, final_logits) : final_logits;
-    output_ = {logits.argmax(-1), exit_id, logits};
+    output_ = masked_step(
+        *decoder_, decoder_->embed(input, position),
+        [&](int l, const at::Tensor& h) { return decoder_->layer(l, h, cache_, {}, position); },
+        [&](int exit) { return thresholds[exit - 1]; });
 
     // The same work whatever the decisions.
     const double b = static_cast<double>(batch_);
@@ -70,5 +56,9 @@ class DecodeMasked final : public DecoderStrategy {
 
 CONDBENCH_REGISTER_DECODER_STRATEGY(DecodeMasked, "masked", Engine::torch, Device::cpu,
                                     "every layer and exit head for every row; rows that left frozen with where");
+#if CONDBENCH_CUDA
+CONDBENCH_REGISTER_DECODER_STRATEGY(DecodeMasked, "masked", Engine::torch, Device::cuda,
+                                    "every layer and exit head for every row; rows that left frozen with where");
+#endif
 
 }  // namespace condbench

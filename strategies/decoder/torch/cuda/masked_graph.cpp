@@ -1,0 +1,93 @@
+// masked_graph (decoder, engine torch, CUDA): `masked` over fixed-size tensors, captured once into
+// a CUDA graph and replayed for every token. The position is a device tensor the step reads (its
+// keys and values written there by index_copy_, attention over the whole cache through a mask of
+// the positions so far), so one graph serves every position; the thresholds are a device tensor
+// too. Per token the host issues the input copy, the position's update and the replay.
+#include <ATen/cuda/CUDAGraph.h>
+
+#include "decoder/torch/masked_step.h"
+#include "decoder/torch/torch_decoder_strategy.h"
+#include "torch/cuda/torch_graph_support.h"
+
+namespace condbench {
+namespace {
+
+class DecodeMaskedGraph final : public TorchDecoderStrategy {
+ public:
+  using TorchDecoderStrategy::TorchDecoderStrategy;
+  static constexpr bool kComputesEveryRow = true;
+
+ protected:
+  void do_prepare(const DecoderModel& model, int64_t batch) override {
+    const DecoderConfig& c = model.config;
+    decoder_ = std::make_unique<TorchDecoder>(model, torch_device(device()));
+    cache_ = decoder_->make_cache(batch);
+    batch_ = batch;
+    const auto on_gpu = at::TensorOptions().device(at::kCUDA, 0);
+    input_ = at::zeros({batch}, on_gpu.dtype(at::kLong));
+    position_ = at::zeros({1}, on_gpu.dtype(at::kLong));
+    thresholds_.allocate(c.num_exits() - 1);
+    const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+    side.synchronize();
+    {
+      const c10::cuda::CUDAStreamGuard on_side(side);
+      for (int i = 0; i < 3; ++i) step();  // warm-up: cuBLAS handles and workspaces exist before capture
+      side.synchronize();
+      TorchGraphCapture capture(graph_, at::cuda::graph_pool_handle());
+      output_ = step();
+      capture.end();
+    }
+    side.synchronize();
+  }
+
+  void do_start(const at::Tensor& prompt) override {
+    decoder_->prefill(prompt.narrow(1, 0, prompt.size(1) - 1), cache_);
+  }
+
+  const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
+    const DecoderConfig& c = config();
+    thresholds_.update(thresholds);
+    if (!input.is_same(output_.token)) input_.copy_(input, /*non_blocking=*/true);
+    position_.fill_(position);
+    graph_.replay();
+    const double b = static_cast<double>(batch_);
+    DecodeCounters& counters = record();
+    counters.layers_run = b * c.layers;
+    counters.heads_run = b * c.num_exits();
+    // Attention reads the whole cache, masked: the work of every position, whatever the step's.
+    counters.flops_executed =
+        b * (c.layers * decoder_layer_flops(c, c.context - 1) + c.num_exits() * decoder_head_flops(c));
+    counters.bytes_read =
+        c.layers * (decoder_layer_bytes(c) + b * decoder_cache_read_bytes(c, c.context - 1)) + decoder_head_bytes(c);
+    return output_;
+  }
+
+ private:
+  // One decode step on the fixed tensors: what the graph holds. Its token goes back into input_,
+  // so the next replay reads it unless the caller gives another input.
+  DecodeOutput step() {
+    const at::Tensor visible = decoder_->visible_through(position_);
+    DecodeOutput out = masked_step(
+        *decoder_, decoder_->embed_at(input_, position_),
+        [&](int l, const at::Tensor& h) { return decoder_->layer_at(l, h, cache_, position_, visible); },
+        [&](int exit) { return thresholds_.at(exit - 1); });
+    input_.copy_(out.token);
+    out.token = input_;
+    return out;
+  }
+
+  std::unique_ptr<TorchDecoder> decoder_;
+  KvCache cache_;
+  int64_t batch_ = 0;
+  at::Tensor input_, position_;  // what the graph reads: this step's tokens (then its output), the position
+  DeviceThresholds thresholds_;
+  at::cuda::CUDAGraph graph_;
+  DecodeOutput output_;
+};
+
+}  // namespace
+
+CONDBENCH_REGISTER_DECODER_STRATEGY(DecodeMaskedGraph, "masked_graph", Engine::torch, Device::cuda,
+                                    "masked over fixed-size caches, one CUDA graph replayed for every token");
+
+}  // namespace condbench

@@ -1,0 +1,172 @@
+#include "decoder_check.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "condbench/torch_device.h"
+
+namespace condbench::testing {
+namespace {
+
+std::vector<int64_t> prompt_row(const at::Tensor& prompts, int64_t r) {
+  const at::Tensor row = prompts[r].contiguous();
+  return {row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel()};
+}
+
+}  // namespace
+
+DecoderConfig small_decoder() {
+  DecoderConfig c;
+  c.vocab = 29;
+  c.d_model = 24;
+  c.heads = 2;
+  c.layers = 6;
+  c.ffn = 40;
+  c.context = 24;
+  c.exit_every = 2;
+  c.prompt = 5;
+  c.generate = 10;
+  return c;
+}
+
+// Five layers, an exit after every second: exits after layers 2 and 4, the final one after 5.
+DecoderConfig odd_decoder() {
+  DecoderConfig c = small_decoder();
+  c.layers = 5;
+  c.d_model = 12;
+  c.heads = 3;
+  c.vocab = 17;
+  return c;
+}
+
+// Thresholds that send every token to exit k: 0 below it (a confidence is positive), 1 (never
+// exceeded) before it.
+DecoderCase forced_decoder_case(const DecoderConfig& c, int k) {
+  DecoderCase s{"exit:" + std::to_string(k), std::vector<float>(c.num_exits() - 1, 1.0f)};
+  if (k < c.final_exit()) s.thresholds[k - 1] = 0.0f;
+  return s;
+}
+
+at::Tensor decoder_prompts(const DecoderConfig& c, int64_t batch, uint64_t seed) {
+  return at::tensor(seeded_prompts(c, batch, seed), at::kLong).reshape({batch, c.prompt});
+}
+
+// Every confidence the reference sees at each exit when no token leaves, over `batch` rows.
+std::vector<std::vector<double>> decoder_confidences(const DecoderConfig& c, const FlatParameters& params,
+                                                     const at::Tensor& prompts) {
+  std::vector<std::vector<double>> at_exit(c.num_exits() - 1);
+  for (int64_t r = 0; r < prompts.size(0); ++r) {
+    std::vector<int64_t> prompt = prompt_row(prompts, r);
+    ReferenceDecoder ref(c, params, prompt);
+    int64_t input = prompt.back();
+    for (int t = 0; t < c.generate; ++t) {
+      const DecoderReferenceStep step = ref.step(input, forced_decoder_case(c, c.final_exit()).thresholds);
+      for (size_t e = 0; e < step.confidence.size(); ++e) at_exit[e].push_back(step.confidence[e]);
+      input = step.token;
+    }
+  }
+  return at_exit;
+}
+
+// A mix: each exit's threshold at quantile q of its confidences, so some tokens leave at each.
+DecoderCase decoder_mix(const std::string& name, std::vector<std::vector<double>> at_exit, double q) {
+  DecoderCase s{name, {}};
+  for (std::vector<double>& conf : at_exit) {
+    std::sort(conf.begin(), conf.end());
+    const size_t i = std::min(conf.size() - 2, static_cast<size_t>(q * static_cast<double>(conf.size())));
+    s.thresholds.push_back(static_cast<float>(0.5 * (conf[i] + conf[i + 1])));
+  }
+  return s;
+}
+
+std::vector<const DecoderStrategyInfo*> decoder_strategies_on(Device device) {
+  std::vector<const DecoderStrategyInfo*> found;
+  for (const DecoderStrategyInfo& info : decoder_strategies())
+    if (info.device == device) found.push_back(&info);
+  return found;
+}
+
+// Runs `info` on `batch` rows for a whole sequence, the reference stepping beside it with the same
+// inputs (the reference's own tokens: teacher forcing), and compares every step. A divergence is
+// a failure unless the reference's own numbers put it within a tie margin, in which case the
+// reference takes the strategy's exit from there on.
+DecoderSeen check_decoder(const DecoderStrategyInfo& info, const DecoderConfig& c, const FlatParameters& params,
+                          int64_t batch, const DecoderCase& scenario) {
+  SCOPED_TRACE(info.key() + " " + scenario.name + " batch " + std::to_string(batch));
+  const DecoderModel model{c, params};
+  std::unique_ptr<DecoderStrategy> strategy = info.make();
+  strategy->prepare(model, batch);
+  const at::Tensor prompts = decoder_prompts(c, batch, 11);
+  const at::Device device = torch_device(info.device);
+  std::vector<ReferenceDecoder> refs;
+  std::vector<int64_t> inputs;
+  for (int64_t r = 0; r < batch; ++r) {
+    refs.emplace_back(c, params, prompt_row(prompts, r));
+    inputs.push_back(prompt_row(prompts, r).back());
+  }
+  DecoderSeen seen;
+  // Twice: start() must empty whatever the previous sequence left.
+  for (int sequence = 0; sequence < 2; ++sequence) {
+    strategy->start(prompts.to(device));
+    if (sequence == 1) {
+      refs.clear();
+      inputs.clear();
+      for (int64_t r = 0; r < batch; ++r) {
+        refs.emplace_back(c, params, prompt_row(prompts, r));
+        inputs.push_back(prompt_row(prompts, r).back());
+      }
+    }
+    for (int t = 0; t < c.generate; ++t) {
+      const DecodeOutput& out = strategy->step(at::tensor(inputs, at::kLong).to(device), scenario.thresholds);
+      strategy->finish();
+      const at::Tensor exit_ids = out.exit_id.to(at::kCPU), tokens = out.token.to(at::kCPU);
+      const at::Tensor logits = out.logits.to(at::kCPU).contiguous();
+      const DecodeCounters counters = strategy->counters();
+      double heads = 0;
+      for (int64_t r = 0; r < batch; ++r) {
+        const int exit = exit_ids[r].item<int>();
+        const int64_t token = tokens[r].item<int64_t>();
+        DecoderReferenceStep ref = refs[r].step(inputs[r], scenario.thresholds);
+        if (exit != ref.exit) {
+          const int at = std::min(exit, ref.exit);
+          const bool tie = at < c.final_exit() && at <= static_cast<int>(ref.confidence.size()) &&
+                           std::abs(ref.confidence[at - 1] - scenario.thresholds[at - 1]) < kDecoderTieMargin;
+          EXPECT_TRUE(tie) << "step " << t << " row " << r << ": exit " << exit << ", the reference's " << ref.exit;
+          if (!tie) return seen;
+          refs[r].undo();
+          ref = refs[r].step(inputs[r], scenario.thresholds, exit);
+          ++seen.ties_followed;
+        }
+        seen.exits.insert(exit);
+        heads += exit;
+        double scale = 1.0;
+        for (double v : ref.logits) scale = std::max(scale, std::abs(v));
+        for (int v = 0; v < c.vocab; ++v) {
+          const double got = logits.data_ptr<float>()[r * c.vocab + v];
+          EXPECT_NEAR(got, ref.logits[v], kDecoderLogitTolerance * scale)
+              << "step " << t << " row " << r << " logit " << v;
+          if (std::abs(got - ref.logits[v]) > kDecoderLogitTolerance * scale) return seen;
+        }
+        if (token != ref.token)
+          EXPECT_GE(ref.logits[token], ref.logits[ref.token] - kDecoderTieMargin * scale)
+              << "step " << t << " row " << r << ": token " << token << ", the reference's " << ref.token;
+        inputs[r] = ref.token;
+      }
+      // Every row gets every layer's keys and values, in full or propagated; a row that leaves at
+      // exit e evaluated heads 1..e.
+      EXPECT_EQ(counters.layers_run + counters.layers_propagated, static_cast<double>(batch) * c.layers);
+      if (info.computes_every_row) {
+        EXPECT_EQ(counters.layers_run, static_cast<double>(batch) * c.layers);
+        EXPECT_EQ(counters.heads_run, static_cast<double>(batch) * c.num_exits());
+      } else {
+        EXPECT_EQ(counters.heads_run, heads);
+      }
+      EXPECT_GT(counters.flops_executed, 0.0);
+      EXPECT_GT(counters.bytes_read, 0.0);
+      if (info.host_decides) EXPECT_GE(counters.host_syncs, 1.0);
+    }
+  }
+  return seen;
+}
+
+}  // namespace condbench::testing

@@ -1,0 +1,39 @@
+// The decoder's CUDA strategies (docs/design.md §8) against the cache-free double-precision
+// reference, as tests/test_decoder.cpp checks the CPU ones: batch 1, 4 and 16, every token forced
+// to each exit and two calibrated mixes, on tokens, exit ids, logits and counters. Skipped where
+// no GPU is.
+#include <gtest/gtest.h>
+
+#include "decoder_check.h"
+#include "gpu_test_support.h"
+
+namespace condbench::testing {
+namespace {
+
+class CudaDecoder : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(CudaDecoder, MatchesTheReferenceAtEveryForcedExitAndInMixes) {
+  skip_without_gpu();
+  const int64_t batch = GetParam();
+  const DecoderConfig c = small_decoder();
+  const FlatParameters params = seeded_decoder_parameters(c, 5);
+  std::vector<DecoderCase> cases;
+  for (int k = 1; k <= c.num_exits(); ++k) cases.push_back(forced_decoder_case(c, k));
+  const std::vector<std::vector<double>> at_exit = decoder_confidences(c, params, decoder_prompts(c, 4, 11));
+  cases.push_back(decoder_mix("mix:even", at_exit, 0.5));
+  cases.push_back(decoder_mix("mix:late", at_exit, 0.8));
+  const std::vector<const DecoderStrategyInfo*> strategies = decoder_strategies_on(Device::cuda);
+  ASSERT_FALSE(strategies.empty());
+  for (const DecoderStrategyInfo* info : strategies)
+    for (const DecoderCase& scenario : cases) {
+      const DecoderSeen seen = check_decoder(*info, c, params, batch, scenario);
+      if (scenario.name.starts_with("exit:"))
+        EXPECT_EQ(seen.exits, std::set<int>{std::stoi(scenario.name.substr(5))}) << info->key() << " " << scenario.name;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Batches, CudaDecoder, ::testing::Values(1, 4, 16),
+                         [](const auto& p) { return "batch" + std::to_string(p.param); });
+
+}  // namespace
+}  // namespace condbench::testing
