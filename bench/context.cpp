@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "condbench/counters.h"
+#include "condbench/decoder/strategy.h"
 #include "condbench/nvtx.h"
 #include "condbench/result_format.h"
 #include "revision.h"
@@ -75,7 +76,9 @@ std::vector<std::pair<std::string, std::string>> run_context() {
   // So do the strategies (their registration's summary), for the report's glossary:
   // "strategy:cpu/native/fused" -> "the whole early-exit forward in one hand-written loop nest: ...".
   for (const StrategyInfo& info : StrategyRegistry::instance().entries())
-    context.emplace_back("strategy:" + info.key(), info.summary);
+    context.emplace_back(kStrategyContext + info.key(), info.summary);
+  for (const DecoderStrategyInfo& info : decoder_strategies())
+    context.emplace_back(kDecoderStrategyContext + info.key(), info.summary);
   // The counters describe themselves in the file (condbench/counters.h): "counter:launches" ->
   // "launches; work the host issued: ...".
   for (const CounterSpec& spec : kCounters)

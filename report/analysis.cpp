@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "condbench/decoder/config.h"
 #include "condbench/result_format.h"
 
 namespace condbench::report {
@@ -366,6 +367,12 @@ std::vector<std::string> pytorch_options(const Group& g) {
   return out;
 }
 
+bool decodes(const Group& g) {
+  for (const BenchmarkName::Part& p : g.model)
+    if (p.key == "model") return p.value == kDecoderFamily;
+  return false;
+}
+
 std::vector<std::string> answer_scenarios(const Group& g) {
   std::vector<std::string> out;
   for (const std::string& s : {std::string("exit:1"), "exit:" + std::to_string(g.blocks + 1)})
@@ -385,10 +392,6 @@ std::vector<AnswerQuestion> answer_questions(const Group& g) {
   std::vector<AnswerQuestion> questions;
   const std::vector<std::string> python = pytorch_options(g);
   const std::vector<std::string> scenarios = answer_scenarios(g);
-  if (g.batch != 1 || python.empty() || scenarios.empty()) return questions;
-  std::vector<std::string> others;  // what condbench itself runs
-  for (const std::string& s : g.strategies)
-    if (!is_pytorch_option(s)) others.push_back(s);
   // `pick` gives the two cells a scenario compares, or nothing where it has no such pair.
   using Pair = std::optional<std::pair<std::string, std::string>>;
   const auto ask = [&](const std::string& topic, const std::function<Pair(const std::string&)>& pick) {
@@ -397,18 +400,33 @@ std::vector<AnswerQuestion> answer_questions(const Group& g) {
       if (const Pair p = pick(scenario)) q.pairs.push_back({p->first, p->second, scenario});
     if (!q.pairs.empty()) questions.push_back(std::move(q));
   };
-  ask("On " + g.device_label + " at batch 1 (" + g.model_text() + "), the fastest way to write it with PyTorch",
-      [&](const std::string& scenario) -> Pair {
-        const std::vector<std::string> ranked = by_median(g, python, scenario);
-        if (ranked.size() < 2) return std::nullopt;
-        return std::make_pair(ranked[0], ranked[1]);
-      });
   const auto both = [&](const std::string& a, const std::string& b) {
     return [&g, a, b](const std::string& scenario) -> Pair {
       if (!g.cell(a, scenario) || !g.cell(b, scenario)) return std::nullopt;
       return std::make_pair(a, b);
     };
   };
+  if (decodes(g)) {
+    const std::string where = "On " + g.device_label + " at batch " + std::to_string(g.batch) + " (" + g.model_text() +
+                              "), per generated token, ";
+    ask(where + "the host's if (eager_host) against masking every row (masked)", both(kEagerHost, "torch/masked"));
+    ask(where + "the fastest way written against the host's if", [&](const std::string& scenario) -> Pair {
+      const std::vector<std::string> ranked = by_median(g, g.strategies, scenario);
+      if (ranked.empty() || ranked[0] == kEagerHost || !g.cell(kEagerHost, scenario)) return std::nullopt;
+      return std::make_pair(ranked[0], std::string(kEagerHost));
+    });
+    return questions;
+  }
+  if (g.batch != 1 || python.empty() || scenarios.empty()) return questions;
+  std::vector<std::string> others;  // what condbench itself runs
+  for (const std::string& s : g.strategies)
+    if (!is_pytorch_option(s)) others.push_back(s);
+  ask("On " + g.device_label + " at batch 1 (" + g.model_text() + "), the fastest way to write it with PyTorch",
+      [&](const std::string& scenario) -> Pair {
+        const std::vector<std::string> ranked = by_median(g, python, scenario);
+        if (ranked.size() < 2) return std::nullopt;
+        return std::make_pair(ranked[0], ranked[1]);
+      });
   ask("Nested torch.cond in eager mode against a plain Python if", both("python/py_cond", "python/py_eager_if"));
   // torch.cond as deployed: exported, compiled by AOTInductor, run from C++ — against eager.
   // AOTInductor lowers each torch.cond to a read of its predicate and a C++ if (through torch 2.15 at
@@ -442,8 +460,9 @@ std::vector<std::string> answer_sentences(const Group& g) {
 std::optional<AnswerTable> answer_table(const Group& g) {
   AnswerTable t;
   t.scenarios = answer_scenarios(g);
-  t.rows = pytorch_options(g);
-  if (g.batch != 1 || t.rows.empty() || t.scenarios.empty()) return std::nullopt;
+  // A decoder's options are every way the run wrote it, at every batch (design.md §8).
+  t.rows = decodes(g) ? g.strategies : pytorch_options(g);
+  if ((g.batch != 1 && !decodes(g)) || t.rows.empty() || t.scenarios.empty()) return std::nullopt;
   // condbench's: its fastest strategy in every scenario (the sentences compare each scenario's
   // fastest; usually one strategy), and eager_host, what the Python if becomes in C++
   std::vector<std::string> own;

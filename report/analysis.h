@@ -176,9 +176,9 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups);
 std::vector<std::string> answer_sentences(const Group& g);
 
 // The answer's table for a group (nullopt where the group has none: not batch 1, or no PyTorch
-// option): its rows are the PyTorch options, condbench's fastest strategy of each answer scenario
-// and LibTorch's eager_host, fastest first in the first scenario; each row stands against the
-// fastest of its column.
+// option; a decoder's has one at every batch, its rows every strategy): its rows are the PyTorch options, condbench's
+// fastest strategy of each answer scenario and LibTorch's eager_host, fastest first in the first scenario; each row
+// stands against the fastest of its column.
 struct AnswerTable {
   std::vector<std::string> scenarios;  // answer_scenarios
   std::vector<std::string> rows;
@@ -186,6 +186,9 @@ struct AnswerTable {
   std::string own_fastest;        // condbench's fastest in the first scenario (the floor's row)
 };
 std::optional<AnswerTable> answer_table(const Group& g);
+// A decoder's group (docs/design.md §8): a cell is one generated token per row, its answer table is
+// at every batch, and its options are every way the run wrote the per-token exit.
+bool decodes(const Group& g);
 
 // Every comparison the answer judges in a group: each row of its table against its column's fastest,
 // and the pairs its sentences name. Each once, whichever order.

@@ -21,6 +21,11 @@ namespace condbench {
 // The Python peer writes the same value (bench/python/peer.py, checked by tests/test_python_peer.py).
 constexpr const char* kResultSchema = "1";
 
+// Context keys that describe a strategy for the report's glossary: "strategy:cpu/native/fused" ->
+// its summary; the decoder's strategies (docs/design.md §8) under their own key.
+constexpr const char* kStrategyContext = "strategy:";
+constexpr const char* kDecoderStrategyContext = "decoder strategy:";
+
 class BenchmarkName {
  public:
   struct Part {

@@ -163,6 +163,10 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
     if (!table) continue;
     any = true;
     doc.heading(3, group_title(g));
+    if (decodes(g))
+      doc.paragraph(
+          "A decoder (docs/design.md §8): each cell is one decode step, one generated token for every row of the "
+          "batch, in µs; the options are every way this run wrote the per-token exit.");
     const std::vector<std::string>& scenarios = table->scenarios;
     const std::vector<std::string>& rows = table->rows;
     const std::vector<std::string>& best = table->best;

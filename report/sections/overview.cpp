@@ -1,9 +1,11 @@
 // The run at a glance: what was compared (the files and their machines), what each strategy does,
 // the recommendations, the fastest strategy per cell, and what did not run.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <set>
 
+#include "condbench/decoder/config.h"
 #include "section.h"
 
 namespace condbench::report {
@@ -40,15 +42,20 @@ void what_was_compared(const ReportInput& in, Charts& /*out*/, Document& doc) {
 }
 
 // The strategies this report shows, each with what it does, as the files describe them
-// ("strategy:<device>/<engine>/<name>" in the context; a file too old to say, says so).
+// ("strategy:<device>/<engine>/<name>" in the context, "decoder strategy:..." for the decoder's; a
+// file too old to say, says so).
 void strategy_glossary(const ReportInput& in, Charts& /*out*/, Document& doc) {
   std::map<std::string, std::string> glossary;  // device/engine/name -> summary
   for (const ResultFile& f : in.files)
     for (const Series& s : f.series) {
       if (s.primitive || !s.error.empty()) continue;  // a skipped benchmark shows nothing to explain
+      // A decoder's strategies are others of the same names (docs/design.md §8), described apart.
+      const bool decoder = std::any_of(s.model.begin(), s.model.end(), [](const BenchmarkName::Part& p) {
+        return p.key == "model" && p.value == kDecoderFamily;
+      });
       const std::string key = s.device + "/" + s.strategy_key();
-      const auto said = f.context.find("strategy:" + key);
-      std::string& summary = glossary[key];
+      const auto said = f.context.find((decoder ? kDecoderStrategyContext : kStrategyContext) + key);
+      std::string& summary = glossary[decoder ? key + " (decoder)" : key];
       if (said != f.context.end() && (summary.empty() || summary[0] == '('))
         summary = said->second;
       else if (summary.empty())

@@ -484,6 +484,41 @@ TEST(Answer, WhatToWriteIsDecidedWhereverTheDataSupportsIt) {
   EXPECT_TRUE(answer_sentences(g).empty());
 }
 
+// A decoder (docs/design.md §8) has no PyTorch option yet: its answer is every strategy the run
+// wrote it with, per generated token, at every batch, with the host's if against masking and the
+// fastest against the host's if decided in words.
+TEST(Answer, ADecodersTableIsAtEveryBatchWithEveryStrategy) {
+  Group g = group_of({{{"torch/eager_host", "exit:1"}, {1300, 1310, 1290, 1305, 1295}},
+                      {{"torch/masked", "exit:1"}, {4300, 4310, 4290, 4305, 4295}},
+                      {{"native/fused", "exit:1"}, {170, 171, 172, 169, 170.5}},
+                      {{"torch/eager_host", "exit:4"}, {3400, 3410, 3390, 3405, 3395}},
+                      {{"torch/masked", "exit:4"}, {4800, 4810, 4790, 4805, 4795}},
+                      {{"native/fused", "exit:4"}, {950, 951, 952, 949, 950.5}}});
+  g.device_label = "cpu · X";
+  g.batch = 8;
+  g.model = {{"model", "decoder"}, {"d_model", "256"}, {"blocks", "3"}};
+  ASSERT_TRUE(decodes(g));
+  const std::optional<AnswerTable> t = answer_table(g);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->scenarios, (std::vector<std::string>{"exit:1", "exit:4"}));
+  EXPECT_EQ(t->rows, (std::vector<std::string>{"native/fused", "torch/eager_host", "torch/masked"}));
+  EXPECT_EQ(t->best, (std::vector<std::string>{"native/fused", "native/fused"}));
+  const std::vector<std::string> s = answer_sentences(g);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].rfind("On cpu · X at batch 8 (decoder: d_model 256, 3 blocks), per generated token, the host's if "
+                       "(eager_host) against masking every row (masked): when every row leaves at exit 1, "
+                       "torch/eager_host (1300 µs [1290–1310]) is at least 3.2× faster than torch/masked",
+                       0),
+            0u)
+      << s[0];
+  EXPECT_NE(s[1].find("the fastest way written against the host's if: when every row leaves at exit 1, native/fused"),
+            std::string::npos)
+      << s[1];
+  // Not a decoder at batch 8: no answer.
+  g.model = {{"hidden", "64"}, {"blocks", "3"}};
+  EXPECT_FALSE(answer_table(g));
+}
+
 // torch.cond deployed to C++ (engine aoti) is one of the ways a PyTorch user writes it, set against
 // torch.cond in eager mode; condbench's own strategies are measured against the best of them.
 TEST(Answer, TorchCondDeployedWithAotInductorIsAPyTorchOption) {
