@@ -197,7 +197,7 @@ class DryRun(unittest.TestCase):
                 copy = os.path.join(tmp, "copy", "scripts", "device-check")
                 os.makedirs(os.path.dirname(copy))
                 with open(copy, "w") as f:
-                    f.write(re.sub(r"^1 suite +85 ", "1 suite                10 ", read(SCRIPT), count=1, flags=re.M))
+                    f.write(re.sub(r"^1 suite +\d+ ", "1 suite                10 ", read(SCRIPT), count=1, flags=re.M))
                 os.chmod(copy, 0o755)
                 cut = run(copy, "--dry-run", "--bundle", bundle, "--out", out)
                 self.assertEqual(cut.returncode, 1, cut.stdout + cut.stderr)
