@@ -288,9 +288,11 @@ int main(int argc, char** argv) {
     const bool listing = flag_is_true(argc, argv, "--benchmark_list_tests");
     if (options.export_dir.empty() && !listing) condbench::require_devices_present(options);
     if (!options.export_dir.empty()) {
-      if (!options.decoders.empty())
-        condbench::fail("--export-workload: the decoder's workload is not exported yet; drop decoder from --model");
-      for (const std::string& dir : condbench::export_workloads(condbench::select_cases(options), options.export_dir))
+      // The Python peer has no decoder yet (docs/design.md §8): the families' workloads only.
+      const std::vector<condbench::BenchmarkCase> exported = condbench::select_cases(options);
+      if (exported.empty())
+        condbench::fail("--export-workload: the decoder's workload is not exported yet; add a family to --model");
+      for (const std::string& dir : condbench::export_workloads(exported, options.export_dir))
         std::cout << "wrote " << dir << "\n";
       return 0;
     }
