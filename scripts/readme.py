@@ -4,6 +4,7 @@ typed by hand:
 
   answer FILE...  the first table of "The answer" and its verdicts, from condbench-report run on
                   the committed reference files (the chart's link pointed at the committed report)
+  decoder FILE... every answer block of the decoder (one a batch), the same way
   table FILE...   the median latency table of result files (condbench-report --table)
   strategies      the strategies as `condbench --list` prints them, with what each declares
 
@@ -35,18 +36,31 @@ def run(*args):
     return result.stdout
 
 
-def answer(build, files, page_dir):
-    """The report's first answer block: its table, chart and verdicts, up to the next heading."""
+def answer_blocks(build, files, page_dir):
+    """The report's answer blocks, each its table, chart and verdicts up to the next heading, with
+    its title in bold and the chart's link pointed at the committed report."""
     report_dir = os.path.relpath(os.path.join(ROOT, os.path.splitext(files[0])[0] + "-report"), page_dir)
     with tempfile.TemporaryDirectory() as tmp:
         run(os.path.join(build, "condbench-report"), "--out", os.path.join(tmp, "report"), *files)
         with open(os.path.join(tmp, "report", "report.md")) as f:
             report = f.read()
     section = report.split("\n## The answer", 1)[1].split("\n## ", 1)[0]
-    first = "### " + section.split("\n### ", 2)[1]
-    title, body = first.split("\n", 1)
-    body = body.replace("](charts/", f"]({report_dir}/charts/")
-    return f"**{title[4:]}**\n{body.rstrip()}\n"
+    blocks = []
+    for block in section.split("\n### ")[1:]:
+        title, body = block.split("\n", 1)
+        body = body.replace("](charts/", f"]({report_dir}/charts/")
+        blocks.append((title, f"**{title}**\n{body.rstrip()}\n"))
+    return blocks
+
+
+def answer(build, files, page_dir):
+    """The report's first answer block."""
+    return answer_blocks(build, files, page_dir)[0][1]
+
+
+def decoder(build, files, page_dir):
+    """Every answer block of the decoder (docs/design.md §8), one a batch."""
+    return "\n".join(text for title, text in answer_blocks(build, files, page_dir) if "· decoder:" in title)
 
 
 def table(build, files):
@@ -93,6 +107,8 @@ def update(path, options):
         name, args = m.group(1), m.group(2).split()
         if name == "answer":
             text = answer(options.build, args, os.path.dirname(path))
+        elif name == "decoder":
+            text = decoder(options.build, args, os.path.dirname(path))
         elif name == "table":
             text = table(options.build, args)
         elif name == "strategies":
