@@ -20,19 +20,24 @@
 
 namespace condbench {
 
-std::string BenchmarkCase::name() const {
+std::string case_name(Device device, Engine engine, const std::string& strategy, const Scenario& scenario,
+                      int64_t batch, const std::vector<std::pair<std::string, std::string>>& model_axes) {
   const std::string axis = scenario.str();
   const size_t colon = axis.find(':');
   BenchmarkName name;
   name.label("early_exit")
-      .label(to_string(strategy->device))
-      .label(to_string(strategy->engine))
-      .label(strategy->name)
+      .label(to_string(device))
+      .label(to_string(engine))
+      .label(strategy)
       .axis(axis.substr(0, colon), axis.substr(colon + 1))
       .axis("batch", std::to_string(batch));
-  // The model's axes: the mlp's are those of every earlier result file; another family says which it is.
-  for (const auto& [key, value] : config.name_axes()) name.axis(key, value);
+  for (const auto& [key, value] : model_axes) name.axis(key, value);
   return name.str();
+}
+
+std::string BenchmarkCase::name() const {
+  // The model's axes: the mlp's are those of every earlier result file; another family says which it is.
+  return case_name(strategy->device, strategy->engine, strategy->name, scenario, batch, config.name_axes());
 }
 
 namespace {

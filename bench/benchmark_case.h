@@ -4,6 +4,8 @@
 #include <benchmark/benchmark.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "condbench/strategy.h"
 #include "condbench/workload.h"
@@ -21,6 +23,11 @@ struct BenchmarkCase {
   // transformer .../batch:<b>/model:transformer/d_model:<d>/heads:<a>/ffn:<f>/seq:<s>/blocks:<n>
   std::string name() const;
 };
+
+// A case's benchmark name: early_exit/<device>/<engine>/<strategy>/<scenario>/batch:<b>, then the
+// model's axes (ModelConfig::name_axes, DecoderConfig::name_axes). Every case's name is made here.
+std::string case_name(Device device, Engine engine, const std::string& strategy, const Scenario& scenario,
+                      int64_t batch, const std::vector<std::pair<std::string, std::string>>& model_axes);
 
 // Prepares the strategy, runs every pool batch once untimed to learn what each inference does
 // (counters, exit ids), then times inferences walking the pool. Errors become SkipWithError.

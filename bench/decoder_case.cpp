@@ -6,28 +6,18 @@
 #include <map>
 #include <memory>
 
+#include "benchmark_case.h"
 #include "cli.h"
 #include "condbench/decoder/torch_decoder.h"
 #include "condbench/error.h"
 #include "condbench/nvtx.h"
-#include "condbench/result_format.h"
 #include "condbench/torch_device.h"
 #include "condbench/workload.h"
 
 namespace condbench {
 
 std::string DecoderCase::name() const {
-  const std::string axis = scenario.str();
-  const size_t colon = axis.find(':');
-  BenchmarkName name;
-  name.label("early_exit")
-      .label(to_string(strategy->device))
-      .label(to_string(strategy->engine))
-      .label(strategy->name)
-      .axis(axis.substr(0, colon), axis.substr(colon + 1))
-      .axis("batch", std::to_string(batch));
-  for (const auto& [key, value] : config.name_axes()) name.axis(key, value);
-  return name.str();
+  return case_name(strategy->device, strategy->engine, strategy->name, scenario, batch, config.name_axes());
 }
 
 std::vector<DecoderCase> select_decoder_cases(const std::vector<DecoderConfig>& configs,

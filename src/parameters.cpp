@@ -22,9 +22,13 @@ void add_norm(std::vector<ParameterSpec>& specs, const std::string& prefix, int 
 std::vector<ParameterSpec> parameter_specs(const ModelConfig& config) { return config.family->parameters(config); }
 
 FlatParameters seeded_parameters(const ModelConfig& config, uint64_t seed) {
+  return seeded_parameters(parameter_specs(config), seed);
+}
+
+FlatParameters seeded_parameters(const std::vector<ParameterSpec>& specs, uint64_t seed) {
   SplitMix64 rng(seed);
   FlatParameters params;
-  for (const ParameterSpec& spec : parameter_specs(config)) {
+  for (const ParameterSpec& spec : specs) {
     size_t count = 1;
     for (int64_t d : spec.shape) count *= static_cast<size_t>(d);
     std::vector<float> values(count);

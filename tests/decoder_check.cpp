@@ -79,6 +79,15 @@ DecoderCase decoder_mix(const std::string& name, std::vector<std::vector<double>
   return s;
 }
 
+std::vector<DecoderCase> decoder_cases(const DecoderConfig& c, const FlatParameters& params) {
+  std::vector<DecoderCase> cases;
+  for (int k = 1; k <= c.num_exits(); ++k) cases.push_back(forced_decoder_case(c, k));
+  const std::vector<std::vector<double>> at_exit = decoder_confidences(c, params, decoder_prompts(c, 4, 11));
+  cases.push_back(decoder_mix("mix:even", at_exit, 0.5));
+  cases.push_back(decoder_mix("mix:late", at_exit, 0.8));
+  return cases;
+}
+
 std::vector<const DecoderStrategyInfo*> decoder_strategies_on(Device device) {
   std::vector<const DecoderStrategyInfo*> found;
   for (const DecoderStrategyInfo& info : decoder_strategies())

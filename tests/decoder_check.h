@@ -36,6 +36,9 @@ std::vector<std::vector<double>> decoder_confidences(const DecoderConfig& c, con
                                                      const at::Tensor& prompts);
 // A mix: each exit's threshold at quantile q of its confidences.
 DecoderCase decoder_mix(const std::string& name, std::vector<std::vector<double>> at_exit, double q);
+// Every token forced to each exit in turn, then mix:even and mix:late (quantiles 0.5 and 0.8 of
+// the confidences of 4 seeded rows).
+std::vector<DecoderCase> decoder_cases(const DecoderConfig& c, const FlatParameters& params);
 // The registered decoder strategies on `device`.
 std::vector<const DecoderStrategyInfo*> decoder_strategies_on(Device device);
 

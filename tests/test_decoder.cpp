@@ -26,11 +26,7 @@ TEST_P(DecoderStrategies, MatchTheReferenceAtEveryForcedExitAndInMixes) {
   const int64_t batch = GetParam();
   const DecoderConfig c = small_decoder();
   const FlatParameters params = seeded_decoder_parameters(c, 5);
-  std::vector<DecoderCase> cases;
-  for (int k = 1; k <= c.num_exits(); ++k) cases.push_back(forced_decoder_case(c, k));
-  const std::vector<std::vector<double>> at_exit = decoder_confidences(c, params, decoder_prompts(c, 4, 11));
-  cases.push_back(decoder_mix("mix:even", at_exit, 0.5));
-  cases.push_back(decoder_mix("mix:late", at_exit, 0.8));
+  const std::vector<DecoderCase> cases = decoder_cases(c, params);
   ASSERT_FALSE(decoder_strategies_on(Device::cpu).empty());
   for (const DecoderStrategyInfo* info : decoder_strategies_on(Device::cpu))
     for (const DecoderCase& scenario : cases) {

@@ -38,6 +38,8 @@ using FlatParameters = std::vector<std::vector<float>>;
 // Every spec's values drawn from SplitMix64(seed) in spec order: the same seed gives the same
 // weights on every machine.
 FlatParameters seeded_parameters(const ModelConfig& config, uint64_t seed);
+// The same for any list of specs (the decoder's: decoder_parameters).
+FlatParameters seeded_parameters(const std::vector<ParameterSpec>& specs, uint64_t seed);
 
 // Seeded input rows, N(0, 1), row-major [rows, row_shape...].
 std::vector<float> seeded_inputs(const ModelConfig& config, int64_t rows, uint64_t seed);

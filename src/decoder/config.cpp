@@ -80,16 +80,7 @@ std::vector<ParameterSpec> decoder_parameters(const DecoderConfig& c) {
 }
 
 FlatParameters seeded_decoder_parameters(const DecoderConfig& config, uint64_t seed) {
-  SplitMix64 rng(seed);
-  FlatParameters params;
-  for (const ParameterSpec& spec : decoder_parameters(config)) {
-    size_t count = 1;
-    for (int64_t d : spec.shape) count *= static_cast<size_t>(d);
-    std::vector<float> values(count);
-    for (float& v : values) v = spec.center + rng.uniform(-spec.bound, spec.bound);
-    params.push_back(std::move(values));
-  }
-  return params;
+  return seeded_parameters(decoder_parameters(config), seed);
 }
 
 std::vector<int64_t> seeded_prompts(const DecoderConfig& config, int64_t rows, uint64_t seed) {

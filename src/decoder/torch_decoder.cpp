@@ -87,25 +87,33 @@ void TorchDecoder::write(KvCache& cache, int l, const at::Tensor& rows, int64_t 
   }
 }
 
-at::Tensor TorchDecoder::layer(int l, const at::Tensor& h, KvCache& cache, const at::Tensor& rows,
-                               int64_t position) const {
+// One layer on the rows' states h [rows, d]: `attend(q, k, v)` writes the keys and values
+// [rows, heads, 1, head_dim] into the cache and returns the attention's context for the queries.
+template <typename Attend>
+at::Tensor TorchDecoder::run_layer(int l, const at::Tensor& h, Attend&& attend) const {
   const Layer& w = layers_[l];
   const int64_t n = h.size(0), d = config_.d_model;
   const at::Tensor a = at::layer_norm(h, {d}, w.norm1_w, w.norm1_b, kNormEps);
   const at::Tensor q = at::linear(a, w.qkv_w.narrow(0, 0, d), w.qkv_b.narrow(0, 0, d))
                            .reshape({n, config_.heads, 1, config_.head_dim()});
   const auto [k, v] = keys_values(w, a);
-  write(cache, l, rows, position, k, v);
-  at::Tensor keys = cache.k[l].narrow(2, 0, position + 1), values = cache.v[l].narrow(2, 0, position + 1);
-  if (rows.defined()) {
-    keys = keys.index_select(0, rows);
-    values = values.index_select(0, rows);
-  }
-  // One query per row attends every cached position: no mask.
-  const at::Tensor context = at::scaled_dot_product_attention(q, keys, values).reshape({n, d});
+  const at::Tensor context = attend(q, k, v).reshape({n, d});
   const at::Tensor x = h + at::linear(context, w.out_w, w.out_b);
   const at::Tensor f = at::layer_norm(x, {d}, w.norm2_w, w.norm2_b, kNormEps);
   return x + at::linear(at::gelu(at::linear(f, w.fc1_w, w.fc1_b)), w.fc2_w, w.fc2_b);
+}
+
+at::Tensor TorchDecoder::layer(int l, const at::Tensor& h, KvCache& cache, const at::Tensor& rows,
+                               int64_t position) const {
+  return run_layer(l, h, [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    write(cache, l, rows, position, k, v);
+    at::Tensor keys = cache.k[l].narrow(2, 0, position + 1), values = cache.v[l].narrow(2, 0, position + 1);
+    if (rows.defined()) {
+      keys = keys.index_select(0, rows);
+      values = values.index_select(0, rows);
+    }
+    return at::scaled_dot_product_attention(q, keys, values);  // one query per row, every position: no mask
+  });
 }
 
 at::Tensor TorchDecoder::embed_at(const at::Tensor& tokens, const at::Tensor& position) const {
@@ -118,18 +126,11 @@ at::Tensor TorchDecoder::visible_through(const at::Tensor& position) const {
 
 at::Tensor TorchDecoder::layer_at(int l, const at::Tensor& h, KvCache& cache, const at::Tensor& position,
                                   const at::Tensor& visible) const {
-  const Layer& w = layers_[l];
-  const int64_t n = h.size(0), d = config_.d_model;
-  const at::Tensor a = at::layer_norm(h, {d}, w.norm1_w, w.norm1_b, kNormEps);
-  const at::Tensor q = at::linear(a, w.qkv_w.narrow(0, 0, d), w.qkv_b.narrow(0, 0, d))
-                           .reshape({n, config_.heads, 1, config_.head_dim()});
-  const auto [k, v] = keys_values(w, a);
-  cache.k[l].index_copy_(2, position, k);
-  cache.v[l].index_copy_(2, position, v);
-  const at::Tensor context = at::scaled_dot_product_attention(q, cache.k[l], cache.v[l], visible).reshape({n, d});
-  const at::Tensor x = h + at::linear(context, w.out_w, w.out_b);
-  const at::Tensor f = at::layer_norm(x, {d}, w.norm2_w, w.norm2_b, kNormEps);
-  return x + at::linear(at::gelu(at::linear(f, w.fc1_w, w.fc1_b)), w.fc2_w, w.fc2_b);
+  return run_layer(l, h, [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    cache.k[l].index_copy_(2, position, k);
+    cache.v[l].index_copy_(2, position, v);
+    return at::scaled_dot_product_attention(q, cache.k[l], cache.v[l], visible);
+  });
 }
 
 void TorchDecoder::propagate(int l, const at::Tensor& h, KvCache& cache, const at::Tensor& rows,

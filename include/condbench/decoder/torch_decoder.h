@@ -62,6 +62,8 @@ class TorchDecoder {
   };
   // The keys and values of norm1(h) for layer l: [rows, heads, 1, head_dim] each.
   std::pair<at::Tensor, at::Tensor> keys_values(const Layer& l, const at::Tensor& a) const;
+  template <typename Attend>
+  at::Tensor run_layer(int l, const at::Tensor& h, Attend&& attend) const;
   void write(KvCache& cache, int l, const at::Tensor& rows, int64_t position, const at::Tensor& k,
              const at::Tensor& v) const;
 
