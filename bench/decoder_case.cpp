@@ -182,7 +182,8 @@ PreparedDecoder& prepared(const DecoderCase& c) {
   p.strategy = c.strategy->make();
   p.strategy->prepare(workload.model, c.batch);
   const at::Device device = torch_device(c.strategy->device);
-  for (const at::Tensor& prompt : prompt_sequences(c.config, c.batch, kSequences, kPoolSeed + 1)) {
+  const at::Tensor sequences = decoder_case_prompts(c.config, c.batch);
+  for (const at::Tensor& prompt : sequences.unbind(0)) {
     p.prompts.push_back(prompt.to(device));
     p.first.push_back(p.prompts.back().select(1, c.config.prompt - 1).contiguous());
   }
@@ -278,5 +279,15 @@ void register_decoder_cases(const std::vector<DecoderCase>& cases) {
 }
 
 void release_prepared_decoder_case() { current_decoder() = PreparedDecoder{}; }
+
+const DecoderModel& decoder_model(const DecoderConfig& config) { return workload_for(config).model; }
+
+const std::vector<float>& decoder_thresholds(const DecoderConfig& config, const Scenario& scenario) {
+  return workload_for(config).thresholds_for(scenario);
+}
+
+at::Tensor decoder_case_prompts(const DecoderConfig& config, int64_t batch) {
+  return at::stack(prompt_sequences(config, batch, kSequences, kPoolSeed + 1));
+}
 
 }  // namespace condbench

@@ -32,6 +32,13 @@ std::vector<DecoderCase> select_decoder_cases(const std::vector<DecoderConfig>& 
 
 void register_decoder_cases(const std::vector<DecoderCase>& cases);
 
+// A decoder case's work, as the runner builds it (--export-workload writes it for the Python peer):
+// the seeded model, a scenario's thresholds (forced, or calibrated), and the prompts a case of
+// `batch` rows walks, int64 [sequences, batch, prompt].
+const DecoderModel& decoder_model(const DecoderConfig& config);
+const std::vector<float>& decoder_thresholds(const DecoderConfig& config, const Scenario& scenario);
+at::Tensor decoder_case_prompts(const DecoderConfig& config, int64_t batch);
+
 // Destroys the decoder case kept prepared between calls; before main returns, as release_prepared_case.
 void release_prepared_decoder_case();
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <vector>
@@ -70,7 +71,78 @@ std::string as_written(const Error& e, const fs::path& building, const fs::path&
   return text;
 }
 
+// Builds `name` under `dir` in a pending folder: `write(folder)` fills it (workload.json last),
+// then it is moved into place. Every failure is one line naming the file where it was to be.
+void export_folder(const std::string& dir, const std::string& name, const std::function<void(const fs::path&)>& write) {
+  const fs::path out = fs::path(dir) / name;
+  if (const std::string kind = special_file_kind(out.string()); !kind.empty())
+    fail("--export-workload: '" + out.string() + "' is " + kind + "; it is never replaced");
+  install_signal_cleanup();
+  PendingDirectory built(out.string());
+  const fs::path in = built.temp_path();
+  try {
+    write(in);
+    throw_if_interrupted();
+  } catch (const Error& e) {
+    fail("--export-workload: " + as_written(e, in, out));
+  }
+  try {
+    install_folder(built, out);
+  } catch (const Error& e) {
+    fail(std::string("--export-workload: ") + e.what());
+  }
+}
+
+void create_export_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail("--export-workload: cannot create '" + dir + "': " + ec.message());
+}
+
 }  // namespace
+
+std::vector<std::string> export_decoder_workloads(const std::vector<DecoderCase>& cases, const std::string& dir) {
+  std::map<std::string, std::pair<DecoderConfig, std::set<Scenario>>> models;  // describe() -> (config, scenarios)
+  for (const DecoderCase& c : cases) {
+    auto& entry = models[c.config.describe()];
+    entry.first = c.config;
+    entry.second.insert(c.scenario);
+  }
+  std::vector<std::string> written;
+  create_export_dir(dir);
+  for (const auto& [key, entry] : models) {
+    const DecoderConfig& config = entry.first;
+    std::string name = kDecoderFamily;
+    for (const DecoderSize& size : decoder_sizes())
+      name.append("-").append(size.key).append(std::to_string(config.*size.field));
+    export_folder(dir, name, [&](const fs::path& in) {
+      const DecoderModel& model = decoder_model(config);
+      const std::vector<ParameterSpec> specs = decoder_parameters(config);
+      StateDict state_dict;
+      for (size_t i = 0; i < specs.size(); ++i)
+        state_dict.emplace_back(
+            specs[i].name,
+            at::from_blob(const_cast<float*>(model.params[i].data()), specs[i].shape, at::kFloat).clone());
+      save_state_dict_file(state_dict, (in / "weights.pt").string());
+      throw_if_interrupted();
+      save_tensor_file(decoder_case_prompts(config, 1).select(1, 0).contiguous(), (in / "prompts.pt").string());
+      throw_if_interrupted();
+      nlohmann::json meta;
+      nlohmann::json& described = meta["config"];
+      described["family"] = kDecoderFamily;
+      for (const DecoderSize& size : decoder_sizes()) described[size.key] = config.*size.field;
+      described["num_exits"] = config.num_exits();
+      meta["name_axes"] = config.name_axes();
+      meta["tag"] = name;
+      meta["weight_seed"] = kDefaultWeightSeed;
+      for (const Scenario& scenario : entry.second)
+        meta["thresholds"][scenario.str()] = decoder_thresholds(config, scenario);
+      write_json(in / "workload.json", meta);
+    });
+    written.push_back((fs::path(dir) / name).string());
+  }
+  return written;
+}
 
 std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& cases, const std::string& dir) {
   std::map<std::string, std::pair<ModelSource, std::set<Scenario>>> models;  // key -> (source, scenarios)
@@ -80,65 +152,46 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
     entry.second.insert(c.scenario);
   }
   std::vector<std::string> written;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) fail("--export-workload: cannot create '" + dir + "': " + ec.message());
+  create_export_dir(dir);
   for (const auto& [key, entry] : models) {
     const auto workload = shared_workload(entry.first, 1);
     const ModelConfig& config = workload->config();
     const std::string name = config.tag();
-    const fs::path out = fs::path(dir) / name;
-    if (const std::string kind = special_file_kind(out.string()); !kind.empty())
-      fail("--export-workload: '" + out.string() + "' is " + kind + "; it is never replaced");
-    install_signal_cleanup();
-    PendingDirectory built(out.string());
-    const fs::path in = built.temp_path();
-    const ModelFileFamily* model_file = config.family->model_file();
-    try {
+    export_folder(dir, name, [&](const fs::path& in) {
+      const ModelFileFamily* model_file = config.family->model_file();
       if (!model_file)  // a model file's weights are its module's: the peer loads it (model_file.py)
         save_state_dict_file(workload->model()->state_dict(), (in / "weights.pt").string());
       throw_if_interrupted();
       save_tensor_file(workload->pool(), (in / "pool.pt").string());
       throw_if_interrupted();
-    } catch (const Error& e) {
-      fail("--export-workload: " + as_written(e, in, out));
-    }
-    nlohmann::json meta;
-    // The model for the peer (bench/python): its family, every size, and the benchmark-name axes
-    // its results carry.
-    nlohmann::json& described = meta["config"];
-    described["family"] = config.family->name();
-    for (const FamilyAxis& axis : config.family->axes()) described[axis.key] = config.size(axis.key);
-    described["num_classes"] = config.num_classes;
-    described["blocks"] = config.blocks;
-    meta["name_axes"] = config.name_axes();
-    // Where aoti_compile.py puts this model's packages and condbench finds them: the sizes in the
-    // family's order, which the config object above (its keys sorted) does not keep.
-    meta["tag"] = name;
-    // What one row costs at full depth: the peer walks as much of the pool as condbench does.
-    meta["full_model_flops"] = full_model_flops(config);
-    meta["pool_rows"] = workload->pool().size(0);
-    if (model_file)
-      meta["model_file"] = fs::absolute(model_file->folder()).string();
-    else if (entry.first.weights_path.empty())
-      meta["weight_seed"] = entry.first.seed;
-    else
-      meta["weights_file"] = entry.first.weights_path;
-    for (const Scenario& scenario : entry.second) {
-      meta["thresholds"][scenario.str()] = workload->thresholds(scenario);
-      meta["walk_order"][scenario.str()] = workload->walk_order(scenario);  // the rows in condbench's visiting order
-    }
-    try {
+      nlohmann::json meta;
+      // The model for the peer (bench/python): its family, every size, and the benchmark-name axes
+      // its results carry.
+      nlohmann::json& described = meta["config"];
+      described["family"] = config.family->name();
+      for (const FamilyAxis& axis : config.family->axes()) described[axis.key] = config.size(axis.key);
+      described["num_classes"] = config.num_classes;
+      described["blocks"] = config.blocks;
+      meta["name_axes"] = config.name_axes();
+      // Where aoti_compile.py puts this model's packages and condbench finds them: the sizes in the
+      // family's order, which the config object above (its keys sorted) does not keep.
+      meta["tag"] = name;
+      // What one row costs at full depth: the peer walks as much of the pool as condbench does.
+      meta["full_model_flops"] = full_model_flops(config);
+      meta["pool_rows"] = workload->pool().size(0);
+      if (model_file)
+        meta["model_file"] = fs::absolute(model_file->folder()).string();
+      else if (entry.first.weights_path.empty())
+        meta["weight_seed"] = entry.first.seed;
+      else
+        meta["weights_file"] = entry.first.weights_path;
+      for (const Scenario& scenario : entry.second) {
+        meta["thresholds"][scenario.str()] = workload->thresholds(scenario);
+        meta["walk_order"][scenario.str()] = workload->walk_order(scenario);  // the rows in condbench's visiting order
+      }
       write_json(in / "workload.json", meta);
-      throw_if_interrupted();
-    } catch (const Error& e) {
-      fail("--export-workload: " + as_written(e, in, out));
-    }
-    try {
-      install_folder(built, out);
-    } catch (const Error& e) {
-      fail(std::string("--export-workload: ") + e.what());
-    }
+    });
+    const fs::path out = fs::path(dir) / name;
     written.push_back(out.string());
   }
   return written;

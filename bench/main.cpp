@@ -288,11 +288,12 @@ int main(int argc, char** argv) {
     const bool listing = flag_is_true(argc, argv, "--benchmark_list_tests");
     if (options.export_dir.empty() && !listing) condbench::require_devices_present(options);
     if (!options.export_dir.empty()) {
-      // The Python peer has no decoder yet (docs/design.md §8): the families' workloads only.
       const std::vector<condbench::BenchmarkCase> exported = condbench::select_cases(options);
-      if (exported.empty())
-        condbench::fail("--export-workload: the decoder's workload is not exported yet; add a family to --model");
-      for (const std::string& dir : condbench::export_workloads(exported, options.export_dir))
+      if (!exported.empty())
+        for (const std::string& dir : condbench::export_workloads(exported, options.export_dir))
+          std::cout << "wrote " << dir << "\n";
+      for (const std::string& dir :
+           condbench::export_decoder_workloads(condbench::select_decoder_cases(options), options.export_dir))
         std::cout << "wrote " << dir << "\n";
       return 0;
     }

@@ -410,6 +410,8 @@ std::vector<AnswerQuestion> answer_questions(const Group& g) {
     const std::string where = "On " + g.device_label + " at batch " + std::to_string(g.batch) + " (" + g.model_text() +
                               "), per generated token, ";
     ask(where + "the host's if (eager_host) against masking every row (masked)", both(kEagerHost, "torch/masked"));
+    ask(where + "in Python, the host's if (py_eager_if, .item() at each exit) against masking (py_masked)",
+        both("python/py_eager_if", "python/py_masked"));
     ask(where + "the fastest way written against the host's if", [&](const std::string& scenario) -> Pair {
       const std::vector<std::string> ranked = by_median(g, g.strategies, scenario);
       if (ranked.empty() || ranked[0] == kEagerHost || !g.cell(kEagerHost, scenario)) return std::nullopt;

@@ -306,6 +306,69 @@ class PythonPeerTransformer(unittest.TestCase):
                       "seq:4/blocks:2", names)
 
 
+@unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
+class PythonPeerDecoder(unittest.TestCase):
+    """The decoder (docs/design.md §8): condbench's exported decoder loads into the documented
+    PyTorch module (bench/python/decoder.py), and the peer's decode loops, each checked against the
+    module's cache-free decoding before it is timed, are named and counted as condbench's cases."""
+
+    SIZES = "vocab=37,d_model=24,heads=2,layers=4,ffn=40,context=24,prompt=5,generate=6"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        root = cls.tmp.name
+        result = subprocess.run([CONDBENCH, "--device=cpu", "--model=decoder", f"--decoder={cls.SIZES}", "--batch=1",
+                                 "--scenario=exit:1,exit:2,mix:uniform", f"--export-workload={root}/workload"],
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        cls.dir = os.path.join(root, "workload", "decoder-vocab37-d_model24-heads2-layers4-ffn40-context24-exit_every2-"
+                                                 "prompt5-generate6")
+        with open(os.path.join(cls.dir, "workload.json")) as f:
+            cls.meta = json.load(f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_the_export_loads_into_the_documented_module(self):
+        import decoder
+        config = self.meta["config"]
+        self.assertEqual((config["family"], config["num_exits"]), ("decoder", 2))
+        model = decoder.Decoder(config["vocab"], config["d_model"], config["layers"], config["ffn"], config["context"])
+        model.load_state_dict(torch.load(os.path.join(self.dir, "weights.pt")))  # strict: every key, every shape
+        prompts = torch.load(os.path.join(self.dir, "prompts.pt"))
+        self.assertEqual((prompts.dtype, tuple(prompts.shape)), (torch.int64, (4, 5)))
+        self.assertEqual(set(self.meta["thresholds"]), {"exit:1", "exit:2", "mix:uniform"})
+
+    def test_the_decode_loops_run_checked_and_named_as_condbenchs(self):
+        out = os.path.join(self.tmp.name, "peer.json")
+        result = subprocess.run([sys.executable, os.path.join(PEER, "peer.py"), "--workload",
+                                 os.path.join(self.tmp.name, "workload"), "--out", out,
+                                 "--repetitions=2", "--min-time=0.01", "--threads=1"],
+                                capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("not run", result.stdout)  # both loops agree with the module on every sequence
+        with open(out) as f:
+            data = json.load(f)
+        runs = {b["run_name"]: b for b in data["benchmarks"] if b["run_type"] == "iteration"}
+        axes = "batch:1/model:decoder/vocab:37/d_model:24/heads:2/layers:4/ffn:40/context:24/exit_every:2/prompt:5/" \
+               "generate:6/blocks:1"
+        self.assertEqual(len(runs), 6)  # two loops x three scenarios
+        eager_final = runs[f"early_exit/cpu/python/py_eager_if/exit:2/{axes}"]
+        self.assertEqual((eager_final["host_syncs"], eager_final["exit_2"]), (1.0, 1.0))
+        masked_first = runs[f"early_exit/cpu/python/py_masked/exit:1/{axes}"]
+        self.assertEqual((masked_first["host_syncs"], masked_first["exit_1"]), (0.0, 1.0))
+        self.assertIn("decoder strategy:cpu/python/py_eager_if", data["context"])
+        report = os.path.join(self.tmp.name, "report")
+        result = subprocess.run([REPORT, "--out", report, out], capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(os.path.join(report, "report.md")) as f:
+            answer = f.read().split("## The answer")[1].split("\n## ")[0]
+        self.assertIn("| python/py_eager_if | ", answer)
+        self.assertIn("in Python, the host's if (py_eager_if, .item() at each exit) against masking", answer)
+
+
 class AotiCompileCommandLine(unittest.TestCase):
     """bench/python/aoti_compile.py refuses what it cannot compile in one line, exit code 2, before
     touching the cache: a malformed --config before importing torch, a family's own refusal (an

@@ -32,6 +32,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchmark_name  # noqa: E402
+import decoder_peer  # noqa: E402
 from early_exit import SUMMARIES, WORKAROUND_DOC, load_model, variants, workarounds  # noqa: E402
 
 SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
@@ -113,7 +114,10 @@ def run_variant(fn, rows, thresholds, sync):
 
 
 def timed_loop(case, n):
-    """Seconds for n inferences of a case, walking its rows in condbench's order."""
+    """Seconds for n inferences of a case, walking its rows in condbench's order (a decoder's case
+    times itself: n generated tokens)."""
+    if "loop" in case:
+        return case["loop"](n)
     fn, walk, thresholds, sync = case["fn"], case["walk"], case["thresholds"], case["sync"]
     start = time.perf_counter()
     for i in range(n):
@@ -214,7 +218,7 @@ def main():
         fail("--answer-budget needs --report-tool (condbench-report judges the answer)")
     check_output(args.out, [("--against", args.against)] +
                  [("--workload", os.path.join(d, f)) for d, meta in load_workloads(args.workload)
-                  for f in ("pool.pt", "workload.json") + (() if "model_file" in meta else ("weights.pt",))])
+                  for f in workload_files(meta)])
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     wanted_variants = [v for v in args.variants.split(",") if v]
@@ -225,6 +229,17 @@ def main():
     cases, notes = [], []
     for directory, meta in load_workloads(args.workload):
         config = meta["config"]
+        if config["family"] == "decoder":  # docs/design.md §8: one generated token an iteration
+            found, skipped_here = decoder_peer.cases(directory, meta, args.device, wanted_variants, wanted_scenarios,
+                                                     sync)
+            notes += skipped_here
+            for case in found:
+                case["sync"] = sync
+                case["name"] = benchmark_name.build(["early_exit", args.device, "python", case["variant"]],
+                                                    [case["name"], ("batch", 1)] + [tuple(a) for a in meta["name_axes"]])
+                case["iterations"] = iterations_for(case, args.min_time)
+                cases.append(case)
+            continue
         model = load_model(os.path.join(directory, "weights.pt"), config, args.device) if "model_file" not in meta \
             else load_model_file(meta["model_file"], args.device)
         pool_all = torch.load(os.path.join(directory, "pool.pt")).to(args.device)
@@ -289,6 +304,13 @@ def main():
     print(f"wrote {args.out}")
 
 
+def workload_files(meta):
+    """The files of an exported model the peer reads."""
+    if meta["config"].get("family") == "decoder":
+        return ("prompts.pt", "workload.json", "weights.pt")
+    return ("pool.pt", "workload.json") + (() if "model_file" in meta else ("weights.pt",))
+
+
 def check_output(path, inputs):
     """condbench's output policy (include/condbench/output_file.h) for the peer's --out, before
     anything runs: absent or a regular file (never a link, FIFO, device or socket), in a folder that
@@ -351,6 +373,8 @@ class Document:
                 "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda or "none",
                 "device_name": device_name, "cpu_model": cpu_model(), "threads": str(torch.get_num_threads()),
                 **{f"strategy:{args.device}/python/{name}": summary for name, summary in SUMMARIES.items()},
+                **{f"decoder strategy:{args.device}/python/{name}": summary
+                   for name, summary in decoder_peer.SUMMARIES.items()},
                 **{f"strategy:{args.device}/python/{name}_twin":
                    f"the same code as {name}, run twice (CONDBENCH_TEST_TWIN)" for name in twins},
                 **({"condbench_test_twin": os.environ["CONDBENCH_TEST_TWIN"]} if twins else {}),
