@@ -593,15 +593,10 @@ std::map<std::string, std::map<std::string, double>> primitive_floors(const std:
 
 std::optional<double> CpuLimits::read_rate(double bytes) const {
   if (read.empty()) return std::nullopt;
-  std::optional<double> rate;
-  const Read* largest_no_larger = nullptr;
-  for (const Read& r : read) {
-    if (r.bytes > bytes) continue;
-    largest_no_larger = &r;
-    if (4 * r.bytes > bytes) rate = std::max(rate.value_or(0.0), r.bytes_per_us);
-  }
-  if (rate) return rate;
-  return largest_no_larger ? largest_no_larger->bytes_per_us : read.front().bytes_per_us;
+  const Read* largest_no_larger = &read.front();  // `read` is sorted by size
+  for (const Read& r : read)
+    if (r.bytes <= bytes) largest_no_larger = &r;
+  return largest_no_larger->bytes_per_us;
 }
 
 std::map<std::string, CpuLimits> cpu_limits(const std::vector<ResultFile>& files) {

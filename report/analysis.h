@@ -236,11 +236,10 @@ struct CpuLimits {
   std::vector<Read> read;              // by buffer size
   std::optional<double> flops_per_us;  // fma_peak
   std::optional<double> torch_op_us;   // torch_op: one LibTorch operator call
-  // Bytes per µs for a strategy that reads `bytes` per inference: the fastest read of a buffer
-  // no larger than that and more than a quarter of it (a smaller buffer is read at least as fast,
-  // so the floor stays a floor; a buffer just under a cache's edge reads slower than the cache
-  // allows on a shared machine, and taking only it put fused below its floor); else the rate of
-  // the largest buffer no larger; else the smallest buffer's.
+  // Bytes per µs for a strategy that reads `bytes` per inference: the rate of the largest buffer
+  // no larger than that (a smaller buffer is read at least as fast, so the floor stays a floor; the
+  // closest one is the tightest), else the smallest buffer's. The primitive's own noise carries
+  // over: a strategy can read a few percent faster than the buffer below it ("× floor" of 0.9).
   std::optional<double> read_rate(double bytes) const;
 };
 // By device label, for the devices whose run has CPU primitives.

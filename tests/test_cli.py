@@ -422,7 +422,7 @@ class BenchmarkOutput(unittest.TestCase):
 
     def test_the_cpu_floors_ran_with_what_the_report_divides_by(self):
         reads = [b for name, b in self.primitives.items() if name.startswith("primitive/cpu/read_bandwidth_")]
-        self.assertEqual(len(reads), 10)
+        self.assertEqual(len(reads), 13)
         for b in reads:
             self.assertGreater(b["bytes"], 0, b["run_name"])
         self.assertGreater(self.primitives["primitive/cpu/fma_peak/real_time"]["flops"], 0)
@@ -581,7 +581,8 @@ class BenchmarkOutput(unittest.TestCase):
         # the CPU floors run with every CPU suite, first
         primitives = [f"primitive/cpu/{p}/real_time" for p in
                       [f"read_bandwidth_{size}" for size in ["16KiB", "64KiB", "256KiB", "1MiB", "2MiB", "4MiB",
-                                                             "8MiB", "16MiB", "64MiB", "256MiB"]]
+                                                             "8MiB", "16MiB", "24MiB", "32MiB", "48MiB", "64MiB",
+                                                             "256MiB"]]
                       + ["fma_peak", "torch_op"]]
         self.assertEqual(result.stdout.split()[:len(primitives)], primitives)
 

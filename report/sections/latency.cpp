@@ -130,8 +130,8 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
   if (any_limits)
     legend.push_back(
         "floor (µs): the least one core can take for what the strategy did, from this run's CPU primitives: "
-        "the larger of bytes_read over the read bandwidth (the fastest read of a buffer between a quarter of "
-        "those bytes and all of them) and "
+        "the larger of bytes_read over the read bandwidth (the read of the largest buffer no larger than "
+        "those bytes) and "
         "flops_executed over fma_peak, plus launches × torch_op for the torch engine; bound: which of the three "
         "dominates; × floor: the median over the floor (1× is the machine's limit; with more threads than one a "
         "strategy can go below it)");

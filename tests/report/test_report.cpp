@@ -945,23 +945,26 @@ TEST(Floors, TheRateOfTheLargestBufferNoLargerThanTheBytes) {
   EXPECT_EQ(l.read[0].primitive, "read_bandwidth_1MiB");  // sorted by size, not by name or order
   EXPECT_DOUBLE_EQ(*l.read_rate(1000), 100);              // below every buffer: the smallest one's rate
   EXPECT_DOUBLE_EQ(*l.read_rate(1048576), 100);
-  EXPECT_DOUBLE_EQ(*l.read_rate(67108863), 100);  // no buffer within 4x: the largest no larger
+  EXPECT_DOUBLE_EQ(*l.read_rate(67108863), 100);  // just under 64 MiB: the 1 MiB buffer's rate
   EXPECT_DOUBLE_EQ(*l.read_rate(67108864), 10);
   EXPECT_DOUBLE_EQ(*l.read_rate(1e12), 10);
   EXPECT_DOUBLE_EQ(*l.flops_per_us, 1000);
   EXPECT_DOUBLE_EQ(*l.torch_op_us, 0.5);
 }
 
-TEST(Floors, TheFastestReadOfABufferWithinAQuarterOfTheBytes) {
-  // 8 MiB read slower than 4 MiB and 16 MiB slower still, as at a cache's edge on a shared machine
+TEST(Floors, TheClosestBufferBelowNotAFasterSmallerOne) {
+  // Past the last-level cache the rate halves: a 25 MiB step is read at the 24 MiB buffer's rate,
+  // not at the 8 MiB one's, which would make its floor half what the machine can do.
   ResultFile f;
-  f.series = {primitive("read_bandwidth_4MiB", 4194304.0 / 60, {{"bytes", 4194304}}),
-              primitive("read_bandwidth_8MiB", 8388608.0 / 40, {{"bytes", 8388608}}),
-              primitive("read_bandwidth_16MiB", 16777216.0 / 20, {{"bytes", 16777216}})};
+  f.series = {primitive("read_bandwidth_8MiB", 8388608.0 / 80, {{"bytes", 8388608}}),
+              primitive("read_bandwidth_16MiB", 16777216.0 / 55, {{"bytes", 16777216}}),
+              primitive("read_bandwidth_24MiB", 25165824.0 / 40, {{"bytes", 25165824}}),
+              primitive("read_bandwidth_32MiB", 33554432.0 / 33, {{"bytes", 33554432}})};
   const CpuLimits l = cpu_limits({f}).begin()->second;
-  EXPECT_DOUBLE_EQ(*l.read_rate(8.7e6), 60);   // 4 and 8 MiB both within a quarter: the faster
-  EXPECT_DOUBLE_EQ(*l.read_rate(16.8e6), 40);  // 8 and 16 MiB: 4 MiB is less than a quarter
-  EXPECT_DOUBLE_EQ(*l.read_rate(1e9), 20);
+  EXPECT_DOUBLE_EQ(*l.read_rate(8.7e6), 80);
+  EXPECT_DOUBLE_EQ(*l.read_rate(26.3e6), 40);
+  EXPECT_DOUBLE_EQ(*l.read_rate(33554432), 33);
+  EXPECT_DOUBLE_EQ(*l.read_rate(1e9), 33);
   EXPECT_FALSE(l.flops_per_us);  // not measured: no compute floor, so no floor at all
 }
 
