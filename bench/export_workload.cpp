@@ -13,6 +13,7 @@
 #include <set>
 #include <vector>
 
+#include "condbench/agreement.h"
 #include "condbench/error.h"
 #include "condbench/flops.h"
 #include "condbench/output_file.h"
@@ -135,6 +136,8 @@ std::vector<std::string> export_decoder_workloads(const std::vector<DecoderCase>
       meta["name_axes"] = config.name_axes();
       meta["tag"] = name;
       meta["weight_seed"] = kDefaultWeightSeed;
+      // When the peer's decode loops agree with the module's decoding: condbench-infer's rule, as data.
+      meta["agreement"]["relative_tolerance"] = kAgreementRelativeTolerance;
       for (const Scenario& scenario : entry.second)
         meta["thresholds"][scenario.str()] = decoder_thresholds(config, scenario);
       write_json(in / "workload.json", meta);

@@ -354,12 +354,18 @@ class PythonPeerDecoder(unittest.TestCase):
         runs = {b["run_name"]: b for b in data["benchmarks"] if b["run_type"] == "iteration"}
         axes = "batch:1/model:decoder/vocab:37/d_model:24/heads:2/layers:4/ffn:40/context:24/exit_every:2/prompt:5/" \
                "generate:6/blocks:1"
-        self.assertEqual(len(runs), 6)  # two loops x three scenarios
-        eager_final = runs[f"early_exit/cpu/python/py_eager_if/exit:2/{axes}"]
-        self.assertEqual((eager_final["host_syncs"], eager_final["exit_2"]), (1.0, 1.0))
-        masked_first = runs[f"early_exit/cpu/python/py_masked/exit:1/{axes}"]
-        self.assertEqual((masked_first["host_syncs"], masked_first["exit_1"]), (0.0, 1.0))
-        self.assertIn("decoder strategy:cpu/python/py_eager_if", data["context"])
+        loops = ["py_eager_if", "py_masked", "py_cond", "py_cond_compile", "py_masked_compile"]
+        self.assertEqual(set(runs), {f"early_exit/cpu/python/{loop}/{scenario}/{axes}" for loop in loops
+                                     for scenario in ["exit:1", "exit:2", "mix:uniform"]})
+        for loop in loops:  # the host reads one decision per exit reached where it decides
+            host = loop in ("py_eager_if", "py_cond", "py_cond_compile")
+            final, first = runs[f"early_exit/cpu/python/{loop}/exit:2/{axes}"], \
+                runs[f"early_exit/cpu/python/{loop}/exit:1/{axes}"]
+            self.assertEqual((final["host_syncs"], final["exit_2"]), (1.0 if host else 0.0, 1.0), loop)
+            self.assertEqual((first["host_syncs"], first["exit_1"]), (1.0 if host else 0.0, 1.0), loop)
+            mix = runs[f"early_exit/cpu/python/{loop}/mix:uniform/{axes}"]
+            self.assertAlmostEqual(mix["exit_1"] + mix["exit_2"], 1.0, loop)
+            self.assertIn(f"decoder strategy:cpu/python/{loop}", data["context"])
         report = os.path.join(self.tmp.name, "report")
         result = subprocess.run([REPORT, "--out", report, out], capture_output=True, text=True, timeout=120)
         self.assertEqual(result.returncode, 0, result.stderr)

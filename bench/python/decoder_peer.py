@@ -7,23 +7,29 @@ with a key/value cache the way generation loops keep one:
                state propagation); one host read per exit reached.
   py_masked    every layer and every exit's head, the token's state frozen with torch.where once it
                left (the deeper layers then write keys and values projected from it); no host read.
+  py_cond      per token, nested torch.cond: at each exit, cond(confidence > t, propagate and leave,
+               the next layers); the cache is an operand of every branch, written functionally at a
+               one-hot position over fixed-size buffers (torch.cond refuses mutated inputs).
+  py_cond_compile, py_masked_compile
+               py_cond's step and masking's, both over the same fixed-size cache, under
+               torch.compile (thresholds and position are tensors: one compile serves every token
+               and scenario).
 
 Each variant is first checked against decoder.generate, the module's own decoding without a cache,
 on every sequence it will time: a variant that differs is not timed, and says where. peer.py times
 the cases: one iteration is one generated token, a new sequence's prefill outside the timed region.
 """
+import functools
 import os
 import time
+from typing import Callable, NamedTuple
 
 import torch
 from torch.nn import functional as F
 
 import decoder
+import early_exit
 
-SUMMARIES = {
-    "py_eager_if": "per token, the host reads each exit's confidence (.item()) and breaks; skipped layers propagate",
-    "py_masked": "per token, every layer and head; the token's state frozen with torch.where once it left",
-}
 
 
 def cached_layer(layer, h, keys, values, position, heads):
@@ -57,8 +63,9 @@ def eager_if_step(model, token, position, cache, thresholds, heads, places):
             if torch.softmax(logits, -1).max().item() > thresholds[e]:  # the host reads the decision
                 for m in range(l + 1, len(model.layers)):
                     propagate(model.layers[m], h, *cache[m], position, heads)
-                return logits.argmax(-1), e + 1
-    return model.head(model.norm(h)).argmax(-1), len(places)
+                return logits.argmax(-1), e + 1, logits
+    logits = model.head(model.norm(h))
+    return logits.argmax(-1), len(places), logits
 
 
 def masked_step(model, token, position, cache, thresholds, heads, places):
@@ -77,10 +84,142 @@ def masked_step(model, token, position, cache, thresholds, heads, places):
             left = left | fire
     final = model.head(model.norm(h))
     chosen = final if chosen is None else torch.where(left[:, None], chosen, final)
-    return chosen.argmax(-1), exit_id
+    return chosen.argmax(-1), exit_id, chosen
 
 
-STEPS = {"py_eager_if": eager_if_step, "py_masked": masked_step}
+# The fixed-size forms: the cache of layer l is (keys, values) [heads, context, head_dim], a token's
+# position a one-hot row `at` [context] and the positions it attends to `seen` [context] (0..position),
+# every write a torch.where that returns a new buffer. Shapes never change, so one trace serves every
+# position, and a torch.cond branch gets the cache as an operand and returns it.
+
+
+def write(buffer, at, row):
+    """buffer [heads, context, head_dim] with `row` [heads, head_dim] at the one-hot position `at`."""
+    return torch.where(at[None, :, None], row[:, None, :], buffer)
+
+
+def fixed_layer(layer, h, keys, values, at, seen, heads):
+    d = h.shape[-1]
+    q, k, v = layer.attn.qkv(layer.norm1(h)).chunk(3, -1)
+    keys, values = write(keys, at, k.view(heads, d // heads)), write(values, at, v.view(heads, d // heads))
+    a = F.scaled_dot_product_attention(q.view(heads, 1, d // heads), keys, values, attn_mask=seen[None, None, :])
+    x = h + layer.attn.out(a.reshape(1, d))
+    return x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x)))), keys, values
+
+
+def fixed_propagate(layer, h, keys, values, at, heads):
+    d = h.shape[-1]
+    kv = F.linear(layer.norm1(h), layer.attn.qkv.weight[d:], layer.attn.qkv.bias[d:])
+    return write(keys, at, kv[0, :d].view(heads, d // heads)), write(values, at, kv[0, d:].view(heads, d // heads))
+
+
+def confidence(logits):
+    return torch.softmax(logits, -1).amax(-1)
+
+
+def cond_step_tensors(model, heads, places, token, at, seen, thresholds, *cache):
+    """One token through nested torch.cond: (next token [1], exit id int32 [1], its logits [1, vocab],
+    the new cache as a flat tuple keys_0, values_0, keys_1, ...). Each level runs its exit's layers, then
+    cond(confidence > its threshold, leave, go on), both branches returning the deeper layers' cache."""
+    h = model.embed(token) + (at.to(model.pos.weight.dtype) @ model.pos.weight)[None, :]
+
+    def from_exit(e, h, cache, first):
+        cache = list(cache)
+        for l in range(first, places[e]):
+            h, cache[2 * (l - first)], cache[2 * (l - first) + 1] = fixed_layer(
+                model.layers[l], h, cache[2 * (l - first)], cache[2 * (l - first) + 1], at, seen, heads)
+        logits = model.head(model.norm(h))
+        if e == len(places) - 1:
+            return (logits.argmax(-1), torch.full((1,), e + 1, dtype=torch.int32, device=h.device), logits, *cache)
+        done, deeper = places[e] - first, cache[2 * (places[e] - first):]
+
+        def leave(h, logits, *deeper):
+            out = []
+            for m, l in enumerate(range(places[e], len(model.layers))):
+                out += fixed_propagate(model.layers[l], h, deeper[2 * m], deeper[2 * m + 1], at, heads)
+            # logits.clone(): torch.cond refuses a branch output that is one of its inputs
+            return (logits.argmax(-1), torch.full((1,), e + 1, dtype=torch.int32, device=h.device), logits.clone(),
+                    *out)
+
+        def go_on(h, logits, *deeper):
+            return from_exit(e + 1, h, deeper, places[e])
+
+        token, exit_id, chosen, *deeper = torch.cond(confidence(logits)[0] > thresholds[e], leave, go_on,
+                                             (h, logits, *deeper))
+        return (token, exit_id, chosen, *cache[:2 * done], *deeper)
+
+    return from_exit(0, h, cache, 0)
+
+
+def masked_step_tensors(model, heads, places, token, at, seen, thresholds, *cache):
+    """masked_step over the fixed-size cache: every layer and head, no host read."""
+    h = model.embed(token) + (at.to(model.pos.weight.dtype) @ model.pos.weight)[None, :]
+    cache, left = list(cache), torch.zeros(1, dtype=torch.bool, device=h.device)
+    exit_id = torch.full((1,), len(places), dtype=torch.int32, device=h.device)
+    chosen = None
+    for l, layer in enumerate(model.layers):
+        ran, cache[2 * l], cache[2 * l + 1] = fixed_layer(layer, h, cache[2 * l], cache[2 * l + 1], at, seen, heads)
+        h = torch.where(left[:, None], h, ran)
+        if l + 1 in places[:-1]:
+            e = places.index(l + 1)
+            logits = model.head(model.norm(h))
+            fire = (confidence(logits) > thresholds[e]) & ~left
+            chosen = logits if chosen is None else torch.where(fire[:, None], logits, chosen)
+            exit_id = torch.where(fire, e + 1, exit_id)
+            left = left | fire
+    final = model.head(model.norm(h))
+    chosen = final if chosen is None else torch.where(left[:, None], chosen, final)
+    return (chosen.argmax(-1), exit_id, chosen, *cache)
+
+
+class FixedStep:
+    """A Generator step over the fixed-size cache: the list `cache` of (keys [1, heads, context, hd],
+    values) is replaced, layer by layer, by the buffers the step returns. The one-hot positions and
+    the thresholds as a tensor are made once, outside the timed region."""
+
+    def __init__(self, body, compiled):
+        self.body, self.compiled = body, compiled
+        early_exit.allow_recompiles()
+        self.fn, self.tables = None, {}
+
+    def __call__(self, model, token, position, cache, thresholds, heads, places):
+        if self.fn is None:
+            fn = functools.partial(self.body, model, heads, places)
+            self.fn = torch.compile(fn, dynamic=False) if self.compiled else fn
+        key = (tuple(thresholds), cache[0][0].device)
+        if key not in self.tables:
+            context, device = cache[0][0].shape[2], cache[0][0].device
+            positions = torch.arange(context, device=device)
+            self.tables[key] = (torch.tensor(thresholds, device=device),
+                                [(positions == p, positions <= p) for p in range(context)])
+        limits, rows = self.tables[key]
+        at, seen = rows[position]
+        flat = [b[0] for pair in cache for b in pair]
+        token, exit_id, logits, *flat = self.fn(token, at, seen, limits, *flat)
+        cache[:] = [(flat[2 * l][None], flat[2 * l + 1][None]) for l in range(len(cache))]
+        return token, exit_id, logits
+
+
+class Variant(NamedTuple):
+    summary: str          # the glossary's line (peer.py writes it into the results' context)
+    make: Callable        # the variant's step, made once: its scenarios share it (and its compile)
+    host_decides: bool    # one host read per exit reached (eager torch.cond, and Inductor's lowering
+                          # of it, decide on the host at each cond reached)
+
+
+VARIANTS = {
+    "py_eager_if": Variant("per token, the host reads each exit's confidence (.item()) and breaks; skipped layers "
+                           "propagate", lambda: eager_if_step, True),
+    "py_masked": Variant("per token, every layer and head; the token's state frozen with torch.where once it left",
+                         lambda: masked_step, False),
+    "py_cond": Variant("per token, nested torch.cond in eager mode, the cache an operand of every branch: each exit "
+                       "decided on the host", lambda: FixedStep(cond_step_tensors, compiled=False), True),
+    "py_cond_compile": Variant("py_cond's step under torch.compile",
+                               lambda: FixedStep(cond_step_tensors, compiled=True), True),
+    "py_masked_compile": Variant("masking over fixed-size cache buffers (a one-hot position) under torch.compile",
+                                 lambda: FixedStep(masked_step_tensors, compiled=True), False),
+}
+SUMMARIES = {name: v.summary for name, v in VARIANTS.items()}
 
 
 class Generator:
@@ -106,12 +245,13 @@ class Generator:
         self.token, self.made = prompt[-1:], 0
 
     def next(self):
-        """One generated token: (token, exit id)."""
-        token, exit_id = self.step(self.model, self.token, len(self.prompts[0]) - 1 + self.made, self.cache,
-                                   self.thresholds, self.heads, self.places)
+        """One generated token: (token, exit id, the logits it was chosen from)."""
+        token, exit_id, logits = self.step(self.model, self.token, len(self.prompts[0]) - 1 + self.made,
+                                           self.cache, self.thresholds, self.heads, self.places)
         self.token, self.made = token, self.made + 1
-        return token, exit_id
+        return token, exit_id, logits
 
+    @torch.no_grad()  # as the module's users generate: no autograd record of the weights' use
     def timed(self, n, sync):
         """Seconds of n generated tokens; a sequence's prefill is not counted."""
         total = 0.0
@@ -126,6 +266,13 @@ class Generator:
         return total
 
 
+def agree(logits, expected, relative_tolerance):
+    """condbench's agreement (include/condbench/agreement.h, whose tolerance the workload carries):
+    every logit within the tolerance times the larger of its own magnitude and the row's largest."""
+    scale = torch.maximum(expected.abs(), expected.abs().amax()).clamp_min(1e-30)
+    return bool(((logits.double() - expected.double()).abs() <= relative_tolerance * scale.double()).all())
+
+
 @torch.no_grad()
 def cases(directory, meta, device, wanted_variants, wanted_scenarios, sync):
     """The decoder's cases for peer.py (each times itself: case["loop"](n)), and notes on what did not run."""
@@ -135,28 +282,37 @@ def cases(directory, meta, device, wanted_variants, wanted_scenarios, sync):
     model = model.to(device).eval()
     prompts = torch.load(os.path.join(directory, "prompts.pt")).to(device)
     found, notes = [], []
-    for name, step in STEPS.items():
+    for name, variant in VARIANTS.items():
         if wanted_variants and name not in wanted_variants:
             continue
+        step = variant.make()
         for scenario, values in meta["thresholds"].items():
             if wanted_scenarios and scenario not in wanted_scenarios:
                 continue
             thresholds = [float(t) for t in values]
+            tolerance = float(meta["agreement"]["relative_tolerance"])
             generator = Generator(model, prompts, step, thresholds, config, device)
             # Correct before it is fast: every sequence against the module's own cache-free decoding.
             exits, why = [], None
             for s in range(len(prompts)):
                 generator.start()
                 made = [generator.next() for _ in range(config["generate"])]
-                tokens = [int(t) for t, _ in made]
-                ids = [int(e) for _, e in made]
-                ref_tokens, ref_exits, _ = decoder.generate(model.cpu(), prompts[s].tolist(), config["generate"],
-                                                            thresholds, config["heads"], config["exit_every"])
+                tokens = [int(t) for t, _, _ in made]
+                ids = [int(e) for _, e, _ in made]
+                ref_tokens, ref_exits, ref_logits = decoder.generate(model.cpu(), prompts[s].tolist(),
+                                                                     config["generate"], thresholds, config["heads"],
+                                                                     config["exit_every"])
                 model.to(device)
-                if (tokens, ids) != (ref_tokens, ref_exits):
-                    t = next(i for i in range(len(ids)) if (tokens[i], ids[i]) != (ref_tokens[i], ref_exits[i]))
-                    why = (f"differs from the module's cache-free decoding on sequence {s} at token {t}: "
-                           f"token {tokens[t]} at exit {ids[t]}, the module's {ref_tokens[t]} at exit {ref_exits[t]}")
+                for t, (_, _, logits) in enumerate(made):
+                    if (tokens[t], ids[t]) != (ref_tokens[t], ref_exits[t]):
+                        why = (f"token {tokens[t]} at exit {ids[t]}, the module's {ref_tokens[t]} at exit "
+                               f"{ref_exits[t]}")
+                    elif not agree(logits.reshape(-1).cpu(), ref_logits[t], tolerance):
+                        why = f"logits off by {float((logits.reshape(-1).cpu() - ref_logits[t]).abs().max()):.3g}"
+                    if why:
+                        why = f"differs from the module's cache-free decoding on sequence {s} at token {t}: {why}"
+                        break
+                if why:
                     break
                 exits += ids
             if why:
@@ -164,7 +320,7 @@ def cases(directory, meta, device, wanted_variants, wanted_scenarios, sync):
                 continue
             kind, _, value = scenario.partition(":")
             places = decoder.exit_layers(config["layers"], config["exit_every"])
-            host_reads = (lambda e, n=len(places): min(e, n - 1)) if name == "py_eager_if" else (lambda e: 0)
+            host_reads = (lambda e, n=len(places): min(e, n - 1)) if variant.host_decides else (lambda e: 0)
             found.append({"loop": (lambda n, g=generator: g.timed(n, sync)), "exits": exits,
                           "host_syncs": host_reads, "blocks": len(places) - 1, "name": (kind, value), "variant": name})
     return found, notes

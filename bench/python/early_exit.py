@@ -159,6 +159,16 @@ class ExportableCond(NestedCond):
         return self.stage(0, x, thresholds)
 
 
+def allow_recompiles():
+    """Raise dynamo's recompile limit (8 per code object) to 256. A process of the peer runs one
+    code object for many things: BlocksCompile's stages share one forward, and eager torch.cond
+    traces every branch through one wrapper, each nested level and each variant one more entry.
+    Past the limit a compiled unit quietly runs eager, or retraces inside a timed repetition."""
+    config = torch._dynamo.config
+    name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+    setattr(config, name, max(getattr(config, name), 256))
+
+
 class Stage(nn.Module):
     """Block k and its exit head, and the exit test: one compiled unit of BlocksCompile."""
 
@@ -179,11 +189,7 @@ class BlocksCompile:
 
     def __init__(self, model):
         self.model = model
-        # Every Stage shares one forward, which dynamo compiles once per stage (and per model in a
-        # process that runs several): past its recompile limit (8) a stage would quietly run eager.
-        config = torch._dynamo.config
-        name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
-        setattr(config, name, max(getattr(config, name), 256))
+        allow_recompiles()
         self.stages = [torch.compile(Stage(model, k)) for k in range(model.blocks)]
         self.final = torch.compile(model.final)
 
