@@ -406,12 +406,22 @@ std::vector<AnswerQuestion> answer_questions(const Group& g) {
       return std::make_pair(a, b);
     };
   };
+  const auto fastest_two = [&g](const std::vector<std::string>& options) {
+    return [&g, options](const std::string& scenario) -> Pair {
+      const std::vector<std::string> ranked = by_median(g, options, scenario);
+      if (ranked.size() < 2) return std::nullopt;
+      return std::make_pair(ranked[0], ranked[1]);
+    };
+  };
   if (decodes(g)) {
     const std::string where = "On " + g.device_label + " at batch " + std::to_string(g.batch) + " (" + g.model_text() +
                               "), per generated token, ";
     ask(where + "the host's if (eager_host) against masking every row (masked)", both(kEagerHost, "torch/masked"));
     ask(where + "in Python, the host's if (py_eager_if, .item() at each exit) against masking (py_masked)",
         both("python/py_eager_if", "python/py_masked"));
+    ask(where + "in Python, nested torch.cond (py_cond) against the host's if (py_eager_if)",
+        both("python/py_cond", "python/py_eager_if"));
+    ask(where + "the fastest way to write it with PyTorch", fastest_two(python));
     ask(where + "the fastest way written against the host's if", [&](const std::string& scenario) -> Pair {
       const std::vector<std::string> ranked = by_median(g, g.strategies, scenario);
       if (ranked.empty() || ranked[0] == kEagerHost || !g.cell(kEagerHost, scenario)) return std::nullopt;
@@ -424,11 +434,7 @@ std::vector<AnswerQuestion> answer_questions(const Group& g) {
   for (const std::string& s : g.strategies)
     if (!is_pytorch_option(s)) others.push_back(s);
   ask("On " + g.device_label + " at batch 1 (" + g.model_text() + "), the fastest way to write it with PyTorch",
-      [&](const std::string& scenario) -> Pair {
-        const std::vector<std::string> ranked = by_median(g, python, scenario);
-        if (ranked.size() < 2) return std::nullopt;
-        return std::make_pair(ranked[0], ranked[1]);
-      });
+      fastest_two(python));
   ask("Nested torch.cond in eager mode against a plain Python if", both("python/py_cond", "python/py_eager_if"));
   // torch.cond as deployed: exported, compiled by AOTInductor, run from C++ — against eager.
   // AOTInductor lowers each torch.cond to a read of its predicate and a C++ if (through torch 2.15 at

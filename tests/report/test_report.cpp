@@ -484,7 +484,7 @@ TEST(Answer, WhatToWriteIsDecidedWhereverTheDataSupportsIt) {
   EXPECT_TRUE(answer_sentences(g).empty());
 }
 
-// A decoder (docs/design.md §8) has no PyTorch option yet: its answer is every strategy the run
+// A decoder (docs/design.md §8) without the peer: its answer is every strategy the run
 // wrote it with, per generated token, at every batch, with the host's if against masking and the
 // fastest against the host's if decided in words.
 TEST(Answer, ADecodersTableIsAtEveryBatchWithEveryStrategy) {
@@ -517,6 +517,32 @@ TEST(Answer, ADecodersTableIsAtEveryBatchWithEveryStrategy) {
   // Not a decoder at batch 8: no answer.
   g.model = {{"hidden", "64"}, {"blocks", "3"}};
   EXPECT_FALSE(answer_table(g));
+}
+
+// The peer's decode loops (batch 1) add theirs: torch.cond against the host's if, and the fastest
+// way to write it with PyTorch, beside the C++ strategies' questions.
+TEST(Answer, ADecodersPythonLoopsAreAskedTheirOwnQuestions) {
+  Group g = group_of({{{"torch/eager_host", "exit:1"}, {900, 905, 895, 902, 898}},
+                      {{"python/py_eager_if", "exit:1"}, {2000, 2010, 1990, 2005, 1995}},
+                      {{"python/py_cond", "exit:1"}, {9000, 9010, 8990, 9005, 8995}},
+                      {{"python/py_masked_compile", "exit:1"}, {700, 701, 699, 700.5, 699.5}}});
+  g.device_label = "cpu · X";
+  g.batch = 1;
+  g.model = {{"model", "decoder"}, {"d_model", "256"}, {"blocks", "3"}};
+  const std::vector<std::string> s = answer_sentences(g);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_NE(s[0].find("in Python, nested torch.cond (py_cond) against the host's if (py_eager_if): when every row "
+                      "leaves at exit 1, python/py_eager_if (2000 µs [1990–2010]) is at least 4."),
+            std::string::npos)
+      << s[0];
+  EXPECT_NE(s[1].find("the fastest way to write it with PyTorch: when every row leaves at exit 1, "
+                      "python/py_masked_compile (700 µs [699–701]) is at least 2."),
+            std::string::npos)
+      << s[1];
+  EXPECT_NE(s[2].find("the fastest way written against the host's if: when every row leaves at exit 1, "
+                      "python/py_masked_compile"),
+            std::string::npos)
+      << s[2];
 }
 
 // torch.cond deployed to C++ (engine aoti) is one of the ways a PyTorch user writes it, set against
