@@ -14,7 +14,7 @@
 #include "condbench/cuda/resources.h"
 #include "condbench/error.h"
 #include "gpu_test_support.h"
-#include "torch/cuda/graph_cond.h"
+#include "torch/cuda/conditional_graph_kernels.h"
 #include "torch/cuda/torch_graph_support.h"
 
 namespace condbench::testing {

@@ -1,5 +1,5 @@
 #include "condbench/cuda/check.h"
-#include "torch/cuda/graph_cond.h"
+#include "torch/cuda/conditional_graph_kernels.h"
 
 namespace condbench::cuda {
 

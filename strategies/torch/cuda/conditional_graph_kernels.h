@@ -1,6 +1,6 @@
 #pragma once
-// graph_cond (engine torch), runtime_api route: the one kernel it adds to the graph LibTorch's
-// ops are captured into, callable from the C++ side.
+// ConditionalGraph's runtime_api route: the one kernel it adds to the graph LibTorch's ops are
+// captured into, callable from the C++ side.
 #include <cuda_runtime_api.h>
 
 namespace condbench::cuda {

@@ -1,0 +1,131 @@
+// ConditionalGraph by either route (conditional_graph.h says which and why): the one source
+// that differs by CONDBENCH_TORCH_NATIVE_CONDITIONAL. CMakeLists.txt compiles the route the build
+// did not take too, so both compile on every change.
+#include "torch/cuda/conditional_graph.h"
+
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "condbench/cuda/check.h"
+#include "condbench/cuda/resources.h"
+#include "condbench/paired_scope.h"
+#include "torch/cuda/conditional_graph_kernels.h"
+#include "torch/cuda/torch_graph_support.h"
+
+namespace condbench {
+
+#if CONDBENCH_TORCH_NATIVE_CONDITIONAL
+
+struct ConditionalGraph::Route {
+  at::cuda::CUDAGraph graph;
+};
+
+namespace {
+class NativeBody final : public ConditionalGraph::Body {
+ public:
+  NativeBody(at::cuda::CUDAGraph& graph, const at::Tensor& predicate) : body_(graph, predicate) {}
+  void end() override { body_.end(); }
+
+ private:
+  TorchIfBody body_;
+};
+}  // namespace
+
+ConditionalGraph::ConditionalGraph(int /*levels*/) : route_(std::make_unique<Route>()) {}
+ConditionalGraph::~ConditionalGraph() = default;
+
+std::vector<at::cuda::CUDAStream> ConditionalGraph::streams(const at::cuda::CUDAStream& side) const {
+  return {side};  // the bodies' streams are LibTorch's own
+}
+
+void ConditionalGraph::capture(const at::cuda::CUDAStream& side, const std::function<void()>& body) {
+  const c10::cuda::CUDAStreamGuard on_side(side);
+  TorchGraphCapture capture(route_->graph, at::cuda::graph_pool_handle());
+  body();
+  capture.end();
+}
+
+std::unique_ptr<ConditionalGraph::Body> ConditionalGraph::open_if(const at::Tensor& predicate, int /*level*/) {
+  return std::make_unique<NativeBody>(route_->graph, predicate);
+}
+
+void ConditionalGraph::launch() { route_->graph.replay(); }
+
+#else
+
+struct ConditionalGraph::Route {
+  // One stream of its own per nesting level (LibTorch's stream pool would repeat after 32).
+  std::vector<cuda::Stream> owned;
+  std::vector<at::cuda::CUDAStream> levels;  // the same streams, as LibTorch sees them
+  GraphMemoryPool pool;                      // declared before the graph: released after it is destroyed
+  cuda::Graph graph;
+  cuda::GraphExec exec;
+};
+
+namespace {
+// An IF body captured on its level's stream: the capture scope, and that stream made current for
+// LibTorch; closed (or, on unwinding, abandoned) in reverse order.
+class RuntimeBody final : public ConditionalGraph::Body {
+ public:
+  RuntimeBody(const at::cuda::CUDAStream& stream, cudaGraph_t graph) : capture_(stream.stream(), graph), current_(stream) {}
+  void end() override { capture_.end(); }
+
+ private:
+  cuda::CaptureScope capture_;
+  c10::cuda::CUDAStreamGuard current_;
+};
+}  // namespace
+
+ConditionalGraph::ConditionalGraph(int levels) : route_(std::make_unique<Route>()) {
+  for (int level = 0; level < levels; ++level) {
+    route_->owned.push_back(cuda::make_stream());
+    route_->levels.push_back(
+        at::cuda::getStreamFromExternal(route_->owned.back().get(), c10::cuda::current_device()));
+  }
+}
+ConditionalGraph::~ConditionalGraph() = default;
+
+std::vector<at::cuda::CUDAStream> ConditionalGraph::streams(const at::cuda::CUDAStream& side) const {
+  std::vector<at::cuda::CUDAStream> all{side};
+  all.insert(all.end(), route_->levels.begin(), route_->levels.end());
+  return all;
+}
+
+void ConditionalGraph::capture(const at::cuda::CUDAStream& side, const std::function<void()>& body) {
+  const c10::cuda::CUDAStreamGuard on_side(side);
+  std::vector<cudaStream_t> ours;
+  for (const at::cuda::CUDAStream& stream : streams(side)) ours.push_back(stream.stream());
+  const std::unique_ptr<PairedScope> routing = route_->pool.route([ours](cudaStream_t stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    return std::find(ours.begin(), ours.end(), stream) != ours.end() &&
+           cudaStreamIsCapturing(stream, &status) == cudaSuccess && status == cudaStreamCaptureStatusActive;
+  });
+  cuda::CaptureScope capture(side.stream());
+  body();
+  route_->graph = cuda::Graph(capture.end());
+  routing->close();
+  route_->exec = cuda::instantiate(route_->graph);
+}
+
+std::unique_ptr<ConditionalGraph::Body> ConditionalGraph::open_if(const at::Tensor& predicate, int level) {
+  if (level < 1 || level > static_cast<int>(route_->levels.size()))
+    throw std::logic_error("ConditionalGraph: an IF body " + std::to_string(level) + " deep in a graph made for " +
+                           std::to_string(route_->levels.size()));
+  const cudaStream_t parent = at::cuda::getCurrentCUDAStream().stream();
+  const cudaGraphConditionalHandle handle = cuda::make_condition(parent);
+  cuda::launch_set_condition_from(handle, predicate.data_ptr<bool>(), parent);
+  const cudaGraph_t body = cuda::add_conditional(parent, handle, cudaGraphCondTypeIf);
+  return std::make_unique<RuntimeBody>(route_->levels[level - 1], body);
+}
+
+void ConditionalGraph::launch() {
+  CONDBENCH_CUDA_CHECK(cudaGraphLaunch(route_->exec.get(), at::cuda::getCurrentCUDAStream().stream()));
+}
+
+#endif
+
+}  // namespace condbench
