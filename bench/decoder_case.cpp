@@ -151,7 +151,7 @@ DecodeRecord record_sequences(DecoderStrategy& strategy, const std::vector<at::T
     for (int t = 0; t < c.config.generate; ++t) {
       const DecodeOutput& out = strategy.step(input, thresholds);
       strategy.finish();
-      const DecodeCounters& k = strategy.counters();
+      const DecodeCounters k = strategy.counters();
       rec.per_step.host_syncs += k.host_syncs;
       rec.per_step.layers_run += k.layers_run;
       rec.per_step.layers_propagated += k.layers_propagated;

@@ -132,8 +132,10 @@ DecoderSeen check_decoder(const DecoderStrategyInfo& info, const DecoderConfig& 
       const at::Tensor logits = out.logits.to(at::kCPU).contiguous();
       const DecodeCounters counters = strategy->counters();
       double heads = 0;
+      int deepest = 0;
       for (int64_t r = 0; r < batch; ++r) {
         const int exit = exit_ids[r].item<int>();
+        deepest = std::max(deepest, exit);
         const int64_t token = tokens[r].item<int64_t>();
         DecoderReferenceStep ref = refs[r].step(inputs[r], scenario.thresholds);
         if (exit != ref.exit) {
@@ -167,6 +169,9 @@ DecoderSeen check_decoder(const DecoderStrategyInfo& info, const DecoderConfig& 
       if (info.computes_every_row) {
         EXPECT_EQ(counters.layers_run, static_cast<double>(batch) * c.layers);
         EXPECT_EQ(counters.heads_run, static_cast<double>(batch) * c.num_exits());
+      } else if (info.skips_when_all_left) {  // the batch runs as deep as its deepest row, no deeper
+        EXPECT_EQ(counters.layers_run, static_cast<double>(batch) * c.exit_layer(deepest)) << "step " << t;
+        EXPECT_EQ(counters.heads_run, static_cast<double>(batch) * deepest) << "step " << t;
       } else {
         EXPECT_EQ(counters.heads_run, heads);
       }

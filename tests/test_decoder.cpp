@@ -14,6 +14,7 @@
 #include "condbench/decoder/strategy.h"
 #include "condbench/decoder/torch_decoder.h"
 #include "condbench/error.h"
+#include "decoder/torch/conditional_step.h"
 #include "decoder/torch/masked_step.h"
 #include "decoder_check.h"
 
@@ -92,6 +93,68 @@ TEST(DecoderStrategy, RefusesAStepBeforeStartAndPastTheContext) {
     for (int t = 0; t < c.generate; ++t) strategy->step(at::zeros({1}, at::kLong), never);
     EXPECT_THROW(strategy->step(at::zeros({1}, at::kLong), never), Error) << info->key();
   }
+}
+
+// graph_cond's step (CUDA: IF nodes at each exit) with its branches decided on the host instead:
+// the same fixed-size step, the same in-place outputs and device-side counts, so the CPU checks
+// what the graph will compute. Not registered: it is no strategy of its own.
+class HostDecidedConditionalStep final : public DecoderStrategy {
+ public:
+  using DecoderStrategy::DecoderStrategy;
+
+ protected:
+  void do_prepare(const DecoderModel& model, int64_t batch) override {
+    decoder_ = std::make_unique<TorchDecoder>(model, at::Device(at::kCPU));
+    cache_ = decoder_->make_cache(batch);
+    state_.allocate(model.config, batch, at::Device(at::kCPU));
+  }
+  void do_start(const at::Tensor& prompt) override {
+    cache_ = decoder_->make_cache(prompt.size(0));
+    decoder_->prefill(prompt.narrow(1, 0, prompt.size(1) - 1), cache_);
+  }
+  const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
+    const at::Tensor where = at::full({1}, position, at::kLong), visible = decoder_->visible_through(where);
+    conditional_step(
+        *decoder_, decoder_->embed_at(input, where), state_,
+        [&](int l, const at::Tensor& h) { return decoder_->layer_at(l, h, cache_, where, visible); },
+        [&](int l, const at::Tensor& h) { decoder_->propagate_at(l, h, cache_, where); },
+        [&](int exit) { return at::scalar_tensor(thresholds[exit - 1]); },
+        [](const at::Tensor& predicate, int /*depth*/, const auto& body) {
+          if (predicate.item<bool>()) body();
+        });
+    output_ = {state_.logits.argmax(-1), state_.exit_id.clone(), state_.logits.clone()};
+    return output_;
+  }
+  void do_read_device_counters(DecodeCounters& counted) const override {
+    const double b = static_cast<double>(state_.left.size(0));
+    counted.layers_run = b * state_.ran[0].item<int>();
+    counted.layers_propagated = b * config().layers - counted.layers_run;
+    counted.heads_run = b * state_.ran[1].item<int>();
+    counted.flops_executed = counted.bytes_read = 1;  // the CUDA strategy's formulas are not what this checks
+  }
+
+ private:
+  std::unique_ptr<TorchDecoder> decoder_;
+  KvCache cache_;
+  ConditionalStepState state_;
+  DecodeOutput output_;
+};
+
+TEST(DecoderConditionalStep, MatchesTheReferenceWithItsBranchesDecidedOnTheHost) {
+  const DecoderConfig c = small_decoder();
+  const FlatParameters params = seeded_decoder_parameters(c, 5);
+  DecoderStrategyInfo info{"graph_cond_step",
+                           Engine::torch,
+                           Device::cpu,
+                           "graph_cond's step, decided on the host",
+                           [] { return std::make_unique<HostDecidedConditionalStep>(Device::cpu); },
+                           &DecoderStrategy::supports};
+  info.skips_when_all_left = true;
+  for (const int64_t batch : {1, 4, 16})
+    for (const DecoderCase& scenario : decoder_cases(c, params)) check_decoder(info, c, params, batch, scenario);
+  const DecoderConfig odd = odd_decoder();
+  const FlatParameters odd_params = seeded_decoder_parameters(odd, 9);
+  for (const int k : {1, 2, 3}) check_decoder(info, odd, odd_params, 4, forced_decoder_case(odd, k));
 }
 
 // masked_graph's step (CUDA) runs over fixed-size tensors: the position a tensor, the keys and

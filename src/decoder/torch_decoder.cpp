@@ -141,6 +141,13 @@ void TorchDecoder::propagate(int l, const at::Tensor& h, KvCache& cache, const a
   write(cache, l, rows, position, k, v);
 }
 
+void TorchDecoder::propagate_at(int l, const at::Tensor& h, KvCache& cache, const at::Tensor& position) const {
+  const Layer& w = layers_[l];
+  const auto [k, v] = keys_values(w, at::layer_norm(h, {config_.d_model}, w.norm1_w, w.norm1_b, kNormEps));
+  cache.k[l].index_copy_(2, position, k);
+  cache.v[l].index_copy_(2, position, v);
+}
+
 at::Tensor TorchDecoder::logits(const at::Tensor& h) const {
   return at::linear(at::layer_norm(h, {config_.d_model}, norm_w_, norm_b_, kNormEps), head_w_);
 }

@@ -59,8 +59,12 @@ class DecoderStrategy {
   // What a strategy says of itself, declared as a static member of its own (checked by the tests):
   // the host reads each exit's decision (host_syncs counts them)...
   static constexpr bool kHostDecides = false;
-  // ...or every layer and every exit's head run for every row, whatever the decisions.
+  // ...or every layer and every exit's head run for every row, whatever the decisions...
   static constexpr bool kComputesEveryRow = false;
+  // ...or, decided on the device, the layers and heads past an exit run for the whole batch while
+  // any row still runs, and are skipped when none does (heads_run is then the batch times the
+  // deepest exit any row reached).
+  static constexpr bool kSkipsOnDeviceWhenAllLeft = false;
 
   // Everything that allocates or uploads: caches for `batch` rows of config.context positions.
   void prepare(const DecoderModel& model, int64_t batch) {
@@ -89,7 +93,13 @@ class DecoderStrategy {
   }
   // Waits for the last step's result: nothing on the CPU.
   virtual void finish() {}
-  const DecodeCounters& counters() const { return record_; }  // the last step's
+  // The last step's, after finish(): what the host recorded, and what a strategy that decides on
+  // the device reads back from it (a copy: for the untimed passes only).
+  DecodeCounters counters() const {
+    DecodeCounters counted = record_;
+    do_read_device_counters(counted);
+    return counted;
+  }
   const DecoderConfig& config() const { return config_; }
 
  protected:
@@ -98,6 +108,7 @@ class DecoderStrategy {
   // The step at `position` (prompt - 1 at step 0).
   virtual const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) = 0;
   DecodeCounters& record() { return record_; }
+  virtual void do_read_device_counters(DecodeCounters& /*counted*/) const {}
 
  private:
   Device device_;
@@ -114,8 +125,9 @@ struct DecoderStrategyInfo {
   std::string summary;
   std::function<std::unique_ptr<DecoderStrategy>()> make;
   std::function<Unsupported(const DecoderConfig&, Device, int64_t)> supports;
-  bool host_decides = false;        // DecoderStrategy::kHostDecides
-  bool computes_every_row = false;  // DecoderStrategy::kComputesEveryRow
+  bool host_decides = false;         // DecoderStrategy::kHostDecides
+  bool computes_every_row = false;   // DecoderStrategy::kComputesEveryRow
+  bool skips_when_all_left = false;  // DecoderStrategy::kSkipsOnDeviceWhenAllLeft
 
   std::string key() const;  // "cpu/torch/eager_host"
 };
@@ -124,12 +136,12 @@ struct DecoderStrategyInfo {
 std::vector<DecoderStrategyInfo>& decoder_strategies();
 bool register_decoder_strategy(DecoderStrategyInfo info);  // aborts on a second one of a key
 
-#define CONDBENCH_REGISTER_DECODER_STRATEGY(Type, name, engine, device, summary)                              \
-  static_assert(sizeof(summary) > 1 && sizeof(summary) <= 91,                                                 \
-                "a strategy's summary is one line of 1 to 90 characters");                                    \
-  static const bool CONDBENCH_CONCAT(condbench_decoder_registered_, __LINE__) =                               \
-      ::condbench::register_decoder_strategy({name, engine, device, summary,                                  \
-                                              [] { return std::make_unique<Type>(device); }, &Type::supports, \
-                                              Type::kHostDecides, Type::kComputesEveryRow})
+#define CONDBENCH_REGISTER_DECODER_STRATEGY(Type, name, engine, device, summary)                          \
+  static_assert(sizeof(summary) > 1 && sizeof(summary) <= 91,                                             \
+                "a strategy's summary is one line of 1 to 90 characters");                                \
+  static const bool CONDBENCH_CONCAT(condbench_decoder_registered_, __LINE__) =                           \
+      ::condbench::register_decoder_strategy(                                                             \
+          {name, engine, device, summary, [] { return std::make_unique<Type>(device); }, &Type::supports, \
+           Type::kHostDecides, Type::kComputesEveryRow, Type::kSkipsOnDeviceWhenAllLeft})
 
 }  // namespace condbench

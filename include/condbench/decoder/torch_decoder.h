@@ -41,6 +41,8 @@ class TorchDecoder {
   at::Tensor embed_at(const at::Tensor& tokens, const at::Tensor& position) const;
   at::Tensor layer_at(int l, const at::Tensor& h, KvCache& cache, const at::Tensor& position,
                       const at::Tensor& visible) const;
+  // Only the keys and values layer_at would write for every row's state h: the fixed-size propagate.
+  void propagate_at(int l, const at::Tensor& h, KvCache& cache, const at::Tensor& position) const;
   // `visible` for a position tensor.
   at::Tensor visible_through(const at::Tensor& position) const;
 

@@ -71,7 +71,8 @@ namespace {
 // LibTorch; closed (or, on unwinding, abandoned) in reverse order.
 class RuntimeBody final : public ConditionalGraph::Body {
  public:
-  RuntimeBody(const at::cuda::CUDAStream& stream, cudaGraph_t graph) : capture_(stream.stream(), graph), current_(stream) {}
+  RuntimeBody(const at::cuda::CUDAStream& stream, cudaGraph_t graph)
+      : capture_(stream.stream(), graph), current_(stream) {}
   void end() override { capture_.end(); }
 
  private:
@@ -83,8 +84,7 @@ class RuntimeBody final : public ConditionalGraph::Body {
 ConditionalGraph::ConditionalGraph(int levels) : route_(std::make_unique<Route>()) {
   for (int level = 0; level < levels; ++level) {
     route_->owned.push_back(cuda::make_stream());
-    route_->levels.push_back(
-        at::cuda::getStreamFromExternal(route_->owned.back().get(), c10::cuda::current_device()));
+    route_->levels.push_back(at::cuda::getStreamFromExternal(route_->owned.back().get(), c10::cuda::current_device()));
   }
 }
 ConditionalGraph::~ConditionalGraph() = default;
