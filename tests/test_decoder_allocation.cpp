@@ -48,7 +48,7 @@ namespace condbench {
 namespace {
 
 // Allocations made by `steps` decode steps of `info` at `batch` rows, after one warm sequence.
-long allocations_per_sequence(const DecoderStrategyInfo& info, int64_t batch, const std::vector<float>& thresholds) {
+DecoderConfig allocation_decoder() {
   DecoderConfig c;
   c.vocab = 64;
   c.d_model = 32;
@@ -58,6 +58,11 @@ long allocations_per_sequence(const DecoderStrategyInfo& info, int64_t batch, co
   c.context = 16;
   c.prompt = 4;
   c.generate = 8;
+  return c;
+}
+
+long allocations_per_sequence(const DecoderStrategyInfo& info, int64_t batch, const std::vector<float>& thresholds) {
+  const DecoderConfig c = allocation_decoder();
   const DecoderModel model{c, seeded_decoder_parameters(c, 3)};
   std::unique_ptr<DecoderStrategy> strategy = info.make();
   strategy->prepare(model, batch);
@@ -82,7 +87,8 @@ TEST(DecoderAllocation, TheFusedStepAllocatesNothing) {
   bool fused_seen = false;
   for (const DecoderStrategyInfo& info : decoder_strategies()) {
     if (info.device != Device::cpu) continue;
-    for (int64_t batch : {1, 16})
+    for (int64_t batch : {1, 16}) {
+      if (info.supports(allocation_decoder(), info.device, batch)) continue;  // (aoti: a package for this size)
       for (const std::vector<float>& thresholds :
            {std::vector<float>{0.0f}, std::vector<float>{1.0f}, std::vector<float>{0.03f}}) {
         const long made = allocations_per_sequence(info, batch, thresholds);
@@ -95,6 +101,7 @@ TEST(DecoderAllocation, TheFusedStepAllocatesNothing) {
           EXPECT_GT(made, 0) << info.key();
         }
       }
+    }
   }
   EXPECT_TRUE(fused_seen);
 }

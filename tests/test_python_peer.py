@@ -341,6 +341,13 @@ class PythonPeerDecoder(unittest.TestCase):
         self.assertEqual((prompts.dtype, tuple(prompts.shape)), (torch.int64, (4, 5)))
         self.assertEqual(set(self.meta["thresholds"]), {"exit:1", "exit:2", "mix:uniform"})
 
+    def test_aoti_compile_finds_the_decoder_under_condbenchs_name(self):
+        from aoti_compile import config_key, workload_configs
+        found = workload_configs(os.path.join(self.tmp.name, "workload"))
+        step = "decoder-vocab37-d_model24-heads2-layers4-ffn40-context24-exit_every2"  # no prompt, no generate
+        self.assertEqual([key for _, key in found], [step])
+        self.assertEqual(config_key(found[0][0]), step)  # --config names it the same
+
     def test_the_decode_loops_run_checked_and_named_as_condbenchs(self):
         out = os.path.join(self.tmp.name, "peer.json")
         result = subprocess.run([sys.executable, os.path.join(PEER, "peer.py"), "--workload",
@@ -392,6 +399,10 @@ class AotiCompileCommandLine(unittest.TestCase):
                                  "--config"),
                                 (["--config=mlp:in_features=1,hidden=2,num_classes=3,blocks=4", "--modules=cond,x"],
                                  "--modules"),
+                                (["--config=decoder:vocab=8,d_model=30,heads=4,layers=4,ffn=8,context=8,exit_every=2"],
+                                 "heads must divide d_model"),
+                                (["--config=decoder:vocab=8,d_model=8,heads=2,layers=4,ffn=8,context=8,exit_every=2,"
+                                  "prompt=2"], "--config"),  # a step does not depend on the prompt
                                 ([f"--workload={cache}/none"], "no exported workload")]:
                 result = subprocess.run([sys.executable, script, f"--cache={cache}", *args], capture_output=True,
                                         text=True, timeout=120)

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """AOTInductor packages for condbench's engine aoti: the peer's nested torch.cond (DeployedCond) and
-its torch.where masking (DeployedMasked), exported with torch.export and compiled with
+its torch.where masking (DeployedMasked), and for the decoder one decode step of each (the peer's
+py_cond and masked steps over a fixed-size cache, the cache an explicit input and output:
+decoder_peer.DecodeStep), exported with torch.export and compiled with
 torch._inductor.aoti_compile_and_package (default options but one, below), one package per model configuration,
 device and module. condbench loads them with torch::inductor::AOTIModelPackageLoader and swaps in
 the model's own weights (load_constants), so a package serves any weights of its configuration.
@@ -8,12 +10,14 @@ the model's own weights (load_constants), so a package serves any weights of its
 Packages are cached by torch version, device and configuration (ModelConfig::tag in condbench):
   <cache>/torch-<version>/<device>/<family>-<size><value>...-c<classes>-b<blocks>/<module>.pt2
   e.g. mlp-in_features32-hidden64-c10-b3, transformer-d_model256-heads4-ffn1024-seq32-c10-b6
+  (a decoder's: decoder-vocab512-...-exit_every2, the sizes of its step: condbench's step_tag)
 beside <module>.json: the torch version, the export and compile seconds, the options, and a
 digest of the code that made it (a package made by other code is compiled again). The cache is
 $CONDBENCH_AOTI_DIR, else $XDG_CACHE_HOME/condbench/aoti, else ~/.cache/condbench/aoti: the place
 condbench looks too.
 
-usage: aoti_compile.py (--workload DIR | --config FAMILY:SIZE=N,...,num_classes=N,blocks=N ...)
+usage: aoti_compile.py (--workload DIR | --config FAMILY:SIZE=N,...,num_classes=N,blocks=N ...
+                                        | --config decoder:vocab=N,...,exit_every=N ...)
                        [--device cpu|cuda] [--modules cond,masked] [--cache DIR] [--force]
 """
 import argparse
@@ -28,6 +32,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = ("cond", "masked")
+DECODER = "decoder"
+# A decoder step's sizes as condbench names them (DecoderConfig's, in its order, without the prompt
+# and the tokens generated, which do not change the step: docs/design.md §8).
+DECODER_SIZES = ("vocab", "d_model", "heads", "layers", "ffn", "context", "exit_every")
 # AOTInductor's defaults but one: inductor writes parameters of at most 8 elements (a small
 # head's bias) into the generated code as literals, where condbench could not replace them with
 # the model's; keeping every parameter a constant changes no arithmetic.
@@ -48,15 +56,18 @@ def cache_root():
 
 def config_key(config):
     """condbench's ModelConfig::tag: the family, each size in the order given (--config: the family's,
-    as condbench's messages print it), classes and depth."""
+    as condbench's messages print it), classes and depth; a decoder's DecoderConfig::step_tag."""
     sizes = "".join(f"-{k}{v}" for k, v in config.items() if k not in ("family", "num_classes", "blocks"))
+    if config.get("family") == DECODER:
+        return f"{DECODER}{sizes}"
     return f"{config.get('family', 'mlp')}{sizes}-c{config['num_classes']}-b{config['blocks']}"
 
 
-def source_digest():
+def source_digest(config):
     """What made a package: this file and the modules it exports."""
     digest = hashlib.sha256()
-    for name in ("aoti_compile.py", "early_exit.py"):
+    made_by = ("decoder.py", "decoder_peer.py") if config.get("family") == DECODER else ("early_exit.py",)
+    for name in ("aoti_compile.py",) + made_by:
         with open(os.path.join(HERE, name), "rb") as f:
             digest.update(f.read())
     return digest.hexdigest()[:16]
@@ -71,11 +82,18 @@ def parse_config(text):
             key, _, value = item.partition("=")
             config[key] = int(value)
         values = [v for k, v in config.items() if k != "family"]
-        if not key or min(values) < 1 or max(values) > 1 << 16 or "num_classes" not in config or "blocks" not in config:
+        whole = tuple(k for k in config if k != "family") == DECODER_SIZES if family == DECODER else \
+            "num_classes" in config and "blocks" in config
+        if not key or min(values) < 1 or max(values) > (1 << 18 if family == DECODER else 1 << 16) or not whole:
             raise ValueError
     except ValueError:
-        fail(f"--config {text!r}: want FAMILY:SIZE=N,...,num_classes=N,blocks=N with integers from 1 to 65536, e.g. "
+        fail(f"--config {text!r}: want FAMILY:SIZE=N,...,num_classes=N,blocks=N (or decoder:"
+             f"{'=N,'.join(DECODER_SIZES)}=N) with integers from 1 to 65536 (a decoder's to 262144), e.g. "
              "mlp:in_features=32,hidden=64,num_classes=10,blocks=3")
+    if family == DECODER:
+        if config["d_model"] % config["heads"] or config["exit_every"] >= config["layers"]:
+            fail(f"--config {text!r}: heads must divide d_model, and exit_every be below layers")
+        return config
     sys.path.insert(0, HERE)
     from early_exit import build_model
     try:
@@ -86,18 +104,21 @@ def parse_config(text):
 
 
 def workload_configs(root):
-    """[(config, directory name)] of the built-in families' models in an exported workload, the name
-    condbench's own (its "tag": the sizes in the family's order, which the JSON object's keys do not
-    keep). A model file's packages are compiled with it (model_file.py compile), and the decoder has
-    none yet: both skipped here."""
+    """[(config, directory name)] of the built-in families' models and decoders in an exported
+    workload, the name condbench's own (its "tag": the sizes in the family's order, which the JSON
+    object's keys do not keep). A model file's packages are compiled with it (model_file.py
+    compile): skipped here."""
     configs, model_files = [], 0
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
         meta = os.path.join(root, name, "workload.json")
         if os.path.isfile(meta):
             with open(meta) as f:
                 workload = json.load(f)
-            if "model_file" in workload or workload["config"].get("family") == "decoder":
-                model_files += 1  # compiled elsewhere, or (the decoder: docs/design.md §8) not yet
+            if "model_file" in workload:
+                model_files += 1  # compiled elsewhere
+            elif workload["config"].get("family") == DECODER:  # its sizes in condbench's order
+                config = {"family": DECODER, **{k: workload["config"][k] for k in DECODER_SIZES}}
+                configs.append((config, workload["step_tag"]))
             else:
                 configs.append((workload["config"], workload.get("tag") or config_key(workload["config"])))
     if not configs and not model_files:
@@ -108,6 +129,11 @@ def workload_configs(root):
 def export(torch, module_name, config, device):
     """The exported program of `module_name` for `config`, with example inputs on `device`."""
     sys.path.insert(0, HERE)
+    if config.get("family") == DECODER:
+        import decoder_peer
+        torch.manual_seed(0)  # placeholders, as below
+        step = decoder_peer.DecodeStep.of(config, module_name, device)
+        return torch.export.export(step, step.example_inputs())
     from early_exit import DeployedCond, DeployedMasked, build_model
     torch.manual_seed(0)  # the weights are placeholders: condbench loads the model's own
     model = build_model(config)
@@ -168,8 +194,8 @@ def main():
         fail("--device=cuda: no CUDA device here (AOTInductor compiles CUDA code on a GPU)")
     version = torch.__version__.split("+")[0]
     root = os.path.join(args.cache or cache_root(), f"torch-{version}", args.device)
-    digest = source_digest()
     for config, key in configs:
+        digest = source_digest(config)
         directory = os.path.join(root, key)
         os.makedirs(directory, exist_ok=True)
         for module_name in modules:

@@ -25,6 +25,7 @@ import time
 from typing import Callable, NamedTuple
 
 import torch
+from torch import nn
 from torch.nn import functional as F
 
 import decoder
@@ -198,6 +199,39 @@ class FixedStep:
         token, exit_id, logits, *flat = self.fn(token, at, seen, limits, *flat)
         cache[:] = [(flat[2 * l][None], flat[2 * l + 1][None]) for l in range(len(cache))]
         return token, exit_id, logits
+
+
+class DecodeStep(nn.Module):
+    """One decode step at batch 1 over the fixed-size cache as AOTInductor deploys it (condbench's
+    engine aoti for the decoder, strategies/decoder/aoti/; bench/python/aoti_compile.py exports it):
+    forward(token int64 [1], at bool [context], seen bool [context], thresholds float [exits - 1],
+    cache: (keys_0, values_0, keys_1, ...) each [heads, context, head_dim]) returns (token, exit id
+    int32 [1], logits [1, vocab], keys_0, values_0, ...). Its parameters are the decoder's state_dict
+    under "model.", so condbench replaces the placeholders with its own weights."""
+    BODIES = {"cond": cond_step_tensors, "masked": masked_step_tensors}
+
+    def __init__(self, model, config, body):
+        super().__init__()
+        self.model, self.config, self.body = model, config, body
+        self.places = decoder.exit_layers(config["layers"], config["exit_every"])
+
+    @classmethod
+    def of(cls, config, module_name, device):
+        model = decoder.Decoder(config["vocab"], config["d_model"], config["layers"], config["ffn"], config["context"])
+        for p in model.parameters():
+            p.requires_grad_(False)  # torch.export of torch.cond: frozen parameters, no no_grad region
+        return cls(model.to(device).eval(), config, cls.BODIES[module_name])
+
+    def example_inputs(self):
+        c, device = self.config, self.model.pos.weight.device
+        positions = torch.arange(c["context"], device=device)
+        shape = (c["heads"], c["context"], c["d_model"] // c["heads"])
+        cache = tuple(torch.zeros(shape, device=device) for _ in range(2 * c["layers"]))
+        return (torch.zeros(1, dtype=torch.long, device=device), positions == 0, positions <= 0,
+                torch.zeros(len(self.places) - 1, device=device), cache)
+
+    def forward(self, token, at, seen, thresholds, cache):
+        return self.body(self.model, self.config["heads"], self.places, token, at, seen, thresholds, *cache)
 
 
 class Variant(NamedTuple):

@@ -18,8 +18,8 @@ const std::vector<DecoderSize>& decoder_sizes() {
       {"ffn", "MLP width", &DecoderConfig::ffn, 1 << 16},
       {"context", "positions the cache holds", &DecoderConfig::context, 1 << 14},
       {"exit_every", "an exit after every N-th layer", &DecoderConfig::exit_every, 256},
-      {"prompt", "prompt tokens per row", &DecoderConfig::prompt, 1 << 14},
-      {"generate", "generated tokens per sequence", &DecoderConfig::generate, 1 << 14},
+      {"prompt", "prompt tokens per row", &DecoderConfig::prompt, 1 << 14, /*per_sequence=*/true},
+      {"generate", "generated tokens per sequence", &DecoderConfig::generate, 1 << 14, /*per_sequence=*/true},
   };
   return sizes;
 }
@@ -50,6 +50,18 @@ std::string DecoderConfig::describe() const {
   }
   return text;
 }
+
+namespace {
+std::string tag_of(const DecoderConfig& c, bool with_sequence) {
+  std::string name = kDecoderFamily;
+  for (const DecoderSize& size : decoder_sizes())
+    if (with_sequence || !size.per_sequence) name.append("-").append(size.key).append(std::to_string(c.*size.field));
+  return name;
+}
+}  // namespace
+
+std::string DecoderConfig::tag() const { return tag_of(*this, true); }
+std::string DecoderConfig::step_tag() const { return tag_of(*this, false); }
 
 std::vector<std::pair<std::string, std::string>> DecoderConfig::name_axes() const {
   std::vector<std::pair<std::string, std::string>> axes = {{"model", kDecoderFamily}};

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "condbench/decoder/config.h"
 #include "condbench/error.h"
 #include "condbench/model_file.h"
 #include "condbench/torch_device.h"
@@ -34,30 +35,46 @@ fs::path cache_root() {
   return fs::path(home && *home ? home : ".") / ".cache" / "condbench" / "aoti";
 }
 
-// The sizes bench/python/aoti_compile.py writes into a package's description: every axis of the
-// family, then num_classes and blocks.
-std::vector<std::pair<std::string, int>> described_sizes(const ModelConfig& c) {
-  std::vector<std::pair<std::string, int>> sizes;
-  for (const FamilyAxis& axis : c.family->axes()) sizes.emplace_back(axis.key, c.size(axis.key));
-  sizes.emplace_back("num_classes", c.num_classes);
-  sizes.emplace_back("blocks", c.blocks);
-  return sizes;
-}
+// What a built-in model's package is checked against: its file in the cache, the family and the
+// sizes bench/python/aoti_compile.py writes into its description (every axis of the family, then
+// num_classes and blocks; a decoder's sizes), and the command that makes it.
+struct Cached {
+  fs::path package;
+  std::string family;
+  std::vector<std::pair<std::string, int64_t>> sizes;
+  std::string described;  // the model, as condbench's messages describe it
 
-fs::path package_file(const ModelConfig& config, Device device, const std::string& module) {
-  return cache_root() / ("torch-" + std::string(TORCH_VERSION)) / to_string(device) / config.tag() / (module + ".pt2");
-}
-
-std::string compile_command(const ModelConfig& c, Device device, const std::string& module) {
-  std::ostringstream command;  // (a stream: GCC 12 warns falsely on long chains of string +)
-  command << "bench/python/aoti_compile.py --device=" << to_string(device) << " --modules=" << module
-          << " --config=" << c.family->name() << ":";
-  const char* separator = "";
-  for (const auto& [key, value] : described_sizes(c)) {
-    command << separator << key << "=" << value;
-    separator = ",";
+  fs::path description() const { return fs::path(package).replace_extension(".json"); }
+  std::string make(Device device, const std::string& module) const {
+    std::ostringstream command;  // (a stream: GCC 12 warns falsely on long chains of string +)
+    command << "; scripts/run compiles it, or bench/python/aoti_compile.py --device=" << to_string(device)
+            << " --modules=" << module << " --config=" << family << ":";
+    const char* separator = "";
+    for (const auto& [key, value] : sizes) {
+      command << separator << key << "=" << value;
+      separator = ",";
+    }
+    return command.str();
   }
-  return command.str();
+};
+
+fs::path package_file(const std::string& tag, Device device, const std::string& module) {
+  return cache_root() / ("torch-" + std::string(TORCH_VERSION)) / to_string(device) / tag / (module + ".pt2");
+}
+
+Cached cached(const ModelConfig& c, Device device, const std::string& module) {
+  Cached k{package_file(c.tag(), device, module), c.family->name(), {}, c.describe()};
+  for (const FamilyAxis& axis : c.family->axes()) k.sizes.emplace_back(axis.key, c.size(axis.key));
+  k.sizes.emplace_back("num_classes", c.num_classes);
+  k.sizes.emplace_back("blocks", c.blocks);
+  return k;
+}
+
+Cached cached(const DecoderConfig& c, Device device, const std::string& module) {
+  Cached k{package_file(c.step_tag(), device, module), kDecoderFamily, {}, c.describe()};
+  for (const DecoderSize& size : decoder_sizes())
+    if (!size.per_sequence) k.sizes.emplace_back(size.key, c.*size.field);
+  return k;
 }
 
 // The package's description, read whole; a file from elsewhere can hold anything.
@@ -85,22 +102,14 @@ std::string text_of(const nlohmann::json& meta, const char* key) {
 
 }  // namespace
 
-std::string package_path(const ModelConfig& config, Device device, const std::string& module) {
-  return package_file(config, device, module).string();
-}
+namespace {
 
-Unsupported package_unusable(const ModelConfig& config, Device device, const std::string& module) {
-  if (const ModelFileFamily* file = config.family->model_file()) {  // compiled with the model file, or why not
-    const ModelFileFamily::WholeModel whole = file->whole_model(module);
-    if (whole.path.empty()) return whole.unavailable;
-    return std::nullopt;
-  }
-  const fs::path package = package_file(config, device, module);
-  const fs::path description = fs::path(package).replace_extension(".json");
-  const std::string make = "; scripts/run compiles it, or " + compile_command(config, device, module);
+Unsupported unusable(const Cached& k, Device device, const std::string& module) {
+  const fs::path description = k.description();
+  const std::string make = k.make(device, module);
   std::error_code ec;
-  if (!fs::is_regular_file(package, ec) || !fs::is_regular_file(description, ec))
-    return "no AOTInductor package for this model at " + package.string() + make;
+  if (!fs::is_regular_file(k.package, ec) || !fs::is_regular_file(description, ec))
+    return "no AOTInductor package for this model at " + k.package.string() + make;
   const std::optional<nlohmann::json> meta = read_description(description);
   if (!meta) return "unreadable package description " + description.string() + make;
   // The description's config is the model's: its family (absent for the mlp) and every size.
@@ -109,16 +118,46 @@ Unsupported package_unusable(const ModelConfig& config, Device device, const std
     const std::string text = text_of(*given, "family");
     return text == "?" ? std::string("mlp") : text;
   };
-  bool same = given != meta->end() && given->is_object() && family() == config.family->name();
-  for (const auto& [key, value] : described_sizes(config))
+  bool same = given != meta->end() && given->is_object() && family() == k.family;
+  for (const auto& [key, value] : k.sizes)
     same = same && given->contains(key) && (*given)[key].is_number_integer() && (*given)[key].get<int64_t>() == value;
   if (!same)
-    return "the package description " + description.string() + " is not of this model (" + config.describe() + ")" +
-           make;
+    return "the package description " + description.string() + " is not of this model (" + k.described + ")" + make;
   if (text_of(*meta, "torch_version") != TORCH_VERSION)
-    return "the package at " + package.string() + " was compiled by torch " + text_of(*meta, "torch_version") +
+    return "the package at " + k.package.string() + " was compiled by torch " + text_of(*meta, "torch_version") +
            ", this LibTorch is " + TORCH_VERSION + make;
   return std::nullopt;
+}
+
+std::string compiled_note(const Cached& k) {
+  const std::optional<nlohmann::json> meta = read_description(k.description());
+  if (!meta) return "?";
+  return "compiled in " + text_of(*meta, "compile_s") + " s (export " + text_of(*meta, "export_s") + " s) by torch " +
+         text_of(*meta, "torch_version") + "; AOTInductor options: " + text_of(*meta, "options");
+}
+
+}  // namespace
+
+std::string package_path(const ModelConfig& config, Device device, const std::string& module) {
+  return cached(config, device, module).package.string();
+}
+
+Unsupported package_unusable(const ModelConfig& config, Device device, const std::string& module) {
+  if (const ModelFileFamily* file = config.family->model_file()) {  // compiled with the model file, or why not
+    const ModelFileFamily::WholeModel whole = file->whole_model(module);
+    if (whole.path.empty()) return whole.unavailable;
+    return std::nullopt;
+  }
+  return unusable(cached(config, device, module), device, module);
+}
+
+Unsupported package_unusable(const DecoderConfig& config, Device device, const std::string& module) {
+  return unusable(cached(config, device, module), device, module);
+}
+
+std::optional<std::string> package_description(const DecoderConfig& config, Device device, const std::string& module) {
+  if (package_unusable(config, device, module)) return std::nullopt;
+  return compiled_note(cached(config, device, module));
 }
 
 std::optional<std::string> package_description(const ModelConfig& config, Device device, const std::string& module) {
@@ -132,17 +171,33 @@ std::optional<std::string> package_description(const ModelConfig& config, Device
               "too, so these timings are of that form, not of the default's";
     return note;
   }
-  const std::optional<nlohmann::json> meta =
-      read_description(fs::path(package_file(config, device, module)).replace_extension(".json"));
-  return "compiled in " + text_of(*meta, "compile_s") + " s (export " + text_of(*meta, "export_s") + " s) by torch " +
-         text_of(*meta, "torch_version") + "; AOTInductor options: " + text_of(*meta, "options");
+  return compiled_note(cached(config, device, module));
 }
 
 Package::Package(const EarlyExitModel& model, Device device, const std::string& module) {
   const ModelConfig& config = model->config();
   if (const Unsupported why = package_unusable(config, device, module)) fail("aoti/" + module + ": " + *why);
-  const ModelFileFamily* file = config.family->model_file();
-  const std::string path = file ? file->whole_model(module).path : package_path(config, device, module);
+  if (const ModelFileFamily* file = config.family->model_file()) {  // its weights are its module's, compiled in
+    load(file->whole_model(module).path, device, module, {});
+    return;
+  }
+  std::unordered_map<std::string, at::Tensor> weights;
+  for (const auto& [name, tensor] : model->state_dict()) weights.emplace(name, tensor);
+  load(cached(config, device, module).package.string(), device, module, weights);
+}
+
+Package::Package(const DecoderModel& model, Device device, const std::string& module) {
+  if (const Unsupported why = package_unusable(model.config, device, module)) fail("aoti/" + module + ": " + *why);
+  std::unordered_map<std::string, at::Tensor> weights;
+  const std::vector<ParameterSpec> specs = decoder_parameters(model.config);
+  for (size_t i = 0; i < specs.size(); ++i)
+    weights.emplace(specs[i].name,
+                    at::from_blob(const_cast<float*>(model.params[i].data()), specs[i].shape, at::kFloat).clone());
+  load(cached(model.config, device, module).package.string(), device, module, weights);
+}
+
+void Package::load(const std::string& path, Device device, const std::string& module,
+                   const std::unordered_map<std::string, at::Tensor>& weights) {
   try {
     // The single-threaded runner: one model, run on the caller's stream with no wait. The
     // thread-safe one waits for the previous run's event before the next, so inferences enqueued
@@ -154,10 +209,10 @@ Package::Package(const EarlyExitModel& model, Device device, const std::string& 
     const std::string what = e.what();
     fail("aoti/" + module + ": cannot load " + path + ": " + what.substr(0, what.find('\n')));
   }
-  if (file) return;  // a model file's weights are its module's, compiled in
+  if (weights.empty()) return;
   // The model's weights replace the package's placeholders, every one of them.
   std::unordered_map<std::string, at::Tensor> constants;
-  for (const auto& [name, tensor] : model->state_dict())
+  for (const auto& [name, tensor] : weights)
     constants.emplace(kParameterPrefix + name, tensor.to(torch_device(device)).contiguous());
   std::set<std::string> held;
   for (const std::string& fqn : loader_->get_constant_fqns()) held.insert(fqn);

@@ -9,7 +9,9 @@
 //
 // where <cache> is $CONDBENCH_AOTI_DIR, else $XDG_CACHE_HOME/condbench/aoti, else
 // ~/.cache/condbench/aoti. A package's weights are placeholders: prepare() loads the model's own
-// (load_constants), so one package serves any weights of its configuration.
+// (load_constants), so one package serves any weights of its configuration. The decoder's packages
+// (decoder-<sizes>/<module>.pt2) are one decode step each, the cache an explicit input and output
+// (DecodeStep in bench/python/decoder_peer.py; strategies/decoder/aoti/).
 #include <ATen/core/Tensor.h>
 
 #include <memory>
@@ -17,6 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include <unordered_map>
+
+#include "condbench/decoder/strategy.h"
 #include "condbench/strategy.h"
 #include "torch/torch_strategy.h"
 
@@ -37,10 +42,15 @@ Unsupported package_unusable(const ModelConfig& config, Device device, const std
 // result file's context; nullopt when the package is unusable.
 std::optional<std::string> package_description(const ModelConfig& config, Device device, const std::string& module);
 
+// The same for a decoder's step package.
+Unsupported package_unusable(const DecoderConfig& config, Device device, const std::string& module);
+std::optional<std::string> package_description(const DecoderConfig& config, Device device, const std::string& module);
+
 // A loaded package running the model's weights.
 class Package {
  public:
   Package(const EarlyExitModel& model, Device device, const std::string& module);
+  Package(const DecoderModel& model, Device device, const std::string& module);
   ~Package();
   Package(const Package&) = delete;
   Package& operator=(const Package&) = delete;
@@ -50,6 +60,11 @@ class Package {
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs, void* stream) const;
 
  private:
+  // Loads the package at `path`; `weights` (state_dict names), where given, replace its
+  // placeholders, every one of them (a model file's package has its module's compiled in).
+  void load(const std::string& path, Device device, const std::string& module,
+            const std::unordered_map<std::string, at::Tensor>& weights);
+
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader_;
 };
 

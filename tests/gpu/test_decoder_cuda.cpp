@@ -23,6 +23,7 @@ TEST_P(CudaDecoder, MatchesTheReferenceAtEveryForcedExitAndInMixes) {
   for (const DecoderStrategyInfo* info : strategies)
     for (const DecoderCase& scenario : cases) {
       const DecoderSeen seen = check_decoder(*info, c, params, batch, scenario);
+      if (!seen.ran) continue;
       if (scenario.name.starts_with("exit:"))
         EXPECT_EQ(seen.exits, std::set<int>{std::stoi(scenario.name.substr(5))}) << info->key() << " " << scenario.name;
     }

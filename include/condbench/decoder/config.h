@@ -50,6 +50,12 @@ struct DecoderConfig {
   void validate() const;
   // "vocab=512 d_model=256 heads=4 layers=8 ffn=1024 context=64 exit_every=2 prompt=16 generate=32"
   std::string describe() const;
+  // "decoder-vocab512-d_model256-...-generate32": the name of its exported workload's folder (as
+  // ModelConfig::tag is the other families').
+  std::string tag() const;
+  // The same without the sizes per sequence: the name of what one decode step is, whatever the
+  // prompt and the tokens generated (its AOTInductor packages).
+  std::string step_tag() const;
   // The benchmark-name axes, in order: model:decoder, every size, then blocks: the exits before the
   // final one (the other families' depth, as far as scenarios and reports are concerned).
   std::vector<std::pair<std::string, std::string>> name_axes() const;
@@ -63,6 +69,7 @@ struct DecoderSize {
   const char* help;
   int DecoderConfig::*field;
   int max;
+  bool per_sequence = false;  // what a sequence is (prompt, generate), not the model or its step
 };
 const std::vector<DecoderSize>& decoder_sizes();
 

@@ -19,7 +19,7 @@
 namespace condbench {
 
 struct ConditionalStepState {
-  at::Tensor logits;  // float [batch, vocab]: each row's chosen exit's logits
+  at::Tensor logits;   // float [batch, vocab]: each row's chosen exit's logits
   at::Tensor exit_id;  // int32 [batch]
   at::Tensor left;     // bool [batch]: the rows that have left
   at::Tensor ran;      // int32 [2]: layers run in full, and heads evaluated, for the batch (counted by the step)

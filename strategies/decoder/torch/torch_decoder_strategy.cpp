@@ -12,4 +12,11 @@ void TorchDecoderStrategy::finish() {
 #endif
 }
 
+std::optional<void*> TorchDecoderStrategy::cuda_stream() const {
+#if CONDBENCH_CUDA
+  if (device() == Device::cuda) return torch_cuda::current_stream();
+#endif
+  return std::nullopt;
+}
+
 }  // namespace condbench
