@@ -142,6 +142,11 @@ PreparedDecoder& current_decoder() {
 DecodeRecord record_sequences(DecoderStrategy& strategy, const std::vector<at::Tensor>& prompts,
                               const std::vector<at::Tensor>& first, const std::vector<float>& thresholds,
                               const DecoderCase& c) {
+  // Every counter of a step, summed over the steps, then their mean.
+  constexpr double DecodeCounters::*kFields[] = {&DecodeCounters::host_syncs,        &DecodeCounters::layers_run,
+                                                 &DecodeCounters::layers_propagated, &DecodeCounters::heads_run,
+                                                 &DecodeCounters::flops_executed,    &DecodeCounters::bytes_read,
+                                                 &DecodeCounters::launches};
   DecodeRecord rec;
   rec.exits.assign(c.config.num_exits(), 0.0);
   double steps = 0;
@@ -149,25 +154,16 @@ DecodeRecord record_sequences(DecoderStrategy& strategy, const std::vector<at::T
     strategy.start(prompts[s]);
     at::Tensor input = first[s];
     for (int t = 0; t < c.config.generate; ++t) {
-      const DecodeOutput& out = strategy.step(input, thresholds);
-      strategy.finish();
-      const DecodeCounters k = strategy.counters();
-      rec.per_step.host_syncs += k.host_syncs;
-      rec.per_step.layers_run += k.layers_run;
-      rec.per_step.layers_propagated += k.layers_propagated;
-      rec.per_step.heads_run += k.heads_run;
-      rec.per_step.flops_executed += k.flops_executed;
-      rec.per_step.bytes_read += k.bytes_read;
+      const DecoderStrategy::Observed observed = strategy.observed_step(input, thresholds);
+      const DecodeOutput& out = *observed.output;
+      for (double DecodeCounters::*field : kFields) rec.per_step.*field += observed.counters.*field;
       const at::Tensor ids = out.exit_id.to(at::kCPU).contiguous();
       for (int64_t r = 0; r < ids.numel(); ++r) rec.exits.at(ids.data_ptr<int32_t>()[r] - 1) += 1.0;
       input = out.token.clone();
       ++steps;
     }
   }
-  for (double DecodeCounters::*field :
-       {&DecodeCounters::host_syncs, &DecodeCounters::layers_run, &DecodeCounters::layers_propagated,
-        &DecodeCounters::heads_run, &DecodeCounters::flops_executed, &DecodeCounters::bytes_read})
-    rec.per_step.*field /= steps;
+  for (double DecodeCounters::*field : kFields) rec.per_step.*field /= steps;
   for (double& share : rec.exits) share /= steps * static_cast<double>(c.batch);
   return rec;
 }
@@ -248,6 +244,7 @@ void run_case(benchmark::State& state, const DecoderCase& c) {
   state.counters["host_syncs"] = rec.per_step.host_syncs;
   state.counters["flops_executed"] = rec.per_step.flops_executed;
   state.counters["bytes_read"] = rec.per_step.bytes_read;
+  state.counters["launches"] = rec.per_step.launches;
   state.counters["layers_run"] = rec.per_step.layers_run / batch;
   state.counters["layers_propagated"] = rec.per_step.layers_propagated / batch;
   state.counters["exits_evaluated"] = rec.per_step.heads_run / batch;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "condbench/aten_calls.h"
 #include "condbench/error.h"
 
 namespace condbench {
@@ -25,38 +26,25 @@ const char* to_string(Engine engine) {
 
 namespace {
 
-// Counts the ATen operators this thread dispatches while it lives, top-level calls only (an
-// at::linear that calls addmm is one): a RecordFunction callback, added on construction and removed
-// on destruction, so nothing observes an inference outside the untimed pass.
-class AtenCallCount {
- public:
-  AtenCallCount()
-      : handle_(at::addThreadLocalCallback(
-            at::RecordFunctionCallback(&enter, &leave).scopes({at::RecordScope::FUNCTION}).needsInputs(false))) {
-    calls_ = 0;
-    depth_ = 0;
-  }
-  ~AtenCallCount() { at::removeCallback(handle_); }
-  AtenCallCount(const AtenCallCount&) = delete;
-  AtenCallCount& operator=(const AtenCallCount&) = delete;
+thread_local int64_t aten_calls = 0, aten_depth = 0;
 
-  int64_t calls() const { return calls_; }
-
- private:
-  static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& /*fn*/) {
-    if (depth_++ == 0) ++calls_;
-    return nullptr;
-  }
-  static void leave(const at::RecordFunction& /*fn*/, at::ObserverContext* /*context*/) { --depth_; }
-
-  static thread_local int64_t calls_, depth_;
-  at::RecordFunctionGuard enabled_{true};
-  at::CallbackHandle handle_;
-};
-thread_local int64_t AtenCallCount::calls_ = 0;
-thread_local int64_t AtenCallCount::depth_ = 0;
+std::unique_ptr<at::ObserverContext> enter_aten_call(const at::RecordFunction& /*fn*/) {
+  if (aten_depth++ == 0) ++aten_calls;
+  return nullptr;
+}
+void leave_aten_call(const at::RecordFunction& /*fn*/, at::ObserverContext* /*context*/) { --aten_depth; }
 
 }  // namespace
+
+AtenCallCount::AtenCallCount()
+    : handle_(at::addThreadLocalCallback(at::RecordFunctionCallback(&enter_aten_call, &leave_aten_call)
+                                             .scopes({at::RecordScope::FUNCTION})
+                                             .needsInputs(false))) {
+  aten_calls = 0;
+  aten_depth = 0;
+}
+AtenCallCount::~AtenCallCount() { at::removeCallback(handle_); }
+int64_t AtenCallCount::calls() const { return aten_calls; }
 
 Unsupported mlp_only(const ModelConfig& config) {
   if (config.family == &model_family("mlp")) return std::nullopt;

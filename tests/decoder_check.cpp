@@ -133,11 +133,12 @@ DecoderSeen check_decoder(const DecoderStrategyInfo& info, const DecoderConfig& 
       }
     }
     for (int t = 0; t < c.generate; ++t) {
-      const DecodeOutput& out = strategy->step(at::tensor(inputs, at::kLong).to(device), scenario.thresholds);
-      strategy->finish();
+      const DecoderStrategy::Observed observed =
+          strategy->observed_step(at::tensor(inputs, at::kLong).to(device), scenario.thresholds);
+      const DecodeOutput& out = *observed.output;
       const at::Tensor exit_ids = out.exit_id.to(at::kCPU), tokens = out.token.to(at::kCPU);
       const at::Tensor logits = out.logits.to(at::kCPU).contiguous();
-      const DecodeCounters counters = strategy->counters();
+      const DecodeCounters& counters = observed.counters;
       double heads = 0;
       int deepest = 0;
       for (int64_t r = 0; r < batch; ++r) {
@@ -185,6 +186,11 @@ DecoderSeen check_decoder(const DecoderStrategyInfo& info, const DecoderConfig& 
       EXPECT_GT(counters.flops_executed, 0.0);
       EXPECT_GT(counters.bytes_read, 0.0);
       if (info.host_decides) EXPECT_GE(counters.host_syncs, 1.0);
+      // The native engine's step calls no ATen operator; the others' launches are theirs.
+      if (info.engine == Engine::native)
+        EXPECT_EQ(counters.launches, 0.0);
+      else
+        EXPECT_GE(counters.launches, 1.0);
     }
   }
   return seen;

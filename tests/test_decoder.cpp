@@ -126,6 +126,7 @@ class HostDecidedConditionalStep final : public DecoderStrategy {
     output_ = {state_.logits.argmax(-1), state_.exit_id.clone(), state_.logits.clone()};
     return output_;
   }
+  bool launches_are_aten_calls() const override { return true; }
   void do_read_device_counters(DecodeCounters& counted) const override {
     const double b = static_cast<double>(state_.left.size(0));
     counted.layers_run = b * state_.ran[0].item<int>();

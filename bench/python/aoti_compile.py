@@ -118,7 +118,7 @@ def workload_configs(root):
                 model_files += 1  # compiled elsewhere
             elif workload["config"].get("family") == DECODER:  # its sizes in condbench's order
                 config = {"family": DECODER, **{k: workload["config"][k] for k in DECODER_SIZES}}
-                configs.append((config, workload["step_tag"]))
+                configs.append((config, workload.get("step_tag") or config_key(config)))  # (older exports: none)
             else:
                 configs.append((workload["config"], workload.get("tag") or config_key(workload["config"])))
     if not configs and not model_files:

@@ -2,12 +2,30 @@
 
 #include <algorithm>
 
+#include "condbench/aten_calls.h"
 #include "condbench/error.h"
 
 namespace condbench {
 
 Unsupported DecoderStrategy::supports(const DecoderConfig& /*config*/, Device /*device*/, int64_t /*batch*/) {
   return std::nullopt;
+}
+
+DecoderStrategy::Observed DecoderStrategy::observed_step(const at::Tensor& input,
+                                                         const std::vector<float>& thresholds) {
+  Observed observed{};
+  int64_t aten_calls = 0;
+  if (launches_are_aten_calls()) {
+    const AtenCallCount count;
+    observed.output = &step(input, thresholds);
+    aten_calls = count.calls();
+  } else {
+    observed.output = &step(input, thresholds);
+  }
+  finish();
+  observed.counters = counters();
+  observed.counters.launches += static_cast<double>(aten_calls);
+  return observed;
 }
 
 std::string DecoderStrategyInfo::key() const {

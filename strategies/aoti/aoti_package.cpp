@@ -155,11 +155,6 @@ Unsupported package_unusable(const DecoderConfig& config, Device device, const s
   return unusable(cached(config, device, module), device, module);
 }
 
-std::optional<std::string> package_description(const DecoderConfig& config, Device device, const std::string& module) {
-  if (package_unusable(config, device, module)) return std::nullopt;
-  return compiled_note(cached(config, device, module));
-}
-
 std::optional<std::string> package_description(const ModelConfig& config, Device device, const std::string& module) {
   if (package_unusable(config, device, module)) return std::nullopt;
   if (const ModelFileFamily* file = config.family->model_file()) {

@@ -44,7 +44,6 @@ std::optional<std::string> package_description(const ModelConfig& config, Device
 
 // The same for a decoder's step package.
 Unsupported package_unusable(const DecoderConfig& config, Device device, const std::string& module);
-std::optional<std::string> package_description(const DecoderConfig& config, Device device, const std::string& module);
 
 // A loaded package running the model's weights.
 class Package {

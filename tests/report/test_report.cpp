@@ -994,6 +994,17 @@ TEST(Floors, TheClosestBufferBelowNotAFasterSmallerOne) {
   EXPECT_FALSE(l.flops_per_us);  // not measured: no compute floor, so no floor at all
 }
 
+TEST(Floors, TwoFilesOfOneMachineGiveOneRatePerBufferWhateverTheirOrder) {
+  ResultFile slow, fast;
+  slow.series = {primitive("read_bandwidth_1MiB", 1048576.0 / 50, {{"bytes", 1048576}})};
+  fast.series = {primitive("read_bandwidth_1MiB", 1048576.0 / 80, {{"bytes", 1048576}})};
+  for (const auto& files : {std::vector<ResultFile>{slow, fast}, std::vector<ResultFile>{fast, slow}}) {
+    const CpuLimits l = cpu_limits(files).begin()->second;
+    ASSERT_EQ(l.read.size(), 1u);
+    EXPECT_DOUBLE_EQ(*l.read_rate(2e6), 80);  // the faster: a floor stays a floor
+  }
+}
+
 TEST(Floors, MemoryComputeAndCalls) {
   const CpuLimits l = cpu_limits({machine()}).begin()->second;
   Cell c;

@@ -43,6 +43,7 @@ struct DecodeCounters {
   double layers_run = 0;         // layers run in full, summed over the rows
   double layers_propagated = 0;  // layers that only projected a left row's keys and values
   double heads_run = 0;          // LM head evaluations, summed over the rows
+  double launches = 0;           // work the host issued: ATen operator calls (torch, aoti), plus graph replays
   double flops_executed = 0;     // every row's Linears and attention actually computed
   double bytes_read = 0;         // weights of what ran, once per step, plus the cache rows read
 };
@@ -100,6 +101,14 @@ class DecoderStrategy {
     do_read_device_counters(counted);
     return counted;
   }
+  // One step as the untimed passes make it: step(), finish(), and counters() with the ATen calls
+  // it dispatched counted where the strategy's launches are ATen calls (a RecordFunction callback,
+  // never installed for a timed step).
+  struct Observed {
+    const DecodeOutput* output;
+    DecodeCounters counters;
+  };
+  Observed observed_step(const at::Tensor& input, const std::vector<float>& thresholds);
   const DecoderConfig& config() const { return config_; }
 
  protected:
@@ -109,6 +118,8 @@ class DecoderStrategy {
   virtual const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) = 0;
   DecodeCounters& record() { return record_; }
   virtual void do_read_device_counters(DecodeCounters& /*counted*/) const {}
+  // The torch and aoti engines: `launches` counts the ATen operators a step dispatches.
+  virtual bool launches_are_aten_calls() const { return false; }
 
  private:
   Device device_;

@@ -14,6 +14,7 @@ class TorchDecoderStrategy : public DecoderStrategy {
   void finish() override;
 
  protected:
+  bool launches_are_aten_calls() const final { return true; }
   // LibTorch's current CUDA stream, where the strategy runs on CUDA (what AOTInductor's runner is
   // given); nullopt on the CPU.
   std::optional<void*> cuda_stream() const;

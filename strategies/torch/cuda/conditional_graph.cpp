@@ -17,10 +17,19 @@
 #include "torch/cuda/torch_graph_support.h"
 
 namespace condbench {
+namespace {
+// Both routes refuse what only one would notice: the runtime route has a stream per level.
+void check_depth(int level, int levels) {
+  if (level < 1 || level > levels)
+    throw std::logic_error("ConditionalGraph: an IF body " + std::to_string(level) + " deep in a graph made for " +
+                           std::to_string(levels));
+}
+}  // namespace
 
 #if CONDBENCH_TORCH_NATIVE_CONDITIONAL
 
 struct ConditionalGraph::Route {
+  int levels = 0;
   at::cuda::CUDAGraph graph;
 };
 
@@ -35,7 +44,7 @@ class NativeBody final : public ConditionalGraph::Body {
 };
 }  // namespace
 
-ConditionalGraph::ConditionalGraph(int /*levels*/) : route_(std::make_unique<Route>()) {}
+ConditionalGraph::ConditionalGraph(int levels) : route_(std::make_unique<Route>()) { route_->levels = levels; }
 ConditionalGraph::~ConditionalGraph() = default;
 
 std::vector<at::cuda::CUDAStream> ConditionalGraph::streams(const at::cuda::CUDAStream& side) const {
@@ -49,7 +58,8 @@ void ConditionalGraph::capture(const at::cuda::CUDAStream& side, const std::func
   capture.end();
 }
 
-std::unique_ptr<ConditionalGraph::Body> ConditionalGraph::open_if(const at::Tensor& predicate, int /*level*/) {
+std::unique_ptr<ConditionalGraph::Body> ConditionalGraph::open_if(const at::Tensor& predicate, int level) {
+  check_depth(level, route_->levels);
   return std::make_unique<NativeBody>(route_->graph, predicate);
 }
 
@@ -112,9 +122,7 @@ void ConditionalGraph::capture(const at::cuda::CUDAStream& side, const std::func
 }
 
 std::unique_ptr<ConditionalGraph::Body> ConditionalGraph::open_if(const at::Tensor& predicate, int level) {
-  if (level < 1 || level > static_cast<int>(route_->levels.size()))
-    throw std::logic_error("ConditionalGraph: an IF body " + std::to_string(level) + " deep in a graph made for " +
-                           std::to_string(route_->levels.size()));
+  check_depth(level, static_cast<int>(route_->levels.size()));
   const cudaStream_t parent = at::cuda::getCurrentCUDAStream().stream();
   const cudaGraphConditionalHandle handle = cuda::make_condition(parent);
   cuda::launch_set_condition_from(handle, predicate.data_ptr<bool>(), parent);

@@ -36,7 +36,7 @@ class GraphCondTorch final : public TorchStrategy {
     thresholds_.allocate(config.blocks);
     stages_run_ = at::zeros({2}, io_.exit_id.options().dtype(at::kInt));
 
-    const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+    const at::cuda::CUDAStream side = capture_stream();
     graph_ = std::make_unique<ConditionalGraph>(config.blocks);
     // Warm up every branch on every stream a body will be captured on.
     for (const at::cuda::CUDAStream& stream : graph_->streams(side)) {

@@ -22,8 +22,7 @@ class MaskedGraph final : public TorchStrategy {
     static_input_ = at::zeros(layers_->config().input_shape(batch), options.dtype(at::kFloat));
     final_exit_id_ = at::full({batch}, layers_->config().final_exit(), options.dtype(at::kInt));
     thresholds_.allocate(layers_->config().blocks);
-    const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
-    side.synchronize();
+    const at::cuda::CUDAStream side = capture_stream();
     {
       const c10::cuda::CUDAStreamGuard on_side(side);
       for (int i = 0; i < 3; ++i) forward();  // warm-up: cuBLAS handles and workspaces exist before capture

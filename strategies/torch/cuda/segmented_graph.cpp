@@ -29,8 +29,7 @@ class SegmentedGraph final : public TorchStrategy {
     hidden_.assign(config.blocks, at::Tensor());
     any_left_.assign(config.blocks, at::Tensor());
 
-    const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
-    side.synchronize();
+    const at::cuda::CUDAStream side = capture_stream();
     const c10::cuda::CUDAStreamGuard on_side(side);
     for (int k = 0; k <= config.blocks; ++k) stage(k);  // warm-up, eagerly
     side.synchronize();

@@ -76,6 +76,15 @@ class GraphMemoryPool {
   int routes_ = 0;  // routings begun, each holding a reference on the pool
 };
 
+// A stream of LibTorch's pool for a capture and its eager warm-up, returned once everything the
+// current stream has enqueued is done (the buffers prepare() just made, zero-filled there): a pool
+// stream does not wait for the current one, and a warm-up that read a buffer before its fill could
+// index with garbage (a device-side assert, sticky for the process).
+inline at::cuda::CUDAStream capture_stream() {
+  at::cuda::getCurrentCUDAStream().synchronize();
+  return at::cuda::getStreamFromPool();
+}
+
 // Thresholds as a device tensor [blocks], copied only when they change.
 class DeviceThresholds {
  public:

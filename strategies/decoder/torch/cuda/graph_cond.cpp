@@ -35,7 +35,7 @@ class DecodeGraphCond final : public TorchDecoderStrategy {
     position_ = at::zeros({1}, on_gpu.dtype(at::kLong));
     state_.allocate(c, batch, on_gpu.device());
     thresholds_.allocate(c.num_exits() - 1);
-    const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+    const at::cuda::CUDAStream side = capture_stream();
     graph_ = std::make_unique<ConditionalGraph>(c.num_exits() - 1);
     // Every body on every stream one is captured on, eagerly, before the capture (cuBLAS's handles
     // and workspaces must exist before it).
@@ -64,6 +64,7 @@ class DecodeGraphCond final : public TorchDecoderStrategy {
     if (!input.is_same(input_)) input_.copy_(input, /*non_blocking=*/true);
     position_.fill_(position);
     graph_->launch();
+    record().launches += 1;  // the launch; the copies before it are ATen calls, counted as such
     return output_;
   }
 
