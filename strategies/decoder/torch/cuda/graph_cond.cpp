@@ -12,29 +12,22 @@
 
 #include "condbench/torch_cuda.h"
 #include "decoder/torch/conditional_step.h"
-#include "decoder/torch/torch_decoder_strategy.h"
+#include "decoder/torch/cuda/fixed_step_strategy.h"
 #include "torch/cuda/conditional_graph.h"
-#include "torch/cuda/torch_graph_support.h"
 
 namespace condbench {
 namespace {
 
-class DecodeGraphCond final : public TorchDecoderStrategy {
+class DecodeGraphCond final : public FixedStepStrategy {
  public:
-  using TorchDecoderStrategy::TorchDecoderStrategy;
+  using FixedStepStrategy::FixedStepStrategy;
   static constexpr bool kSkipsOnDeviceWhenAllLeft = true;
 
  protected:
   void do_prepare(const DecoderModel& model, int64_t batch) override {
     const DecoderConfig& c = model.config;
-    decoder_ = std::make_unique<TorchDecoder>(model, torch_device(device()));
-    cache_ = decoder_->make_cache(batch);
-    batch_ = batch;
-    const auto on_gpu = at::TensorOptions().device(at::kCUDA, 0);
-    input_ = at::zeros({batch}, on_gpu.dtype(at::kLong));
-    position_ = at::zeros({1}, on_gpu.dtype(at::kLong));
-    state_.allocate(c, batch, on_gpu.device());
-    thresholds_.allocate(c.num_exits() - 1);
+    allocate_fixed(model, batch);
+    state_.allocate(c, batch, at::Device(at::kCUDA, 0));
     const at::cuda::CUDAStream side = capture_stream();
     graph_ = std::make_unique<ConditionalGraph>(c.num_exits() - 1);
     // Every body on every stream one is captured on, eagerly, before the capture (cuBLAS's handles
@@ -55,14 +48,8 @@ class DecodeGraphCond final : public TorchDecoderStrategy {
     output_ = {input_, state_.exit_id, state_.logits};
   }
 
-  void do_start(const at::Tensor& prompt) override {
-    decoder_->prefill(prompt.narrow(1, 0, prompt.size(1) - 1), cache_);
-  }
-
   const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
-    thresholds_.update(thresholds);
-    if (!input.is_same(input_)) input_.copy_(input, /*non_blocking=*/true);
-    position_.fill_(position);
+    set_step(input, thresholds, position);
     graph_->launch();
     record().launches += 1;  // the launch; the copies before it are ATen calls, counted as such
     return output_;
@@ -91,18 +78,13 @@ class DecodeGraphCond final : public TorchDecoderStrategy {
     const at::Tensor visible = decoder_->visible_through(position_);
     conditional_step(
         *decoder_, decoder_->embed_at(input_, position_), state_,
-        [&](int l, const at::Tensor& h) { return decoder_->layer_at(l, h, cache_, position_, visible); },
+        [&](int l, const at::Tensor& h) { return layer(l, h, visible); },
         [&](int l, const at::Tensor& h) { decoder_->propagate_at(l, h, cache_, position_); },
         [&](int exit) { return thresholds_.at(exit - 1); }, when);
     input_.copy_(state_.logits.argmax(-1));
   }
 
-  std::unique_ptr<TorchDecoder> decoder_;
-  KvCache cache_;
-  int64_t batch_ = 0;
-  at::Tensor input_, position_;  // what the graph reads: this step's tokens (then its output), the position
   ConditionalStepState state_;
-  DeviceThresholds thresholds_;
   std::unique_ptr<ConditionalGraph> graph_;
   DecodeOutput output_;
 };

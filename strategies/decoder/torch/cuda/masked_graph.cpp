@@ -5,28 +5,20 @@
 // too. Per token the host issues the input copy, the position's update and the replay.
 #include <ATen/cuda/CUDAGraph.h>
 
+#include "decoder/torch/cuda/fixed_step_strategy.h"
 #include "decoder/torch/masked_step.h"
-#include "decoder/torch/torch_decoder_strategy.h"
-#include "torch/cuda/torch_graph_support.h"
 
 namespace condbench {
 namespace {
 
-class DecodeMaskedGraph final : public TorchDecoderStrategy {
+class DecodeMaskedGraph final : public FixedStepStrategy {
  public:
-  using TorchDecoderStrategy::TorchDecoderStrategy;
+  using FixedStepStrategy::FixedStepStrategy;
   static constexpr bool kComputesEveryRow = true;
 
  protected:
   void do_prepare(const DecoderModel& model, int64_t batch) override {
-    const DecoderConfig& c = model.config;
-    decoder_ = std::make_unique<TorchDecoder>(model, torch_device(device()));
-    cache_ = decoder_->make_cache(batch);
-    batch_ = batch;
-    const auto on_gpu = at::TensorOptions().device(at::kCUDA, 0);
-    input_ = at::zeros({batch}, on_gpu.dtype(at::kLong));
-    position_ = at::zeros({1}, on_gpu.dtype(at::kLong));
-    thresholds_.allocate(c.num_exits() - 1);
+    allocate_fixed(model, batch);
     const at::cuda::CUDAStream side = capture_stream();
     {
       const c10::cuda::CUDAStreamGuard on_side(side);
@@ -39,15 +31,9 @@ class DecodeMaskedGraph final : public TorchDecoderStrategy {
     side.synchronize();
   }
 
-  void do_start(const at::Tensor& prompt) override {
-    decoder_->prefill(prompt.narrow(1, 0, prompt.size(1) - 1), cache_);
-  }
-
   const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
     const DecoderConfig& c = config();
-    thresholds_.update(thresholds);
-    if (!input.is_same(output_.token)) input_.copy_(input, /*non_blocking=*/true);
-    position_.fill_(position);
+    set_step(input, thresholds, position);
     graph_.replay();
     record().launches += 1;  // the replay; the copies before it are ATen calls, counted as such
     const double b = static_cast<double>(batch_);
@@ -69,18 +55,13 @@ class DecodeMaskedGraph final : public TorchDecoderStrategy {
     const at::Tensor visible = decoder_->visible_through(position_);
     DecodeOutput out = masked_step(
         *decoder_, decoder_->embed_at(input_, position_),
-        [&](int l, const at::Tensor& h) { return decoder_->layer_at(l, h, cache_, position_, visible); },
+        [&](int l, const at::Tensor& h) { return layer(l, h, visible); },
         [&](int exit) { return thresholds_.at(exit - 1); });
     input_.copy_(out.token);
     out.token = input_;
     return out;
   }
 
-  std::unique_ptr<TorchDecoder> decoder_;
-  KvCache cache_;
-  int64_t batch_ = 0;
-  at::Tensor input_, position_;  // what the graph reads: this step's tokens (then its output), the position
-  DeviceThresholds thresholds_;
   at::cuda::CUDAGraph graph_;
   DecodeOutput output_;
 };
