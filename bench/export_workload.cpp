@@ -137,6 +137,7 @@ std::vector<std::string> export_decoder_workloads(const std::vector<DecoderCase>
       meta["weight_seed"] = kDefaultWeightSeed;
       // When the peer's decode loops agree with the module's decoding: condbench-infer's rule, as data.
       meta["agreement"]["relative_tolerance"] = kAgreementRelativeTolerance;
+      meta["agreement"]["tie_margin"] = kTieMargin;
       for (const Scenario& scenario : entry.second)
         meta["thresholds"][scenario.str()] = decoder_thresholds(config, scenario);
       write_json(in / "workload.json", meta);

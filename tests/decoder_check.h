@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "condbench/agreement.h"
 #include "condbench/decoder/strategy.h"
 #include "reference.h"
 
@@ -17,7 +18,7 @@ namespace condbench::testing {
 constexpr double kDecoderLogitTolerance = 1e-4;
 // A confidence this close to its threshold, or a runner-up logit this close to the top one, may
 // go either way in float: the check then follows the strategy's choice from there on.
-constexpr double kDecoderTieMargin = 1e-5;
+constexpr double kDecoderTieMargin = kTieMargin;
 
 DecoderConfig small_decoder();
 // Five layers, an exit after every second: exits after layers 2 and 4, the final one after 5.

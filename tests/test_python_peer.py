@@ -341,6 +341,16 @@ class PythonPeerDecoder(unittest.TestCase):
         self.assertEqual((prompts.dtype, tuple(prompts.shape)), (torch.int64, (4, 5)))
         self.assertEqual(set(self.meta["thresholds"]), {"exit:1", "exit:2", "mix:uniform"})
 
+    def test_a_near_tie_may_go_either_way_and_nothing_else(self):
+        from decoder_peer import near_tie
+        margin = self.meta["agreement"]["tie_margin"]  # condbench's, carried by the workload
+        self.assertGreater(margin, 0)
+        logits = torch.tensor([[2.0, 2.0 - 0.5 * margin * 2.0, 0.0, -1.0]])
+        self.assertTrue(near_tie(0, 1, 1, 0, 1, logits, [[0.5]], [0.3], margin))   # the runner-up, a hair below
+        self.assertFalse(near_tie(0, 2, 1, 0, 1, logits, [[0.5]], [0.3], margin))  # a token far below the top
+        self.assertTrue(near_tie(0, 0, 1, 0, 2, logits, [[0.5]], [0.5 - margin / 2], margin))  # left at a hair
+        self.assertFalse(near_tie(0, 0, 1, 0, 2, logits, [[0.5]], [0.4], margin))  # left where it should not
+
     def test_aoti_compile_finds_the_decoder_under_condbenchs_name(self):
         from aoti_compile import config_key, workload_configs
         found = workload_configs(os.path.join(self.tmp.name, "workload"))

@@ -51,9 +51,10 @@ def exit_layers(layers, exit_every):
 
 
 @torch.no_grad()
-def generate(model, prompt, steps, thresholds, heads, exit_every):
+def generate(model, prompt, steps, thresholds, heads, exit_every, confidences=None):
     """Greedy decoding of one row without a cache: (tokens, exit ids 1.., logits [steps, vocab]).
-    A token leaves at the first exit whose largest softmax probability is above its threshold."""
+    A token leaves at the first exit whose largest softmax probability is above its threshold.
+    `confidences`, a list, gets each step's list of the confidences of the exits it evaluated."""
     layers = len(model.layers)
     places = exit_layers(layers, exit_every)
     positions, depth = list(prompt[:-1]), [layers] * (len(prompt) - 1)
@@ -64,15 +65,18 @@ def generate(model, prompt, steps, thresholds, heads, exit_every):
         depth.append(layers)
         n = len(positions)
         h = model.embed(torch.tensor(positions)) + model.pos(torch.arange(n))
-        chosen = None
+        chosen, seen = None, []
         for l, layer in enumerate(model.layers):
             running = torch.tensor([l < d for d in depth])[:, None]
             h = torch.where(running, layer_forward(layer, h, heads), h)
             if chosen is None and l + 1 in places[:-1]:
                 e = places.index(l + 1)
                 logits = model.head(model.norm(h[-1]))
+                seen.append(float(torch.softmax(logits, -1).max()))
                 if torch.softmax(logits, -1).max() > thresholds[e]:
                     chosen, depth[-1] = (e + 1, logits), l + 1
+        if confidences is not None:
+            confidences.append(seen)
         exit_id, logits = chosen or (len(places), model.head(model.norm(h[-1])))
         token = int(logits.argmax())
         tokens.append(token)

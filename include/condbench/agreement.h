@@ -6,6 +6,10 @@
 namespace condbench {
 
 constexpr double kAgreementRelativeTolerance = 1e-4;
+// Where two decodings part at a near tie — a confidence this close to its threshold, or a runner-up
+// logit this close to the top one (relative to the row's largest, at least 1) — either way is
+// right in float; a check follows the other's choice there rather than fail (docs/design.md §8).
+constexpr double kTieMargin = 1e-5;
 
 // exit ids int [rows]; logits float [rows, classes]; any device.
 bool results_agree(const at::Tensor& exit_ids_a, const at::Tensor& logits_a, const at::Tensor& exit_ids_b,
