@@ -132,9 +132,12 @@ DecoderSeen check_decoder(const DecoderStrategyInfo& info, const DecoderConfig& 
         inputs.push_back(prompt_row(prompts, r).back());
       }
     }
+    // The next step's input: the reference's tokens; where they are the strategy's own, its own
+    // output tensor, as the runner feeds it (a graph strategy then reads it in place, no copy).
+    at::Tensor own;
     for (int t = 0; t < c.generate; ++t) {
-      const DecoderStrategy::Observed observed =
-          strategy->observed_step(at::tensor(inputs, at::kLong).to(device), scenario.thresholds);
+      const at::Tensor input = own.defined() ? own : at::tensor(inputs, at::kLong).to(device);
+      const DecoderStrategy::Observed observed = strategy->observed_step(input, scenario.thresholds);
       const DecodeOutput& out = *observed.output;
       const at::Tensor exit_ids = out.exit_id.to(at::kCPU), tokens = out.token.to(at::kCPU);
       const at::Tensor logits = out.logits.to(at::kCPU).contiguous();
@@ -171,6 +174,7 @@ DecoderSeen check_decoder(const DecoderStrategyInfo& info, const DecoderConfig& 
               << "step " << t << " row " << r << ": token " << token << ", the reference's " << ref.token;
         inputs[r] = ref.token;
       }
+      own = tokens.equal(at::tensor(inputs, at::kLong)) ? out.token : at::Tensor();
       // Every row gets every layer's keys and values, in full or propagated; a row that leaves at
       // exit e evaluated heads 1..e.
       EXPECT_EQ(counters.layers_run + counters.layers_propagated, static_cast<double>(batch) * c.layers);
