@@ -69,23 +69,31 @@ def eager_if_step(model, token, position, cache, thresholds, heads, places):
     return logits.argmax(-1), len(places), logits
 
 
-def masked_step(model, token, position, cache, thresholds, heads, places):
-    h = model.embed(token) + model.pos.weight[position]
+def masked(model, h, run_layer, thresholds, places):
+    """Masking from the state h entering layer 0: every layer (run_layer(l, h) -> the state after
+    it, its keys and values written) and every exit's head; a token that left keeps its state with
+    torch.where. (token, exit id, the chosen logits)."""
     left = torch.zeros(1, dtype=torch.bool, device=h.device)
     exit_id = torch.full((1,), len(places), dtype=torch.int32, device=h.device)
     chosen = None
-    for l, layer in enumerate(model.layers):
-        h = torch.where(left[:, None], h, cached_layer(layer, h, *cache[l], position, heads))
+    for l in range(len(model.layers)):
+        h = torch.where(left[:, None], h, run_layer(l, h))
         if l + 1 in places[:-1]:
             e = places.index(l + 1)
             logits = model.head(model.norm(h))
-            fire = (torch.softmax(logits, -1).amax(-1) > thresholds[e]) & ~left
+            fire = (confidence(logits) > thresholds[e]) & ~left
             chosen = logits if chosen is None else torch.where(fire[:, None], logits, chosen)
             exit_id = torch.where(fire, e + 1, exit_id)
             left = left | fire
     final = model.head(model.norm(h))
     chosen = final if chosen is None else torch.where(left[:, None], chosen, final)
     return chosen.argmax(-1), exit_id, chosen
+
+
+def masked_step(model, token, position, cache, thresholds, heads, places):
+    h = model.embed(token) + model.pos.weight[position]
+    return masked(model, h, lambda l, h: cached_layer(model.layers[l], h, *cache[l], position, heads), thresholds,
+                  places)
 
 
 # The fixed-size forms: the cache of layer l is (keys, values) [heads, context, head_dim], a token's
@@ -155,22 +163,14 @@ def cond_step_tensors(model, heads, places, token, at, seen, thresholds, *cache)
 def masked_step_tensors(model, heads, places, token, at, seen, thresholds, *cache):
     """masked_step over the fixed-size cache: every layer and head, no host read."""
     h = model.embed(token) + (at.to(model.pos.weight.dtype) @ model.pos.weight)[None, :]
-    cache, left = list(cache), torch.zeros(1, dtype=torch.bool, device=h.device)
-    exit_id = torch.full((1,), len(places), dtype=torch.int32, device=h.device)
-    chosen = None
-    for l, layer in enumerate(model.layers):
-        ran, cache[2 * l], cache[2 * l + 1] = fixed_layer(layer, h, cache[2 * l], cache[2 * l + 1], at, seen, heads)
-        h = torch.where(left[:, None], h, ran)
-        if l + 1 in places[:-1]:
-            e = places.index(l + 1)
-            logits = model.head(model.norm(h))
-            fire = (confidence(logits) > thresholds[e]) & ~left
-            chosen = logits if chosen is None else torch.where(fire[:, None], logits, chosen)
-            exit_id = torch.where(fire, e + 1, exit_id)
-            left = left | fire
-    final = model.head(model.norm(h))
-    chosen = final if chosen is None else torch.where(left[:, None], chosen, final)
-    return (chosen.argmax(-1), exit_id, chosen, *cache)
+    cache = list(cache)
+
+    def run_layer(l, h):
+        h, cache[2 * l], cache[2 * l + 1] = fixed_layer(model.layers[l], h, cache[2 * l], cache[2 * l + 1], at, seen,
+                                                        heads)
+        return h
+
+    return (*masked(model, h, run_layer, thresholds, places), *cache)
 
 
 class FixedStep:
