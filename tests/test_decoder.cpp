@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 
 #include "condbench/decoder/strategy.h"
 #include "condbench/decoder/torch_decoder.h"
@@ -96,10 +98,12 @@ TEST(DecoderStrategy, RefusesAStepBeforeStartAndPastTheContext) {
   }
 }
 
-// graph_cond's step (CUDA: IF nodes at each exit) with its branches decided on the host instead:
-// the same fixed-size step, the same in-place outputs and device-side counts, so the CPU checks
-// what the graph will compute. Not registered: it is no strategy of its own.
-class HostDecidedConditionalStep final : public DecoderStrategy {
+// graph_cond's and graph_while's steps (CUDA: IF nodes at each exit, or WHILE loops over the
+// exits) with their branches decided on the host instead: the same fixed-size steps, the same
+// in-place outputs and device-side counts, so the CPU checks what the graphs will compute. Not
+// registered: they are no strategies of their own.
+template <bool kLoop>
+class HostDecidedStep final : public DecoderStrategy {
  public:
   using DecoderStrategy::DecoderStrategy;
 
@@ -115,14 +119,25 @@ class HostDecidedConditionalStep final : public DecoderStrategy {
   }
   const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
     const at::Tensor where = at::full({1}, position, at::kLong), visible = decoder_->visible_through(where);
-    conditional_step(
-        *decoder_, decoder_->embed_at(input, where), state_,
-        [&](int l, const at::Tensor& h) { return decoder_->layer_at(l, h, cache_, where, visible); },
-        [&](int l, const at::Tensor& h) { decoder_->propagate_at(l, h, cache_, where); },
-        [&](int exit) { return at::scalar_tensor(thresholds[exit - 1]); },
-        [](const at::Tensor& predicate, int /*depth*/, const auto& body) {
-          if (predicate.item<bool>()) body();
-        });
+    const StepParts parts{[&](int l, const at::Tensor& h) { return decoder_->layer_at(l, h, cache_, where, visible); },
+                          [&](int l, const at::Tensor& h) { decoder_->propagate_at(l, h, cache_, where); },
+                          [&](int exit) { return at::scalar_tensor(thresholds[exit - 1]); }};
+    const auto when = [](const at::Tensor& predicate, int /*depth*/, const auto& body) {
+      if (predicate.item<bool>()) body();
+    };
+    const at::Tensor h = decoder_->embed_at(input, where);
+    if constexpr (kLoop) {
+      int passes = 0;
+      loop_step(*decoder_, h, state_, parts, when, [&](const at::Tensor& predicate, int /*depth*/, const auto& body) {
+        // Each loop runs at most once per exit: a predicate that never falls would hang the graph.
+        for (; predicate.item<bool>(); ++passes) {
+          if (passes == config().num_exits()) throw std::logic_error("the step's loops ran past the exits");
+          body();
+        }
+      });
+    } else {
+      conditional_step(*decoder_, h, state_, parts, when);
+    }
     output_ = {state_.logits.argmax(-1), state_.exit_id.clone(), state_.logits.clone()};
     return output_;
   }
@@ -142,14 +157,15 @@ class HostDecidedConditionalStep final : public DecoderStrategy {
   DecodeOutput output_;
 };
 
-TEST(DecoderConditionalStep, MatchesTheReferenceWithItsBranchesDecidedOnTheHost) {
+template <bool kLoop>
+void check_host_decided_step(const std::string& name) {
   const DecoderConfig c = small_decoder();
   const FlatParameters params = seeded_decoder_parameters(c, 5);
-  DecoderStrategyInfo info{"graph_cond_step",
+  DecoderStrategyInfo info{name,
                            Engine::torch,
                            Device::cpu,
-                           "graph_cond's step, decided on the host",
-                           [] { return std::make_unique<HostDecidedConditionalStep>(Device::cpu); },
+                           name + ", decided on the host",
+                           [] { return std::make_unique<HostDecidedStep<kLoop>>(Device::cpu); },
                            &DecoderStrategy::supports};
   info.skips_when_all_left = true;
   for (const int64_t batch : {1, 4, 16})
@@ -157,6 +173,14 @@ TEST(DecoderConditionalStep, MatchesTheReferenceWithItsBranchesDecidedOnTheHost)
   const DecoderConfig odd = odd_decoder();
   const FlatParameters odd_params = seeded_decoder_parameters(odd, 9);
   for (const int k : {1, 2, 3}) check_decoder(info, odd, odd_params, 4, forced_decoder_case(odd, k));
+}
+
+TEST(DecoderConditionalStep, MatchesTheReferenceWithItsBranchesDecidedOnTheHost) {
+  check_host_decided_step<false>("graph_cond_step");
+}
+
+TEST(DecoderLoopStep, MatchesTheReferenceWithItsLoopsDecidedOnTheHost) {
+  check_host_decided_step<true>("graph_while_step");
 }
 
 // masked_graph's step (CUDA) runs over fixed-size tensors: the position a tensor, the keys and

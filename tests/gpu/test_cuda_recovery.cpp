@@ -131,7 +131,7 @@ TEST(CudaRecovery, AnAbandonedConditionalBodyIsClosed) {
   skip_without_gpu();
   const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
   const at::Tensor x = at::ones({64, 64}, at::TensorOptions().device(at::kCUDA));
-  {
+  for (const auto kind : {TorchConditionalBody::Kind::if_node, TorchConditionalBody::Kind::while_node}) {
     const c10::cuda::CUDAStreamGuard on_side(side);
     at::matmul(x, x);
     side.synchronize();
@@ -140,7 +140,7 @@ TEST(CudaRecovery, AnAbandonedConditionalBodyIsClosed) {
         {
           TorchGraphCapture capture(graph, at::cuda::graph_pool_handle());
           const at::Tensor predicate = x.sum() > 0;
-          TorchIfBody body(graph, predicate);
+          TorchConditionalBody body(graph, predicate, kind);
           const at::Tensor y = at::matmul(x, x);
           throw std::runtime_error("the body failed");
         },

@@ -36,11 +36,12 @@ struct ConditionalGraph::Route {
 namespace {
 class NativeBody final : public ConditionalGraph::Body {
  public:
-  NativeBody(at::cuda::CUDAGraph& graph, const at::Tensor& predicate) : body_(graph, predicate) {}
+  NativeBody(at::cuda::CUDAGraph& graph, const at::Tensor& predicate, TorchConditionalBody::Kind kind)
+      : body_(graph, predicate, kind) {}
   void end() override { body_.end(); }
 
  private:
-  TorchIfBody body_;
+  TorchConditionalBody body_;
 };
 }  // namespace
 
@@ -60,7 +61,12 @@ void ConditionalGraph::capture(const at::cuda::CUDAStream& side, const std::func
 
 std::unique_ptr<ConditionalGraph::Body> ConditionalGraph::open_if(const at::Tensor& predicate, int level) {
   check_depth(level, route_->levels);
-  return std::make_unique<NativeBody>(route_->graph, predicate);
+  return std::make_unique<NativeBody>(route_->graph, predicate, TorchConditionalBody::Kind::if_node);
+}
+
+std::unique_ptr<ConditionalGraph::Body> ConditionalGraph::open_while(const at::Tensor& predicate, int level) {
+  check_depth(level, route_->levels);
+  return std::make_unique<NativeBody>(route_->graph, predicate, TorchConditionalBody::Kind::while_node);
 }
 
 void ConditionalGraph::launch() { route_->graph.replay(); }
@@ -77,18 +83,38 @@ struct ConditionalGraph::Route {
 };
 
 namespace {
-// An IF body captured on its level's stream: the capture scope, and that stream made current for
-// LibTorch; closed (or, on unwinding, abandoned) in reverse order.
+// A body captured on its level's stream: the capture scope, and that stream made current for
+// LibTorch; closed (or, on unwinding, abandoned) in reverse order. A WHILE body ends by setting its
+// node's handle again from the predicate (`again`, null for an IF).
 class RuntimeBody final : public ConditionalGraph::Body {
  public:
-  RuntimeBody(const at::cuda::CUDAStream& stream, cudaGraph_t graph)
-      : capture_(stream.stream(), graph), current_(stream) {}
-  void end() override { capture_.end(); }
+  RuntimeBody(const at::cuda::CUDAStream& stream, cudaGraph_t graph, cudaGraphConditionalHandle handle,
+              const bool* again)
+      : capture_(stream.stream(), graph), current_(stream), stream_(stream.stream()), handle_(handle), again_(again) {}
+  void end() override {
+    if (again_ != nullptr) cuda::launch_set_condition_from(handle_, again_, stream_);
+    capture_.end();
+  }
 
  private:
   cuda::CaptureScope capture_;
   c10::cuda::CUDAStreamGuard current_;
+  cudaStream_t stream_;
+  cudaGraphConditionalHandle handle_;
+  const bool* again_;
 };
+
+// A conditional node of `type` at the capture's current point on `parent`, its handle set from
+// the predicate just before it; the body to capture on `body_stream`.
+std::unique_ptr<ConditionalGraph::Body> open_node(const at::Tensor& predicate, cudaGraphConditionalNodeType type,
+                                                  const at::cuda::CUDAStream& body_stream) {
+  const cudaStream_t parent = at::cuda::getCurrentCUDAStream().stream();
+  const cudaGraphConditionalHandle handle = cuda::make_condition(parent);
+  const bool* flag = predicate.data_ptr<bool>();
+  cuda::launch_set_condition_from(handle, flag, parent);
+  const cudaGraph_t body = cuda::add_conditional(parent, handle, type);
+  return std::make_unique<RuntimeBody>(body_stream, body, handle, type == cudaGraphCondTypeWhile ? flag : nullptr);
+}
 }  // namespace
 
 ConditionalGraph::ConditionalGraph(int levels) : route_(std::make_unique<Route>()) {
@@ -123,11 +149,12 @@ void ConditionalGraph::capture(const at::cuda::CUDAStream& side, const std::func
 
 std::unique_ptr<ConditionalGraph::Body> ConditionalGraph::open_if(const at::Tensor& predicate, int level) {
   check_depth(level, static_cast<int>(route_->levels.size()));
-  const cudaStream_t parent = at::cuda::getCurrentCUDAStream().stream();
-  const cudaGraphConditionalHandle handle = cuda::make_condition(parent);
-  cuda::launch_set_condition_from(handle, predicate.data_ptr<bool>(), parent);
-  const cudaGraph_t body = cuda::add_conditional(parent, handle, cudaGraphCondTypeIf);
-  return std::make_unique<RuntimeBody>(route_->levels[level - 1], body);
+  return open_node(predicate, cudaGraphCondTypeIf, route_->levels[level - 1]);
+}
+
+std::unique_ptr<ConditionalGraph::Body> ConditionalGraph::open_while(const at::Tensor& predicate, int level) {
+  check_depth(level, static_cast<int>(route_->levels.size()));
+  return open_node(predicate, cudaGraphCondTypeWhile, route_->levels[level - 1]);
 }
 
 void ConditionalGraph::launch() {

@@ -72,18 +72,27 @@ TorchGraphCapture::TorchGraphCapture(at::cuda::CUDAGraph& graph, at::cuda::Mempo
              }) {}
 
 #if CONDBENCH_TORCH_NATIVE_CONDITIONAL
-TorchIfBody::TorchIfBody(at::cuda::CUDAGraph& graph, const at::Tensor& predicate)
-    : scope_([&graph, &predicate] { graph.begin_capture_to_if_node(predicate); },
-             [&graph] { graph.end_capture_to_conditional_node(); },
-             [&graph]() noexcept {
-               // begin_capture_to_if_node made the body's stream current.
-               const cudaStream_t body = at::cuda::getCurrentCUDAStream().stream();
-               try {
-                 graph.end_capture_to_conditional_node();
-               } catch (...) {
-                 end_open_capture(body, /*destroy_partial=*/false);
-               }
-             }) {}
+TorchConditionalBody::TorchConditionalBody(at::cuda::CUDAGraph& graph, const at::Tensor& predicate, Kind kind)
+    : scope_(
+          [&graph, &predicate, kind] {
+            if (kind == Kind::while_node)
+              graph.begin_capture_to_while_node(predicate);
+            else
+              graph.begin_capture_to_if_node(predicate);
+          },
+          [&graph, predicate, kind] {
+            if (kind == Kind::while_node) graph.set_conditional_handle_for_current_node(predicate);
+            graph.end_capture_to_conditional_node();
+          },
+          [&graph]() noexcept {
+            // begin_capture_to_*_node made the body's stream current.
+            const cudaStream_t body = at::cuda::getCurrentCUDAStream().stream();
+            try {
+              graph.end_capture_to_conditional_node();
+            } catch (...) {
+              end_open_capture(body, /*destroy_partial=*/false);
+            }
+          }) {}
 #endif
 
 GraphMemoryPool::GraphMemoryPool() : id_(at::cuda::graph_pool_handle()), device_(c10::cuda::current_device()) {}

@@ -42,13 +42,16 @@ class TorchGraphCapture {
 };
 
 #if CONDBENCH_TORCH_NATIVE_CONDITIONAL
-// A conditional IF node's body captured through LibTorch (native_api route,
-// CUDAGraph::begin_capture_to_if_node). On unwinding the body is closed with LibTorch's own
-// end_capture_to_conditional_node, which also hands the allocator's routing back to the parent,
-// or, should that fail, by ending the body stream's capture directly.
-class TorchIfBody {
+// A conditional node's body captured through LibTorch (native_api route,
+// CUDAGraph::begin_capture_to_if_node or begin_capture_to_while_node). A WHILE body's end() first
+// sets the loop's handle again from the predicate, which the body has updated. On unwinding the
+// body is closed with LibTorch's own end_capture_to_conditional_node, which also hands the
+// allocator's routing back to the parent, or, should that fail, by ending the body stream's
+// capture directly.
+class TorchConditionalBody {
  public:
-  TorchIfBody(at::cuda::CUDAGraph& graph, const at::Tensor& predicate);
+  enum class Kind { if_node, while_node };
+  TorchConditionalBody(at::cuda::CUDAGraph& graph, const at::Tensor& predicate, Kind kind);
   void end() { scope_.close(); }
 
  private:

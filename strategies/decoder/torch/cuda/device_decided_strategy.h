@@ -1,0 +1,111 @@
+#pragma once
+// What the decoder's graph strategies with conditional nodes (graph_cond, graph_while) share: one
+// decode step (conditional_step.h) captured once into a CUDA graph whose IF and WHILE nodes take
+// the exit decisions on the device, replayed for every token over fixed-size caches and a
+// device-side position, as masked_graph is. The decisions never reach the host: a step whose rows
+// all leave early runs only their layers and the projections. The nodes are ConditionalGraph's
+// (LibTorch's own conditional capture, or the CUDA runtime's where LibTorch has none). What ran
+// is counted on the device, inside the bodies, and read back only by the untimed passes. Each
+// strategy says which step it captures and how deep its bodies nest.
+#include <c10/cuda/CUDAGuard.h>
+
+#include <functional>
+#include <memory>
+
+#include "condbench/torch_cuda.h"
+#include "decoder/torch/conditional_step.h"
+#include "decoder/torch/cuda/fixed_step_strategy.h"
+#include "torch/cuda/conditional_graph.h"
+
+namespace condbench {
+
+class DeviceDecidedStrategy : public FixedStepStrategy {
+ public:
+  using FixedStepStrategy::FixedStepStrategy;
+  static constexpr bool kSkipsOnDeviceWhenAllLeft = true;
+
+ protected:
+  // A branch of the step: an IF (`when`) or a WHILE (`loop`) on `predicate`, `depth` deep.
+  using Branch = std::function<void(const at::Tensor& predicate, int depth, const std::function<void()>& body)>;
+  using Parts = StepParts<std::function<at::Tensor(int, const at::Tensor&)>, std::function<void(int, const at::Tensor&)>,
+                          std::function<at::Tensor(int)>>;
+
+  // The deepest a body of this strategy's step nests.
+  virtual int nesting(const DecoderConfig& c) const = 0;
+  // The step on the fixed tensors, its branches through `when` and `loop`.
+  virtual void decode(const at::Tensor& h, const Parts& parts, const Branch& when, const Branch& loop) = 0;
+
+  ConditionalStepState state_;
+
+ private:
+  void do_prepare(const DecoderModel& model, int64_t batch) final {
+    const DecoderConfig& c = model.config;
+    allocate_fixed(model, batch);
+    state_.allocate(c, batch, at::Device(at::kCUDA, 0));
+    const at::cuda::CUDAStream side = capture_stream();
+    graph_ = std::make_unique<ConditionalGraph>(nesting(c));
+    // Every body on every stream one is captured on, eagerly, before the capture (cuBLAS's handles
+    // and workspaces must exist before it): each branch runs once, whatever its predicate.
+    const Branch once = [](const at::Tensor& /*predicate*/, int /*depth*/, const std::function<void()>& body) {
+      body();
+    };
+    for (const at::cuda::CUDAStream& stream : graph_->streams(side)) {
+      const c10::cuda::CUDAStreamGuard on(stream);
+      step(once, once);
+      stream.synchronize();
+    }
+    graph_->capture(side, [&] {
+      step(
+          [&](const at::Tensor& predicate, int depth, const std::function<void()>& body) {
+            const std::unique_ptr<ConditionalGraph::Body> node = graph_->open_if(predicate, depth);
+            body();
+            node->end();
+          },
+          [&](const at::Tensor& predicate, int depth, const std::function<void()>& body) {
+            const std::unique_ptr<ConditionalGraph::Body> node = graph_->open_while(predicate, depth);
+            body();
+            node->end();
+          });
+    });
+    side.synchronize();
+    output_ = {input_, state_.exit_id, state_.logits};
+  }
+
+  const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) final {
+    set_step(input, thresholds, position);
+    graph_->launch();
+    record().launches += 1;  // the launch; the copies before it are ATen calls, counted as such
+    return output_;
+  }
+
+  // Layers and heads as the bodies counted them, for every row of the batch; the layers not run
+  // only projected keys and values. Attention reads the whole cache, masked, as in masked_graph.
+  void do_read_device_counters(DecodeCounters& counted) const final {
+    const DecoderConfig& c = config();
+    const at::Tensor ran = state_.ran.to(at::kCPU);
+    const double b = static_cast<double>(batch_), layers = ran[0].item<int>(), heads = ran[1].item<int>();
+    counted.layers_run = b * layers;
+    counted.layers_propagated = b * (c.layers - layers);
+    counted.heads_run = b * heads;
+    counted.flops_executed = b * (layers * decoder_layer_flops(c, c.context - 1) +
+                                  (c.layers - layers) * decoder_propagation_flops(c) + heads * decoder_head_flops(c));
+    counted.bytes_read = layers * (decoder_layer_bytes(c) + b * decoder_cache_read_bytes(c, c.context - 1)) +
+                         (c.layers - layers) * decoder_propagation_bytes(c) + decoder_head_bytes(c);
+  }
+
+  // One step: its tokens go into input_, which the next replay reads unless the caller gives
+  // another input.
+  void step(const Branch& when, const Branch& loop) {
+    const at::Tensor visible = decoder_->visible_through(position_);
+    const Parts parts{[&](int l, const at::Tensor& h) { return layer(l, h, visible); },
+                      [&](int l, const at::Tensor& h) { decoder_->propagate_at(l, h, cache_, position_); },
+                      [&](int exit) { return thresholds_.at(exit - 1); }};
+    decode(decoder_->embed_at(input_, position_), parts, when, loop);
+    input_.copy_(state_.logits.argmax(-1));
+  }
+
+  std::unique_ptr<ConditionalGraph> graph_;
+  DecodeOutput output_;
+};
+
+}  // namespace condbench
