@@ -129,6 +129,27 @@ class RunHistory(unittest.TestCase):
         self.assertIn("results/runs/<UTC time>-<host>.json", result.stdout)
         self.assertNotIn("condbench:", result.stderr)
 
+    def test_scripts_run_gives_a_model_file_to_condbench_as_it_is(self):
+        # condbench decides the device a model file is compiled for (model_file_device); the script
+        # once compiled it for the CPU under --device=all on a GPU machine where condbench chose CUDA.
+        run_script = os.path.join(os.path.dirname(SCRIPT), "run")
+        with tempfile.TemporaryDirectory() as elsewhere:
+            result = subprocess.run(["bash", run_script, "--dry-run", "--device=all", "--model-file=side.py",
+                                     "--model-weights=w.pt"], capture_output=True, text=True, timeout=60,
+                                    cwd=elsewhere)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            lines = result.stdout.splitlines()
+            self.assertEqual(len(lines), 2, result.stdout)
+            for line in lines:
+                words = line.split()
+                self.assertEqual(words[0], "build/release/condbench")
+                # named from where the user stands: the run works from the checkout
+                self.assertIn(f"--model-file={os.path.join(os.path.realpath(elsewhere), 'side.py')}", words)
+                self.assertIn(f"--model-weights={os.path.join(os.path.realpath(elsewhere), 'w.pt')}", words)
+                self.assertIn("--device=all", words)
+            self.assertTrue(lines[0].split()[1] == "--export-workload=build/workload", lines[0])
+            self.assertNotIn("model_file.py", result.stdout + result.stderr)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
