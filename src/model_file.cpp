@@ -415,7 +415,7 @@ void check_against_module(Strategy& strategy, const ModelFileFamily& family, con
       for (int k = 0; k < blocks; ++k) {
         const double score = ref.confidence[k][r].item<double>();
         tie |= std::abs(score - thresholds[k]) < kTieMargin;
-        if (score > thresholds[k]) {
+        if (math::exit_fires(static_cast<float>(score), thresholds[k])) {
           expected = k + 1;
           break;
         }

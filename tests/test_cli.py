@@ -563,16 +563,26 @@ class BenchmarkOutput(unittest.TestCase):
                 "; cannot run here: no CUDA device is visible"
             self.assertEqual(declared["cuda/native/graph_while"],
                              "one launch per inference; skips blocks on the device" + here)
+        # the decoder's strategies: their own block of the listing, their own table (design.md §8)
+        block = next(b for b in result.stdout.split("\n\n") if b.strip().startswith("Decoder strategies"))
+        listed_decoder = {line.split()[0] for line in block.strip().splitlines()[1:] if not line.startswith(" ")}
+        self.assertIn("cpu/native/fused", listed_decoder)
         root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-        for doc in [os.path.join("docs", "measured.md"), os.path.join("docs", "design.md")]:
-            with open(os.path.join(root, doc)) as f:
-                rows = [[c.strip() for c in line.split("|")[1:4]] for line in f
-                        if re.match(r"^\| `[a-z_]+` \| (cpu|cuda)", line)]
-            documented = {f"{device}/{engine}/{name.strip('`')}" for name, devices, engines in rows
-                          for device in devices.split(", ") for engine in engines.split(", ")}
+
+        def documented(text):
+            rows = [[c.strip() for c in line.split("|")[1:4]] for line in text.splitlines()
+                    if re.match(r"^\| `[a-z_]+` \| (cpu|cuda)", line)]
+            names = {f"{device}/{engine}/{name.strip('`')}" for name, devices, engines in rows
+                     for device in devices.split(", ") for engine in engines.split(", ")}
             # a CPU-only build registers the CPU strategies only; the docs list every one
-            self.assertEqual({k for k in documented if self.data["context"]["cuda_build"] == "yes"
-                              or k.startswith("cpu/")}, listed, doc)
+            return {k for k in names if self.data["context"]["cuda_build"] == "yes" or k.startswith("cpu/")}
+
+        with open(os.path.join(root, "docs", "measured.md")) as f:
+            self.assertEqual(documented(f.read()), listed, "docs/measured.md")
+        with open(os.path.join(root, "docs", "design.md")) as f:
+            families, decoder = f.read().split("\n## 8. The decoder", 1)
+        self.assertEqual(documented(families), listed, "docs/design.md, §2")
+        self.assertEqual(documented(decoder), listed_decoder, "docs/design.md, §8")
 
     def test_listing_needs_no_run(self):
         result = run(CONDBENCH, "--device=cpu", "--benchmark_list_tests=true")

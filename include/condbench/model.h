@@ -16,6 +16,7 @@
 #include "condbench/family.h"
 #include "condbench/native_model.h"
 #include "condbench/parameters.h"
+#include "condbench/torch_exit_rule.h"
 
 namespace condbench {
 
@@ -39,6 +40,12 @@ class TorchLayers {
   // largest softmax probability (docs/design.md §1), unless the model says otherwise (a model
   // file's confidence()).
   virtual at::Tensor confidence(const at::Tensor& logits) const;
+  // The exit test on a head's logits: bool [rows], where confidence() fires (math::exit_fires).
+  // threshold: a float, or a 0-d tensor on the logits' device (what a captured graph reads).
+  template <typename Threshold>
+  at::Tensor exit_test(const at::Tensor& logits, const Threshold& threshold) const {
+    return math::exit_fires(confidence(logits), threshold);
+  }
 
  protected:
   explicit TorchLayers(const ModelConfig& config) : config_(config) {}

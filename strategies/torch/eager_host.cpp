@@ -47,7 +47,7 @@ const ExitOutput& EagerHost::do_run(const at::Tensor& input, const std::vector<f
       logits = layers_->head(k, h);
     }
     const nvtx::ScopedRange range(nvtx::Level::stage, stages_.exit_test(k + 1));
-    const at::Tensor fire = layers_->confidence(logits) > thresholds[k];
+    const at::Tensor fire = layers_->exit_test(logits, thresholds[k]);
     record().flops_executed += active * (block_flops(config, k) + head_flops(config, k));
     record().bytes_read += block_bytes(config, k) + head_bytes(config, k);
 

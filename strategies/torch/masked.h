@@ -18,7 +18,7 @@ ExitOutput masked_forward(const TorchLayers& layers, const at::Tensor& x, const 
   for (int k = 0; k < blocks; ++k) {
     h = layers.block(k, h);
     head_logits[k] = layers.head(k, h);
-    fires[k] = layers.confidence(head_logits[k]) > threshold(k);
+    fires[k] = layers.exit_test(head_logits[k], threshold(k));
   }
   at::Tensor logits = layers.head(blocks, h);
   at::Tensor exit_id = final_exit_id;

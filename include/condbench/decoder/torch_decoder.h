@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "condbench/decoder/strategy.h"
+#include "condbench/torch_exit_rule.h"
 
 namespace condbench {
 
@@ -53,7 +54,7 @@ class TorchDecoder {
   // threshold: a float, or a 0-d tensor on the logits' device (what a captured graph reads).
   template <typename Threshold>
   static at::Tensor exit_test(const at::Tensor& logits, const Threshold& threshold) {
-    return confidence(logits) > threshold;
+    return math::exit_fires(confidence(logits), threshold);
   }
   // The largest softmax probability of each row of logits [rows, vocab].
   static at::Tensor confidence(const at::Tensor& logits);

@@ -79,7 +79,7 @@ class GraphCondTorch final : public TorchStrategy {
   at::Tensor stage(int s, const at::Tensor& x) {
     const at::Tensor h = layers_->block(s, x);
     const at::Tensor logits = layers_->head(s, h);
-    const at::Tensor fire = layers_->confidence(logits) > thresholds_.at(s);
+    const at::Tensor fire = layers_->exit_test(logits, thresholds_.at(s));
     if (s == 0) {
       stages_run_.fill_(1);
       io_.logits.copy_(logits);  // pre-set: right for rows leaving here, overwritten for the rest

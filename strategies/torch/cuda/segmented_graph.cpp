@@ -82,7 +82,7 @@ class SegmentedGraph final : public TorchStrategy {
     const at::Tensor& x = k == 0 ? io_.input : hidden_[k - 1];
     hidden_[k] = layers_->block(k, x);
     const at::Tensor logits = layers_->head(k, hidden_[k]);
-    const at::Tensor fire = (layers_->confidence(logits) > thresholds_.at(k)).logical_and_(io_.decided.logical_not());
+    const at::Tensor fire = layers_->exit_test(logits, thresholds_.at(k)).logical_and_(io_.decided.logical_not());
     merge_exit(fire, logits, k + 1, io_.logits, io_.exit_id, io_.decided);
     any_left_[k] = io_.decided.logical_not().any();
   }

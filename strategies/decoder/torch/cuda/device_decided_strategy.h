@@ -27,8 +27,8 @@ class DeviceDecidedStrategy : public FixedStepStrategy {
  protected:
   // A branch of the step: an IF (`when`) or a WHILE (`loop`) on `predicate`, `depth` deep.
   using Branch = std::function<void(const at::Tensor& predicate, int depth, const std::function<void()>& body)>;
-  using Parts = StepParts<std::function<at::Tensor(int, const at::Tensor&)>, std::function<void(int, const at::Tensor&)>,
-                          std::function<at::Tensor(int)>>;
+  using Parts = StepParts<std::function<at::Tensor(int, const at::Tensor&)>,
+                          std::function<void(int, const at::Tensor&)>, std::function<at::Tensor(int)>>;
 
   // The deepest a body of this strategy's step nests.
   virtual int nesting(const DecoderConfig& c) const = 0;
