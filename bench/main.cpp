@@ -27,6 +27,7 @@
 #include "condbench/model_file.h"
 #include "condbench/nvtx.h"
 #include "condbench/output_file.h"
+#include "condbench/workload.h"
 #include "console_reporter.h"
 #include "context.h"
 #include "cpu_primitives.h"
@@ -392,6 +393,14 @@ int main(int argc, char** argv) {
     for (const condbench::DecoderConfig& c : options.decoders)
       benchmark::AddCustomContext("decoder " + c.describe(), "seeded weights; one iteration is one generated token");
 
+    // Each model's exit scores on condbench's input pool, before anything runs (shared_workload
+    // checks them): a model file whose confidence() leaves (0, 1] there is bad input, one line and
+    // exit 2, not an error in each of its benchmarks.
+    if (!listing) {
+      std::set<std::string> checked;
+      for (const condbench::BenchmarkCase& c : cases)
+        if (checked.insert(c.source.key()).second) condbench::shared_workload(c.source, 1);
+    }
     // Last before the run, so a flag error is never preceded by warnings.
     const bool runs = !listing;
     if (runs)

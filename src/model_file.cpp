@@ -16,6 +16,7 @@
 #include "condbench/error.h"
 #include "condbench/model.h"
 #include "condbench/torch_device.h"
+#include "condbench/torch_exit_rule.h"
 #include "torch_save_reader.h"
 
 namespace condbench {
@@ -294,7 +295,7 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
     // The scenarios' thresholds read 1 as "no row leaves here" and 0 as "every row does": a score
     // must be in (0, 1], as the largest softmax probability is (docs/your-model.md).
     const at::Tensor& score = held.at("confidence." + std::to_string(k));
-    if (!(score > 0).logical_and(score <= 1).all().item<bool>())
+    if (!math::scores_in_range(score))
       fail("model file " + folder + ": reference.pt: exit " + std::to_string(k + 1) +
            "'s scores are not all in (0, 1]: the exit rule's score must be (docs/your-model.md)");
     reference_.confidence.push_back(score);

@@ -4,9 +4,11 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 
 #include "condbench/error.h"
+#include "condbench/exit_math.h"
 
 namespace condbench {
 
@@ -35,6 +37,16 @@ Workload::Workload(EarlyExitModel model, int64_t batch) : model_(std::move(model
     batches_.push_back(pool_.narrow(0, start, batch));  // row slices of a row-major tensor: contiguous
   const at::Tensor conf = model_->exit_confidences(pool_).contiguous();
   confidences_.assign(conf.data_ptr<float>(), conf.data_ptr<float>() + conf.numel());
+  // A model file's confidence() was checked on its own rows when it was compiled; these are the
+  // rows condbench calibrates on and runs, which its code may score differently.
+  for (size_t i = 0; i < confidences_.size(); ++i)
+    if (!math::score_in_range(confidences_[i])) {
+      char score[32];
+      std::snprintf(score, sizeof score, "%g", static_cast<double>(confidences_[i]));
+      fail(cfg.describe() + ": its exit score at exit " + std::to_string(i % cfg.blocks + 1) + " on row " +
+           std::to_string(i / cfg.blocks) + " of condbench's input pool is " + score +
+           ", outside (0, 1], where the exit rule's score must be (a model file's confidence(): docs/your-model.md)");
+    }
 }
 
 std::vector<float> Workload::thresholds(const Scenario& scenario) const {

@@ -3,9 +3,14 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <utility>
+#include <vector>
+
 #include "condbench/agreement.h"
 #include "condbench/exit_math.h"
 #include "condbench/native_model.h"
+#include "condbench/torch_exit_rule.h"
 #include "reference.h"
 
 namespace condbench::testing {
@@ -69,9 +74,29 @@ TEST(ExitMath, ExitFiresOnlyAboveItsThreshold) {
   EXPECT_TRUE(math::exit_fires(std::nextafter(0.5f, 1.0f), 0.5f));
   EXPECT_FALSE(math::exit_fires(1.0f, 1.0f));   // t = 1 never fires
   EXPECT_TRUE(math::exit_fires(1e-30f, 0.0f));  // t = 0 always fires for a softmax max
-  // torch's comparison, as the torch-engine strategies run it, agrees on the boundary
-  const at::Tensor conf = at::full({1}, 0.1f);
-  EXPECT_EQ((conf > 0.1f).item<bool>(), math::exit_fires(0.1f, 0.1f));
+  // the tensor twin (torch_exit_rule.h) agrees on the boundary and beside it, with a float threshold
+  // and with a 0-d tensor one (what a captured graph reads)
+  for (const float c : {0.1f, std::nextafter(0.1f, 1.0f), std::nextafter(0.1f, 0.0f)}) {
+    const at::Tensor conf = at::full({1}, c);
+    EXPECT_EQ(math::exit_fires(conf, 0.1f).item<bool>(), math::exit_fires(c, 0.1f)) << c;
+    EXPECT_EQ(math::exit_fires(conf, at::scalar_tensor(0.1f)).item<bool>(), math::exit_fires(c, 0.1f)) << c;
+  }
+}
+
+TEST(ExitMath, AScoreTheRuleCanTakeIsInZeroToOne) {
+  const float nan = std::nanf("");
+  for (const auto& [score, in] : std::vector<std::pair<float, bool>>{{1.0f, true},
+                                                                     {1e-30f, true},
+                                                                     {0.5f, true},
+                                                                     {0.0f, false},
+                                                                     {-0.0f, false},
+                                                                     {std::nextafter(1.0f, 2.0f), false},
+                                                                     {1.5f, false},
+                                                                     {nan, false}}) {
+    EXPECT_EQ(math::score_in_range(score), in) << score;
+    EXPECT_EQ(math::scores_in_range(at::full({3}, score)), in) << score;  // the tensor twin
+  }
+  EXPECT_FALSE(math::scores_in_range(at::tensor({0.5f, 1.5f, 0.5f})));  // one is enough
 }
 
 TEST(Agreement, IdsMustMatchAndLogitsBeClose) {

@@ -503,5 +503,56 @@ class ModelFileRun(unittest.TestCase):
         self.assertIn("--blocks: a model file's depth is its module's stages", result.stderr)
 
 
+
+WIDE_SCORES = '''
+import torch
+from torch import nn
+
+
+class WideScores(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.ModuleList([nn.Linear(4, 4, bias=False)])
+        self.exits = nn.ModuleList([nn.Linear(4, 3, bias=False)])
+        self.final = nn.Linear(4, 3, bias=False)
+
+    def confidence(self, logits):
+        # in (0, 1] on its own rows (zeros: every logit 0), above 1 on any other
+        moved = (logits.abs().amax(-1) > 1e-3).float()
+        return torch.softmax(logits, -1).amax(-1) + 0.9 * moved
+
+
+def model():
+    torch.manual_seed(1)
+    return WideScores()
+
+
+def example_input(batch):
+    return torch.zeros(batch, 4)
+'''
+
+
+class PoolScores(unittest.TestCase):
+    """A confidence() in range on the model file's own rows, where model_file.py checks it, and out of
+    range on condbench's input pool, where the thresholds are calibrated: refused before the run."""
+
+    def test_a_score_outside_the_range_on_the_pool_is_one_line_before_the_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "wide_scores.py")
+            with open(path, "w") as f:
+                f.write(WIDE_SCORES)
+            folder = compile_model(path)
+            out = os.path.join(d, "out.json")
+            result = run(CONDBENCH, f"--model-file={folder}", "--device=cpu", "--strategy=eager_host",
+                         "--scenario=exit:2", "--batch=1", "--benchmark_min_time=0.01s", f"--benchmark_out={out}")
+            self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+            lines = result.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, result.stderr)
+            self.assertRegex(lines[0], r"^condbench: model=wide_scores\.py .*: its exit score at exit 1 on row \d+ of "
+                             r"condbench's input pool is 1\.\d+, outside \(0, 1\]")
+            self.assertFalse(os.path.exists(out))
+            self.assertNotIn("early_exit/", result.stdout)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -100,4 +100,8 @@ CONDBENCH_HD inline float max_softmax(const float* logits, int n) {
 // confidence equal to the threshold does not fire (t = 1.0 never fires, t = 0.0 always does).
 CONDBENCH_HD inline bool exit_fires(float confidence, float threshold) { return confidence > threshold; }
 
+// A score the rule can take: in (0, 1], as the largest softmax probability is, so that a threshold
+// of 1 means "no row leaves here" and 0 "every row does" (the scenarios' forced exits). NaN is not.
+CONDBENCH_HD inline bool score_in_range(float confidence) { return confidence > 0.0f && confidence <= 1.0f; }
+
 }  // namespace condbench::math

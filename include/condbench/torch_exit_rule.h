@@ -16,4 +16,9 @@ at::Tensor exit_fires(const at::Tensor& confidence, const Threshold& threshold) 
   return confidence > threshold;
 }
 
+// Whether every score is one the rule can take (score_in_range(float)).
+inline bool scores_in_range(const at::Tensor& confidence) {
+  return (confidence > 0).logical_and_(confidence <= 1).all().item<bool>();
+}
+
 }  // namespace condbench::math
