@@ -6,9 +6,13 @@
 #include <torch/version.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <string_view>
@@ -97,6 +101,111 @@ class PackageLayers final : public TorchLayers {
   std::vector<std::unique_ptr<Loader>> loaders_;  // stages[0], exits[0], ..., final
   std::unique_ptr<Loader> confidence_;
 };
+
+std::string sizes_text(const at::Tensor& t) {
+  std::string text = "[";
+  for (size_t i = 0; i < t.sizes().size(); ++i)
+    text += (i ? ", " : "") + std::to_string(t.size(static_cast<int64_t>(i)));
+  return text + "]";
+}
+
+// How far `got` is beyond the logits tolerance from `want` (<= 0: within; NaN where either is).
+double beyond_tolerance(const at::Tensor& got, const at::Tensor& want) {
+  return (got - want).abs().sub(want.abs().mul(kLogitsRtol)).sub(kLogitsAtol).max().item<double>();
+}
+
+[[noreturn]] void refuse_package(const std::string& folder, const ModelFilePart& part, const std::string& what) {
+  fail("model file " + folder + ": " + part.name + " (" + part.package + ") " + what +
+       ": not the package compiled for this manifest; compile the model file again");
+}
+
+// While alive, what is written to stderr (fd 2) goes to a temporary file; keep() writes it on to
+// stderr, and the destructor drops what was not kept. AOTInductor's generated code prints its own
+// "Error: ... API call failed at <its temporary source>" before it throws, which the probe below
+// says in one line instead.
+class StderrHeld {
+ public:
+  StderrHeld() : held_(std::tmpfile()) {
+    std::fflush(stderr);
+    if (held_ != nullptr) saved_ = dup(STDERR_FILENO);
+    if (saved_ >= 0 && dup2(fileno(held_), STDERR_FILENO) < 0) {
+      close(saved_);
+      saved_ = -1;
+    }
+  }
+  ~StderrHeld() {
+    restore();
+    if (held_ != nullptr) std::fclose(held_);
+  }
+  StderrHeld(const StderrHeld&) = delete;
+  StderrHeld& operator=(const StderrHeld&) = delete;
+
+  void keep() {
+    restore();
+    if (held_ == nullptr) return;
+    std::rewind(held_);
+    char buffer[4096];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, held_)) > 0;) std::fwrite(buffer, 1, n, stderr);
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    std::cerr.flush();
+    dup2(saved_, STDERR_FILENO);
+    close(saved_);
+    saved_ = -1;
+  }
+  std::FILE* held_;
+  int saved_ = -1;
+};
+
+// Every package run once on the reference rows, in the module's order, before any strategy uses
+// them: a package that is not the one compiled for this manifest (swapped, another model's, a
+// manifest that lies about its shapes) is one line naming the part, not AOTInductor's own error
+// in the middle of a run nor numbers that differ in every benchmark.
+void probe_packages(const std::string& folder, const std::vector<ModelFilePart>& parts, const ModelFileReference& ref,
+                    const TorchLayers& layers, const at::Device& device) {
+  const auto refuse = [&](const ModelFilePart& part, const std::string& what) { refuse_package(folder, part, what); };
+  const auto ran = [&](const ModelFilePart& part, const auto& call) -> at::Tensor {
+    try {
+      return call();
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      refuse_package(folder, part, "does not run on the reference rows (" + printable(one_line(e), 200) + ")");
+    }
+  };
+  const int stages = static_cast<int>(ref.confidence.size());
+  at::Tensor h = ref.input.to(device);
+  const int64_t rows = h.size(0);
+  for (int k = 0; k <= stages; ++k) {
+    if (k < stages) {
+      const ModelFilePart& stage = parts[2 * static_cast<size_t>(k)];
+      h = ran(stage, [&] { return layers.block(k, h); });
+      std::vector<int64_t> want{rows};
+      want.insert(want.end(), stage.output_row.begin(), stage.output_row.end());
+      if (h.sizes() != at::IntArrayRef(want))
+        refuse(stage, "gives " + sizes_text(h) + " on the reference rows where the manifest says " +
+                          shape_text(stage.output_row));
+    }
+    const ModelFilePart& head = k < stages ? parts[2 * static_cast<size_t>(k) + 1] : parts.back();
+    const at::Tensor logits = ran(head, [&] { return layers.head(k, h); }).to(at::kCPU, at::kFloat);
+    if (logits.sizes() != ref.logits[k].sizes())
+      refuse(head, "gives " + sizes_text(logits) + " on the reference rows where the module gave " +
+                       sizes_text(ref.logits[k]));
+    if (const double beyond = beyond_tolerance(logits, ref.logits[k]); !(beyond <= 0))
+      refuse(head, "gives logits that are not the module's on the reference rows (after the stages before it)");
+  }
+  for (int k = 0; k < stages; ++k) {
+    const at::Tensor score = layers.confidence(ref.logits[k].to(device)).to(at::kCPU, at::kFloat);
+    if (score.sizes() != ref.confidence[k].sizes() || !(beyond_tolerance(score, ref.confidence[k]) <= 0))
+      fail("model file " + folder +
+           ": confidence (its package or the exits') does not give the module's scores at exit " +
+           std::to_string(k + 1) + " on the reference rows: compile the model file again");
+  }
+}
 
 // The manifest's fields, each checked, each error naming the field.
 class ManifestReader {
@@ -363,7 +472,13 @@ std::shared_ptr<const TorchLayers> ModelFileFamily::layers(const ModelConfig& co
   if (const std::string why = unsupported_on(device.is_cuda() ? "cuda" : "cpu"); !why.empty()) fail(why);
   check(config);
   const std::lock_guard<std::mutex> lock(mutex_);
-  if (!loaded_) loaded_ = std::make_shared<PackageLayers>(config, folder_, parts_, confidence_package_, device_);
+  if (!loaded_) {
+    auto layers = std::make_shared<PackageLayers>(config, folder_, parts_, confidence_package_, device_);
+    StderrHeld held;
+    probe_packages(folder_, parts_, reference_, *layers, device);
+    held.keep();
+    loaded_ = std::move(layers);
+  }
   return loaded_;
 }
 
@@ -427,8 +542,7 @@ void check_against_module(Strategy& strategy, const ModelFileFamily& family, con
         fail("differs from the module's own forward on reference row " + std::to_string(r) + ": exit " +
              std::to_string(got) + ", the module's " + std::to_string(expected));
       const at::Tensor want = ref.logits[expected - 1][r];
-      const double off = (logits[j] - want).abs().sub(want.abs().mul(kLogitsRtol)).max().item<double>();
-      if (!(off <= kLogitsAtol))  // NaN logits too
+      if (!(beyond_tolerance(logits[j], want) <= 0))  // NaN logits too
         fail("differs from the module's own forward on reference row " + std::to_string(r) + ": its logits at exit " +
              std::to_string(expected) + " are off by more than " + std::to_string(kLogitsAtol) + " + " +
              std::to_string(kLogitsRtol) + " x |logit|");

@@ -455,6 +455,12 @@ class ModelFileRun(unittest.TestCase):
             ref["confidence.1"][0] = 2.0
             torch.save(ref, os.path.join(folder, "reference.pt"))
 
+        def swapped_package(folder, m):
+            shutil.copyfile(os.path.join(folder, "exit0.pt2"), os.path.join(folder, "exit1.pt2"))
+
+        def other_models_package(folder, m):
+            shutil.copyfile(os.path.join(self.fresh, "stage0.pt2"), os.path.join(folder, "stage0.pt2"))
+
         def corrupt_package(folder, m):
             with open(os.path.join(folder, "stage0.pt2"), "wb") as f:
                 f.write(b"PK\x03\x04 not a package")
@@ -474,6 +480,9 @@ class ModelFileRun(unittest.TestCase):
             (linked_package, "exits[1]: its package exit1.pt2 is missing (or a link)"),
             (score_out_of_range, "reference.pt: exit 2's scores are not all in (0, 1]"),
             (corrupt_package, "stages[0]: cannot load stage0.pt2"),
+            (swapped_package, "exits[1] (exit1.pt2) gives logits that are not the module's on the reference rows "
+                              "(after the stages before it): not the package compiled for this manifest"),
+            (other_models_package, "stages[0] (stage0.pt2) does not run on the reference rows ("),
         ]
         for change, message in cases:
             with self.subTest(case=change.__name__):
@@ -484,6 +493,12 @@ class ModelFileRun(unittest.TestCase):
                 self.assertEqual(len(lines), 1, result.stderr)
                 self.assertIn(folder, lines[0])
                 self.assertIn(message, lines[0])
+                if change in (swapped_package, other_models_package):  # found by running them: condbench too
+                    result = run(CONDBENCH, f"--model-file={folder}", "--device=cpu", "--strategy=eager_host",
+                                 "--scenario=exit:1", "--batch=1", "--benchmark_min_time=0.01s")
+                    self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+                    self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+                    self.assertIn(message, result.stderr)
         # no folder at all
         for given, message in [(os.path.join(self.dir.name, "absent"), "no manifest.json")]:
             for tool in (INFER, CONDBENCH):
