@@ -217,11 +217,7 @@ PreparedCase& prepared(const BenchmarkCase& c) {
 
 void run_case(benchmark::State& state, const BenchmarkCase& c) {
   const Device device = c.strategy->device;
-  if (device == Device::cuda && !cli::cuda_available()) {
-    state.SkipWithError("skipped: no CUDA device on this machine");
-    return;
-  }
-  if (const Unsupported why = c.strategy->unsupported(c.config, c.batch)) {
+  if (const Unsupported why = why_skipped(c)) {
     state.SkipWithError(("skipped: " + *why).c_str());
     return;
   }
@@ -264,6 +260,11 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
 }
 
 }  // namespace
+
+Unsupported why_skipped(const BenchmarkCase& c) {
+  if (c.strategy->device == Device::cuda && !cli::cuda_available()) return "no CUDA device on this machine";
+  return c.strategy->unsupported(c.config, c.batch);
+}
 
 void run_benchmark_case(benchmark::State& state, const BenchmarkCase& c) {
   // Cases whose strategy found in prepare() that it cannot run the model, and why: Google Benchmark

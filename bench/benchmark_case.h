@@ -33,6 +33,10 @@ std::string case_name(Device device, Engine engine, const std::string& strategy,
 // (counters, exit ids), then times inferences walking the pool. Errors become SkipWithError.
 void run_benchmark_case(benchmark::State& state, const BenchmarkCase& c);
 
+// Why a case cannot run on this machine (no CUDA device, or what its strategy declares), or
+// nothing: the case is skipped with the reason, not failed.
+Unsupported why_skipped(const BenchmarkCase& c);
+
 // Destroys the case kept prepared between calls (its strategy, its inputs on the device). Called
 // once the benchmarks have run, before main returns: left to static destruction, a CUDA strategy
 // would outlive the CUDA runtime and crash the exit (seen on an H200: SIGSEGV after the last

@@ -399,7 +399,8 @@ int main(int argc, char** argv) {
     if (!listing) {
       std::set<std::string> checked;
       for (const condbench::BenchmarkCase& c : cases)
-        if (checked.insert(c.source.key()).second) condbench::shared_workload(c.source, 1);
+        if (!condbench::why_skipped(c) && checked.insert(c.source.key()).second)
+          condbench::shared_workload(c.source, 1);
     }
     // Last before the run, so a flag error is never preceded by warnings.
     const bool runs = !listing;

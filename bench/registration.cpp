@@ -391,25 +391,32 @@ std::vector<DecoderCase> select_decoder_cases(const RunnerOptions& options) {
 void print_strategies(const RunnerOptions& options, std::ostream& out) {
   constexpr size_t kKeyWidth = 30;
   const std::string indent(kKeyWidth, ' ');
+  // A strategy's line (key, summary), then what it declares and whether it can run here, indented.
+  const auto print = [&](const std::string& key, const std::string& summary, Device device,
+                         std::vector<std::string> traits) {
+    out << key << std::string(key.size() < kKeyWidth ? kKeyWidth - key.size() : 1, ' ') << summary << "\n";
+    if (const Unsupported why = cli::device_unavailable(device)) traits.push_back("cannot run here: " + *why);
+    for (size_t i = 0; i < traits.size(); ++i) out << (i ? "; " : indent) << traits[i];
+    if (!traits.empty()) out << "\n";
+  };
   for (const StrategyInfo& info : StrategyRegistry::instance().entries()) {
-    const std::string key = info.key();
-    out << key << std::string(key.size() < kKeyWidth ? kKeyWidth - key.size() : 1, ' ') << info.summary << "\n";
-    std::string traits;
-    const auto add = [&](const std::string& trait) { traits += (traits.empty() ? "" : "; ") + trait; };
-    if (info.host_decides) add("decides on the host");
-    if (info.single_launch) add("one launch per inference");
+    std::vector<std::string> traits;
+    if (info.host_decides) traits.emplace_back("decides on the host");
+    if (info.single_launch) traits.emplace_back("one launch per inference");
     if (info.skips_blocks_on_device)
-      add(info.skips_final_head_on_device ? "skips blocks and the final head on the device"
-                                          : "skips blocks on the device");
-    if (const Unsupported why = cli::device_unavailable(info.device)) add("cannot run here: " + *why);
-    if (!traits.empty()) out << indent << traits << "\n";
+      traits.emplace_back(info.skips_final_head_on_device ? "skips blocks and the final head on the device"
+                                                          : "skips blocks on the device");
+    print(info.key(), info.summary, info.device, std::move(traits));
   }
   if (!options.decoders.empty()) {
     out << "\nDecoder strategies (--model=decoder; one token per step):\n";
     for (const DecoderStrategyInfo& info : decoder_strategies()) {
-      const std::string key = info.key();
-      out << key << std::string(key.size() < kKeyWidth ? kKeyWidth - key.size() : 1, ' ') << info.summary << "\n";
-      if (info.host_decides) out << indent << "decides on the host\n";
+      std::vector<std::string> traits;
+      if (info.host_decides) traits.emplace_back("decides on the host");
+      if (info.computes_every_row) traits.emplace_back("runs every layer for every row");
+      if (info.skips_when_all_left)
+        traits.emplace_back("skips the deeper layers on the device once every row has left");
+      print(info.key(), info.summary, info.device, std::move(traits));
     }
   }
   bool headed = false;

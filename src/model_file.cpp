@@ -162,9 +162,10 @@ class StderrHeld {
 };
 
 // Every package run once on the reference rows, in the module's order, before any strategy uses
-// them: a package that is not the one compiled for this manifest (swapped, another model's, a
-// manifest that lies about its shapes) is one line naming the part, not AOTInductor's own error
-// in the middle of a run nor numbers that differ in every benchmark.
+// them: a package that does not run on what the part before gives, or gives another shape than
+// the manifest's (swapped, another model's, a manifest that lies about its shapes), is one line
+// naming the part, not AOTInductor's own error in the middle of a run. Its numbers are what
+// check_against_module compares, strategy by strategy, naming the row.
 void probe_packages(const std::string& folder, const std::vector<ModelFilePart>& parts, const ModelFileReference& ref,
                     const TorchLayers& layers, const at::Device& device) {
   const auto refuse = [&](const ModelFilePart& part, const std::string& what) { refuse_package(folder, part, what); };
@@ -195,15 +196,20 @@ void probe_packages(const std::string& folder, const std::vector<ModelFilePart>&
     if (logits.sizes() != ref.logits[k].sizes())
       refuse(head, "gives " + sizes_text(logits) + " on the reference rows where the module gave " +
                        sizes_text(ref.logits[k]));
-    if (const double beyond = beyond_tolerance(logits, ref.logits[k]); !(beyond <= 0))
-      refuse(head, "gives logits that are not the module's on the reference rows (after the stages before it)");
   }
   for (int k = 0; k < stages; ++k) {
-    const at::Tensor score = layers.confidence(ref.logits[k].to(device)).to(at::kCPU, at::kFloat);
-    if (score.sizes() != ref.confidence[k].sizes() || !(beyond_tolerance(score, ref.confidence[k]) <= 0))
-      fail("model file " + folder +
-           ": confidence (its package or the exits') does not give the module's scores at exit " +
-           std::to_string(k + 1) + " on the reference rows: compile the model file again");
+    at::Tensor score;
+    try {
+      score = layers.confidence(ref.logits[k].to(device));
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      fail("model file " + folder + ": confidence (confidence.pt2) does not run on exit " + std::to_string(k + 1) +
+           "'s reference logits (" + printable(one_line(e), 200) + "): compile the model file again");
+    }
+    if (score.sizes() != ref.confidence[k].sizes())
+      fail("model file " + folder + ": confidence (confidence.pt2) gives " + sizes_text(score) + " for exit " +
+           std::to_string(k + 1) + "'s reference logits, not a score per row: compile the model file again");
   }
 }
 

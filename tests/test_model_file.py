@@ -159,7 +159,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
             ("score.py", GOOD.replace("        self.final = nn.Linear(8, 3)\n", """        self.final = nn.Linear(8, 3)
 
     def confidence(self, logits):
-        return 2 * torch.softmax(logits, -1).amax(-1)
+        return 1 + torch.softmax(logits, -1).amax(-1)  # above 1 whatever the input
 """), "confidence(): scores outside (0, 1] for exits[0]'s logits"),
         ]
         for name, text, message in cases:
@@ -192,6 +192,9 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         self.assertEqual(m["whole_model"], {"cond": {"package": "cond.pt2"}, "masked": {"package": "masked.pt2"}})
         self.assertEqual(sorted(m["compile_s"]), sorted(p for p in os.listdir(folder) if p.endswith(".pt2")))
         self.assertTrue(all(s > 0 for s in m["compile_s"].values()), m["compile_s"])
+        # every file of the folder, and nothing the module read beside the file (it reads nothing)
+        self.assertEqual(sorted(m["files"]), sorted(p for p in os.listdir(folder) if p != "manifest.json"))
+        self.assertEqual(m["reads"], [])
         # the module's own forward on 64 rows of example_input, every head, every exit's score
         ref = torch.load(os.path.join(folder, "reference.pt"))
         module = model_file.ModelFile(path).module
@@ -257,6 +260,92 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         self.assertFalse(os.path.exists(path_cond))
         self.assertEqual(model_file.compile_whole_model("cond", "torch.export cannot trace it", None, path_cond),
                          {"unavailable": "torch.export cannot trace it"})
+
+    def test_a_folder_is_compiled_again_when_what_the_module_read_changed_or_it_is_damaged(self):
+        import model_file
+        # a model file that imports a module from beside it and loads its weights from there
+        self.write("helper.py", "SCALE = 1.0\n")
+        path = self.write("uses_helper.py", HEADER + """
+import os
+import sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import helper
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.ModuleList([nn.Linear(4, 4)])
+        self.exits = nn.ModuleList([nn.Linear(4, 3)])
+        self.final = nn.Linear(4, 3)
+
+def model():
+    m = M()
+    m.load_state_dict(torch.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "w.pt")))
+    with torch.no_grad():
+        m.final.weight.mul_(helper.SCALE)
+    return m
+
+def example_input(batch):
+    return torch.ones(batch, 4)
+""")
+        torch.manual_seed(0)
+        weights = os.path.join(self.dir.name, "w.pt")
+        torch.save({f"{part}.{k}": v for part, module in [("stages.0", torch.nn.Linear(4, 4)),
+                                                          ("exits.0", torch.nn.Linear(4, 3)),
+                                                          ("final", torch.nn.Linear(4, 3))]
+                    for k, v in module.state_dict().items()}, weights)
+        helper = os.path.realpath(os.path.join(self.dir.name, "helper.py"))
+        # what the module read while it loaded: recorded in a fresh interpreter, as model_file.py runs
+        listed = subprocess.run([sys.executable, "-c", "import json, sys; sys.path.insert(0, sys.argv[1]); "
+                                 "import model_file; print(json.dumps(model_file.ModelFile(sys.argv[2]).reads))",
+                                 os.path.dirname(SCRIPT), path], capture_output=True, text=True, timeout=120)
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertEqual(json.loads(listed.stdout), sorted([helper, os.path.realpath(weights)]))
+        cache = os.path.join(self.dir.name, "cache")
+
+        def folder_as_compiled(reads=True):
+            """A compiled folder as compile leaves it, its packages stood in for by one file."""
+            folder = os.path.join(cache, "models", f"{model_file.digest(path, None, 'cpu')}-cpu")
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, "stage0.pt2"), "wb") as f:
+                f.write(b"a package")
+            m = {"files": {"stage0.pt2": model_file.file_digest(os.path.join(folder, "stage0.pt2"))},
+                 "source": path, "weights": None, "digest": model_file.digest(path, None, "cpu"), "classes": 3,
+                 "device": "cpu"}
+            if reads:
+                m["reads"] = [{"path": p, "sha256": model_file.file_digest(p)} for p in json.loads(listed.stdout)]
+            with open(os.path.join(folder, "manifest.json"), "w") as f:
+                json.dump(m, f)
+            return folder
+
+        def found():
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                return model_file.compiled_folder(path, None, "cpu", cache), err.getvalue()
+
+        folder = folder_as_compiled()
+        self.assertEqual(found(), (folder, ""))
+        # the module it imports changed: compiled again, the stale folder gone; the peer refuses it too
+        self.write("helper.py", "SCALE = 2.0\n")
+        with self.assertRaisesRegex(model_file.ProtocolError, f"{helper}, which it reads, changed since it was "
+                                                              f"compiled into {folder}: compile it again"):
+            model_file.load_compiled(folder)
+        self.assertEqual(found(), (None, f"model_file: {path}: compiling it again: {folder}: {helper}, which the "
+                                         "module read, changed since it was compiled\n"))
+        self.assertFalse(os.path.exists(folder))
+        # a package damaged, or missing
+        folder = folder_as_compiled()
+        with open(os.path.join(folder, "stage0.pt2"), "ab") as f:
+            f.write(b"!")
+        self.assertEqual(found()[0], None)
+        self.assertFalse(os.path.exists(folder))
+        folder = folder_as_compiled()
+        os.remove(os.path.join(folder, "stage0.pt2"))
+        self.assertIn("stage0.pt2 is missing or not as compiled", found()[1])
+        # made before the manifest recorded what the module read
+        folder = folder_as_compiled(reads=False)
+        self.assertIn("an older model_file.py made it", found()[1])
+        self.assertFalse(os.path.exists(folder))
 
     def test_bad_weights_and_a_missing_file_are_named(self):
         path = self.write("good.py", GOOD)

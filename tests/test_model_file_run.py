@@ -455,8 +455,8 @@ class ModelFileRun(unittest.TestCase):
             ref["confidence.1"][0] = 2.0
             torch.save(ref, os.path.join(folder, "reference.pt"))
 
-        def swapped_package(folder, m):
-            shutil.copyfile(os.path.join(folder, "exit0.pt2"), os.path.join(folder, "exit1.pt2"))
+        def swapped_package(folder, m):  # a stage's package where an exit's should be
+            shutil.copyfile(os.path.join(folder, "stage1.pt2"), os.path.join(folder, "exit1.pt2"))
 
         def other_models_package(folder, m):
             shutil.copyfile(os.path.join(self.fresh, "stage0.pt2"), os.path.join(folder, "stage0.pt2"))
@@ -480,8 +480,8 @@ class ModelFileRun(unittest.TestCase):
             (linked_package, "exits[1]: its package exit1.pt2 is missing (or a link)"),
             (score_out_of_range, "reference.pt: exit 2's scores are not all in (0, 1]"),
             (corrupt_package, "stages[0]: cannot load stage0.pt2"),
-            (swapped_package, "exits[1] (exit1.pt2) gives logits that are not the module's on the reference rows "
-                              "(after the stages before it): not the package compiled for this manifest"),
+            (swapped_package, "exits[1] (exit1.pt2) gives [64, 64] on the reference rows where the module gave "
+                              "[64, 10]: not the package compiled for this manifest; compile the model file again"),
             (other_models_package, "stages[0] (stage0.pt2) does not run on the reference rows ("),
         ]
         for change, message in cases:

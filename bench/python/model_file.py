@@ -43,6 +43,7 @@ import json
 import logging
 import os
 import runpy
+import shutil
 import sys
 import time
 
@@ -58,6 +59,64 @@ class ProtocolError(Exception):
 def first_line(error):
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")[:300]
+
+
+_recording = []  # the sets of files being recorded, innermost last
+_hooked = False
+
+
+def _audit(event, args):
+    if event == "open" and _recording and isinstance(args[0], (str, bytes)):
+        mode = args[1] if isinstance(args[1], str) else "r"
+        if not any(c in mode for c in "wax+"):
+            _recording[-1].add(os.path.abspath(os.fsdecode(args[0])))
+
+
+@contextlib.contextmanager
+def files_read():
+    """The files opened for reading while the block runs (an audit hook, installed once)."""
+    global _hooked
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True
+    seen = set()
+    _recording.append(seen)
+    try:
+        yield seen
+    finally:
+        _recording.remove(seen)
+
+
+def _python_own():
+    import site
+
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages(), site.getusersitepackages(),
+             os.path.dirname(os.path.abspath(__file__))}  # and condbench's own Python
+    return tuple(os.path.join(os.path.realpath(r), "") for r in roots if r) + ("/dev/", "/proc/", "/sys/")
+
+
+def file_digest(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:  # in chunks: a gigabyte of weights is not read into memory whole
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def model_inputs(seen, own):
+    """Of the files a model file read while it loaded, the ones its folder depends on beside the file
+    and --weights (`own`): a module it imports from beside it (its source, where Python read the
+    cached bytecode), weights model() loads. Python's own files and its packages' are not."""
+    ignore, inputs = _python_own(), set()
+    for path in seen:
+        head, name = os.path.split(path)
+        if os.path.basename(head) == "__pycache__" and name.endswith(".pyc"):  # name.cpython-311.pyc
+            path = os.path.join(os.path.dirname(head), name.split(".")[0] + ".py")
+        real = os.path.realpath(path)
+        if real.startswith(ignore) or real in own or not os.path.isfile(real):
+            continue
+        inputs.add(real)
+    return sorted(inputs)
 
 
 def shape_text(value):
@@ -77,6 +136,13 @@ class ModelFile:
                                 "the machine with the GPU)")
         if not os.path.isfile(path):
             raise ProtocolError(f"{path}: no such file")
+        with files_read() as seen:
+            self._load(path, weights, device, torch, nn)
+        own = {os.path.realpath(path)} | ({os.path.realpath(weights)} if weights else set())
+        # what the compiled folder depends on beside the file and its weights (compiled_folder)
+        self.reads = model_inputs(seen, own)
+
+    def _load(self, path, weights, device, torch, nn):
         try:
             namespace = runpy.run_path(path, run_name="condbench_model_file")
         except (KeyboardInterrupt, MemoryError):
@@ -124,6 +190,7 @@ class ModelFile:
             except Exception as e:
                 raise ProtocolError(f"{path}: --weights {weights}: does not fit model() ({first_line(e)})") from None
         self.module = module.eval().to(device)
+        self.input(2)  # what example_input() reads is read here, recorded with the rest
 
     def call(self, part, function, *args):
         try:
@@ -496,15 +563,75 @@ def remember_source(folder, source, weights):
     os.replace(temp, path)
 
 
+def changed_reads(m):
+    """The files a folder's manifest says the module read when it was compiled (its "reads": a module
+    it imports, weights model() loads) that are not as they were then, or None where the manifest
+    has no such list (one written before it was kept)."""
+    reads = m.get("reads")
+    if not isinstance(reads, list):
+        return None
+    changed = []
+    for entry in reads:
+        try:
+            if file_digest(entry["path"]) != entry["sha256"]:
+                changed.append(entry["path"])
+        except (OSError, KeyError, TypeError):
+            changed.append(str(entry.get("path") if isinstance(entry, dict) else entry))
+    return changed
+
+
+def damaged(folder, m):
+    """The files of a compiled folder that are missing or not as compiled (its manifest's "files"),
+    or ["manifest.json"] where it has no such list."""
+    files = m.get("files")
+    if not isinstance(files, dict) or not files:
+        return ["manifest.json"]
+    bad = []
+    for name, sha256 in files.items():
+        path = os.path.join(folder, name)
+        try:
+            if os.path.dirname(name) or os.path.islink(path) or file_digest(path) != sha256:
+                bad.append(name)
+        except OSError:
+            bad.append(name)
+    return bad
+
+
 def compiled_folder(path, weights, device, cache):
     """The folder the file and weights were compiled into for `device` before, found by the digest
-    of their bytes (nothing of the file runs), or None. It names where they are now (the peer
-    loads them from there)."""
+    of their bytes (nothing of the file runs), or None: also None where a file the module read when
+    it was compiled (a module it imports, weights model() loads) has changed since, or the folder is
+    damaged, the stale folder then removed so that it is compiled again. It names where the file and
+    weights are now (the peer loads them from there)."""
     try:
         folder = os.path.join(cache, "models", f"{digest(path, weights, device)}-{device}")
     except OSError:
         return None  # a file or weights that cannot be read: ModelFile says so
-    if not os.path.isfile(os.path.join(folder, "manifest.json")):
+    try:
+        with open(os.path.join(folder, "manifest.json")) as f:
+            m = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        m = None
+    if not isinstance(m, dict):
+        why = "its manifest.json is unreadable"
+    elif changed_reads(m) is None or "files" not in m:
+        why = "an older model_file.py made it, without a record of its files and of what the module read"
+    elif stale := changed_reads(m):
+        why = f"{', '.join(stale)}, which the module read, changed since it was compiled"
+    elif broken := damaged(folder, m):
+        why = f"{', '.join(broken[:3])} {'is' if len(broken) == 1 else 'are'} missing or not as compiled"
+    else:
+        why = None
+    if why:
+        print(f"model_file: {path}: compiling it again: {folder}: {why}", file=sys.stderr)
+        aside = f"{folder}.stale-{os.getpid()}"
+        try:
+            os.rename(folder, aside)
+        except OSError:
+            pass  # another process moved it first
+        shutil.rmtree(aside, ignore_errors=True)
         return None
     remember_source(folder, os.path.abspath(path), weights and os.path.abspath(weights))
     return folder
@@ -516,8 +643,6 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
     checked against the module's own output, then renamed into place, so the folder is either whole
     or absent. A folder already there is the same file, weights and torch: it is used as it is,
     nothing exported or compiled. Returns the folder."""
-    import shutil
-
     import torch
 
     source, weights_path = os.path.abspath(model_file.path), weights and os.path.abspath(weights)
@@ -583,6 +708,9 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
         with torch.no_grad():
             torch.save(reference(model_file, view), os.path.join(temp, "reference.pt"))
         m["reference"] = "reference.pt"
+        # what the folder is, and what it depends on beside the file and the weights (compiled_folder)
+        m["files"] = {name: file_digest(os.path.join(temp, name)) for name in sorted(os.listdir(temp))}
+        m["reads"] = [{"path": p, "sha256": file_digest(p)} for p in model_file.reads]
         with open(os.path.join(temp, "manifest.json"), "w") as f:
             json.dump(m, f, indent=1)
         try:
@@ -616,6 +744,9 @@ def load_compiled(folder):
         raise ProtocolError(f"{source}: cannot be read ({first_line(e)})") from None
     if not same:
         raise ProtocolError(f"{source}: changed since it was compiled into {folder} (or its weights did): "
+                            "compile it again (scripts/run --model-file does)")
+    if changed := changed_reads(m):
+        raise ProtocolError(f"{source}: {changed[0]}, which it reads, changed since it was compiled into {folder}: "
                             "compile it again (scripts/run --model-file does)")
     model_file = ModelFile(source, weights)
     return model_file, early_exit_view(model_file, classes)
