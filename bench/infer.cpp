@@ -121,7 +121,7 @@ Options parse_options(int argc, char** argv) {
         given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
     const std::string folder =
         model_file_folder(flags.at("--model-file"), given("--model-weights") ? flags.at("--model-weights") : "",
-                          model_file_device(devices), compile_timeout(flags));
+                          model_file_device(devices), kModelFileMaxRowValues, compile_timeout(flags));
     try {
       options.source.config = load_model_file(folder).config();
     } catch (const Error& e) {

@@ -20,6 +20,7 @@
 
 #include "cli.h"
 #include "condbench/error.h"
+#include "condbench/model_file.h"
 #include "condbench/output_file.h"
 
 extern char** environ;
@@ -223,7 +224,8 @@ Device model_file_device(const std::vector<Device>& devices) {
   return cuda && cli::cuda_available() ? Device::cuda : Device::cpu;
 }
 
-std::string model_file_folder(const std::string& given, const std::string& weights, Device device, int timeout_s) {
+std::string model_file_folder(const std::string& given, const std::string& weights, Device device,
+                              int64_t max_row_values, int timeout_s) {
   if (!python_file(given)) {
     if (!weights.empty())
       fail("--model-weights: only with --model-file=FILE.py (a compiled folder's weights are in its packages)");
@@ -236,7 +238,12 @@ std::string model_file_folder(const std::string& given, const std::string& weigh
     fail("--model-file: " + given + ": bench/python/model_file.py is neither beside this condbench's sources nor " +
          "in the working folder; run from a checkout, or compile it there (model_file.py compile " + given +
          " --device " + to_string(device) + ") and give the folder");
-  std::vector<std::string> argv = {python(), script, "compile", given, "--device", to_string(device)};
+  // condbench's limits, as data: model_file.py types none of them
+  std::vector<std::string> argv = {python(),           script,
+                                   "compile",          given,
+                                   "--device",         to_string(device),
+                                   "--max-row-values", std::to_string(max_row_values),
+                                   "--max-stages",     std::to_string(kModelFileMaxStages)};
   if (!weights.empty()) argv.insert(argv.end(), {"--weights", weights});
   // A compile takes minutes the first time: said at once on a terminal, and every 30 s on any
   // stderr (a cached folder, or a file model_file.py refuses, comes back before the first of those,

@@ -29,7 +29,10 @@ int compile_timeout(const std::map<std::string, std::string>& flags);
 // limit when the compile outlasts `timeout_s`. The compile runs in a process group of its own,
 // ended whole at the limit or when SIGINT, SIGTERM or SIGHUP reaches this process (which then dies
 // of that signal); it says it is compiling, and every 30 s how long it has, on stderr.
+// `max_row_values`: the largest input or state row the caller can run (condbench's pool allows less
+// than a folder may hold), given to model_file.py with the stages a folder may hold, which it
+// checks before it compiles anything.
 std::string model_file_folder(const std::string& given, const std::string& weights, Device device,
-                              int timeout_s = kDefaultCompileTimeout);
+                              int64_t max_row_values, int timeout_s = kDefaultCompileTimeout);
 
 }  // namespace condbench

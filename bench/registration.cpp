@@ -13,6 +13,7 @@
 #include "condbench/error.h"
 #include "condbench/family.h"
 #include "condbench/model_file.h"
+#include "condbench/workload.h"
 #include "model_file_compile.h"
 
 namespace condbench {
@@ -254,7 +255,9 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   if (given("--model-file")) {
     const std::string folder =
         model_file_folder(flags.at("--model-file"), given("--model-weights") ? flags.at("--model-weights") : "",
-                          model_file_device(options.devices), compile_timeout(flags));
+                          model_file_device(options.devices),
+                          std::min(kModelFileMaxRowValues, kMaxPooledRowValues),  // what a run can pool
+                          compile_timeout(flags));
     options.model_file_given = flags.at("--model-file");
     if (given("--model-weights")) options.model_file_weights = flags.at("--model-weights");
     options.model_file_folder = folder;

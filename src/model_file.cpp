@@ -31,7 +31,7 @@ namespace {
 
 constexpr int kFormat = 5;                        // bench/python/model_file.py's FORMAT
 constexpr uint64_t kMaxManifestBytes = 1u << 20;  // a manifest of 256 stages is ~100 KB
-constexpr int64_t kMaxRowElements = 1 << 22;      // one input row: a 3 x 1024 x 1024 image fits
+constexpr int64_t kMaxRowElements = kModelFileMaxRowValues;
 constexpr int64_t kMaxReferenceRows = 4096;
 // How far a strategy's logits may be from the module's: the packages were checked against the
 // module's parts with rtol 1e-4, atol 1e-5; a chain of them adds a little.
@@ -310,7 +310,7 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
   digest_ = m.text(json, "digest");
   if (digest_.size() != 16 || digest_.find_first_not_of("0123456789abcdef") != std::string::npos)
     m.bad("digest", "not 16 hexadecimal digits");
-  const int stages = static_cast<int>(m.integer(json, "stages", 1, 256));
+  const int stages = static_cast<int>(m.integer(json, "stages", 1, kModelFileMaxStages));
   classes_ = static_cast<int>(m.integer(json, "classes", 1, 1 << 16));
 
   const nlohmann::json& parts = m.field(json, "parts", "");

@@ -27,8 +27,7 @@ Workload::Workload(EarlyExitModel model, int64_t batch) : model_(std::move(model
   if (batch < 1) fail("batch must be at least 1, got " + std::to_string(batch));
   const ModelConfig& cfg = config();
   const int64_t rows = pool_rows_for(batch);
-  constexpr double kMaxPoolValues = 1 << 28;  // 1 GiB of floats
-  if (static_cast<double>(rows) * static_cast<double>(cfg.row_elements()) > kMaxPoolValues)
+  if (static_cast<double>(rows) * static_cast<double>(cfg.row_elements()) > static_cast<double>(kMaxPoolValues))
     fail("an input pool of " + std::to_string(rows) + " rows of " + std::to_string(cfg.row_elements()) +
          " values is over condbench's 1 GiB (2^28 values): a smaller batch, seq or width");
   std::vector<float> inputs = seeded_inputs(cfg, rows, kPoolSeed);

@@ -347,6 +347,19 @@ def example_input(batch):
         self.assertIn("an older model_file.py made it", found()[1])
         self.assertFalse(os.path.exists(folder))
 
+    def test_condbenchs_limits_given_as_flags_refuse_a_model_before_it_is_compiled(self):
+        path = self.write("good.py", GOOD)  # 2 stages; rows of 4, 8 and 3 values
+        for flags, message in [(["--max-stages", "1"], "model().stages: 2 stages, more than the 1 condbench reads"),
+                               (["--max-row-values", "6"], "stages[0]: its output row holds 8 values, more than "
+                                                           "the 6 condbench can run (a smaller input or a narrower part)")]:
+            for command in ("check", "compile"):
+                with self.subTest(flags=flags, command=command):
+                    result = check_command(command, path, *flags, "--cache", os.path.join(self.dir.name, "cache"))
+                    self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+                    self.assertEqual(result.stderr, f"model_file: {path}: {message}\n")
+                    self.assertFalse(os.path.exists(os.path.join(self.dir.name, "cache", "models")))
+        self.assertEqual(check(path, "--max-stages", "2", "--max-row-values", "8").returncode, 0)
+
     def test_bad_weights_and_a_missing_file_are_named(self):
         path = self.write("good.py", GOOD)
         wrong = os.path.join(self.dir.name, "wrong.pt")

@@ -569,5 +569,22 @@ class PoolScores(unittest.TestCase):
             self.assertNotIn("early_exit/", result.stdout)
 
 
+    def test_a_row_no_run_can_pool_is_refused_before_it_is_compiled(self):
+        # condbench's pool (1024 rows at least, 2^28 values at most) holds rows of 2^18 values; the
+        # limit reaches model_file.py as a flag, so nothing is compiled for a run that cannot be
+        wide = 2 ** 18 + 1
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "wide_row.py")
+            with open(path, "w") as f:
+                f.write(WIDE_SCORES.replace("nn.Linear(4, 4, bias=False)", f"nn.Linear({wide}, 4, bias=False)")
+                        .replace("torch.zeros(batch, 4)", f"torch.zeros(batch, {wide})"))
+            result = run(CONDBENCH, f"--model-file={path}", "--device=cpu", "--strategy=eager_host",
+                         "--scenario=exit:1", "--batch=1", "--compile-timeout=120")
+            self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+            self.assertEqual(result.stderr.strip().splitlines(),
+                             [f"condbench: --model-file: {path}: stages[0]: its input row holds {wide} values, more than "
+                              f"the {2 ** 18} condbench can run (a smaller input or a narrower part)"])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -22,6 +22,7 @@ A model file is code: loading it runs it, with your rights. Load only files you 
 usage: model_file.py check FILE [--weights STATE_DICT] [--batch N] [--device cpu|cuda]
        model_file.py compile FILE [--weights STATE_DICT] [--batch N] [--device cpu|cuda] [--cache DIR]
                              [--jobs N]
+       (both: [--max-row-values N] [--max-stages N], the limits condbench gives when it calls compile)
 
 check loads FILE, runs every part on example_input(N) (default 2) and checks what each returns,
 exports every stage, exit and the final head with torch.export (the batch dynamic), and prints the
@@ -346,6 +347,26 @@ def manifest(model_file, weights, batch, programs=None):
     return {"file": os.path.basename(model_file.path), "digest": digest(model_file.path, weights, model_file.device),
             "stages": len(model_file.module.stages), "classes": classes,
             "confidence": "confidence()" if model_file.custom_confidence else "max softmax", "parts": parts}
+
+
+def within_limits(model_file, batch, max_row_values, max_stages):
+    """Refuses a model condbench could not read or run (the limits are condbench's, given as flags),
+    before anything is exported or compiled."""
+    import math
+
+    stages = len(model_file.module.stages)
+    if max_stages is not None and stages > max_stages:
+        raise ProtocolError(f"{model_file.path}: model().stages: {stages} stages, more than the {max_stages} "
+                            "condbench reads")
+    if max_row_values is None:
+        return
+    traced, _ = model_file.trace(batch)
+    for name, _, x, out in traced:
+        for what, t in (("input", x), ("output", out)):
+            values = math.prod(t.shape[1:])
+            if values > max_row_values:
+                raise ProtocolError(f"{model_file.path}: {name}: its {what} row holds {values} values, more than "
+                                    f"the {max_row_values} condbench can run (a smaller input or a narrower part)")
 
 
 def package_name(part):
@@ -762,6 +783,11 @@ def main(argv):
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                         help="what the packages run on (compile); cuda compiles on this machine's GPU")
     parser.add_argument("--cache", help="compile: the cache (default: condbench's, as aoti_compile.py's)")
+    # condbench's limits, which condbench and condbench-infer give (src/model_file.cpp, src/workload.cpp):
+    # a model over them is refused before anything is exported or compiled
+    parser.add_argument("--max-row-values", type=int, metavar="N",
+                        help="refuse a part whose input or output row holds more than N values")
+    parser.add_argument("--max-stages", type=int, metavar="N", help="refuse a model of more than N stages")
     parser.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8),
                         help="compile: packages compiled at once, each in a process of its own (default: the "
                              "cores, at most 8; 1: one after another, in this process)")
@@ -783,6 +809,7 @@ def main(argv):
                 print(folder)
                 return 0
         model_file = ModelFile(args.file, args.weights, args.device)
+        within_limits(model_file, args.batch, args.max_row_values, args.max_stages)
         if args.command == "check":
             print(json.dumps(manifest(model_file, args.weights, args.batch), indent=1))
         else:

@@ -39,6 +39,12 @@ struct ModelFilePart {
 };
 
 // The module's own forward on the reference rows (reference.pt).
+// What a compiled folder may hold, as condbench reads it: one input row's values (a 3 x 1024 x 1024
+// image fits) and the stages. model_file.py compile receives them as flags from condbench and
+// condbench-infer (model_file_folder), so it refuses a model before compiling it, not after.
+constexpr int64_t kModelFileMaxRowValues = 1 << 22;
+constexpr int kModelFileMaxStages = 256;
+
 struct ModelFileReference {
   at::Tensor input;                    // [rows, row...]
   std::vector<at::Tensor> logits;      // per head, the final head's last: [rows, classes]

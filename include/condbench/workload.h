@@ -18,7 +18,11 @@ namespace condbench {
 
 constexpr uint64_t kDefaultWeightSeed = 1;
 constexpr uint64_t kPoolSeed = 0x5eed;
-constexpr int64_t kMinPoolRows = 1024;  // docs/design.md §3: at least 1024 rows
+constexpr int64_t kMinPoolRows = 1024;                // docs/design.md §3: at least 1024 rows
+constexpr int64_t kMaxPoolValues = int64_t{1} << 28;  // an input pool's floats: 1 GiB
+// The largest input row a run can pool (at its smallest pool): what a model file's row may hold
+// for condbench, which compiles it only where it can run it.
+constexpr int64_t kMaxPooledRowValues = kMaxPoolValues / kMinPoolRows;
 
 // Where the weights come from: a state_dict file, else seeded weights for the config. With a file,
 // `given` holds the sizes the file cannot say (axes without from_weights: a transformer's heads and
