@@ -21,8 +21,8 @@ namespace {
 // Both routes refuse what only one would notice: the runtime route has a stream per level.
 void check_depth(int level, int levels) {
   if (level < 1 || level > levels)
-    throw std::logic_error("ConditionalGraph: an IF body " + std::to_string(level) + " deep in a graph made for " +
-                           std::to_string(levels));
+    throw std::logic_error("ConditionalGraph: a conditional body " + std::to_string(level) +
+                           " deep in a graph made for " + std::to_string(levels));
 }
 }  // namespace
 

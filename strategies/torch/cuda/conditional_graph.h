@@ -56,7 +56,10 @@ class ConditionalGraph {
   // on the device) is true at replay. Its body is `level` deep (1 = directly in the graph).
   std::unique_ptr<Body> open_if(const at::Tensor& predicate, int level);
   // Within capture(): a WHILE node at the current point, its body run for as long as `predicate`
-  // is true, read before the first pass and again at the end of each (the body updates it).
+  // is true, read before the first pass and again at the end of each (the body updates it in
+  // place). The graph keeps reading that memory at every replay: the predicate must be a tensor
+  // that outlives the graph (a member of the strategy's state), never a temporary, whose block
+  // the allocator would hand to something else.
   std::unique_ptr<Body> open_while(const at::Tensor& predicate, int level);
   // Replays the graph on the current stream.
   void launch();
