@@ -96,12 +96,16 @@ def _python_own():
     return tuple(os.path.join(os.path.realpath(r), "") for r in roots if r) + ("/dev/", "/proc/", "/sys/")
 
 
-def file_digest(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:  # in chunks: a gigabyte of weights is not read into memory whole
+def hash_file(h, path):
+    """Feeds the file's bytes to the hash h, in chunks: a gigabyte of weights is not read into memory whole."""
+    with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
-    return h.hexdigest()
+    return h
+
+
+def file_digest(path):
+    return hash_file(hashlib.sha256(), path).hexdigest()
 
 
 def model_inputs(seen, own):
@@ -322,9 +326,7 @@ def digest(path, weights, device):
 
     h = hashlib.sha256()
     for name in [path] + ([weights] if weights else []):
-        with open(name, "rb") as f:  # in chunks: a gigabyte of weights is not read into memory whole
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
+        hash_file(h, name)
     h.update(torch.__version__.encode())
     if device != "cpu":  # the CPU's digests are those of the folders compiled before CUDA ones could be
         h.update(f"device {device}".encode())
