@@ -168,7 +168,7 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
       save_tensor_file(workload->pool(), (in / "pool.pt").string());
       throw_if_interrupted();
       nlohmann::json meta;
-      // The model for the peer (bench/python): its family, every size, and the benchmark-name axes
+      // The model for the peer (python/condbench): its family, every size, and the benchmark-name axes
       // its results carry.
       nlohmann::json& described = meta["config"];
       described["family"] = config.family->name();
@@ -176,7 +176,7 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
       described["num_classes"] = config.num_classes;
       described["blocks"] = config.blocks;
       meta["name_axes"] = config.name_axes();
-      // Where aoti_compile.py puts this model's packages and condbench finds them: the sizes in the
+      // Where condbench.aoti puts this model's packages and condbench finds them: the sizes in the
       // family's order, which the config object above (its keys sorted) does not keep.
       meta["tag"] = name;
       // What one row costs at full depth: the peer walks as much of the pool as condbench does.

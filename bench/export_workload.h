@@ -1,6 +1,6 @@
 #pragma once
 // condbench --export-workload=DIR: the exact work condbench benchmarks, as files another
-// benchmark (the Python peer, bench/python) can load, so both measure the same thing by
+// benchmark (the Python peer, python/condbench) can load, so both measure the same thing by
 // construction: per model, the weights (a state_dict torch.load reads), the input pool (a tensor)
 // and every scenario's thresholds (JSON).
 #include <string>

@@ -56,7 +56,8 @@ void print_usage(std::ostream& out) {
           << axis.help << ", default " << axis.fallback << ")";
     out << "\n";
   }
-  out << "  --model-file: your model (docs/your-model.md): its Python file, compiled by bench/python/model_file.py\n"
+  out << "  --model-file: your model (docs/your-model.md): its Python file, compiled by "
+         "python/condbench/model_file.py\n"
          "  for the device (cached; --model-weights: a state_dict for it), or the folder that made; each strategy\n"
          "  is first checked against the module's own forward on the folder's reference rows; --compile-timeout:\n"
          "  the compile's limit in seconds (default 1800), its process group ended there\n";

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli.h"
@@ -56,13 +57,34 @@ std::string python() {
   return "python3";
 }
 
-// bench/python/model_file.py in the first source tree that has it, or "" in none.
-std::string model_file_script() {
+// The folder that holds the condbench Python package (python/ of the first source tree whose
+// python/condbench/model_file.py is there), or "" in none: the compile's PYTHONPATH, so that it runs
+// this tree's package whatever the environment has installed.
+std::string package_root() {
   std::error_code ec;
   for (const fs::path& tree : source_trees())
-    if (const fs::path script = tree / "bench" / "python" / "model_file.py"; fs::is_regular_file(script, ec))
-      return script.string();
+    if (fs::is_regular_file(tree / "python" / "condbench" / "model_file.py", ec)) return (tree / "python").string();
   return "";
+}
+
+// This process's environment with `root` first on PYTHONPATH, as "NAME=value" strings; and
+// PYTHONSAFEPATH, or python -m would put the working folder first on sys.path.
+std::vector<std::string> environment_with_package(const std::string& root) {
+  constexpr std::string_view kPath = "PYTHONPATH=", kSafe = "PYTHONSAFEPATH=";
+  std::vector<std::string> env;
+  std::string path(kPath);
+  path += root;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    if (text.starts_with(kPath)) {
+      if (text.size() > kPath.size()) path.append(":").append(text.substr(kPath.size()));
+    } else if (!text.starts_with(kSafe)) {
+      env.emplace_back(text);
+    }
+  }
+  env.push_back(std::move(path));
+  env.emplace_back("PYTHONSAFEPATH=1");
+  return env;
 }
 
 // The last non-empty line of `text`.
@@ -137,9 +159,10 @@ void end_group(pid_t pid, int& status) {
   }
 }
 
-// Runs `argv` (no shell) in a process group of its own to its end, or to `timeout_s`, its stdout
-// and stderr read as they come; every 30 s says on stderr how long `what` has taken.
-Ran run(const std::vector<std::string>& argv, int timeout_s, const std::string& what) {
+// Runs `argv` (no shell) with the environment `env` in a process group of its own to its end, or to `timeout_s`, its
+// stdout and stderr read as they come; every 30 s says on stderr how long `what` has taken.
+Ran run(const std::vector<std::string>& argv, const std::vector<std::string>& env, int timeout_s,
+        const std::string& what) {
   Pipe out, err;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -156,10 +179,13 @@ Ran run(const std::vector<std::string>& argv, int timeout_s, const std::string& 
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
   const SignalsRecorded recorded;
   arrived = 0;
   pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
+  const int spawned = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   if (spawned != 0) fail("--model-file: cannot run " + argv[0] + ": " + std::strerror(spawned));
@@ -233,25 +259,32 @@ std::string model_file_folder(const std::string& given, const std::string& weigh
   }
   std::error_code ec;
   if (!fs::is_regular_file(given, ec)) fail("--model-file: " + given + ": no such file");
-  const std::string script = model_file_script();
-  if (script.empty())
-    fail("--model-file: " + given + ": bench/python/model_file.py is neither beside this condbench's sources nor " +
-         "in the working folder; run from a checkout, or compile it there (model_file.py compile " + given +
-         " --device " + to_string(device) + ") and give the folder");
+  const std::string package = package_root();
+  if (package.empty())
+    fail("--model-file: " + given + ": python/condbench/model_file.py is neither beside this condbench's sources nor " +
+         "in the working folder; run from a checkout, or compile it there (.venv/bin/python -m condbench.model_file "
+         "compile " +
+         given + " --device " + to_string(device) + ") and give the folder");
   // condbench's limits, as data: model_file.py types none of them
-  std::vector<std::string> argv = {python(),           script,
-                                   "compile",          given,
-                                   "--device",         to_string(device),
-                                   "--max-row-values", std::to_string(max_row_values),
-                                   "--max-stages",     std::to_string(kModelFileMaxStages)};
+  std::vector<std::string> argv = {python(),
+                                   "-m",
+                                   "condbench.model_file",
+                                   "compile",
+                                   given,
+                                   "--device",
+                                   to_string(device),
+                                   "--max-row-values",
+                                   std::to_string(max_row_values),
+                                   "--max-stages",
+                                   std::to_string(kModelFileMaxStages)};
   if (!weights.empty()) argv.insert(argv.end(), {"--weights", weights});
   // A compile takes minutes the first time: said at once on a terminal, and every 30 s on any
   // stderr (a cached folder, or a file model_file.py refuses, comes back before the first of those,
   // so a refusal stays one line).
   if (isatty(STDERR_FILENO))
     std::cerr << "condbench: compiling " << given << " for " << to_string(device)
-              << " (bench/python/model_file.py; cached)\n";
-  const Ran ran = run(argv, timeout_s, given);
+              << " (python/condbench/model_file.py; cached)\n";
+  const Ran ran = run(argv, environment_with_package(package), timeout_s, given);
   if (ran.timed_out)
     fail("--model-file: " + given +
          ": model_file.py compile took longer than --compile-timeout=" + std::to_string(timeout_s) +

@@ -1,6 +1,6 @@
 #pragma once
 // --model-file=FILE.py in condbench and condbench-infer: the Python file compiled into the folder
-// they read (condbench/model_file.h) by bench/python/model_file.py compile, as scripts/run does.
+// they read (condbench/model_file.h) by python/condbench/model_file.py compile, as scripts/run does.
 // Cached: a file compiled before with the same weights, device and torch is found by the digest of
 // their bytes, neither compiled nor run again. Otherwise the file is code: loading it runs it, with
 // the user's rights (docs/your-model.md).

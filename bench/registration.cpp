@@ -42,7 +42,7 @@ constexpr FlagSpec kFlags[] = {
      true},
     {"--model-file", "FILE.py|DIR",
      "your model (docs/your-model.md): its Python file, compiled for the run's device by "
-     "bench/python/model_file.py (cached), or the folder that made",
+     "python/condbench/model_file.py (cached), or the folder that made",
      true},
     {"--model-weights", "FILE", "with --model-file=FILE.py: a state_dict for its module (default: its own weights)",
      true},

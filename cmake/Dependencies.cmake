@@ -5,6 +5,15 @@
 # built for, some of which a newer nvcc rejects) to CMAKE_CUDA_FLAGS; condbench's kernels choose
 # their own architectures, so keep the flags as they were.
 set(CONDBENCH_SAVED_CUDA_FLAGS "${CMAKE_CUDA_FLAGS}")
+# A build folder configured when .venv was a link to the cached environment (older setups) holds
+# LibTorch's files under that path: forgotten when they are gone there, and found again below.
+get_cmake_property(_cached CACHE_VARIABLES)
+foreach(_var IN LISTS _cached)
+  get_property(_type CACHE ${_var} PROPERTY TYPE)
+  if(_type MATCHES "^(FILEPATH|PATH)$" AND "${${_var}}" MATCHES "/torch/" AND NOT EXISTS "${${_var}}")
+    unset(${_var} CACHE)
+  endif()
+endforeach()
 find_package(Torch QUIET)
 if(NOT Torch_FOUND)
   set(_venv_python ${CMAKE_SOURCE_DIR}/.venv/bin/python)

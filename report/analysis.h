@@ -68,7 +68,7 @@ constexpr size_t kAnswerLooks = 3;
 constexpr const char* kAnswerLooksContext = "condbench_answer_looks";
 constexpr const char* kAnswerBudgetContext = "condbench_answer_budget";  // what the budget did, in words
 // The peer's notes, one a line: variants skipped, refused by the check against a model file's module, or
-// run through a workaround in their place (bench/python/peer.py).
+// run through a workaround in their place (python/condbench/peer.py).
 constexpr const char* kPeerNotesContext = "condbench_peer_notes";
 // The confidence of the interval judge() takes for two cells: kRatioConfidence, less per look made.
 double answer_confidence(const Cell& a, const Cell& b);

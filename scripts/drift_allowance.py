@@ -25,8 +25,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interval_widths import ROOT, judged_pairs  # noqa: E402  (condbench-report --pairs, the one judge)
+from interval_widths import ROOT, judged_pairs  # condbench-report --pairs, the one judge (beside this script)
 
 
 def fail(message):

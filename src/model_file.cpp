@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kFormat = 5;                        // bench/python/model_file.py's FORMAT
+constexpr int kFormat = 5;                        // python/condbench/model_file.py's FORMAT
 constexpr uint64_t kMaxManifestBytes = 1u << 20;  // a manifest of 256 stages is ~100 KB
 constexpr int64_t kMaxRowElements = kModelFileMaxRowValues;
 constexpr int64_t kMaxReferenceRows = 4096;
@@ -275,7 +275,7 @@ nlohmann::json read_manifest(const std::string& folder) {
   const fs::path path = fs::path(folder) / "manifest.json";
   std::error_code ec;
   if (!plain_file(path))
-    fail("model file " + folder + ": no manifest.json (a folder bench/python/model_file.py compile made?)");
+    fail("model file " + folder + ": no manifest.json (a folder python/condbench/model_file.py compile made?)");
   const auto size = fs::file_size(path, ec);
   if (ec || size > kMaxManifestBytes) fail("model file " + folder + ": manifest.json: unreadable or over 1 MiB");
   std::ifstream in(path, std::ios::binary);
@@ -287,7 +287,7 @@ nlohmann::json read_manifest(const std::string& folder) {
 }  // namespace
 
 ModelFileFamily::ModelFileFamily(const std::string& folder)
-    : ModelFamily("?", "a model file compiled by bench/python/model_file.py", {}) {
+    : ModelFamily("?", "a model file compiled by python/condbench/model_file.py", {}) {
   const nlohmann::json json = read_manifest(folder);
   const ManifestReader m(folder);
   folder_ = folder;
@@ -503,10 +503,8 @@ const ModelFileFamily& load_model_file(const std::string& folder) {
     fail("model file " + folder +
          ": this is the Python file; condbench reads the folder it compiles to: "
          "scripts/run --model-file=" +
-         folder +
-         " compiles and runs it, or .venv/bin/python "
-         "bench/python/model_file.py compile " +
-         folder + " prints the folder");
+         folder + " compiles and runs it, or .venv/bin/python -m condbench.model_file compile " + folder +
+         " prints the folder");
   fs::path dir(folder);
   if (dir.filename() == "manifest.json") dir = dir.parent_path();
   std::error_code ec;

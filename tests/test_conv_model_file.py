@@ -3,7 +3,7 @@ lowering of torch.cond misreads channels_last buffers, so on a model with convol
 AOTInductor compile of the nested torch.cond gives other results than the module. Whatever the
 installed torch does, every aoti strategy condbench-infer runs and every variant the peer times
 agrees with the module's own forward, computed here; the default forms it refuses are named with
-the reason, and the workaround forms run in their place. The reproducer in bench/python/upstream/
+the reason, and the workaround forms run in their place. The reproducer in python/upstream/
 runs too: its verdict on the installed torch is printed, not asserted (a fact about torch).
 
 Usage: test_conv_model_file.py CONDBENCH CONDBENCH_INFER CACHE (CACHE: compiled packages, kept)."""
@@ -17,7 +17,6 @@ import unittest
 CONDBENCH, INFER, CACHE = sys.argv[1:4]
 del sys.argv[1:4]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, os.path.join(ROOT, "bench", "python"))
 from tools import PYTHON, module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
 
 try:
@@ -78,7 +77,7 @@ class ConvolutionalModelFile(unittest.TestCase):
         cls.path = os.path.join(cls.dir.name, "residual_cnn.py")
         with open(cls.path, "w") as f:
             f.write(textwrap.dedent(RESIDUAL))
-        result = run(PYTHON, os.path.join(ROOT, "bench", "python", "model_file.py"), "compile", cls.path,
+        result = run(PYTHON, "-m", "condbench.model_file", "compile", cls.path,
                      "--cache", CACHE)
         if result.returncode != 0:
             raise AssertionError(result.stderr)
@@ -169,7 +168,7 @@ class ConvolutionalModelFile(unittest.TestCase):
 
     def test_the_reproducer_says_whether_the_installed_torch_has_the_bug(self):
         facts = os.path.join(self.dir.name, "reproducer.json")
-        result = run(PYTHON, os.path.join(ROOT, "bench", "python", "upstream", "cond_channels_last.py"),
+        result = run(PYTHON, os.path.join(ROOT, "python", "upstream", "cond_channels_last.py"),
                      "--json", facts)
         self.assertEqual(result.returncode, 0, result.stderr)
         print("\n" + result.stdout.strip())

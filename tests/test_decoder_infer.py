@@ -1,5 +1,5 @@
 """condbench-infer --model=decoder (docs/design.md §8) on a state_dict saved from the documented
-PyTorch module (bench/python/decoder.py's Decoder): every decoder strategy generates the tokens, exit
+PyTorch module (python/condbench/decoder.py's Decoder): every decoder strategy generates the tokens, exit
 ids and logits of that module's own decoding without a cache, at batch 1 and 5, with a mix of exits
 and with every token sent to exit 1; and bad input is one line naming the problem, exit code 2.
 
@@ -13,12 +13,11 @@ import unittest
 INFER = sys.argv[1]
 del sys.argv[1]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, os.path.join(ROOT, "bench", "python"))
 from tools import run  # noqa: E402
 
 try:
     import torch
-    import decoder
+    from condbench import decoder
 except ImportError:
     torch = None
 

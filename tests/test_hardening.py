@@ -14,9 +14,8 @@ import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_save_craft import (archive, floats, model_tensors, p_dict, p_str, p_tensor, pickle_of,  # noqa: E402
-                              state_dict_file, tensor_file)
+from torch_save_craft import (archive, floats, model_tensors, p_dict, p_str, p_tensor, pickle_of, state_dict_file,
+                              tensor_file)
 
 CONDBENCH, INFER = sys.argv[1], sys.argv[2]
 del sys.argv[1:3]

@@ -1,4 +1,4 @@
-"""A model file run by condbench (docs/your-model.md): the folder bench/python/model_file.py compile
+"""A model file run by condbench (docs/your-model.md): the folder python/condbench/model_file.py compile
 makes, read by condbench-infer and condbench. Every strategy that runs a model file agrees with the
 module's own forward, computed here in Python; the question's MLP as a model file agrees with the
 built-in mlp family on the same weights; a strategy that disagrees with the module is stopped with
@@ -18,7 +18,6 @@ import unittest
 CONDBENCH, INFER, REPORT, CACHE = sys.argv[1:5]
 del sys.argv[1:5]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, os.path.join(ROOT, "bench", "python"))
 from tools import module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
 
 try:
@@ -77,8 +76,7 @@ def example_input(batch):
 
 
 def compile_model(path):
-    result = run(os.path.join(ROOT, ".venv", "bin", "python"), os.path.join(ROOT, "bench", "python", "model_file.py"),
-                 "compile", path, "--cache", CACHE)
+    result = run(os.path.join(ROOT, ".venv", "bin", "python"), "-m", "condbench.model_file", "compile", path, "--cache", CACHE)
     if result.returncode != 0:
         raise AssertionError(result.stderr)
     return result.stdout.strip()
@@ -98,7 +96,7 @@ def apart_thresholds(scores, quantiles):
 class ModelFileRun(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        import model_file
+        from condbench import model_file
         cls.dir = tempfile.TemporaryDirectory()
         cls.fresh_path = os.path.join(cls.dir.name, "fresh.py")
         with open(cls.fresh_path, "w") as f:
@@ -403,7 +401,7 @@ class ModelFileRun(unittest.TestCase):
         self.assertIn("compiled for CUDA by torch", doc["context"]["model_file"])
         # Compiling for CUDA needs the GPU, on the machine that runs it.
         if not torch.cuda.is_available():
-            result = run(sys.executable, os.path.join(ROOT, "bench", "python", "model_file.py"), "compile",
+            result = run(sys.executable, "-m", "condbench.model_file", "compile",
                          self.fresh_path, "--device", "cuda", "--cache", os.path.join(self.dir.name, "no-gpu"))
             self.assertEqual(result.returncode, 2, result.stderr)
             self.assertEqual(result.stderr.strip(), f"model_file: {self.fresh_path}: --device cuda: no CUDA device "

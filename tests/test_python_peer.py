@@ -1,7 +1,8 @@
 """The Python peer against condbench: for the same weights, inputs and thresholds (the
 files condbench --export-workload writes), every Python variant gives condbench-infer's exit ids
 and logits (1e-5 relative); the peer's JSON is Google Benchmark JSON that condbench-report reads
-beside condbench's. Usage: test_python_peer.py CONDBENCH CONDBENCH_INFER CONDBENCH_REPORT PEER_DIR."""
+beside condbench's. Usage: test_python_peer.py CONDBENCH CONDBENCH_INFER CONDBENCH_REPORT
+(the condbench package importable: scripts/setup installs it, CTest puts python/ on PYTHONPATH)."""
 import json
 import os
 import re
@@ -14,13 +15,13 @@ import unittest
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "include", "condbench", "result_format.h")) as f:
     RESULT_SCHEMA = re.search(r'kResultSchema = "([^"]+)"', f.read()).group(1)
 
-CONDBENCH, INFER, REPORT, PEER = sys.argv[1:5]
-del sys.argv[1:5]
+CONDBENCH, INFER, REPORT = sys.argv[1:4]
+del sys.argv[1:4]
+PEER = [sys.executable, "-m", "condbench.peer"]
 
 try:
     import torch
-    sys.path.insert(0, PEER)
-    from early_exit import EarlyExitMLP, ExportableCond, NestedCond, load_model, should_exit, variants
+    from condbench.early_exit import EarlyExitMLP, ExportableCond, NestedCond, load_model, should_exit, variants
 except ImportError as e:  # the peer needs the torch scripts/setup installs
     torch = None
     IMPORT_ERROR = str(e)
@@ -141,7 +142,7 @@ class PythonPeer(unittest.TestCase):
 
     def test_peer_writes_benchmark_json_the_report_reads(self):
         out = os.path.join(self.tmp.name, "peer.json")
-        result = subprocess.run([sys.executable, os.path.join(PEER, "peer.py"), "--workload",
+        result = subprocess.run([*PEER, "--workload",
                                  os.path.join(self.tmp.name, "workload"), "--out", out,
                                  "--variants=py_eager_if,py_masked,py_cond_cudagraph,py_eager_if_twin",
                                  "--scenarios=exit:1,exit:4", "--repetitions=2", "--min-time=0.01", "--threads=1"],
@@ -199,7 +200,7 @@ class PythonPeer(unittest.TestCase):
                          (os.path.join(self.dir, "weights.pt"), "is the input of --workload"),
                          (precious, "is the input of --against")]:
             with self.subTest(out=out):
-                result = subprocess.run([sys.executable, os.path.join(PEER, "peer.py"), "--workload", workload,
+                result = subprocess.run([*PEER, "--workload", workload,
                                          "--out", out, "--against", precious], capture_output=True, text=True,
                                         timeout=120)
                 self.assertEqual(result.returncode, 2, result.stderr)
@@ -215,7 +216,7 @@ class PythonPeer(unittest.TestCase):
         # py_eager_if and py_masked, about 5x apart: 3 repetitions are too few for an interval; one look's
         # rounds double both to 6, where the answer's one comparison is decided.
         out = os.path.join(self.tmp.name, "peer-budget.json")
-        peer = [sys.executable, os.path.join(PEER, "peer.py"), "--workload", os.path.join(self.tmp.name, "workload"),
+        peer = [*PEER, "--workload", os.path.join(self.tmp.name, "workload"),
                 "--out", out, "--variants=py_eager_if,py_masked", "--scenarios=exit:1", "--repetitions=3",
                 "--min-time=0.005", "--threads=1", "--answer-budget=120"]
         result = subprocess.run(peer, capture_output=True, text=True, timeout=300)
@@ -288,14 +289,14 @@ class PythonPeerTransformer(unittest.TestCase):
 
     def test_aoti_compile_puts_packages_where_condbench_looks(self):
         # the sizes in the family's order (ModelConfig::tag), not the exported object's sorted keys
-        from aoti_compile import workload_configs
+        from condbench.aoti import workload_configs
         self.assertEqual(self.meta["tag"], os.path.basename(self.dir))
         self.assertEqual([key for _, key in workload_configs(os.path.join(self.tmp.name, "workload"))],
                          ["transformer-d_model16-heads2-ffn24-seq4-c10-b2"])
 
     def test_peer_names_the_transformer_as_condbench_does(self):
         out = os.path.join(self.tmp.name, "peer.json")
-        result = subprocess.run([sys.executable, os.path.join(PEER, "peer.py"), "--workload",
+        result = subprocess.run([*PEER, "--workload",
                                  os.path.join(self.tmp.name, "workload"), "--out", out, "--variants=py_eager_if",
                                  "--scenarios=exit:1", "--repetitions=2", "--min-time=0.01", "--threads=1"],
                                 capture_output=True, text=True, timeout=300)
@@ -309,7 +310,7 @@ class PythonPeerTransformer(unittest.TestCase):
 @unittest.skipIf(torch is None, "torch is not importable here; run under .venv/bin/python")
 class PythonPeerDecoder(unittest.TestCase):
     """The decoder (docs/design.md §8): condbench's exported decoder loads into the documented
-    PyTorch module (bench/python/decoder.py), and the peer's decode loops, each checked against the
+    PyTorch module (python/condbench/decoder.py), and the peer's decode loops, each checked against the
     module's cache-free decoding before it is timed, are named and counted as condbench's cases."""
 
     SIZES = "vocab=37,d_model=24,heads=2,layers=4,ffn=40,context=24,prompt=5,generate=6"
@@ -332,7 +333,7 @@ class PythonPeerDecoder(unittest.TestCase):
         cls.tmp.cleanup()
 
     def test_the_export_loads_into_the_documented_module(self):
-        import decoder
+        from condbench import decoder
         config = self.meta["config"]
         self.assertEqual((config["family"], config["num_exits"]), ("decoder", 2))
         model = decoder.Decoder(config["vocab"], config["d_model"], config["layers"], config["ffn"], config["context"])
@@ -342,7 +343,7 @@ class PythonPeerDecoder(unittest.TestCase):
         self.assertEqual(set(self.meta["thresholds"]), {"exit:1", "exit:2", "mix:uniform"})
 
     def test_a_near_tie_may_go_either_way_and_nothing_else(self):
-        from decoder_peer import near_tie
+        from condbench.decoder_peer import near_tie
         margin = self.meta["agreement"]["tie_margin"]  # condbench's, carried by the workload
         self.assertGreater(margin, 0)
         logits = torch.tensor([[2.0, 2.0 - 0.5 * margin * 2.0, 0.0, -1.0]])
@@ -352,7 +353,7 @@ class PythonPeerDecoder(unittest.TestCase):
         self.assertFalse(near_tie(0, 0, 1, 0, 2, logits, [[0.5]], [0.4], margin))  # left where it should not
 
     def test_aoti_compile_finds_the_decoder_under_condbenchs_name(self):
-        from aoti_compile import config_key, workload_configs
+        from condbench.aoti import config_key, workload_configs
         found = workload_configs(os.path.join(self.tmp.name, "workload"))
         step = "decoder-vocab37-d_model24-heads2-layers4-ffn40-context24-exit_every2"  # no prompt, no generate
         self.assertEqual([key for _, key in found], [step])
@@ -360,7 +361,7 @@ class PythonPeerDecoder(unittest.TestCase):
 
     def test_the_decode_loops_run_checked_and_named_as_condbenchs(self):
         out = os.path.join(self.tmp.name, "peer.json")
-        result = subprocess.run([sys.executable, os.path.join(PEER, "peer.py"), "--workload",
+        result = subprocess.run([*PEER, "--workload",
                                  os.path.join(self.tmp.name, "workload"), "--out", out,
                                  "--repetitions=2", "--min-time=0.01", "--threads=1"],
                                 capture_output=True, text=True, timeout=300)
@@ -393,12 +394,11 @@ class PythonPeerDecoder(unittest.TestCase):
 
 
 class AotiCompileCommandLine(unittest.TestCase):
-    """bench/python/aoti_compile.py refuses what it cannot compile in one line, exit code 2, before
+    """python/condbench/aoti.py refuses what it cannot compile in one line, exit code 2, before
     touching the cache: a malformed --config before importing torch, a family's own refusal (an
     unknown family or size, heads not dividing d_model) from the family's module."""
 
     def test_bad_arguments_are_one_line_and_exit_2(self):
-        script = os.path.join(PEER, "aoti_compile.py")
         with tempfile.TemporaryDirectory() as cache:
             for args, names in [(["--config=mlp:in_features=32,hidden=64,num_classes=10"], "--config"),
                                 (["--config=mlp:in_features=32,hidden=64,num_classes=10,blocks=0"], "--config"),
@@ -414,7 +414,7 @@ class AotiCompileCommandLine(unittest.TestCase):
                                 (["--config=decoder:vocab=8,d_model=8,heads=2,layers=4,ffn=8,context=8,exit_every=2,"
                                   "prompt=2"], "--config"),  # a step does not depend on the prompt
                                 ([f"--workload={cache}/none"], "no exported workload")]:
-                result = subprocess.run([sys.executable, script, f"--cache={cache}", *args], capture_output=True,
+                result = subprocess.run([sys.executable, "-m", "condbench.aoti", f"--cache={cache}", *args], capture_output=True,
                                         text=True, timeout=120)
                 self.assertEqual(result.returncode, 2, f"{args}: {result.stderr}")
                 self.assertEqual(len(result.stderr.strip().splitlines()), 1, f"{args}: {result.stderr}")

@@ -149,7 +149,7 @@ TEST(Transformer, EveryCpuStrategyThatRunsItMatchesTheReference) {
 }
 
 // The aoti strategies run the transformer from its package (the test fixture compiled the small
-// transformer's: bench/python/aoti_compile.py
+// transformer's: python/condbench/aoti.py
 // --config=transformer:d_model=32,heads=4,ffn=48,seq=6,num_classes=5,blocks=3), the model's
 // weights loaded into it; cond one row at a time.
 TEST(Transformer, AotiStrategiesMatchTheReferenceOnThePackagedModel) {

@@ -1,6 +1,6 @@
 #pragma once
 // A model file (docs/your-model.md): the user's early-exit PyTorch module, compiled part by part by
-// bench/python/model_file.py into a folder condbench reads as one more model family.
+// python/condbench/model_file.py into a folder condbench reads as one more model family.
 //
 //   <folder>/manifest.json         the parts in order (stages[k], exits[k], ..., final): shapes,
 //                                  FLOPs and bytes per row, package; classes; the device (cpu or

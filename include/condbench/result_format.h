@@ -18,7 +18,7 @@
 namespace condbench {
 
 // Bumped when the meaning of names, counters or context keys changes; condbench-report checks it.
-// The Python peer writes the same value (bench/python/peer.py, checked by tests/test_python_peer.py).
+// The Python peer writes the same value (python/condbench/peer.py, checked by tests/test_python_peer.py).
 constexpr const char* kResultSchema = "1";
 
 // Context keys that describe a strategy for the report's glossary: "strategy:cpu/native/fused" ->

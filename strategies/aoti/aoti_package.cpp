@@ -36,7 +36,7 @@ fs::path cache_root() {
 }
 
 // What a built-in model's package is checked against: its file in the cache, the family and the
-// sizes bench/python/aoti_compile.py writes into its description (every axis of the family, then
+// sizes python/condbench/aoti.py writes into its description (every axis of the family, then
 // num_classes and blocks; a decoder's sizes), and the command that makes it.
 struct Cached {
   fs::path package;
@@ -47,7 +47,7 @@ struct Cached {
   fs::path description() const { return fs::path(package).replace_extension(".json"); }
   std::string make(Device device, const std::string& module) const {
     std::ostringstream command;  // (a stream: GCC 12 warns falsely on long chains of string +)
-    command << "; scripts/run compiles it, or bench/python/aoti_compile.py --device=" << to_string(device)
+    command << "; scripts/run compiles it, or .venv/bin/python -m condbench.aoti --device=" << to_string(device)
             << " --modules=" << module << " --config=" << family << ":";
     const char* separator = "";
     for (const auto& [key, value] : sizes) {
@@ -159,7 +159,7 @@ std::optional<std::string> package_description(const ModelConfig& config, Device
   if (package_unusable(config, device, module)) return std::nullopt;
   if (const ModelFileFamily* file = config.family->model_file()) {
     const ModelFileFamily::WholeModel whole = file->whole_model(module);
-    std::string note = "compiled with the model file by bench/python/model_file.py: " + file->description();
+    std::string note = "compiled with the model file by python/condbench/model_file.py: " + file->description();
     if (!whole.workaround.empty())
       note += "; workaround: " + whole.workaround + ", since with Inductor's default options " + whole.default_refused +
               " (docs/upstream-cond-layout.md); without layout optimization the compiled convolutions keep NCHW "
@@ -218,7 +218,7 @@ void Package::load(const std::string& path, Device device, const std::string& mo
          " constants that are not the model's " + std::to_string(given.size()) + " parameters (" +
          (held.empty() ? std::string("none") : *held.begin()) +
          ", ...): its weights are folded or pre-packed (freezing, max_autotune), so it cannot take the model's; "
-         "compile it with bench/python/aoti_compile.py --force");
+         "compile it with .venv/bin/python -m condbench.aoti --force");
   try {
     loader_->load_constants(constants, /*use_inactive=*/false, /*check_full_update=*/true);
   } catch (const std::exception& e) {

@@ -1,7 +1,7 @@
 #pragma once
 // What the aoti engine's strategies share: the model's forward deployed as PyTorch deploys it to
 // C++ — torch.export, then AOTInductor (torch._inductor.aoti_compile_and_package) — and run with
-// torch::inductor::AOTIModelPackageLoader. bench/python/aoti_compile.py compiles the packages,
+// torch::inductor::AOTIModelPackageLoader. python/condbench/aoti.py compiles the packages,
 // one per configuration, device and module ("cond": the peer's nested torch.cond; "masked": its
 // torch.where masking), into a cache keyed by torch version:
 //
@@ -11,7 +11,7 @@
 // ~/.cache/condbench/aoti. A package's weights are placeholders: prepare() loads the model's own
 // (load_constants), so one package serves any weights of its configuration. The decoder's packages
 // (decoder-<sizes>/<module>.pt2) are one decode step each, the cache an explicit input and output
-// (DecodeStep in bench/python/decoder_peer.py; strategies/decoder/aoti/).
+// (DecodeStep in python/condbench/decoder_peer.py; strategies/decoder/aoti/).
 #include <ATen/core/Tensor.h>
 
 #include <memory>

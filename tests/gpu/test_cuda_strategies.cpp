@@ -54,7 +54,7 @@ class CudaStrategies : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
     skip_without_gpu();
-    // An aoti strategy runs where its package was compiled (bench/python/aoti_compile.py --device=cuda).
+    // An aoti strategy runs where its package was compiled (python/condbench/aoti.py --device=cuda).
     if (const Unsupported why = info().unsupported(source().config, 1)) GTEST_SKIP() << "unsupported: " << *why;
   }
   void check_counters(int64_t batch, bool clustered);

@@ -1,5 +1,5 @@
 // A model file compiled for CUDA, on a GPU: every CUDA strategy that can run it agrees with the
-// module's own forward (reference.pt, the module run on the GPU by bench/python/model_file.py) on
+// module's own forward (reference.pt, the module run on the GPU by python/condbench/model_file.py) on
 // the 64 reference rows, at batch 1, 7 and 64, with thresholds that send every row to each exit in
 // turn and with each exit's median score (a mix). The folder is compiled on the GPU machine
 // (scripts/device-check --call 2: model_file.py compile examples/models/mlp.py --device cuda) and

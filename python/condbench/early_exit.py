@@ -5,7 +5,7 @@ beside condbench's strategies.
 Parameter names are those of docs/design.md §1 (mlp: backbone.{i}, exit{k}, final; transformer:
 layers.{i} of nn.TransformerEncoderLayer, exit{k}.norm|proj, final.norm|proj), so condbench's
 exported state_dict loads unchanged. Both families offer block(k, h), head(k) and confidence(logits),
-which is all a variant uses (and so does a model file: bench/python/model_file.py's EarlyExitView). Every variant takes one input row [1, ...] and thresholds, and returns (logits
+which is all a variant uses (and so does a model file: condbench.model_file's EarlyExitView). Every variant takes one input row [1, ...] and thresholds, and returns (logits
 [1, num_classes], exit id as a Python int or a 0-d tensor)."""
 import os
 import re
@@ -282,7 +282,7 @@ class Masked(nn.Module):
 
 class DeployedCond(ExportableCond):
     """ExportableCond returning what condbench's strategies return (docs/design.md §2): (exit id
-    int32 [1], logits [1, C]). What bench/python/aoti_compile.py exports and compiles with
+    int32 [1], logits [1, C]). What condbench.aoti exports and compiles with
     AOTInductor for strategy cond in engine aoti. One row: torch.cond needs a scalar predicate."""
 
     def forward(self, x, thresholds):
@@ -292,7 +292,7 @@ class DeployedCond(ExportableCond):
 
 class DeployedMasked(nn.Module):
     """masked_forward returning (exit id int32 [rows], logits [rows, C]), any number of rows: what
-    aoti_compile.py compiles for strategy masked in engine aoti."""
+    condbench.aoti compiles for strategy masked in engine aoti."""
 
     def __init__(self, model):
         super().__init__()

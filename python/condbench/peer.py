@@ -5,7 +5,7 @@ and on CUDA torch.cond captured in a CUDA graph — timed on exactly condbench's
 input pool and thresholds `condbench --export-workload` writes) and written as Google Benchmark
 JSON that condbench-report reads beside condbench's own results.
 
-usage: peer.py --workload DIR --out FILE.json [--device cpu|cuda] [--variants LIST]
+usage: python -m condbench.peer --workload DIR --out FILE.json [--device cpu|cuda] [--variants LIST]
                [--scenarios LIST] [--threads N] [--repetitions 10] [--min-time 0.05]
                [--answer-budget SECONDS --report-tool CONDBENCH-REPORT [--against CONDBENCH.json]]
 
@@ -30,10 +30,8 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import benchmark_name  # noqa: E402
-import decoder_peer  # noqa: E402
-from early_exit import SUMMARIES, WORKAROUND_DOC, load_model, variants, workarounds  # noqa: E402
+from . import decoder_peer, names
+from .early_exit import SUMMARIES, WORKAROUND_DOC, load_model, variants, workarounds
 
 SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
 
@@ -235,7 +233,7 @@ def main():
             notes += skipped_here
             for case in found:
                 case["sync"] = sync
-                case["name"] = benchmark_name.build(["early_exit", args.device, "python", case["variant"]],
+                case["name"] = names.build(["early_exit", args.device, "python", case["variant"]],
                                                     [case["name"], ("batch", 1)] + [tuple(a) for a in meta["name_axes"]])
                 case["iterations"] = iterations_for(case, args.min_time)
                 cases.append(case)
@@ -278,7 +276,7 @@ def main():
                 kind, _, value = scenario.partition(":")
                 case = {"fn": fn, "walk": walk, "thresholds": thresholds, "sync": sync, "host_syncs": host_syncs,
                         "blocks": config["blocks"],
-                        "name": benchmark_name.build(["early_exit", args.device, "python", name],
+                        "name": names.build(["early_exit", args.device, "python", name],
                                                      [(kind, value), ("batch", 1)] + [tuple(a) for a in meta["name_axes"]])}
                 # Untimed pass over the walk: compiles, warms up, and learns each row's exit; then the
                 # iteration count that makes a repetition last --min-time.
@@ -366,7 +364,7 @@ class Document:
         return {
             "context": {
                 "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-                "host_name": socket.gethostname(), "executable": "bench/python/peer.py",
+                "host_name": socket.gethostname(), "executable": "python -m condbench.peer",
                 "num_cpus": os.cpu_count(), "library_build_type": "release",
                 "condbench_schema": SCHEMA, "peer": "python", "condbench_interleaving": "rounds",
                 "python_version": platform.python_version(),

@@ -28,8 +28,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-import decoder
-import early_exit
+from . import decoder, early_exit
 
 
 
@@ -203,7 +202,7 @@ class FixedStep:
 
 class DecodeStep(nn.Module):
     """One decode step at batch 1 over the fixed-size cache as AOTInductor deploys it (condbench's
-    engine aoti for the decoder, strategies/decoder/aoti/; bench/python/aoti_compile.py exports it):
+    engine aoti for the decoder, strategies/decoder/aoti/; condbench.aoti exports it):
     forward(token int64 [1], at bool [context], seen bool [context], thresholds float [exits - 1],
     cache: (keys_0, values_0, keys_1, ...) each [heads, context, head_dim]) returns (token, exit id
     int32 [1], logits [1, vocab], keys_0, values_0, ...). Its parameters are the decoder's state_dict

@@ -19,9 +19,9 @@ Weights are the module's own (model() must make the same ones on every call: see
 them), or a state_dict (torch.save) given with --weights, loaded strictly.
 A model file is code: loading it runs it, with your rights. Load only files you would run.
 
-usage: model_file.py check FILE [--weights STATE_DICT] [--batch N] [--device cpu|cuda]
-       model_file.py compile FILE [--weights STATE_DICT] [--batch N] [--device cpu|cuda] [--cache DIR]
-                             [--jobs N]
+usage: python -m condbench.model_file check FILE [--weights STATE_DICT] [--batch N] [--device cpu|cuda]
+       python -m condbench.model_file compile FILE [--weights STATE_DICT] [--batch N] [--device cpu|cuda]
+                                         [--cache DIR] [--jobs N]
        (both: [--max-row-values N] [--max-stages N], the limits condbench gives when it calls compile)
 
 check loads FILE, runs every part on example_input(N) (default 2) and checks what each returns,
@@ -91,8 +91,9 @@ def files_read():
 def _python_own():
     import site
 
+    site_dirs = [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]  # .venv's .pth too
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages(), site.getusersitepackages(),
-             os.path.dirname(os.path.abspath(__file__))}  # and condbench's own Python
+             *site_dirs, os.path.dirname(os.path.abspath(__file__))}  # and condbench's own Python
     return tuple(os.path.join(os.path.realpath(r), "") for r in roots if r) + ("/dev/", "/proc/", "/sys/")
 
 
@@ -279,12 +280,12 @@ class ModelFile:
 
 
 def early_exit_view(model_file, classes):
-    """The module as condbench's Python side sees a built-in family (bench/python/early_exit.py):
+    """The module as condbench's Python side sees a built-in family (condbench.early_exit):
     blocks, block(k, h), head(k), final, confidence(logits), num_classes, row_shape. The peer's
     variants and the whole-model packages (DeployedCond, DeployedMasked) run it unchanged."""
     from torch import nn
 
-    from early_exit import max_softmax
+    from .early_exit import max_softmax
 
     class EarlyExitView(nn.Module):
         def __init__(self, module, row_shape, custom_confidence):
@@ -415,13 +416,13 @@ def reference(model_file, view):
 
 
 def whole_model_programs(model_file, view, batch):
-    """The aoti engine's whole-model modules of bench/python/early_exit.py on this model, exported:
+    """The aoti engine's whole-model modules of condbench.early_exit on this model, exported:
     {"cond": (program or the reason it cannot be, check), "masked": ...}. cond, the nested torch.cond
     generated from the stages, takes one row; masked any. check(run) compares a compiled program's
     (exit id, logits) with the module's on example rows and thresholds that send them to every exit."""
     import torch
 
-    from early_exit import DeployedCond, DeployedMasked, masked_forward
+    from .early_exit import DeployedCond, DeployedMasked, masked_forward
 
     for p in view.parameters():
         p.requires_grad_(False)  # torch.export of torch.cond: frozen parameters, no no_grad region
@@ -477,7 +478,7 @@ def compile_whole_model(module, program, check, path):
     "default": why the default compile was refused}, which condbench puts beside its timings."""
     import torch
 
-    from early_exit import COND_LAYOUT_WORKAROUND, options_text
+    from .early_exit import COND_LAYOUT_WORKAROUND, options_text
 
     if check is None:
         return {"unavailable": program}
@@ -776,7 +777,7 @@ def load_compiled(folder):
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(prog="model_file.py", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m condbench.model_file", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["check", "compile"])
     parser.add_argument("file")
@@ -784,7 +785,7 @@ def main(argv):
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                         help="what the packages run on (compile); cuda compiles on this machine's GPU")
-    parser.add_argument("--cache", help="compile: the cache (default: condbench's, as aoti_compile.py's)")
+    parser.add_argument("--cache", help="compile: the cache (default: condbench's, as condbench.aoti's)")
     # condbench's limits, which condbench and condbench-infer give (src/model_file.cpp, src/workload.cpp):
     # a model over them is refused before anything is exported or compiled
     parser.add_argument("--max-row-values", type=int, metavar="N",
@@ -803,7 +804,7 @@ def main(argv):
         return 2
     try:
         if args.command == "compile":
-            from aoti_compile import cache_root  # condbench's cache, where its packages go too
+            from .aoti import cache_root  # condbench's cache, where its packages go too
 
             cache = args.cache or cache_root()
             folder = compiled_folder(args.file, args.weights, args.device, cache)

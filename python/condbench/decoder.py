@@ -4,7 +4,7 @@ semantics define it. condbench's strategies keep a key/value cache and propagate
 tokens that leave; this recomputes every position through every layer at every step, each earlier
 position frozen after the layers its token ran, so it checks them from outside.
 
-    python3 bench/python/decoder.py save W.pt [--seed N] [--vocab V ...]   # a seeded decoder's state_dict
+    python -m condbench.decoder save W.pt [--seed N] [--vocab V ...]   # a seeded decoder's state_dict
 """
 import argparse
 

@@ -1,4 +1,4 @@
-"""bench/python/model_file.py, the protocol for a model of your own (docs/your-model.md): the examples
+"""python/condbench/model_file.py, the protocol for a model of your own (docs/your-model.md): the examples
 check with exact FLOPs and bytes, and every kind of bad model file is one line naming the file and
 the part, exit code 2. Needs torch (run under .venv/bin/python); skips without it. The command runs
 in this process (main(), its output captured) but for one case run as a user runs it: importing
@@ -13,8 +13,8 @@ import tempfile
 import textwrap
 import unittest
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-SCRIPT = os.path.join(ROOT, "bench", "python", "model_file.py")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+MODEL_FILE = [sys.executable, "-m", "condbench.model_file"]  # the package: installed, or python/ on PYTHONPATH
 try:
     import torch
 except ImportError:
@@ -42,8 +42,6 @@ def example_input(batch):
 """
 
 
-sys.path.insert(0, os.path.dirname(SCRIPT))
-
 
 class Result:
     def __init__(self, returncode, stdout, stderr):
@@ -52,7 +50,7 @@ class Result:
 
 def check_command(command, path, *extra):
     """model_file.py COMMAND PATH EXTRA..., in this process."""
-    import model_file
+    from condbench import model_file
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = model_file.main([command, path, *extra])
@@ -79,7 +77,7 @@ class ModelFile(unittest.TestCase):
 
     def test_the_mlp_example_has_the_builtin_familys_costs(self):
         # as a user runs it
-        result = subprocess.run([sys.executable, SCRIPT, "check", os.path.join(ROOT, "examples", "models", "mlp.py")],
+        result = subprocess.run([*MODEL_FILE, "check", os.path.join(ROOT, "examples", "models", "mlp.py")],
                                 capture_output=True, text=True, timeout=300)
         self.assertEqual(result.returncode, 0, result.stderr)
         m = json.loads(result.stdout)
@@ -116,7 +114,7 @@ class ModelFile(unittest.TestCase):
         self.assertNotEqual(m["digest"], json.loads(check(path).stdout)["digest"])  # the weights are in it
 
     def load(self, path):
-        import model_file
+        from condbench import model_file
         return model_file.ModelFile(path).module
 
     def test_each_kind_of_bad_model_file_is_one_line_naming_the_part(self):
@@ -174,7 +172,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
                 self.assertEqual(result.stdout, "")
 
     def test_compile_makes_each_part_a_checked_package_once_and_whole(self):
-        import model_file
+        from condbench import model_file
         # the file notes each time it is loaded (run), where the test asks it to
         path = self.write("good.py", GOOD + "import os\nif os.environ.get('RUNS'):\n"
                                             "    open(os.environ['RUNS'], 'a').write('ran\\n')\n")
@@ -262,7 +260,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
                          {"unavailable": "torch.export cannot trace it"})
 
     def test_a_folder_is_compiled_again_when_what_the_module_read_changed_or_it_is_damaged(self):
-        import model_file
+        from condbench import model_file
         # a model file that imports a module from beside it and loads its weights from there
         self.write("helper.py", "SCALE = 1.0\n")
         path = self.write("uses_helper.py", HEADER + """
@@ -296,9 +294,8 @@ def example_input(batch):
                     for k, v in module.state_dict().items()}, weights)
         helper = os.path.realpath(os.path.join(self.dir.name, "helper.py"))
         # what the module read while it loaded: recorded in a fresh interpreter, as model_file.py runs
-        listed = subprocess.run([sys.executable, "-c", "import json, sys; sys.path.insert(0, sys.argv[1]); "
-                                 "import model_file; print(json.dumps(model_file.ModelFile(sys.argv[2]).reads))",
-                                 os.path.dirname(SCRIPT), path], capture_output=True, text=True, timeout=120)
+        listed = subprocess.run([sys.executable, "-c", "import json, sys; from condbench import model_file; "
+                                 "print(json.dumps(model_file.ModelFile(sys.argv[1]).reads))", path], capture_output=True, text=True, timeout=120)
         self.assertEqual(listed.returncode, 0, listed.stderr)
         self.assertEqual(json.loads(listed.stdout), sorted([helper, os.path.realpath(weights)]))
         cache = os.path.join(self.dir.name, "cache")
@@ -379,7 +376,7 @@ def example_input(batch):
     def test_a_package_the_workers_cannot_compile_is_left_to_the_caller(self):
         # compile_packages is best effort: what cannot be saved for a worker is not compiled, and
         # nothing of it is left in the folder (compile_parts then compiles it itself, naming the error)
-        import model_file
+        from condbench import model_file
         folder = os.path.join(self.dir.name, "workers")
         os.makedirs(folder)
         self.assertEqual(model_file.compile_packages([("a.pt2", "not a program"), ("b.pt2", object())], folder, 2), {})

@@ -16,9 +16,9 @@ digest of the code that made it (a package made by other code is compiled again)
 $CONDBENCH_AOTI_DIR, else $XDG_CACHE_HOME/condbench/aoti, else ~/.cache/condbench/aoti: the place
 condbench looks too.
 
-usage: aoti_compile.py (--workload DIR | --config FAMILY:SIZE=N,...,num_classes=N,blocks=N ...
-                                        | --config decoder:vocab=N,...,exit_every=N ...)
-                       [--device cpu|cuda] [--modules cond,masked] [--cache DIR] [--force]
+usage: python -m condbench.aoti (--workload DIR | --config FAMILY:SIZE=N,...,num_classes=N,blocks=N ...
+                               | --config decoder:vocab=N,...,exit_every=N ...)
+                              [--device cpu|cuda] [--modules cond,masked] [--cache DIR] [--force]
 """
 import argparse
 import contextlib
@@ -67,7 +67,7 @@ def source_digest(config):
     """What made a package: this file and the modules it exports."""
     digest = hashlib.sha256()
     made_by = ("decoder.py", "decoder_peer.py") if config.get("family") == DECODER else ("early_exit.py",)
-    for name in ("aoti_compile.py",) + made_by:
+    for name in ("aoti.py",) + made_by:
         with open(os.path.join(HERE, name), "rb") as f:
             digest.update(f.read())
     return digest.hexdigest()[:16]
@@ -94,8 +94,7 @@ def parse_config(text):
         if config["d_model"] % config["heads"] or config["exit_every"] >= config["layers"]:
             fail(f"--config {text!r}: heads must divide d_model, and exit_every be below layers")
         return config
-    sys.path.insert(0, HERE)
-    from early_exit import build_model
+    from .early_exit import build_model
     try:
         build_model(config)  # the family's own checks: its sizes' names, heads dividing d_model, ...
     except (TypeError, ValueError, AssertionError) as e:
@@ -128,13 +127,12 @@ def workload_configs(root):
 
 def export(torch, module_name, config, device):
     """The exported program of `module_name` for `config`, with example inputs on `device`."""
-    sys.path.insert(0, HERE)
     if config.get("family") == DECODER:
-        import decoder_peer
+        from . import decoder_peer
         torch.manual_seed(0)  # placeholders, as below
         step = decoder_peer.DecodeStep.of(config, module_name, device)
         return torch.export.export(step, step.example_inputs())
-    from early_exit import DeployedCond, DeployedMasked, build_model
+    from .early_exit import DeployedCond, DeployedMasked, build_model
     torch.manual_seed(0)  # the weights are placeholders: condbench loads the model's own
     model = build_model(config)
     for p in model.parameters():

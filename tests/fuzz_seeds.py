@@ -7,9 +7,7 @@ import os
 import struct
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from torch_save_craft import (archive, floats, model_tensors, p_dict, p_tensor, pickle_of,  # noqa: E402
-                              state_dict_file, tensor_file)
+from torch_save_craft import archive, floats, model_tensors, p_dict, p_tensor, pickle_of, state_dict_file, tensor_file
 
 
 def save(directory, data):
