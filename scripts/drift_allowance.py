@@ -11,9 +11,9 @@ must exceed the largest such ratio. The largest ratio of the pairs' medians is p
 drift and noise together did to the typical value; and the margin each pair's interval would need
 to be called the same, max(U, 1/L).
 
-  scripts/drift_allowance.py [--report-tool PATH] --aa A.json B.json
+  .venv/bin/python scripts/drift_allowance.py [--report-tool PATH] --aa A.json B.json
                                      the same benchmarks in two runs (two processes)
-  scripts/drift_allowance.py [--report-tool PATH] --flat FILE.json...
+  .venv/bin/python scripts/drift_allowance.py [--report-tool PATH] --flat FILE.json...
                                      within each file, the scenarios of a strategy whose work does not
                                      depend on the scenario (masked)
 
@@ -21,10 +21,13 @@ A file whose repetitions were randomly interleaved (condbench's context condbenc
 pairs cells timed together, so --flat then measures what the interleaving leaves, not drift.
 """
 import argparse
-import json
 import os
 import sys
 
+try:
+    from condbench import results  # the result-file reader (python/condbench; scripts/setup installs it in .venv)
+except ImportError:
+    sys.exit("drift_allowance: the condbench package is not importable here: run it with .venv/bin/python")
 from interval_widths import ROOT, judged_pairs  # condbench-report --pairs, the one judge (beside this script)
 
 
@@ -74,8 +77,10 @@ def main():
         return
     pairs = []
     for path in args.flat:
-        with open(path) as f:
-            interleaving = json.load(f).get("context", {}).get("condbench_interleaving", "in order")
+        try:
+            interleaving = results.read(path)["context"].get("condbench_interleaving", "in order")
+        except results.ResultFileError as e:
+            fail(str(e))
         if interleaving != "in order":
             print(f"note: {path}'s repetitions were interleaved ({interleaving}): its pairs were timed together")
         pairs += [measured(p) for p in judged_pairs(args.report_tool, path)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Keeps every run of scripts/run, and points results/latest.* at the newest complete one.
 
-    scripts/run_history.py promote RESULTS STAMP [--as-latest] [-- CONDBENCH_ARGS...]
+    .venv/bin/python scripts/run_history.py promote RESULTS STAMP [--as-latest] [-- CONDBENCH_ARGS...]
 
 A run is the files results/runs/STAMP.json (required: condbench writes it only when the run
 completes), STAMP.log, STAMP-python.json and STAMP-report/ (when made). `promote` records the
@@ -17,6 +17,11 @@ import json
 import os
 import sys
 
+try:
+    from condbench import results  # the result-file reader (python/condbench; scripts/setup installs it in .venv)
+except ImportError:
+    sys.exit("run_history: the condbench package is not importable here: run it with .venv/bin/python")
+
 LINKS = {"latest.json": "{}.json", "latest.log": "{}.log", "latest-python.json": "{}-python.json",
          "latest-report": "{}-report"}
 
@@ -25,11 +30,9 @@ def is_filtered(result):
     """Whether the run selected part of the suite, as condbench recorded it in the result's context
     ("suite", or "part: --hidden, ..."); a file that does not say counts as filtered."""
     try:
-        with open(result) as f:
-            selection = json.load(f)["context"]["condbench_selection"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return results.read(result)["context"].get("condbench_selection") != "suite"
+    except results.ResultFileError:
         return True
-    return selection != "suite"
 
 
 def current_latest(results):

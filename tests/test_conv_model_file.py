@@ -144,7 +144,7 @@ class ConvolutionalModelFile(unittest.TestCase):
                      "--scenario=exit:1,exit:3,mix:uniform")
         self.assertEqual(result.returncode, 0, result.stderr)
         out = os.path.join(workload, "peer.json")
-        result = run(PYTHON, os.path.join(ROOT, "bench", "python", "peer.py"), "--workload", workload, "--out", out,
+        result = run(PYTHON, "-m", "condbench.peer", "--workload", workload, "--out", out,
                      "--repetitions", "1", "--min-time", "0.001", "--variants", "py_cond,py_cond_compile")
         self.assertEqual(result.returncode, 0, result.stderr)
         print(f"\npeer: {result.stdout.strip().splitlines()[-3:]}")

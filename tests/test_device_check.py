@@ -103,17 +103,16 @@ class Budget(unittest.TestCase):
 
 class UndeclaredSkips(unittest.TestCase):
     """On the GPU machine a GPU-test step fails when a test skipped for a reason no strategy
-    declared: the script's own check (its heredoc, run here on real gtest output)."""
+    declared: the command the script runs (condbench.results gtest-skips), on real gtest output."""
 
     def check(self, log_text):
-        script = read(SCRIPT)
-        begin = script.index("skips=$(python3 - \"$logs/$name.log\" <<'PY'\n")
-        code = script[script.index("\n", begin) + 1:script.index("\nPY\n", begin)]
+        command = "python3 -m condbench.results gtest-skips \"$logs/$name.log\""
+        self.assertIn(f"skips=$({command})", read(SCRIPT))
         with tempfile.TemporaryDirectory() as tmp:
             log = os.path.join(tmp, "step.log")
             with open(log, "w") as f:
                 f.write(log_text)
-            result = run(sys.executable, "-c", code, log)
+            result = run(sys.executable, "-m", "condbench.results", "gtest-skips", log)
         self.assertEqual(result.returncode, 0, result.stderr)
         skipped, undeclared, *names = result.stdout.split()
         return int(skipped), int(undeclared), names

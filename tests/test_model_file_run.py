@@ -263,7 +263,7 @@ class ModelFileRun(unittest.TestCase):
         result = run(CONDBENCH, f"--export-workload={workload}", f"--model-file={folder}", *flags)
         self.assertEqual(result.returncode, 0, result.stderr)
         out = os.path.join(workload, "peer.json")
-        result = run(os.path.join(ROOT, ".venv", "bin", "python"), os.path.join(ROOT, "bench", "python", "peer.py"),
+        result = run(os.path.join(ROOT, ".venv", "bin", "python"), "-m", "condbench.peer",
                      "--workload", workload, "--out", out, "--repetitions", "1", "--min-time", "0.001",
                      "--variants", variants)
         data = None

@@ -31,9 +31,9 @@ class RunHistory(unittest.TestCase):
         for name in [f"{stamp}.log"] + ([f"{stamp}-python.json"] if python else []):
             with open(os.path.join(runs, name), "w") as f:
                 f.write(stamp)
-        context = {} if selection is None else {"condbench_selection": selection}
+        context = {"condbench_schema": "1"} if selection is None else {"condbench_schema": "1", "condbench_selection": selection}
         with open(os.path.join(runs, f"{stamp}.json"), "w") as f:
-            json.dump({"context": context, "stamp": stamp}, f)
+            json.dump({"context": context, "benchmarks": [], "stamp": stamp}, f)
         os.makedirs(os.path.join(runs, f"{stamp}-report"))
 
     def latest(self, name="latest.json"):

@@ -30,7 +30,7 @@ import time
 
 import torch
 
-from . import decoder_peer, names
+from . import decoder_peer, names, results
 from .early_exit import SUMMARIES, WORKAROUND_DOC, load_model, variants, workarounds
 
 SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
@@ -68,7 +68,7 @@ def load_workloads(root):
 def load_model_file(folder, device):
     """The user's module a model file's folder was compiled from (docs/your-model.md), as the variants
     run a built-in family: blocks, block(k, h), head(k), confidence(logits)."""
-    from model_file import ProtocolError, load_compiled
+    from .model_file import ProtocolError, load_compiled
     try:
         _, view = load_compiled(folder)
     except ProtocolError as e:
@@ -296,7 +296,7 @@ def main():
     for case in cases:
         times = [sample[0] for sample in rounds.samples[id(case)]]
         print(f"{case['name']:<80} {sorted(times)[len(times) // 2]:10.2f} us", flush=True)
-    write_atomically(args.out, result)
+    results.write(args.out, result)
     for note in notes:
         print(f"peer: {note}")
     print(f"wrote {args.out}")
@@ -330,13 +330,6 @@ def check_output(path, inputs):
     for flag, given in inputs:
         if given and os.path.exists(given) and os.path.exists(path) and os.path.samefile(given, path):
             fail(f"--out: '{path}' is the input of {flag}; an output never overwrites an input")
-
-
-def write_atomically(path, result):
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(tmp, path)  # atomic, like condbench's own output
 
 
 class Document:
@@ -399,7 +392,7 @@ def spend_answer_budget(args, cases, rounds, document):
 
     def look():
         """What condbench-report says is undecided; None when it cannot say (the rounds so far are kept)."""
-        write_atomically(scratch, document.build())
+        results.write(scratch, document.build())
         try:
             done = subprocess.run([args.report_tool, "--undecided", *([args.against] if args.against else []),
                                    scratch], capture_output=True, text=True, timeout=600)

@@ -1,0 +1,132 @@
+"""condbench's result files (Google Benchmark JSON with condbench's context), read and merged in one
+place for the Python side: the scripts, the device check and the peer. What a file means — its
+names, statistics and verdicts — is C++'s (condbench-report reads it; --pairs and --undecided give
+the scripts its judgements as JSON); this module only loads a file, checks that condbench wrote it,
+and gives its context and rows.
+
+    python -m condbench.results context FILE KEY       the context's KEY, printed (exit 1 when absent)
+    python -m condbench.results merge OUT PART...      one file: the first part's context, every
+                                                       part's benchmarks (parts that do not exist are
+                                                       left out; none: exit 1), written atomically
+    python -m condbench.results missing-gpu-us FILE    a warning line naming the CUDA cases that came
+                                                       back without gpu_us, or nothing
+    python -m condbench.results gtest-skips LOG        of a gtest log: "SKIPPED UNDECLARED NAMES...",
+                                                       the skips, those that named no "unsupported: "
+                                                       reason, and the first five of those
+
+A file that cannot be read or that condbench did not write is one line on stderr, exit 2.
+"""
+import json
+import os
+import re
+import sys
+
+
+class ResultFileError(Exception):
+    """One line: the file and what is wrong with it."""
+
+
+def read(path):
+    """The result file at `path` as a dict: a JSON object whose context carries condbench_schema
+    (condbench and the peer write it; condbench-report decides which schemas it reads) and whose
+    benchmarks are a list of objects. Raises ResultFileError otherwise."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise ResultFileError(f"{path}: {e.strerror or e}") from None
+    except (ValueError, RecursionError) as e:
+        raise ResultFileError(f"{path}: not JSON ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("context"), dict):
+        raise ResultFileError(f"{path}: not a result file (no context object)")
+    if not isinstance(doc["context"].get("condbench_schema"), str):
+        raise ResultFileError(f"{path}: not condbench's (its context has no condbench_schema)")
+    rows = doc.get("benchmarks")
+    if not isinstance(rows, list) or not all(isinstance(b, dict) for b in rows):
+        raise ResultFileError(f"{path}: its benchmarks are not a list of objects")
+    return doc
+
+
+def write(path, doc):
+    """Writes `doc` to `path` whole or not at all (a temporary beside it, then renamed)."""
+    temporary = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(temporary, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def merge(parts):
+    """One result document of several files of one run: the first file's context, every file's
+    benchmarks in order."""
+    docs = [read(p) for p in parts]
+    return {"context": docs[0]["context"], "benchmarks": [b for d in docs for b in d["benchmarks"]]}
+
+
+def iterations(doc):
+    """The rows that are one repetition each (not Google Benchmark's aggregates)."""
+    return [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
+
+
+def cases_without_gpu_us(doc):
+    """(missing, cases): the CUDA cases that ran (an errored row is a case the strategy cannot run)
+    and have no gpu_us counter, and every CUDA case that ran. A CUDA case is one the context's
+    device list put on the GPU: its row names the device as condbench's names do, early_exit/cuda/."""
+    rows = [b for b in iterations(doc) if str(b.get("run_name", "")).startswith("early_exit/cuda/")
+            and not b.get("error_occurred")]
+    return sorted({b["run_name"] for b in rows if "gpu_us" not in b}), {b["run_name"] for b in rows}
+
+
+def gtest_skips(log_text):
+    """(skipped, undeclared): the tests a gtest log shows skipped, and those whose output named no
+    "unsupported: " reason (gtest's JSON marks a skip but drops its message; the log keeps it
+    between the test's RUN and SKIPPED lines)."""
+    skipped = re.findall(r"^\[ RUN      \] (\S+)\n(.*?)^\[  SKIPPED \] \1 ", log_text, re.M | re.S)
+    return [name for name, _ in skipped], [name for name, said in skipped if "unsupported: " not in said]
+
+
+def main(argv):
+    command, args = (argv[0], argv[1:]) if argv else ("", [])
+    if command in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    wanted = {"context": 2, "missing-gpu-us": 1, "gtest-skips": 1}
+    if command not in wanted and command != "merge" or command in wanted and len(args) != wanted[command] \
+            or command == "merge" and len(args) < 2:
+        print("results: usage: python -m condbench.results context FILE KEY | merge OUT PART... | "
+              "missing-gpu-us FILE | gtest-skips LOG (see --help)", file=sys.stderr)
+        return 2
+    try:
+        if command == "context":
+            value = read(args[0])["context"].get(args[1])
+            if value is None:
+                return 1
+            print(value if isinstance(value, str) else json.dumps(value))
+        elif command == "merge":
+            parts = [p for p in args[1:] if os.path.exists(p)]
+            if not parts:
+                return 1
+            write(args[0], merge(parts))
+        elif command == "missing-gpu-us":
+            missing, cases = cases_without_gpu_us(read(args[0]))
+            if missing:
+                print(f"warning  {len(missing)} of {len(cases)} CUDA cases came back without gpu_us: "
+                      + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
+        else:
+            with open(args[0], errors="replace") as f:
+                skipped, undeclared = gtest_skips(f.read())
+            print(len(skipped), len(undeclared), " ".join(undeclared[:5]))
+    except ResultFileError as e:
+        print(f"results: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"results: {args[0]}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
