@@ -43,9 +43,9 @@ std::string BenchmarkCase::name() const {
 namespace {
 
 constexpr int kGpuTimedInferences = 200;
-// The most full-depth work one pass over the inputs a case walks may hold (FLOPs), but never fewer
-// than kMinWalkRows rows, so a mix:* scenario's shares show: the default mlp walks its whole pool,
-// the default transformer 64 rows of it (batch 1), a BERT-base encoder 64.
+// walked_batches: the most full-depth work one pass over the inputs a case walks may hold (FLOPs),
+// and the fewest rows: the default mlp walks its whole pool, the default transformer 64 rows of it
+// (batch 1), a BERT-base encoder 64.
 constexpr double kWalkFlops = 2e10;
 constexpr int64_t kMinWalkRows = 64;
 // With --trace, this many inferences of each case are also placed on the trace's GPU track.
@@ -182,9 +182,7 @@ PreparedCase& prepared(const BenchmarkCase& c) {
   // over the pool would take long (a transformer) the prefix of the walk that holds kWalkFlops of
   // full-depth work. Any prefix of the walk holds the scenario's exit shares (batches_for).
   const std::vector<at::Tensor> walk = current.workload->batches_for(c.scenario);
-  const double batch_flops = static_cast<double>(c.batch) * full_model_flops(config);
-  const size_t least = static_cast<size_t>((kMinWalkRows + c.batch - 1) / c.batch);  // a mix needs rows to hold it
-  const size_t walked = std::min(walk.size(), std::max(least, static_cast<size_t>(kWalkFlops / batch_flops)));
+  const size_t walked = walked_batches(config, c.batch, walk.size());
   for (size_t i = 0; i < walked; ++i) current.inputs.push_back(walk[i].to(torch_device(device)).contiguous());
   if (device == Device::cuda) synchronize_cuda_device();
 
@@ -264,6 +262,12 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
 Unsupported why_skipped(const BenchmarkCase& c) {
   if (c.strategy->device == Device::cuda && !cli::cuda_available()) return "no CUDA device on this machine";
   return c.strategy->unsupported(c.config, c.batch);
+}
+
+size_t walked_batches(const ModelConfig& config, int64_t batch, size_t available) {
+  const double batch_flops = static_cast<double>(batch) * full_model_flops(config);
+  const auto least = static_cast<size_t>((kMinWalkRows + batch - 1) / batch);  // a mix needs rows to hold it
+  return std::min(available, std::max(least, static_cast<size_t>(kWalkFlops / batch_flops)));
 }
 
 void run_benchmark_case(benchmark::State& state, const BenchmarkCase& c) {

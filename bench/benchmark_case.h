@@ -29,6 +29,12 @@ struct BenchmarkCase {
 std::string case_name(Device device, Engine engine, const std::string& strategy, const Scenario& scenario,
                       int64_t batch, const std::vector<std::pair<std::string, std::string>>& model_axes);
 
+// How many batches of `batch` rows a case walks, of the `available` batches of its walk: all, or
+// for a model whose pass over the pool would take long (a transformer) the prefix that holds
+// kWalkFlops of full-depth work, but never fewer than kMinWalkRows rows, so that a mix:* scenario's
+// shares show. The exported workload carries the batch-1 walk cut to it, for the peer.
+size_t walked_batches(const ModelConfig& config, int64_t batch, size_t available);
+
 // Prepares the strategy, runs every pool batch once untimed to learn what each inference does
 // (counters, exit ids), then times inferences walking the pool. Errors become SkipWithError.
 void run_benchmark_case(benchmark::State& state, const BenchmarkCase& c);

@@ -1,6 +1,6 @@
 #include "export_workload.h"
 #include "condbench/model_file.h"
-#include "condbench/model_files.h"
+#include "condbench/torch_save_files.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -13,6 +13,7 @@
 #include <set>
 #include <vector>
 
+#include "benchmark_case.h"
 #include "condbench/agreement.h"
 #include "condbench/error.h"
 #include "condbench/flops.h"
@@ -182,15 +183,23 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
       // What one row costs at full depth: the peer walks as much of the pool as condbench does.
       meta["full_model_flops"] = full_model_flops(config);
       meta["pool_rows"] = workload->pool().size(0);
-      if (model_file)
+      if (model_file) {
         meta["model_file"] = fs::absolute(model_file->folder()).string();
-      else if (entry.first.weights_path.empty())
+        // When the peer's variants agree with the module on its reference rows: condbench's rule, as data.
+        meta["agreement"]["absolute_tolerance"] = kModelFileAgreement.absolute_tolerance;
+        meta["agreement"]["relative_tolerance"] = kModelFileAgreement.relative_tolerance;
+        meta["agreement"]["tie_margin"] = kModelFileAgreement.tie_margin;
+      } else if (entry.first.weights_path.empty())
         meta["weight_seed"] = entry.first.seed;
       else
         meta["weights_file"] = entry.first.weights_path;
+      // The rows condbench visits one at a time, in its order and as many as it walks (walked_batches):
+      // the peer walks exactly these.
       for (const Scenario& scenario : entry.second) {
         meta["thresholds"][scenario.str()] = workload->thresholds(scenario);
-        meta["walk_order"][scenario.str()] = workload->walk_order(scenario);  // the rows in condbench's visiting order
+        std::vector<int64_t> walk = workload->walk_order(scenario);
+        walk.resize(walked_batches(config, 1, walk.size()));
+        meta["walk"][scenario.str()] = walk;
       }
       write_json(in / "workload.json", meta);
     });

@@ -13,9 +13,9 @@
 #include "cli.h"
 #include "condbench/agreement.h"
 #include "condbench/error.h"
-#include "condbench/model_files.h"
 #include "condbench/random.h"
 #include "condbench/torch_device.h"
+#include "condbench/torch_save_files.h"
 #include "decoder_sizes.h"
 
 namespace condbench {

@@ -4,14 +4,12 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #include <torch/version.h>
-#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -29,31 +27,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kFormat = 5;                        // python/condbench/model_file.py's FORMAT
-constexpr uint64_t kMaxManifestBytes = 1u << 20;  // a manifest of 256 stages is ~100 KB
-constexpr int64_t kMaxRowElements = kModelFileMaxRowValues;
 constexpr int64_t kMaxReferenceRows = 4096;
-// How far a strategy's logits may be from the module's: the packages were checked against the
-// module's parts with rtol 1e-4, atol 1e-5; a chain of them adds a little.
-constexpr double kLogitsAtol = 1e-4, kLogitsRtol = 1e-3;
-// Rows whose score is this close to a threshold may go either way.
-constexpr double kTieMargin = 1e-4;
-
-std::string shape_text(const std::vector<int64_t>& row) {
-  std::string text = "[rows";
-  for (const int64_t d : row) text += ", " + std::to_string(d);
-  return text + "]";
-}
 
 // How a message names a device: "CUDA", "the CPU".
 std::string device_words(std::string_view device) { return device == "cuda" ? "CUDA" : "the CPU"; }
-
-// The package file names model_file.py writes: stages[2] -> stage2.pt2, exits[2] -> exit2.pt2.
-std::string package_of(const std::string& part) {
-  if (part == "final" || part == "confidence") return part + ".pt2";
-  const bool stage = part.rfind("stages[", 0) == 0;
-  return (stage ? "stage" : "exit") + part.substr(part.find('[') + 1, part.size() - part.find('[') - 2) + ".pt2";
-}
 
 // The blocks and heads as the packages' compiled code, on the device they were compiled for. On
 // CUDA a package runs on LibTorch's current stream (AOTInductor's runner takes a null stream as
@@ -111,7 +88,12 @@ std::string sizes_text(const at::Tensor& t) {
 
 // How far `got` is beyond the logits tolerance from `want` (<= 0: within; NaN where either is).
 double beyond_tolerance(const at::Tensor& got, const at::Tensor& want) {
-  return (got - want).abs().sub(want.abs().mul(kLogitsRtol)).sub(kLogitsAtol).max().item<double>();
+  return (got - want)
+      .abs()
+      .sub(want.abs().mul(kModelFileAgreement.relative_tolerance))
+      .sub(kModelFileAgreement.absolute_tolerance)
+      .max()
+      .item<double>();
 }
 
 [[noreturn]] void refuse_package(const std::string& folder, const ModelFilePart& part, const std::string& what) {
@@ -189,7 +171,7 @@ void probe_packages(const std::string& folder, const std::vector<ModelFilePart>&
       want.insert(want.end(), stage.output_row.begin(), stage.output_row.end());
       if (h.sizes() != at::IntArrayRef(want))
         refuse(stage, "gives " + sizes_text(h) + " on the reference rows where the manifest says " +
-                          shape_text(stage.output_row));
+                          row_text(stage.output_row));
     }
     const ModelFilePart& head = k < stages ? parts[2 * static_cast<size_t>(k) + 1] : parts.back();
     const at::Tensor logits = ran(head, [&] { return layers.head(k, h); }).to(at::kCPU, at::kFloat);
@@ -213,171 +195,42 @@ void probe_packages(const std::string& folder, const std::vector<ModelFilePart>&
   }
 }
 
-// The manifest's fields, each checked, each error naming the field.
-class ManifestReader {
- public:
-  explicit ManifestReader(std::string folder) : folder_(std::move(folder)) {}
-
-  [[noreturn]] void bad(const std::string& field, const std::string& why) const {
-    fail("model file " + folder_ + ": manifest.json: " + field + ": " + why);
-  }
-  const nlohmann::json& field(const nlohmann::json& in, const std::string& key, const std::string& where) const {
-    const auto it = in.find(key);
-    if (it == in.end()) bad(where + key, "missing");
-    return *it;
-  }
-  std::string text(const nlohmann::json& in, const std::string& key, const std::string& where = "") const {
-    const nlohmann::json& v = field(in, key, where);
-    if (!v.is_string()) bad(where + key, "not a string");
-    return v.get<std::string>();
-  }
-  int64_t integer(const nlohmann::json& in, const std::string& key, int64_t lo, int64_t hi,
-                  const std::string& where = "") const {
-    const nlohmann::json& v = field(in, key, where);
-    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-      bad(where + key, "not an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
-    return v.get<int64_t>();
-  }
-  double amount(const nlohmann::json& in, const std::string& key, const std::string& where) const {
-    const nlohmann::json& v = field(in, key, where);
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 || v.get<double>() > 1e18)
-      bad(where + key, "not a count in 0..1e18");
-    return v.get<double>();
-  }
-  // ["rows", d1, d2, ...] -> {d1, d2, ...}
-  std::vector<int64_t> row(const nlohmann::json& in, const std::string& key, const std::string& where) const {
-    const nlohmann::json& v = field(in, key, where);
-    if (!v.is_array() || v.empty() || v.size() > 8 || v[0] != "rows")
-      bad(where + key, "not a shape [\"rows\", ...] of at most 8 dimensions");
-    std::vector<int64_t> shape;
-    int64_t elements = 1;
-    for (size_t i = 1; i < v.size(); ++i) {
-      if (!v[i].is_number_integer() || v[i].get<int64_t>() < 1 || v[i].get<int64_t>() > kMaxRowElements)
-        bad(where + key, "dimension " + std::to_string(i) + " is not in 1.." + std::to_string(kMaxRowElements));
-      shape.push_back(v[i].get<int64_t>());
-      elements *= shape.back();
-      if (elements > kMaxRowElements) bad(where + key, "more than " + std::to_string(kMaxRowElements) + " per row");
-    }
-    return shape;
-  }
-
- private:
-  std::string folder_;
-};
-
-// A plain file inside the folder: a link could point anywhere, and a package is native code.
-bool plain_file(const fs::path& path) {
-  std::error_code ec;
-  return fs::symlink_status(path, ec).type() == fs::file_type::regular;
-}
-
-nlohmann::json read_manifest(const std::string& folder) {
-  const fs::path path = fs::path(folder) / "manifest.json";
-  std::error_code ec;
-  if (!plain_file(path))
-    fail("model file " + folder + ": no manifest.json (a folder python/condbench/model_file.py compile made?)");
-  const auto size = fs::file_size(path, ec);
-  if (ec || size > kMaxManifestBytes) fail("model file " + folder + ": manifest.json: unreadable or over 1 MiB");
-  std::ifstream in(path, std::ios::binary);
-  nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!json.is_object()) fail("model file " + folder + ": manifest.json: not a JSON object");
-  return json;
-}
-
 }  // namespace
 
 ModelFileFamily::ModelFileFamily(const std::string& folder)
     : ModelFamily("?", "a model file compiled by python/condbench/model_file.py", {}) {
-  const nlohmann::json json = read_manifest(folder);
-  const ManifestReader m(folder);
+  const ModelFileManifest manifest = read_manifest(folder);
   folder_ = folder;
-  if (m.integer(json, "format", 0, 1 << 20) != kFormat)
-    m.bad("format", "made by another condbench (format " + json["format"].dump() + ", this one reads " +
-                        std::to_string(kFormat) + "): compile the model file again");
-  torch_ = m.text(json, "torch");
+  torch_ = manifest.torch;
   if (torch_ != TORCH_VERSION)
     fail("model file " + folder + ": compiled by torch " + printable(torch_) + ", this LibTorch is " + TORCH_VERSION +
          ": its packages are native code for that torch; compile the model file again with this one");
-  const std::string device = m.text(json, "device");
-  if (device != "cpu" && device != "cuda") m.bad("device", "'" + printable(device) + "', not \"cpu\" or \"cuda\"");
-  device_ = device == "cuda" ? Device::cuda : Device::cpu;
-  const std::string file = m.text(json, "file");
-  if (file.empty() || file.size() > 64 ||
-      file.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                             "0123456789._-") != std::string::npos)
-    m.bad("file", "'" + printable(file) + "' is not a file name of letters, digits, '.', '_' and '-'");
-  set_name(file);
-  digest_ = m.text(json, "digest");
-  if (digest_.size() != 16 || digest_.find_first_not_of("0123456789abcdef") != std::string::npos)
-    m.bad("digest", "not 16 hexadecimal digits");
-  const int stages = static_cast<int>(m.integer(json, "stages", 1, kModelFileMaxStages));
-  classes_ = static_cast<int>(m.integer(json, "classes", 1, 1 << 16));
-
-  const nlohmann::json& parts = m.field(json, "parts", "");
-  if (!parts.is_array() || parts.size() != static_cast<size_t>(2 * stages + 1))
-    m.bad("parts", "not a list of " + std::to_string(2 * stages + 1) + " parts (a stage and an exit each, the final)");
-  std::vector<int64_t> state;  // the row shape the stage before gives; parts read it (empty: the input)
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const std::string where = "parts[" + std::to_string(i) + "].";
-    if (!parts[i].is_object()) m.bad(where, "not an object");
-    const int k = static_cast<int>(i / 2);
-    const bool stage = i % 2 == 0 && static_cast<int>(i) < 2 * stages;
-    const std::string name = i + 1 == parts.size() ? "final" : (stage ? "stages[" : "exits[") + std::to_string(k) + "]";
-    ModelFilePart part;
-    part.name = m.text(parts[i], "name", where);
-    if (part.name != name) m.bad(where + "name", "'" + printable(part.name) + "', expected '" + name + "'");
-    part.input_row = m.row(parts[i], "input", where);
-    part.output_row = m.row(parts[i], "output", where);
-    part.flops_per_row = m.amount(parts[i], "flops_per_row", where);
-    part.bytes = m.amount(parts[i], "bytes", where);
-    part.package = m.text(parts[i], "package", where);
-    if (part.package != package_of(name))
-      m.bad(where + "package", "'" + printable(part.package) + "', expected '" + package_of(name) + "'");
-    if (i > 0 && part.input_row != state)
-      m.bad(where + "input",
-            name + " takes " + shape_text(part.input_row) + " where the stage before gives " + shape_text(state));
-    if (!stage && part.output_row != std::vector<int64_t>{classes_})
-      m.bad(where + "output",
-            name + " gives " + shape_text(part.output_row) + ", not logits [rows, " + std::to_string(classes_) + "]");
-    if (stage) state = part.output_row;
-    parts_.push_back(std::move(part));
-  }
-  if (const auto it = json.find("confidence_package"); it != json.end() && !it->is_null()) {
-    confidence_package_ = m.text(json, "confidence_package");
-    if (confidence_package_ != "confidence.pt2") m.bad("confidence_package", "not \"confidence.pt2\" or null");
-  }
+  device_ = manifest.device == "cuda" ? Device::cuda : Device::cpu;
+  set_name(manifest.file);
+  digest_ = manifest.digest;
+  classes_ = manifest.classes;
+  parts_ = manifest.parts;
+  confidence_package_ = manifest.confidence_package;
+  const int stages = manifest.stages();
+  const auto in_folder = [&](const std::string& name) { return (fs::path(folder) / name).string(); };
   for (const ModelFilePart& part : parts_)
-    if (!plain_file(fs::path(folder) / part.package))
+    if (!plain_file(in_folder(part.package)))
       fail("model file " + folder + ": " + part.name + ": its package " + part.package + " is missing (or a link)");
-  if (!confidence_package_.empty() && !plain_file(fs::path(folder) / confidence_package_))
+  if (!confidence_package_.empty() && !plain_file(in_folder(confidence_package_)))
     fail("model file " + folder + ": confidence: its package " + confidence_package_ + " is missing (or a link)");
-
-  const nlohmann::json& whole = m.field(json, "whole_model", "");
-  if (!whole.is_object()) m.bad("whole_model", "not an object");
-  for (const char* name : {"cond", "masked"}) {
-    const std::string module = name;
-    const std::string where = "whole_model." + module;
-    const nlohmann::json& entry = m.field(whole, module, "whole_model.");
-    if (!entry.is_object()) m.bad(where, "not an object");
+  for (const auto& [module, given] : manifest.whole_model) {
     WholeModel& w = whole_model_[module];
-    if (entry.contains("package")) {
-      if (m.text(entry, "package", where + ".") != module + ".pt2")
-        m.bad(where + ".package", "not \"" + module + ".pt2\"");
-      w.path = (fs::path(folder) / (module + ".pt2")).string();
-      if (!plain_file(w.path))
-        fail("model file " + folder + ": " + module + ": its package " + module + ".pt2 is missing (or a link)");
-      if (entry.contains("workaround")) {  // compiled again with other options: the default compile was wrong
-        w.workaround = printable(m.text(entry, "workaround", where + "."), 200);
-        w.default_refused = printable(m.text(entry, "default", where + "."), 300);
-      }
-    } else {
-      w.unavailable = printable(m.text(entry, "unavailable", where + "."), 300);
-    }
+    w.unavailable = given.unavailable;
+    w.workaround = given.workaround;
+    w.default_refused = given.default_refused;
+    if (given.package.empty()) continue;
+    w.path = in_folder(given.package);
+    if (!plain_file(w.path))
+      fail("model file " + folder + ": " + module + ": its package " + given.package + " is missing (or a link)");
   }
 
   // The module's own forward on the reference rows.
-  if (m.text(json, "reference") != "reference.pt") m.bad("reference", "not \"reference.pt\"");
-  const std::string reference_path = (fs::path(folder) / "reference.pt").string();
+  const std::string reference_path = in_folder(manifest.reference);
   if (!plain_file(reference_path)) fail("model file " + folder + ": reference.pt is missing (or a link)");
   std::map<std::string, std::vector<int64_t>> expected = {{"input", parts_.front().input_row}};
   for (int k = 0; k <= stages; ++k) expected["logits." + std::to_string(k)] = {classes_};
@@ -392,7 +245,7 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
       if (t.dim() != static_cast<int64_t>(want->second.size()) + 1 ||
           t.sizes().slice(1) != at::IntArrayRef(want->second) || t.size(0) < 1 || t.size(0) > kMaxReferenceRows ||
           (rows >= 0 && t.size(0) != rows))
-        fail("'" + key + "' is not " + shape_text(want->second) + " for the same rows as the others");
+        fail("'" + key + "' is not " + row_text(want->second) + " for the same rows as the others");
       rows = t.size(0);
       seen.insert(key);
     }
@@ -534,7 +387,7 @@ void check_against_module(Strategy& strategy, const ModelFileFamily& family, con
       bool tie = false;
       for (int k = 0; k < blocks; ++k) {
         const double score = ref.confidence[k][r].item<double>();
-        tie |= std::abs(score - thresholds[k]) < kTieMargin;
+        tie |= std::abs(score - thresholds[k]) < kModelFileAgreement.tie_margin;
         if (math::exit_fires(static_cast<float>(score), thresholds[k])) {
           expected = k + 1;
           break;
@@ -548,8 +401,9 @@ void check_against_module(Strategy& strategy, const ModelFileFamily& family, con
       const at::Tensor want = ref.logits[expected - 1][r];
       if (!(beyond_tolerance(logits[j], want) <= 0))  // NaN logits too
         fail("differs from the module's own forward on reference row " + std::to_string(r) + ": its logits at exit " +
-             std::to_string(expected) + " are off by more than " + std::to_string(kLogitsAtol) + " + " +
-             std::to_string(kLogitsRtol) + " x |logit|");
+             std::to_string(expected) + " are off by more than " +
+             std::to_string(kModelFileAgreement.absolute_tolerance) + " + " +
+             std::to_string(kModelFileAgreement.relative_tolerance) + " x |logit|");
     }
   }
 }

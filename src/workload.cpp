@@ -1,5 +1,5 @@
 #include "condbench/workload.h"
-#include "condbench/model_files.h"
+#include "condbench/torch_save_files.h"
 
 #include <ATen/ATen.h>
 

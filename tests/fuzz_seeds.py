@@ -70,6 +70,34 @@ def result_file_seeds(fixtures):
     yield json.dumps({"context": data["context"], "benchmarks": data["benchmarks"][:4]})
 
 
+def manifest_seeds():
+    """A model file's manifest.json as model_file.py compile writes it (two stages, rows of 3 x 8 x 8,
+    a confidence() of its own, a cond compiled with the workaround), and shapes at the reader's edges."""
+    def part(name, row_in, row_out, package):
+        return {"name": name, "input": ["rows", *row_in], "output": ["rows", *row_out], "flops_per_row": 1536,
+                "bytes": 4096.0, "package": package}
+    good = {"format": 5, "torch": "2.15.0", "device": "cpu", "file": "cnn.py", "digest": "0123456789abcdef",
+            "stages": 2, "classes": 10, "confidence": "confidence()",
+            "parts": [part("stages[0]", [3, 8, 8], [16, 4, 4], "stage0.pt2"),
+                      part("exits[0]", [16, 4, 4], [10], "exit0.pt2"), part("stages[1]", [16, 4, 4], [32], "stage1.pt2"),
+                      part("exits[1]", [32], [10], "exit1.pt2"), part("final", [32], [10], "final.pt2")],
+            "confidence_package": "confidence.pt2",
+            "whole_model": {"cond": {"package": "cond.pt2", "workaround": "layout_optimization=False",
+                                     "default": "the compiled cond module differs from the module on row 4"},
+                            "masked": {"unavailable": "torch.export cannot export it"}},
+            "reference": "reference.pt", "source": "/home/u/cnn.py", "weights": None, "compile_s": {"stage0.pt2": 11.2},
+            "files": {"stage0.pt2": "00" * 32}, "reads": []}
+    yield json.dumps(good, indent=1)
+    yield json.dumps(good)
+    wide = json.loads(json.dumps(good))
+    wide["parts"][0]["input"] = ["rows", 1 << 22]
+    yield json.dumps(wide)
+    deep = json.loads(json.dumps(good))
+    deep["parts"][0]["input"] = ["rows", 2, 2, 2, 2, 2, 2, 2]
+    yield json.dumps(deep)
+    yield json.dumps({**good, "stages": 256})
+
+
 def main():
     if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip() if __doc__ else "usage: fuzz_seeds.py OUT_DIR FIXTURES_DIR")
@@ -79,6 +107,8 @@ def main():
         save(os.path.join(out, "torch_save"), data)
     for data in result_file_seeds(fixtures):
         save(os.path.join(out, "result_file"), data)
+    for data in manifest_seeds():
+        save(os.path.join(out, "manifest"), data)
 
 
 if __name__ == "__main__":

@@ -53,10 +53,9 @@ TEST(DecoderStrategy, MatchesTheReferenceWhenTheLastSegmentIsShorter) {
   ASSERT_EQ(c.exit_layer(2), 4);
   ASSERT_EQ(c.exit_layer(3), 5);
   const FlatParameters params = seeded_decoder_parameters(c, 9);
-  const DecoderCase even = decoder_mix("mix:even", decoder_confidences(c, params, decoder_prompts(c, 4, 11)), 0.5);
   for (const DecoderStrategyInfo* info : decoder_strategies_on(Device::cpu))
-    for (const DecoderCase& scenario : {forced_decoder_case(c, 1), forced_decoder_case(c, 2), even})
-      check_decoder(*info, c, params, 4, scenario);
+    for (const int64_t batch : {1, 4, 16})
+      for (const DecoderCase& scenario : decoder_cases(c, params)) check_decoder(*info, c, params, batch, scenario);
 }
 
 // The check above can tell right keys and values of skipped layers from the two likely mistakes:
@@ -172,7 +171,9 @@ void check_host_decided_step(const std::string& name) {
     for (const DecoderCase& scenario : decoder_cases(c, params)) check_decoder(info, c, params, batch, scenario);
   const DecoderConfig odd = odd_decoder();
   const FlatParameters odd_params = seeded_decoder_parameters(odd, 9);
-  for (const int k : {1, 2, 3}) check_decoder(info, odd, odd_params, 4, forced_decoder_case(odd, k));
+  for (const int64_t batch : {1, 4, 16})
+    for (const DecoderCase& scenario : decoder_cases(odd, odd_params))
+      check_decoder(info, odd, odd_params, batch, scenario);
 }
 
 TEST(DecoderConditionalStep, MatchesTheReferenceWithItsBranchesDecidedOnTheHost) {

@@ -6,6 +6,7 @@ the row named; a folder that cannot be used is one line naming it and the part, 
 
 Usage: test_model_file_run.py CONDBENCH CONDBENCH_INFER CONDBENCH_REPORT CACHE, CACHE a folder kept
 between runs (the compiled packages: about a minute and a half per model the first time)."""
+import glob
 import json
 import os
 import shutil
@@ -262,6 +263,7 @@ class ModelFileRun(unittest.TestCase):
         workload = tempfile.mkdtemp(dir=self.dir.name)
         result = run(CONDBENCH, f"--export-workload={workload}", f"--model-file={folder}", *flags)
         self.assertEqual(result.returncode, 0, result.stderr)
+        self.exported = workload
         out = os.path.join(workload, "peer.json")
         result = run(os.path.join(ROOT, ".venv", "bin", "python"), "-m", "condbench.peer",
                      "--workload", workload, "--out", out, "--repetitions", "1", "--min-time", "0.001",
@@ -275,6 +277,11 @@ class ModelFileRun(unittest.TestCase):
     def test_the_peer_runs_the_module_itself_checked_against_its_forward(self):
         result, data = self.peer(self.fresh, "py_eager_if,py_cond,py_masked", "--scenario=mix:uniform,exit:2")
         self.assertEqual(result.returncode, 0, result.stderr)
+        # the rule the peer checks the variants by is condbench's (ModelFileAgreement), carried as data
+        (meta_path,) = glob.glob(os.path.join(self.exported, "*", "workload.json"))
+        with open(meta_path) as f:
+            self.assertEqual(json.load(f)["agreement"],
+                             {"absolute_tolerance": 1e-4, "relative_tolerance": 1e-3, "tie_margin": 1e-4})
         names = {b["name"] for b in data["benchmarks"] if b.get("run_type") == "iteration"}
         for variant in ("py_eager_if", "py_cond", "py_masked"):
             self.assertIn(f"early_exit/cpu/python/{variant}/mix:uniform/batch:1/model:fresh.py/blocks:2", names)

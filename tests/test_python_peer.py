@@ -78,10 +78,10 @@ class PythonPeer(unittest.TestCase):
         self.assertEqual(self.meta["config"], {"family": "mlp", "in_features": 32, "hidden": 24, "num_classes": 10,
                                                "blocks": 3})
         self.assertEqual(self.meta["name_axes"], [["hidden", "24"], ["blocks", "3"]])
-        # the peer walks the rows in condbench's order: a permutation of the pool per scenario
+        # the peer walks the rows in condbench's order: a small model's walk, the whole pool per scenario
         for scenario in ["mix:early", "exit:1"]:
-            self.assertEqual(sorted(self.meta["walk_order"][scenario]), list(range(self.meta["pool_rows"])))
-        self.assertEqual(self.meta["walk_order"]["exit:1"][:3], [0, 1, 2])
+            self.assertEqual(sorted(self.meta["walk"][scenario]), list(range(self.meta["pool_rows"])))
+        self.assertEqual(self.meta["walk"]["exit:1"][:3], [0, 1, 2])
 
     def test_every_variant_matches_condbench_infer(self):
         model = load_model(os.path.join(self.dir, "weights.pt"), self.meta["config"], "cpu")
@@ -286,6 +286,22 @@ class PythonPeerTransformer(unittest.TestCase):
             self.assertIn(name, names)
         exits_seen = agree_with_condbench_infer(self, runnable, rows, inputs, ["--heads=2"], 1e-4)
         self.assertEqual(exits_seen, {1, 2, 3})  # the forced scenarios and the mix reach every exit
+
+    def test_a_long_walk_comes_cut_to_what_condbench_walks(self):
+        # the default transformer: a pass over its pool would take long, so condbench walks the 64-row
+        # prefix at batch 1 (walked_batches), and the workload gives the peer that prefix, no more
+        out = os.path.join(self.tmp.name, "default")
+        result = subprocess.run([CONDBENCH, "--device=cpu", "--model=transformer", "--batch=1",
+                                 "--scenario=exit:1,mix:uniform", f"--export-workload={out}"],
+                                capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        (folder,) = os.listdir(out)
+        with open(os.path.join(out, folder, "workload.json")) as f:
+            meta = json.load(f)
+        self.assertGreater(meta["pool_rows"], 64)
+        for scenario in ["exit:1", "mix:uniform"]:
+            self.assertEqual(len(meta["walk"][scenario]), 64, scenario)
+            self.assertEqual(len(set(meta["walk"][scenario])), 64, scenario)
 
     def test_aoti_compile_puts_packages_where_condbench_looks(self):
         # the sizes in the family's order (ModelConfig::tag), not the exported object's sorted keys

@@ -7,8 +7,8 @@
 
 #include "condbench/error.h"
 #include "condbench/model.h"
-#include "condbench/model_files.h"
 #include "condbench/random.h"
+#include "condbench/torch_save_files.h"
 #include "reference.h"
 
 namespace condbench::testing {

@@ -97,13 +97,4 @@ inline constexpr CounterSpec kCounters[] = {
      "round): interleaved, repetitions close in sequence ran close in time, so cells can be paired by time"},
 };
 
-// The description of `name` ("exit_3" finds the exit_ family), or nullptr.
-inline const CounterSpec* find_counter(std::string_view name) {
-  for (const CounterSpec& c : kCounters) {
-    const bool family = c.name.back() == '_';
-    if (name == c.name || (family && name.size() > c.name.size() && name.substr(0, c.name.size()) == c.name)) return &c;
-  }
-  return nullptr;
-}
-
 }  // namespace condbench

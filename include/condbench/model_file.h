@@ -5,6 +5,7 @@
 //   <folder>/manifest.json         the parts in order (stages[k], exits[k], ..., final): shapes,
 //                                  FLOPs and bytes per row, package; classes; the device (cpu or
 //                                  cuda) and torch version the packages are compiled for; digest
+//                                  (read by read_manifest, condbench/model_file_manifest.h)
 //   <folder>/stage0.pt2, exit0.pt2, ..., final.pt2 [, confidence.pt2]   AOTInductor packages
 //   <folder>/cond.pt2, masked.pt2  the aoti engine's whole-model modules, where they could be made
 //   <folder>/reference.pt          the module's own forward on example_input(64): the input, every
@@ -24,27 +25,24 @@
 #include <vector>
 
 #include "condbench/family.h"
+#include "condbench/model_file_manifest.h"
 #include "condbench/strategy.h"
 
 namespace condbench {
 
-// One stage, exit head or the final head of a model file.
-struct ModelFilePart {
-  std::string name;                 // "stages[0]", "exits[0]", ..., "final"
-  std::vector<int64_t> input_row;   // one row's shape going in
-  std::vector<int64_t> output_row;  // ... and coming out; a head's is {classes}
-  double flops_per_row = 0;
-  double bytes = 0;
-  std::string package;  // a path inside the folder
+// When a strategy agrees with the module's own forward on a reference row (ModelFileFamily::check):
+// the exit id, unless a score is within tie_margin of a threshold (either way is right), and the
+// logits within absolute + relative x |logit|. The packages were checked against the module's parts
+// more tightly (model_file.py compile); a chain of them adds a little. The peer receives the rule
+// as data, in the exported workload's "agreement".
+struct ModelFileAgreement {
+  double absolute_tolerance = 1e-4;
+  double relative_tolerance = 1e-3;
+  double tie_margin = 1e-4;
 };
+inline constexpr ModelFileAgreement kModelFileAgreement{};
 
 // The module's own forward on the reference rows (reference.pt).
-// What a compiled folder may hold, as condbench reads it: one input row's values (a 3 x 1024 x 1024
-// image fits) and the stages. model_file.py compile receives them as flags from condbench and
-// condbench-infer (model_file_folder), so it refuses a model before compiling it, not after.
-constexpr int64_t kModelFileMaxRowValues = 1 << 22;
-constexpr int kModelFileMaxStages = 256;
-
 struct ModelFileReference {
   at::Tensor input;                    // [rows, row...]
   std::vector<at::Tensor> logits;      // per head, the final head's last: [rows, classes]
@@ -118,7 +116,7 @@ const ModelFileFamily& load_model_file(const std::string& folder);
 
 // Runs `strategy` (prepared for `batch` rows) on the reference rows of `family` with `thresholds`
 // and compares each row's exit id and logits with the module's own forward. Throws
-// condbench::Error naming the first row that differs. Rows whose score is within 1e-4 of a
+// condbench::Error naming the first row that differs. Rows whose score is within the tie margin of a
 // threshold it reaches are skipped: either side of a threshold is right there.
 void check_against_module(Strategy& strategy, const ModelFileFamily& family, const std::vector<float>& thresholds,
                           int64_t batch);

@@ -90,7 +90,6 @@ def should_exit(logits, threshold, confidence=max_softmax):
 
 class EagerIf:
     """`if confidence > t: return` in plain Python: one host read per exit test reached."""
-    name = "py_eager_if"
 
     def __init__(self, model):
         self.model = model
@@ -118,7 +117,6 @@ class NestedCond(nn.Module):
     code, made to work"; tests/test_python_peer.py checks each): the branches return tensors only
     (the exit id as a 0-d tensor, not a Python int in a dict), and none returns one of its inputs
     as is (logits.clone(): torch.cond refuses aliasing)."""
-    name = "py_cond"
 
     def __init__(self, model):
         super().__init__()
@@ -185,7 +183,6 @@ class Stage(nn.Module):
 class BlocksCompile:
     """What the answers to the question suggested: compile each block with its head and exit test
     (torch.compile), and branch on the host between them with a Python if."""
-    name = "py_blocks_compile"
 
     def __init__(self, model):
         self.model = model
@@ -210,7 +207,6 @@ class OrtIf:
     """The nested torch.cond exported to ONNX (ExportableCond -> If nodes, torch.onnx.export with
     dynamo=True) and run by ONNX Runtime's Python API on one thread, its outputs bound once to
     buffers made here (IOBinding). ONNX Runtime evaluates each If's condition on the host."""
-    name = "ort_if"
 
     def __init__(self, model, onnxruntime, path):
         import contextlib
@@ -265,7 +261,6 @@ def masked_forward(m, x, thresholds):
 
 class Masked(nn.Module):
     """Every block and head, rows' results picked with torch.where: no host read."""
-    name = "py_masked"
 
     def __init__(self, model):
         super().__init__()

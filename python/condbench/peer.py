@@ -60,8 +60,10 @@ def load_workloads(root):
     if not found:
         fail(f"{root}: no exported workload (run condbench --export-workload={root} first)")
     for d, meta in found:
-        if "name_axes" not in meta:
-            fail(f"{d}: exported by an older condbench (no name_axes); run condbench --export-workload again")
+        if "name_axes" not in meta or "model_file" in meta and "agreement" not in meta or \
+                meta["config"].get("family") != "decoder" and "walk" not in meta:
+            fail(f"{d}: exported by an older condbench (no name_axes, walk, or a model file's agreement rule); "
+                 "run condbench --export-workload again")
     return found
 
 
@@ -76,23 +78,26 @@ def load_model_file(folder, device):
     return view.to(device).eval()
 
 
-def disagreement_with_module(fn, ref, thresholds, device, sync):
+def disagreement_with_module(fn, ref, thresholds, device, sync, agreement):
     """A variant on a model file's reference rows (`ref`: the module's own forward, which
     model_file.py compile kept in reference.pt) with a scenario's thresholds: None when every row's
-    exit id and logits are the module's, else the first row that differs. A row whose score is
-    within 1e-4 of a threshold it reaches may go either way, as in condbench's check
-    (src/model_file.cpp)."""
+    exit id and logits are the module's, else the first row that differs. `agreement` is condbench's
+    rule (the workload's, from ModelFileAgreement in include/condbench/model_file.h): a row whose
+    score is within its tie_margin of a threshold it reaches may go either way, and logits agree
+    within its absolute and relative tolerances."""
     limits = [float(t) for t in thresholds]
+    margin = float(agreement["tie_margin"])
+    rtol, atol = float(agreement["relative_tolerance"]), float(agreement["absolute_tolerance"])
     for r in range(ref["input"].shape[0]):
         scores = [float(ref[f"confidence.{k}"][r]) for k in range(len(limits))]
         expected = next((k for k, s in enumerate(scores) if s > limits[k]), len(limits))
-        if any(abs(s - t) < 1e-4 for s, t in zip(scores[:expected + 1], limits)):
+        if any(abs(s - t) < margin for s, t in zip(scores[:expected + 1], limits)):
             continue
         logits, exit_id = run_variant(fn, ref["input"][r:r + 1].to(device), thresholds, sync)
         if int(exit_id) != expected + 1:
             return f"differs from the module's own forward on reference row {r}: exit {int(exit_id)}, " \
                    f"the module's {expected + 1}"
-        if not torch.allclose(logits.reshape(-1).float().cpu(), ref[f"logits.{expected}"][r], rtol=1e-3, atol=1e-4):
+        if not torch.allclose(logits.reshape(-1).float().cpu(), ref[f"logits.{expected}"][r], rtol=rtol, atol=atol):
             return f"differs from the module's own forward on reference row {r}: its logits at exit {expected + 1}"
     return None
 
@@ -185,12 +190,6 @@ def aggregates(name, repetitions, times, counters):
     return out
 
 
-# condbench's bench/benchmark_case.cpp: the most full-depth work (FLOPs) one pass over the walk
-# holds, and the fewest rows it walks (the peer runs batch 1).
-WALK_FLOPS = 2e10
-MIN_WALK_ROWS = 64
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workload", required=True, help="directory condbench --export-workload wrote")
@@ -234,7 +233,7 @@ def main():
             for case in found:
                 case["sync"] = sync
                 case["name"] = names.build(["early_exit", args.device, "python", case["variant"]],
-                                                    [case["name"], ("batch", 1)] + [tuple(a) for a in meta["name_axes"]])
+                                           [case["name"], ("batch", 1)] + [tuple(a) for a in meta["name_axes"]])
                 case["iterations"] = iterations_for(case, args.min_time)
                 cases.append(case)
             continue
@@ -253,16 +252,13 @@ def main():
             for scenario, values in meta["thresholds"].items():
                 if wanted_scenarios and scenario not in wanted_scenarios:
                     continue
-                # condbench's walk for this scenario: mixes interleave exits so any prefix keeps the shares
-                walk = [pool[i] for i in meta.get("walk_order", {}).get(scenario, range(len(pool)))]
-                # as much of it as condbench walks: at most WALK_FLOPS of full-depth work, at least
-                # MIN_WALK_ROWS rows
-                if meta.get("full_model_flops", 0) > 0:
-                    walk = walk[:max(MIN_WALK_ROWS, int(WALK_FLOPS // meta["full_model_flops"]))]
+                # condbench's walk for this scenario at batch 1, as long as condbench walks it (its
+                # walked_batches: the workload carries it cut)
+                walk = [pool[i] for i in meta["walk"][scenario]]
                 thresholds = torch.tensor(values, device=args.device) if tensor_thresholds else list(values)
                 if "model_file" in meta:  # correct before it is fast: checked against the module itself
                     try:
-                        why = disagreement_with_module(fn, reference, thresholds, args.device, sync)
+                        why = disagreement_with_module(fn, reference, thresholds, args.device, sync, meta["agreement"])
                     except Exception as e:  # noqa: BLE001 -- the user's module under this variant (a compiler's bug)
                         why = f"fails on it: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
                     if why:
@@ -277,7 +273,7 @@ def main():
                 case = {"fn": fn, "walk": walk, "thresholds": thresholds, "sync": sync, "host_syncs": host_syncs,
                         "blocks": config["blocks"],
                         "name": names.build(["early_exit", args.device, "python", name],
-                                                     [(kind, value), ("batch", 1)] + [tuple(a) for a in meta["name_axes"]])}
+                                            [(kind, value), ("batch", 1)] + [tuple(a) for a in meta["name_axes"]])}
                 # Untimed pass over the walk: compiles, warms up, and learns each row's exit; then the
                 # iteration count that makes a repetition last --min-time.
                 case["exits"] = [int(run_variant(fn, row, thresholds, sync)[1]) for row in walk]

@@ -1,5 +1,5 @@
 #pragma once
-// The model's files: state_dicts and tensors in torch.save's zip format, read and written by
+// torch.save files: state_dicts and tensors in torch.save's zip format, read and written by
 // condbench itself (src/torch_save_reader.h, src/torch_save_writer.h), so that Python's torch.load
 // and condbench read each other's. Files come from other machines: the readers check everything
 // and throw condbench::Error with one line naming the file.

@@ -14,7 +14,7 @@
 #include <set>
 
 #include "condbench/error.h"
-#include "condbench/model_files.h"
+#include "condbench/torch_save_files.h"
 #include "torch_save_reader.h"
 #include "torch_save_writer.h"
 

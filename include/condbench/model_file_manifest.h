@@ -1,0 +1,73 @@
+#pragma once
+// A compiled model file's manifest.json (docs/your-model.md has its keys, who writes and who reads
+// each), read and checked into a plain struct: no LibTorch, no file opened but the manifest. The
+// folder comes from the user's machine: every key is checked, and anything wrong is one line
+// naming the folder and the key. What the folder's other files hold (the packages, reference.pt)
+// is ModelFileFamily's to check.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace condbench {
+
+// What a compiled folder may hold, as condbench reads it: one input row's values (a 3 x 1024 x 1024
+// image fits) and the stages. model_file.py compile receives them as flags from condbench and
+// condbench-infer (model_file_folder), so it refuses a model before compiling it, not after.
+constexpr int64_t kModelFileMaxRowValues = 1 << 22;
+constexpr int kModelFileMaxStages = 256;
+// The layout a manifest must say it has (FORMAT in python/condbench/model_file.py).
+constexpr int kModelFileFormat = 5;
+
+// One stage, exit head or the final head of a model file.
+struct ModelFilePart {
+  std::string name;                 // "stages[0]", "exits[0]", ..., "final"
+  std::vector<int64_t> input_row;   // one row's shape going in
+  std::vector<int64_t> output_row;  // ... and coming out; a head's is {classes}
+  double flops_per_row = 0;
+  double bytes = 0;
+  std::string package;  // a file name inside the folder
+};
+
+// The aoti engine's whole-model module ("cond", "masked") as the manifest gives it: its package, or
+// why there is none; with the workaround's options and why the default compile was refused, where
+// it was compiled a second time.
+struct ManifestWholeModel {
+  std::string package;  // "cond.pt2", or "" when unavailable
+  std::string unavailable;
+  std::string workaround;
+  std::string default_refused;
+};
+
+struct ModelFileManifest {
+  std::string torch;   // the torch version that compiled the packages, "2.15.0"
+  std::string device;  // "cpu" or "cuda"
+  std::string file;    // the model file's name: letters, digits, '.', '_', '-'
+  std::string digest;  // 16 hexadecimal digits
+  int classes = 0;
+  std::vector<ModelFilePart> parts;                       // stages[0], exits[0], stages[1], ..., final
+  std::string confidence_package;                         // "confidence.pt2", or "" for the largest softmax probability
+  std::map<std::string, ManifestWholeModel> whole_model;  // "cond" and "masked"
+  std::string reference;                                  // "reference.pt"
+
+  int stages() const { return static_cast<int>(parts.size() / 2); }
+};
+
+// Parses and checks `text`, the manifest of `folder` (which only names it in errors): the format,
+// each key's type and range, the parts in order, each part's input the stage before's output and
+// each head's output [rows, classes], every package's name. Throws condbench::Error, one line:
+// "model file FOLDER: manifest.json: KEY: what is wrong".
+ModelFileManifest parse_manifest(std::string_view text, const std::string& folder);
+
+// FOLDER/manifest.json, a plain file (not a link) of at most 1 MiB, parsed by parse_manifest.
+ModelFileManifest read_manifest(const std::string& folder);
+
+// Whether `path` is a plain file, not a link: a link in a folder could point anywhere, and a
+// package is native code.
+bool plain_file(const std::string& path);
+
+// A row's shape as messages write it: {3, 32, 32} -> "[rows, 3, 32, 32]".
+std::string row_text(const std::vector<int64_t>& row);
+
+}  // namespace condbench
