@@ -16,7 +16,6 @@
 #include "benchmark_case.h"
 #include "condbench/agreement.h"
 #include "condbench/error.h"
-#include "condbench/flops.h"
 #include "condbench/output_file.h"
 #include "condbench/workload.h"
 
@@ -180,8 +179,6 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
       // Where condbench.aoti puts this model's packages and condbench finds them: the sizes in the
       // family's order, which the config object above (its keys sorted) does not keep.
       meta["tag"] = name;
-      // What one row costs at full depth: the peer walks as much of the pool as condbench does.
-      meta["full_model_flops"] = full_model_flops(config);
       meta["pool_rows"] = workload->pool().size(0);
       if (model_file) {
         meta["model_file"] = fs::absolute(model_file->folder()).string();
