@@ -11,7 +11,6 @@
 
 #include "cli.h"
 #include "condbench/flops.h"
-#include "condbench/model_file.h"
 #include "condbench/nvtx.h"
 #include "condbench/result_format.h"
 #include "condbench/torch_device.h"
@@ -195,8 +194,7 @@ PreparedCase& prepared(const BenchmarkCase& c) {
   const auto known = case_records().find(name);
   // A model file's strategies are checked against the module's own forward before they are first
   // timed (a case made again was checked then).
-  if (const ModelFileFamily* file = config.family->model_file(); file && known == case_records().end())
-    check_against_module(*current.strategy, *file, current.thresholds, c.batch);
+  if (known == case_records().end()) config.family->check_before_use(*current.strategy, current.thresholds, c.batch);
   if (known != case_records().end()) {
     for (size_t i = 0; i < std::min(kWarmupInferences, current.inputs.size()); ++i) {
       current.strategy->run(current.inputs[i], current.thresholds);

@@ -161,8 +161,9 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
     const ModelConfig& config = workload->config();
     const std::string name = config.tag();
     export_folder(dir, name, [&](const fs::path& in) {
-      const ModelFileFamily* model_file = config.family->model_file();
-      if (!model_file)  // a model file's weights are its module's: the peer loads it (model_file.py)
+      // A model file's weights are its module's: the peer loads the module from its folder (model_file.py).
+      const std::string module_folder = config.family->module_folder();
+      if (config.family->state_dict())
         save_state_dict_file(workload->model()->state_dict(), (in / "weights.pt").string());
       throw_if_interrupted();
       save_tensor_file(workload->pool(), (in / "pool.pt").string());
@@ -180,8 +181,8 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
       // family's order, which the config object above (its keys sorted) does not keep.
       meta["tag"] = name;
       meta["pool_rows"] = workload->pool().size(0);
-      if (model_file) {
-        meta["model_file"] = fs::absolute(model_file->folder()).string();
+      if (!module_folder.empty()) {
+        meta["model_file"] = fs::absolute(module_folder).string();
         // When the peer's variants agree with the module on its reference rows: condbench's rule, as data.
         meta["agreement"]["absolute_tolerance"] = kModelFileAgreement.absolute_tolerance;
         meta["agreement"]["relative_tolerance"] = kModelFileAgreement.relative_tolerance;

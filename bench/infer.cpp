@@ -250,12 +250,12 @@ int run(int argc, char** argv) {
       continue;
     }
     const std::string who = info.key();
-    if (const ModelFileFamily* file = model->config().family->model_file()) try {
-        check_against_module(*strategy, *file, options.thresholds, rows);
-      } catch (const Error& e) {
-        std::cerr << "condbench-infer: " << who << ": " << e.what() << "\n";
-        agree = false;
-      }
+    try {
+      model->config().family->check_before_use(*strategy, options.thresholds, rows);
+    } catch (const Error& e) {
+      std::cerr << "condbench-infer: " << who << ": " << e.what() << "\n";
+      agree = false;
+    }
     // The input lives until finish(): on CUDA the strategy's stream may still be reading it.
     const at::Tensor input = options.input.to(torch_device(info.device));
     const ExitOutput result = strategy->run(input, options.thresholds);

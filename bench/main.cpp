@@ -24,7 +24,6 @@
 #include "benchmark_case.h"
 #include "cli.h"
 #include "condbench/error.h"
-#include "condbench/model_file.h"
 #include "condbench/nvtx.h"
 #include "condbench/output_file.h"
 #include "condbench/workload.h"
@@ -359,15 +358,14 @@ int main(int argc, char** argv) {
     condbench::nvtx::set_level(options.nvtx);
     for (const auto& [key, value] : condbench::run_context()) benchmark::AddCustomContext(key, value);
     benchmark::AddCustomContext("nvtx", condbench::nvtx::level_name(options.nvtx));
-    const bool built_in =
+    const bool seeded =
         std::any_of(options.models.begin(), options.models.end(),
-                    [](const condbench::ModelSelection& m) { return !m.config.family->model_file(); });
+                    [](const condbench::ModelSelection& m) { return m.config.family->state_dict() != nullptr; });
     benchmark::AddCustomContext("weights", !options.weights.empty() ? options.weights
-                                           : built_in               ? "seeded"
+                                           : seeded                 ? "seeded"
                                                                     : "the model file's own");
     for (const condbench::ModelSelection& m : options.models)
-      if (const condbench::ModelFileFamily* file = m.config.family->model_file())
-        benchmark::AddCustomContext("model_file", file->description());
+      for (const auto& [key, value] : m.config.family->provenance()) benchmark::AddCustomContext(key, value);
     // The primitives first: they are the floors the report judges every strategy against, and a run
     // cut short (a time limit on a lent GPU machine) should still have them.
     const auto runs_on = [&](condbench::Device d) {

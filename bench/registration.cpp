@@ -367,7 +367,7 @@ std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
   for (const ModelSelection& model : options.models) {
     ModelSource source;
     source.config = model.config;
-    if (!model.config.family->model_file()) {  // a model file's weights are inside its packages
+    if (model.config.family->state_dict()) {  // a model file's weights are inside its packages
       source.weights_path = options.weights;
       source.given = options.weights_given;
     }

@@ -85,7 +85,7 @@ void ModelConfig::validate() const {
   for (size_t i = 0; i < sizes.size(); ++i) check_range(family.axes()[i].key, sizes[i], 1, family.axes()[i].max);
   family.check(*this);
   double weights = 0;  // what a typo in a size makes huge
-  for (const ParameterSpec& spec : family.parameters(*this)) {
+  for (const ParameterSpec& spec : parameter_specs(*this)) {
     double n = 1;
     for (const int64_t d : spec.shape) n *= static_cast<double>(d);
     weights += n;

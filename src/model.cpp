@@ -39,8 +39,8 @@ std::string key_hint(const StateDict& state_dict) {
   auto starts_a_model_key = [](const std::string& key, size_t at) {
     if (key.compare(at, 4, "exit") == 0 || key.compare(at, 6, "final.") == 0) return true;
     return std::any_of(model_families().begin(), model_families().end(), [&](const ModelFamily* family) {
-      const std::string prefix = family->block_prefix();
-      return key.compare(at, prefix.size(), prefix) == 0;
+      const StateDictContract* contract = family->state_dict();
+      return contract && key.compare(at, contract->block_prefix().size(), contract->block_prefix()) == 0;
     });
   };
   for (size_t dot = keys[0].find('.'); dot != std::string::npos; dot = keys[0].find('.', dot + 1)) {
@@ -55,7 +55,8 @@ std::string key_hint(const StateDict& state_dict) {
              printable(prefix) + "'): v for k, v in sd.items()}, path)";
   }
   for (const ModelFamily* family : model_families())
-    if (std::string hint = family->weights_hint(keys); !hint.empty()) return hint;
+    if (const StateDictContract* contract = family->state_dict())
+      if (std::string hint = contract->weights_hint(keys); !hint.empty()) return hint;
   return "";
 }
 
@@ -213,7 +214,8 @@ ModelConfig infer_config(const StateDict& state_dict, const std::map<std::string
   const StateDictShapes shapes(state_dict);
   const auto& families = model_families();
   auto holds = [&](const ModelFamily* family) {
-    const std::string prefix = family->block_prefix();
+    if (!family->state_dict()) return false;
+    const std::string prefix = family->state_dict()->block_prefix();
     return std::any_of(state_dict.begin(), state_dict.end(),
                        [&](const auto& entry) { return entry.first.rfind(prefix, 0) == 0; });
   };
@@ -221,11 +223,13 @@ ModelConfig infer_config(const StateDict& state_dict, const std::map<std::string
   if (found == families.end()) {
     std::string expected;
     for (const ModelFamily* family : families)
-      expected += (expected.empty() ? "'" : " or '") + family->block_prefix() + "0...' (" + family->name() + ")";
+      if (family->state_dict())
+        expected += (expected.empty() ? "'" : " or '") + family->state_dict()->block_prefix() + "0...' (" +
+                    family->name() + ")";
     fail("weights: no key of a model family's first block, " + expected + key_hint(state_dict));
   }
   ModelConfig config = (*found)->config();
-  config.family->read_sizes(shapes, config);
+  (*found)->state_dict()->read_sizes(shapes, config);
   for (const FamilyAxis& axis : config.family->axes())
     if (!axis.from_weights && given.count(axis.key)) config.set(axis.key, given.at(axis.key));
   config.validate();

@@ -219,11 +219,17 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
   if (!confidence_package_.empty() && !plain_file(in_folder(confidence_package_)))
     fail("model file " + folder + ": confidence: its package " + confidence_package_ + " is missing (or a link)");
   for (const auto& [module, given] : manifest.whole_model) {
-    WholeModel& w = whole_model_[module];
+    WholeModelPackage& w = whole_model_[module];
     w.unavailable = given.unavailable;
     w.workaround = given.workaround;
     w.default_refused = given.default_refused;
     if (given.package.empty()) continue;
+    w.description = "compiled with the model file by python/condbench/model_file.py: " + description();
+    if (!w.workaround.empty())
+      w.description += "; workaround: " + w.workaround + ", since with Inductor's default options " +
+                       w.default_refused +
+                       " (docs/upstream-cond-layout.md); without layout optimization the compiled convolutions keep "
+                       "NCHW too, so these timings are of that form, not of the default's";
     w.path = in_folder(given.package);
     if (!plain_file(w.path))
       fail("model file " + folder + ": " + module + ": its package " + given.package + " is missing (or a link)");
@@ -272,10 +278,16 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
 
 ModelFileFamily::~ModelFileFamily() = default;
 
-ModelFileFamily::WholeModel ModelFileFamily::whole_model(const std::string& module) const {
+std::optional<WholeModelPackage> ModelFileFamily::whole_model(const std::string& module) const {
   const auto it = whole_model_.find(module);
-  if (it == whole_model_.end()) return {"", "a model file has no whole-model module '" + module + "'", "", ""};
-  return it->second;
+  if (it != whole_model_.end()) return it->second;
+  WholeModelPackage none;
+  none.unavailable = "a model file has no whole-model module '" + module + "'";
+  return none;
+}
+
+void ModelFileFamily::check_before_use(Strategy& strategy, const std::vector<float>& thresholds, int64_t batch) const {
+  check_against_module(strategy, *this, thresholds, batch);
 }
 
 std::string ModelFileFamily::description() const {
@@ -304,10 +316,6 @@ void ModelFileFamily::check(const ModelConfig& config) const {
   if (config.num_classes != classes_)
     fail("the model file " + name() + " has " + std::to_string(classes_) + " classes, not " +
          std::to_string(config.num_classes));
-}
-
-void ModelFileFamily::read_sizes(const StateDictShapes& /*state_dict*/, ModelConfig& /*config*/) const {
-  fail("a model file's weights are its module's, inside its packages: give --weights to model_file.py compile");
 }
 
 double ModelFileFamily::block_flops(const ModelConfig& /*config*/, int block) const {

@@ -19,7 +19,10 @@ void add_norm(std::vector<ParameterSpec>& specs, const std::string& prefix, int 
   specs.push_back({prefix + ".bias", {n}, 0.0f, 0.1f});
 }
 
-std::vector<ParameterSpec> parameter_specs(const ModelConfig& config) { return config.family->parameters(config); }
+std::vector<ParameterSpec> parameter_specs(const ModelConfig& config) {
+  const StateDictContract* contract = config.family->state_dict();
+  return contract ? contract->parameters(config) : std::vector<ParameterSpec>{};  // a model file's are its own
+}
 
 FlatParameters seeded_parameters(const ModelConfig& config, uint64_t seed) {
   return seeded_parameters(parameter_specs(config), seed);

@@ -48,9 +48,7 @@ int64_t AtenCallCount::calls() const { return aten_calls; }
 
 Unsupported mlp_only(const ModelConfig& config) {
   if (config.family == &model_family("mlp")) return std::nullopt;
-  if (config.family->model_file())
-    return std::string("its kernels compute the mlp family's Linear + ReLU blocks, not a model file's parts");
-  return "its kernels compute the mlp family's Linear + ReLU blocks, not a " + config.family->name();
+  return "its kernels compute the mlp family's Linear + ReLU blocks, not those of " + config.family->name();
 }
 
 Unsupported StrategyInfo::unsupported(const ModelConfig& config, int64_t batch) const {

@@ -12,6 +12,7 @@
 // and only its definitions include it.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,7 +33,7 @@ namespace condbench {
 
 class TorchLayers;      // condbench/model.h
 class StateDictShapes;  // condbench/model.h
-class ModelFileFamily;  // condbench/model_file.h
+class Strategy;         // condbench/strategy.h
 
 // One size of a family's models: a ModelConfig entry, a benchmark-name axis, a key of the config
 // the peer and the AOTInductor packages read, and a runner flag (--key, '_' written '-').
@@ -51,6 +52,41 @@ struct FamilyAxis {
   bool in_name = true;       // part of benchmark names (the mlp's in_features never was)
 
   std::string flag() const;  // "--d-model"
+};
+
+// The state_dict contract of a family whose weights a state_dict holds (docs/models.md): what
+// condbench seeds, saves, and reads from --weights. Built-in families are one.
+class StateDictContract {
+ public:
+  virtual ~StateDictContract() = default;
+  // Every parameter in state_dict order, with its seeded initialisation.
+  virtual std::vector<ParameterSpec> parameters(const ModelConfig& config) const = 0;
+  // What every block's keys start with ("backbone.", "layers."): a state_dict holding such a key
+  // holds this family's model.
+  virtual std::string block_prefix() const = 0;
+  // The model's sizes from a state_dict's shapes: every axis with from_weights, num_classes and
+  // blocks. Throws condbench::Error naming a key.
+  virtual void read_sizes(const StateDictShapes& state_dict, ModelConfig& config) const = 0;
+  // How to fix a state_dict of this family that is almost right, from its keys: "" when no known
+  // mistake fits, else "; ..." to append to the error.
+  virtual std::string weights_hint(const std::vector<std::string>& /*keys*/) const { return ""; }
+
+ protected:
+  StateDictContract() = default;
+  StateDictContract(const StateDictContract&) = default;
+  StateDictContract& operator=(const StateDictContract&) = default;
+};
+
+// A whole-model AOTInductor package a family compiled itself (a model file's cond.pt2, masked.pt2),
+// or why it has none. Where the default compile disagreed with the module and a workaround's did not
+// (Inductor's torch.cond on channels_last buffers, docs/upstream-cond-layout.md): the options it was
+// compiled with and why the default was refused.
+struct WholeModelPackage {
+  std::string path;
+  std::string unavailable;      // why there is none (export or compile failed); "" when path is set
+  std::string description;      // how it was made, for the result's context
+  std::string workaround;       // "layout_optimization=False", or "" for the default options
+  std::string default_refused;  // "the compiled cond module differs from the module on example_input row 4"
 };
 
 class ModelFamily {
@@ -82,17 +118,9 @@ class ModelFamily {
   // Checks across axes (each axis's range is checked already); throws condbench::Error.
   virtual void check(const ModelConfig& /*config*/) const {}
 
-  // The state_dict contract: every parameter in state_dict order, with its seeded initialisation.
-  virtual std::vector<ParameterSpec> parameters(const ModelConfig& config) const = 0;
-  // What every block's keys start with ("backbone.", "layers."): a state_dict holding such a key
-  // holds this family's model.
-  virtual std::string block_prefix() const = 0;
-  // The model's sizes from a state_dict's shapes: every axis with from_weights, num_classes and
-  // blocks. Throws condbench::Error naming a key.
-  virtual void read_sizes(const StateDictShapes& state_dict, ModelConfig& config) const = 0;
-  // How to fix a state_dict of this family that is almost right, from its keys: "" when no known
-  // mistake fits, else "; ..." to append to the error.
-  virtual std::string weights_hint(const std::vector<std::string>& /*keys*/) const { return ""; }
+  // The state_dict contract (docs/models.md), or nullptr for a family whose weights are inside its
+  // own code (a model file's packages): nothing condbench seeds, saves or reads from --weights.
+  virtual const StateDictContract* state_dict() const = 0;
 
   // Per row (docs/measured.md): FLOPs of block `block` and of one head; bytes of their parameters.
   virtual double block_flops(const ModelConfig& config, int block) const = 0;
@@ -107,8 +135,29 @@ class ModelFamily {
   // Why this family's models cannot run on `device` ("cpu", "cuda") at all, whatever the strategy:
   // "" when they can. Strategies add their own limits (Strategy::supports).
   virtual std::string unsupported_on(std::string_view /*device*/) const { return ""; }
-  // The model file this family is (condbench/model_file.h), or nullptr for a built-in family.
-  virtual const ModelFileFamily* model_file() const { return nullptr; }
+
+  // What the harness asks of a family whose model is the user's code (a model file) rather than a
+  // descriptor condbench wrote; a built-in family answers each with its default.
+  //
+  // Checks `strategy`, prepared for `batch` rows, against the model's own forward before it is
+  // first timed or its output reported: throws condbench::Error naming the first row that differs.
+  // A built-in family has nothing to check here (the tests check every strategy against the
+  // reference).
+  virtual void check_before_use(Strategy& /*strategy*/, const std::vector<float>& /*thresholds*/,
+                                int64_t /*batch*/) const {}
+  // What the run's context records of where the model came from, as (key, value) pairs:
+  // {"model_file", "cnn.py, digest 1a2b..., compiled for the CPU by torch 2.15.0"}. None for a
+  // built-in family, whose benchmark names say everything.
+  virtual std::vector<std::pair<std::string, std::string>> provenance() const { return {}; }
+  // The folder the Python peer loads the module from (a model file's compiled folder), or "" when
+  // the peer builds the model from the exported config and weights (its Python twin).
+  virtual std::string module_folder() const { return ""; }
+  // The aoti engine's whole-model package of `module` ("cond", "masked") when the family compiled
+  // its own, or nullopt when condbench.aoti compiles it from the family's Python twin and a state_dict.
+  virtual std::optional<WholeModelPackage> whole_model(const std::string& /*module*/) const { return std::nullopt; }
+  // Whether a CUDA graph capture may refuse the model's code, which is then a strategy that cannot
+  // run it (skipped with the reason) rather than an error: true for code condbench did not write.
+  virtual bool capture_may_refuse() const { return false; }
 
  protected:
   ModelFamily(std::string name, std::string summary, std::vector<FamilyAxis> axes, bool named_in_results = true)

@@ -90,7 +90,7 @@ class EarlyExitModelImpl : public torch::nn::Module {
 };
 TORCH_MODULE(EarlyExitModel);
 
-// A state_dict's keys and shapes, as a family reads its sizes from them (ModelFamily::read_sizes).
+// A state_dict's keys and shapes, as a family reads its sizes from them (StateDictContract::read_sizes).
 // Every error names the key and, where one fits, how to fix the file.
 class StateDictShapes {
  public:

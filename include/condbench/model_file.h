@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,17 +63,18 @@ class ModelFileFamily final : public ModelFamily {
   std::string description() const;
   const ModelFileReference& reference() const { return reference_; }
   // The aoti engine's whole-model package of `module` ("cond": the nested torch.cond generated from
-  // the stages; "masked"): its path, or why the folder has none (export or compile failed). Where the
-  // default compile disagreed with the module and a workaround's did not (Inductor's torch.cond on
-  // channels_last buffers, docs/upstream-cond-layout.md), the options it was compiled with and why the
-  // default was refused.
-  struct WholeModel {
-    std::string path;
-    std::string unavailable;
-    std::string workaround;       // "layout_optimization=False", or "" for the default options
-    std::string default_refused;  // "the compiled cond module differs from the module on example_input row 4"
-  };
-  WholeModel whole_model(const std::string& module) const;
+  // the stages; "masked"): always an answer, its path or why the folder has none.
+  std::optional<WholeModelPackage> whole_model(const std::string& module) const override;
+
+  // A model file has no state_dict contract: its weights are inside its packages.
+  const StateDictContract* state_dict() const override { return nullptr; }
+  // Its strategies are checked against the module's own forward (check_against_module).
+  void check_before_use(Strategy& strategy, const std::vector<float>& thresholds, int64_t batch) const override;
+  std::vector<std::pair<std::string, std::string>> provenance() const override {
+    return {{"model_file", description()}};
+  }
+  std::string module_folder() const override { return folder_; }
+  bool capture_may_refuse() const override { return true; }  // the packages are the user's code
 
   int default_blocks() const override { return stages(); }
   int default_classes() const override { return classes_; }
@@ -81,9 +83,6 @@ class ModelFileFamily final : public ModelFamily {
   std::vector<int64_t> row_shape(const ModelConfig& config) const override;
   int width(const ModelConfig& config) const override;
   void check(const ModelConfig& config) const override;
-  std::vector<ParameterSpec> parameters(const ModelConfig& /*config*/) const override { return {}; }
-  std::string block_prefix() const override { return "stages."; }
-  void read_sizes(const StateDictShapes& state_dict, ModelConfig& config) const override;
   double block_flops(const ModelConfig& config, int block) const override;
   double head_flops(const ModelConfig& config, int head) const override;
   double block_bytes(const ModelConfig& config, int block) const override;
@@ -91,7 +90,6 @@ class ModelFileFamily final : public ModelFamily {
   std::shared_ptr<const TorchLayers> layers(const ModelConfig& config, std::vector<at::Tensor> params,
                                             const at::Device& device) const override;
   std::string unsupported_on(std::string_view device) const override;
-  const ModelFileFamily* model_file() const override { return this; }
 
  private:
   int stages() const { return static_cast<int>(parts_.size() / 2); }
@@ -103,7 +101,7 @@ class ModelFileFamily final : public ModelFamily {
   std::vector<ModelFilePart> parts_;  // stages[0], exits[0], stages[1], ..., final
   std::string confidence_package_;    // "" when the exit rule is the largest softmax probability
   ModelFileReference reference_;
-  std::map<std::string, WholeModel> whole_model_;
+  std::map<std::string, WholeModelPackage> whole_model_;
   mutable std::mutex mutex_;
   mutable std::shared_ptr<const TorchLayers> loaded_;  // the packages, loaded once
 };

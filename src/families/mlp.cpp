@@ -31,7 +31,7 @@ class MlpLayers final : public TorchLayers {
   std::vector<at::Tensor> params_;
 };
 
-class Mlp final : public ModelFamily {
+class Mlp final : public ModelFamily, public StateDictContract {
  public:
   Mlp()
       : ModelFamily("mlp", "the question's MLP: Linear + ReLU blocks, a Linear exit head after each",
@@ -43,6 +43,7 @@ class Mlp final : public ModelFamily {
                       .full_runs = {64, 256, 1024, 4096}}},
                     /*named_in_results=*/false) {}
 
+  const StateDictContract* state_dict() const override { return this; }
   int default_blocks() const override { return 3; }
   std::vector<int> runs_blocks(bool full) const override { return full ? std::vector{3, 12} : std::vector{3}; }
   std::vector<int64_t> runs_batches(bool full) const override {

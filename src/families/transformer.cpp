@@ -69,7 +69,7 @@ class TransformerLayers final : public TorchLayers {
   std::vector<Head> heads_;
 };
 
-class Transformer final : public ModelFamily {
+class Transformer final : public ModelFamily, public StateDictContract {
  public:
   Transformer()
       : ModelFamily(
@@ -88,6 +88,7 @@ class Transformer final : public ModelFamily {
               .input_dim = 0,
               .from_weights = false}}) {}
 
+  const StateDictContract* state_dict() const override { return this; }
   int default_blocks() const override { return 6; }
   std::vector<int> runs_blocks(bool /*full*/) const override { return {6}; }
   std::vector<int64_t> runs_batches(bool /*full*/) const override { return {1, 8}; }

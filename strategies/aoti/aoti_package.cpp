@@ -16,7 +16,6 @@
 
 #include "condbench/decoder/config.h"
 #include "condbench/error.h"
-#include "condbench/model_file.h"
 #include "condbench/torch_device.h"
 
 namespace condbench::aoti {
@@ -143,9 +142,8 @@ std::string package_path(const ModelConfig& config, Device device, const std::st
 }
 
 Unsupported package_unusable(const ModelConfig& config, Device device, const std::string& module) {
-  if (const ModelFileFamily* file = config.family->model_file()) {  // compiled with the model file, or why not
-    const ModelFileFamily::WholeModel whole = file->whole_model(module);
-    if (whole.path.empty()) return whole.unavailable;
+  if (const std::optional<WholeModelPackage> own = config.family->whole_model(module)) {  // the family's, or why not
+    if (own->path.empty()) return own->unavailable;
     return std::nullopt;
   }
   return unusable(cached(config, device, module), device, module);
@@ -157,23 +155,15 @@ Unsupported package_unusable(const DecoderConfig& config, Device device, const s
 
 std::optional<std::string> package_description(const ModelConfig& config, Device device, const std::string& module) {
   if (package_unusable(config, device, module)) return std::nullopt;
-  if (const ModelFileFamily* file = config.family->model_file()) {
-    const ModelFileFamily::WholeModel whole = file->whole_model(module);
-    std::string note = "compiled with the model file by python/condbench/model_file.py: " + file->description();
-    if (!whole.workaround.empty())
-      note += "; workaround: " + whole.workaround + ", since with Inductor's default options " + whole.default_refused +
-              " (docs/upstream-cond-layout.md); without layout optimization the compiled convolutions keep NCHW "
-              "too, so these timings are of that form, not of the default's";
-    return note;
-  }
+  if (const std::optional<WholeModelPackage> own = config.family->whole_model(module)) return own->description;
   return compiled_note(cached(config, device, module));
 }
 
 Package::Package(const EarlyExitModel& model, Device device, const std::string& module) {
   const ModelConfig& config = model->config();
   if (const Unsupported why = package_unusable(config, device, module)) fail("aoti/" + module + ": " + *why);
-  if (const ModelFileFamily* file = config.family->model_file()) {  // its weights are its module's, compiled in
-    load(file->whole_model(module).path, device, module, {});
+  if (const std::optional<WholeModelPackage> own = config.family->whole_model(module)) {  // weights compiled in
+    load(own->path, device, module, {});
     return;
   }
   std::unordered_map<std::string, at::Tensor> weights;

@@ -84,7 +84,7 @@ TEST(CudaModelFile, EveryStrategyAgreesWithTheModule) {
   }
   std::vector<std::string> must = {"cuda/torch/eager_host", "cuda/torch/masked", "cuda/torch/eager_host_pinned"};
   for (const char* module : {"cond", "masked"})
-    if (!family.whole_model(module).path.empty()) must.push_back(std::string("cuda/aoti/") + module);
+    if (!family.whole_model(module)->path.empty()) must.push_back(std::string("cuda/aoti/") + module);
   for (const std::string& key : must) EXPECT_TRUE(ran.count(key)) << key << " did not run the model file";
 }
 

@@ -49,7 +49,7 @@ void capture_layers(const ModelConfig& config, const std::function<void()>& capt
   try {
     capture();
   } catch (const std::exception& e) {
-    if (!config.family->model_file()) throw;
+    if (!config.family->capture_may_refuse()) throw;
     (void)cudaGetLastError();  // a refused capture's error must not fail the next case
     // A sticky error (an illegal address) is no refused capture: the context is lost, and every
     // case after it would fail somewhere else. It stays an error.
