@@ -42,6 +42,11 @@ struct ModelFileAgreement {
   double tie_margin = 1e-4;
 };
 inline constexpr ModelFileAgreement kModelFileAgreement{};
+// When model_file.py compile accepts what it compiled (each part's package against the part, the
+// whole-model modules against the module's masked forward): tighter than the agreement above, on
+// rows whose score is not within tie_margin of a threshold. Python reads it as data (rules.h).
+inline constexpr ModelFileAgreement kModelFilePartCheck{
+    .absolute_tolerance = 1e-5, .relative_tolerance = 1e-4, .tie_margin = 1e-4};
 
 // The module's own forward on the reference rows (reference.pt).
 struct ModelFileReference {

@@ -12,6 +12,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .rules import exit_fires, max_softmax
+
 
 class Layer(nn.Module):
     """Pre-norm: h + out(attention(norm1(h))), then + fc2(gelu(fc1(norm2(.))))."""
@@ -72,8 +74,8 @@ def generate(model, prompt, steps, thresholds, heads, exit_every, confidences=No
             if chosen is None and l + 1 in places[:-1]:
                 e = places.index(l + 1)
                 logits = model.head(model.norm(h[-1]))
-                seen.append(float(torch.softmax(logits, -1).max()))
-                if torch.softmax(logits, -1).max() > thresholds[e]:
+                seen.append(float(max_softmax(logits)))
+                if exit_fires(max_softmax(logits), thresholds[e]):
                     chosen, depth[-1] = (e + 1, logits), l + 1
         if confidences is not None:
             confidences.append(seen)

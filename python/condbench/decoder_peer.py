@@ -29,6 +29,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from . import decoder, early_exit
+from .rules import exit_fires, max_softmax
 
 
 
@@ -60,7 +61,7 @@ def eager_if_step(model, token, position, cache, thresholds, heads, places):
         if l + 1 in places[:-1]:
             e = places.index(l + 1)
             logits = model.head(model.norm(h))
-            if torch.softmax(logits, -1).max().item() > thresholds[e]:  # the host reads the decision
+            if exit_fires(max_softmax(logits).item(), thresholds[e]):  # the host reads the decision
                 for m in range(l + 1, len(model.layers)):
                     propagate(model.layers[m], h, *cache[m], position, heads)
                 return logits.argmax(-1), e + 1, logits
@@ -80,7 +81,7 @@ def masked(model, h, run_layer, thresholds, places):
         if l + 1 in places[:-1]:
             e = places.index(l + 1)
             logits = model.head(model.norm(h))
-            fire = (confidence(logits) > thresholds[e]) & ~left
+            fire = exit_fires(max_softmax(logits), thresholds[e]) & ~left
             chosen = logits if chosen is None else torch.where(fire[:, None], logits, chosen)
             exit_id = torch.where(fire, e + 1, exit_id)
             left = left | fire
@@ -121,10 +122,6 @@ def fixed_propagate(layer, h, keys, values, at, heads):
     return write(keys, at, kv[0, :d].view(heads, d // heads)), write(values, at, kv[0, d:].view(heads, d // heads))
 
 
-def confidence(logits):
-    return torch.softmax(logits, -1).amax(-1)
-
-
 def cond_step_tensors(model, heads, places, token, at, seen, thresholds, *cache):
     """One token through nested torch.cond: (next token [1], exit id int32 [1], its logits [1, vocab],
     the new cache as a flat tuple keys_0, values_0, keys_1, ...). Each level runs its exit's layers, then
@@ -152,7 +149,7 @@ def cond_step_tensors(model, heads, places, token, at, seen, thresholds, *cache)
         def go_on(h, logits, *deeper):
             return from_exit(e + 1, h, deeper, places[e])
 
-        token, exit_id, chosen, *deeper = torch.cond(confidence(logits)[0] > thresholds[e], leave, go_on,
+        token, exit_id, chosen, *deeper = torch.cond(exit_fires(max_softmax(logits)[0], thresholds[e]), leave, go_on,
                                              (h, logits, *deeper))
         return (token, exit_id, chosen, *cache[:2 * done], *deeper)
 

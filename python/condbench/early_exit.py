@@ -13,6 +13,8 @@ import re
 import torch
 from torch import nn
 
+from .rules import exit_fires, max_softmax
+
 
 class EarlyExitMLP(nn.Module):
     """The question's MLP: block k = relu(backbone.k(h)), a Linear exit head after each."""
@@ -77,15 +79,11 @@ class EarlyExitEncoder(nn.Module):
         return max_softmax(logits)
 
 
-def max_softmax(logits):
-    """The exit rule's score of each row (docs/design.md §1): its largest softmax probability."""
-    return torch.softmax(logits, dim=-1).max(dim=-1).values
-
-
 def should_exit(logits, threshold, confidence=max_softmax):
-    """docs/design.md §1: an exit fires when its score is above the threshold (strict); the score is
-    the model's confidence(logits), the largest softmax probability unless a model file says otherwise."""
-    return confidence(logits) > threshold
+    """docs/design.md §1: whether an exit with these logits leaves at this threshold (the rule is
+    C++'s, condbench.rules); the score is the model's confidence(logits), the largest softmax
+    probability unless a model file says otherwise."""
+    return exit_fires(confidence(logits), threshold)
 
 
 class EagerIf:

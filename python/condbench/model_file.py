@@ -285,7 +285,7 @@ def early_exit_view(model_file, classes):
     variants and the whole-model packages (DeployedCond, DeployedMasked) run it unchanged."""
     from torch import nn
 
-    from .early_exit import max_softmax
+    from .rules import max_softmax
 
     class EarlyExitView(nn.Module):
         def __init__(self, module, row_shape, custom_confidence):
@@ -423,6 +423,7 @@ def whole_model_programs(model_file, view, batch):
     import torch
 
     from .early_exit import DeployedCond, DeployedMasked, masked_forward
+    from .rules import MODEL_FILE_PART_CHECK as tolerance
 
     for p in view.parameters():
         p.requires_grad_(False)  # torch.export of torch.cond: frozen parameters, no no_grad region
@@ -435,8 +436,9 @@ def whole_model_programs(model_file, view, batch):
         middle = [s.sort().values[len(s) // 2 - 1:len(s) // 2 + 1] for s in scores]
         thresholds = torch.stack([m.mean() for m in middle])
         expected_logits, expected_ids = masked_forward(view, x, thresholds)
-        # a row whose score is within 1e-4 of a threshold may go either way in compiled code: not compared
-        near = torch.stack([(s - t).abs() < 1e-4 for s, t in zip(scores, thresholds)], 1).any(1)
+        # a row whose score is within the tie margin of a threshold may go either way in compiled code:
+        # not compared
+        near = torch.stack([(s - t).abs() < tolerance["tie_margin"] for s, t in zip(scores, thresholds)], 1).any(1)
 
     def check(run, rows):
         with torch.no_grad():
@@ -445,7 +447,8 @@ def whole_model_programs(model_file, view, batch):
                 want = slice(r.start, r.stop) if isinstance(r, slice) else slice(r, r + 1)
                 keep = ~near[want]
                 if not torch.equal(ids.to(torch.int32).reshape(-1)[keep], expected_ids[want].to(torch.int32)[keep]) or \
-                        not torch.allclose(logits[keep], expected_logits[want][keep], rtol=1e-4, atol=1e-5):
+                        not torch.allclose(logits[keep], expected_logits[want][keep],
+                                           rtol=tolerance["relative_tolerance"], atol=tolerance["absolute_tolerance"]):
                     rows_text = f"row {want.start}" if want.stop - want.start == 1 else \
                         f"rows {want.start}..{want.stop - 1}"
                     return f"differs from the module on example_input {rows_text}"
@@ -669,6 +672,8 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
     nothing exported or compiled. Returns the folder."""
     import torch
 
+    from .rules import MODEL_FILE_PART_CHECK
+
     source, weights_path = os.path.abspath(model_file.path), weights and os.path.abspath(weights)
     final = compiled_folder(model_file.path, weights, model_file.device, cache)
     if final:
@@ -712,7 +717,8 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
             except Exception as e:
                 raise ProtocolError(f"{model_file.path}: {name}: AOTInductor cannot compile it ({first_line(e)})") \
                     from None
-            if not torch.allclose(got, out, rtol=1e-4, atol=1e-5):
+            if not torch.allclose(got, out, rtol=MODEL_FILE_PART_CHECK["relative_tolerance"],
+                                  atol=MODEL_FILE_PART_CHECK["absolute_tolerance"]):
                 raise ProtocolError(f"{model_file.path}: {name}: the compiled part differs from the module by "
                                     f"{(got - out).abs().max().item():.3g} on example_input({batch})")
             if i < len(m["parts"]):

@@ -32,6 +32,7 @@ import torch
 
 from . import decoder_peer, names, results
 from .early_exit import SUMMARIES, WORKAROUND_DOC, load_model, variants, workarounds
+from .rules import exit_fires
 
 SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
 
@@ -90,7 +91,7 @@ def disagreement_with_module(fn, ref, thresholds, device, sync, agreement):
     rtol, atol = float(agreement["relative_tolerance"]), float(agreement["absolute_tolerance"])
     for r in range(ref["input"].shape[0]):
         scores = [float(ref[f"confidence.{k}"][r]) for k in range(len(limits))]
-        expected = next((k for k, s in enumerate(scores) if s > limits[k]), len(limits))
+        expected = next((k for k, s in enumerate(scores) if exit_fires(s, limits[k])), len(limits))
         if any(abs(s - t) < margin for s, t in zip(scores[:expected + 1], limits)):
             continue
         logits, exit_id = run_variant(fn, ref["input"][r:r + 1].to(device), thresholds, sync)

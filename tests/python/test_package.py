@@ -56,5 +56,63 @@ class Package(unittest.TestCase):
         self.assertEqual(edits, [])
 
 
+def package_trees():
+    """(path relative to the root, AST) of every module of the package but condbench.rules."""
+    folder = os.path.join(ROOT, "python", "condbench")
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py") and name != "rules.py":
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                yield f"python/condbench/{name}", ast.parse(f.read(), name)
+
+
+class Rules(unittest.TestCase):
+    """The rules C++ owns reach the package as data (rules.json, checked against C++ by the unit test
+    Rules.ThePythonPackageHoldsWhatCppSays): condbench.rules applies them, and no other module
+    types an exit test or a tolerance."""
+
+    def test_the_exit_test_is_the_comparison_rules_json_states(self):
+        try:
+            import torch
+            from condbench import rules
+        except ImportError as e:
+            self.skipTest(f"no torch here ({e}): scripts/setup's .venv has it")
+        stated = rules.RULES["exit_rule"]["fires_when"]
+        at_threshold = stated == "score >= threshold"
+        self.assertIn(stated, ("score > threshold", "score >= threshold"))
+        for score, threshold, fires in ((0.25, 0.5, False), (0.5, 0.5, at_threshold), (0.75, 0.5, True)):
+            with self.subTest(score=score, threshold=threshold):
+                self.assertIs(bool(rules.exit_fires(score, threshold)), fires)
+                self.assertIs(bool(rules.exit_fires(torch.tensor(score), torch.tensor(threshold))), fires)
+        logits = torch.tensor([[2.0, 0.0, -1.0], [0.0, 0.0, 0.0]])
+        torch.testing.assert_close(rules.max_softmax(logits), torch.softmax(logits.double(), -1).max(-1).values.float())
+        for name in ("AGREEMENT", "MODEL_FILE_AGREEMENT", "MODEL_FILE_PART_CHECK"):
+            self.assertGreater(getattr(rules, name)["tie_margin"], 0)
+
+    def test_no_other_module_compares_with_a_threshold(self):
+        # an exit test typed beside rules.exit_fires: a comparison one of whose sides names a threshold
+        # (a distance to a threshold against the tie margin, which is data, is another rule)
+        found = []
+        for path, tree in package_trees():
+            for node in ast.walk(tree):
+                text = ast.unparse(node) if isinstance(node, ast.Compare) else ""
+                if text and any(isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)) for op in node.ops) and \
+                        any(word in text for word in ("threshold", "limits")) and \
+                        not any(word in text for word in ("margin", "tolerance")):
+                    found.append(f"{path}:{node.lineno}: {ast.unparse(node)}")
+        self.assertEqual(found, [])
+
+    def test_no_other_module_types_a_tolerance(self):
+        # the tolerances and tie margins are 1e-3 .. 1e-5 in C++: no such literal in a module, and no
+        # rtol= or atol= given a number
+        found = []
+        for path, tree in package_trees():
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, float) and 1e-6 < node.value < 1e-2:
+                    found.append(f"{path}:{node.lineno}: {node.value}")
+                if isinstance(node, ast.keyword) and node.arg in ("rtol", "atol") and isinstance(node.value, ast.Constant):
+                    found.append(f"{path}:{node.lineno}: {node.arg}={node.value.value}")
+        self.assertEqual(found, [])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,0 +1,46 @@
+"""The rules condbench applies, as C++ states them (include/condbench/rules.h): rules.json beside
+this file is what C++ writes, checked by its unit test Rules.ThePythonPackageHoldsWhatCppSays. Every
+exit test the package makes goes through exit_fires, and every tolerance it compares with is read
+from here or from the exported workload (which carries the same values for the run that wrote it):
+no Python file types either."""
+import json
+import operator
+import os
+
+import torch
+
+
+def _load():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules.json")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+RULES = _load()
+
+# "score > threshold": the comparison C++'s math::exit_fires makes, read off it.
+_COMPARISONS = {"score > threshold": operator.gt, "score >= threshold": operator.ge}
+try:
+    _fires = _COMPARISONS[RULES["exit_rule"]["fires_when"]]
+except KeyError as e:
+    raise ImportError(f"condbench/rules.json: an exit rule this package cannot apply ({e}); "
+                      f"write it again from this checkout's C++") from None
+if RULES["exit_rule"]["score"] != "max_softmax":
+    raise ImportError(f"condbench/rules.json: unknown default score {RULES['exit_rule']['score']!r}")
+
+
+def max_softmax(logits):
+    """The exit rule's default score of each row (docs/design.md §1): its largest softmax probability."""
+    return torch.softmax(logits, dim=-1).amax(dim=-1)
+
+
+def exit_fires(score, threshold):
+    """The exit test (docs/design.md §1): whether an exit with this score leaves at this threshold.
+    Tensors (a bool tensor, traceable by torch.compile and torch.export) or floats (a bool)."""
+    return _fires(score, threshold)
+
+
+# The tolerances and tie margins (dicts of absolute_tolerance, relative_tolerance, tie_margin).
+AGREEMENT = RULES["agreement"]                          # condbench-infer's agree, the decoder's check
+MODEL_FILE_AGREEMENT = RULES["model_file_agreement"]    # a strategy or variant against a model file's module
+MODEL_FILE_PART_CHECK = RULES["model_file_part_check"]  # model_file.py compile: packages against their parts
