@@ -2,7 +2,9 @@
 // From result files to what the report shows: latency tables per model and batch, the winner of
 // each (device, batch, model, scenario), the sentences that say it, and where the time goes (the
 // A/B comparison of two runs: comparison.h). Plain data, no formatting beyond the sentences, so
-// tests check exact values.
+// tests check exact values. Declared here, defined by job: verdicts.cpp (cells and the verdict
+// rule), groups.cpp (groups and their winners), answer.cpp (the answer, its pairs, the budget's
+// cells, the recommendations), floors.cpp (what a cell cannot beat), wording.cpp (numbers in words).
 #include <limits>
 #include <map>
 #include <optional>
@@ -117,6 +119,8 @@ Judgement judge(const Cell& a, const Cell& b, double min_effect = kDefaultMinEff
 // stretched. A ratio whose whole interval lies above 1 and below the claim between cells timed apart (a
 // difference smaller than the drift allowance) stays ambiguous however long it runs.
 bool could_decide(const Judgement& j, double min_effect = kDefaultMinEffect);
+// A cell's median and its interval in words: "10.7 µs [7.1–12.1]", with its outliers if any.
+std::string cell_figure(const Cell& c);
 // The judgement in words, `fast` and `slow` naming the cells (with figures if wanted): "FAST is at least
 // 3.1× faster than SLOW (ratio [3.4–4.0]×)", "FAST and SLOW take the same time …", "ambiguous between
 // …: why, and the largest difference it cannot exclude".

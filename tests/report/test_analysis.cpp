@@ -1,5 +1,5 @@
-// condbench-report's analysis (report/analysis.cpp): tables, winners and the generated sentences
-// from the small fixture; claims at the conservative edge of a ratio; the answer and its budget.
+// condbench-report's analysis (report/verdicts.cpp, groups.cpp, answer.cpp, wording.cpp): tables, winners and the
+// generated sentences from the small fixture; claims at the conservative edge of a ratio; the answer and its budget.
 #include <gtest/gtest.h>
 
 #include <map>

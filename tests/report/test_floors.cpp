@@ -1,4 +1,4 @@
-// condbench-report's floors (report/analysis.cpp's primitive_floors): the read rate of the right
+// condbench-report's floors (report/floors.cpp's primitive_floors): the read rate of the right
 // buffer, memory, compute and calls, from a run's primitives.
 #include <gtest/gtest.h>
 
