@@ -470,6 +470,17 @@ int main(int argc, char** argv) {
         benchmark::Shutdown();
         return 2;
       }
+      if (const auto failed = record.failures(); runs && !failed.empty()) {
+        // Work asked for and not done is no success, even when the rest ran: their entries in the
+        // result files say why (error_occurred), and the exit code says so to scripts.
+        std::cerr << "condbench: " << failed.size() << (failed.size() == 1 ? " benchmark" : " benchmarks")
+                  << " failed; the first: " << failed.front().first << ": "
+                  << condbench::printable(failed.front().second, 300)
+                  << (out.target() ? "; " + *out.target() + " holds the others' results and why these failed" : "")
+                  << "\n";
+        benchmark::Shutdown();
+        return 1;
+      }
     }
     benchmark::Shutdown();
     return 0;

@@ -77,6 +77,15 @@ bool RunRecord::ReportContext(const Context& context) {
   return ok;
 }
 
+std::vector<std::pair<std::string, std::string>> RunRecord::failures() const {
+  std::vector<std::pair<std::string, std::string>> failed;
+  std::set<std::string> seen;
+  for (const Run& run : runs_)
+    if (run.error_occurred && run.error_message.rfind("skipped: ", 0) != 0 && seen.insert(run.run_name.str()).second)
+      failed.emplace_back(run.run_name.str(), run.error_message);
+  return failed;
+}
+
 void RunRecord::ReportRuns(const std::vector<Run>& runs) {
   std::vector<Run> numbered = runs;
   for (Run& run : numbered)

@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace condbench {
@@ -58,6 +59,9 @@ class RunRecord final : public benchmark::BenchmarkReporter {
   std::string document(const std::string& format) const;
   // How many iteration runs have been recorded (every repetition of every benchmark).
   size_t repetitions() const { return repetitions_; }
+  // The benchmarks that failed, once each in the order they ran: (name, message) of every run that
+  // ended in SkipWithError with anything but "skipped: ..." (what cannot run here is no failure).
+  std::vector<std::pair<std::string, std::string>> failures() const;
 
  private:
   // Benchmarks that got repetitions after Google Benchmark made their aggregates: all their iteration runs.

@@ -257,6 +257,10 @@ class ModelFileRun(unittest.TestCase):
         self.assertTrue(rows and all(b.get("error_occurred") for b in rows), result.stdout)
         self.assertIn("differs from the module's own forward on reference row 7: its logits at exit 1 are off",
                       rows[0]["error_message"])
+        # the rest ran and was written, but a run with a failed benchmark is no success: exit 1, the first named
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertRegex(result.stderr, r"condbench: \d+ benchmarks? failed; the first: early_exit/cpu/(torch|aoti)/masked/\S+: "
+                                        r"error: differs from the module's own forward on reference row 7")
 
     def peer(self, folder, variants, *flags):
         """condbench's exported workload of the model file, then the peer on it: (peer's result, its JSON)."""
