@@ -83,6 +83,9 @@ std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& 
   return values;
 }
 
+std::vector<int64_t> parse_batches(const std::string& text) { return parse_int_list("--batch", text, 1, kMaxBatch); }
+int64_t parse_batch(const std::string& text) { return parse_int("--batch", text, 1, kMaxBatch); }
+
 float parse_float(const std::string& flag, const std::string& text, float lo, float hi) {
   errno = 0;
   char* end = nullptr;

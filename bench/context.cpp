@@ -3,14 +3,17 @@
 #include <ATen/Parallel.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 
+#include <algorithm>
 #include <fstream>
 
+#include "benchmark_flags.h"
 #include "cli.h"
 #include "condbench/counters.h"
 #include "condbench/decoder/strategy.h"
 #include "condbench/nvtx.h"
 #include "condbench/result_format.h"
 #include "revision.h"
+#include "runner_options.h"
 
 #if CONDBENCH_CUDA
 #include "condbench/cuda/device_info.h"
@@ -84,6 +87,29 @@ std::vector<std::pair<std::string, std::string>> run_context() {
   for (const CounterSpec& spec : kCounters)
     context.emplace_back("counter:" + std::string(spec.name),
                          std::string(spec.unit) + "; " + std::string(spec.meaning));
+  return context;
+}
+
+std::vector<std::pair<std::string, std::string>> runner_context(const RunnerOptions& options,
+                                                                const BenchmarkFlags& flags,
+                                                                const std::string& slowdown, const std::string& twins) {
+  std::vector<std::pair<std::string, std::string>> context = flags.context;
+  for (auto& entry : run_context()) context.push_back(std::move(entry));
+  context.emplace_back("condbench_interleaving", flags.interleaved ? "random" : "in order");
+  std::string selection;
+  for (const std::string& flag : options.selecting) selection += (selection.empty() ? "" : ", ") + flag;
+  if (!flags.filter.empty()) selection += (selection.empty() ? "" : ", ") + std::string("--benchmark_filter");
+  context.emplace_back("condbench_selection", selection.empty() ? "suite" : "part: " + selection);
+  if (!slowdown.empty()) context.emplace_back("condbench_test_slowdown", slowdown);
+  if (!twins.empty()) context.emplace_back("condbench_test_twin", twins);
+  context.emplace_back("nvtx", nvtx::level_name(options.nvtx));
+  const bool seeded = std::any_of(options.models.begin(), options.models.end(),
+                                  [](const ModelSelection& m) { return m.config.family->state_dict() != nullptr; });
+  context.emplace_back("weights", !options.weights.empty() ? options.weights
+                                  : seeded                 ? "seeded"
+                                                           : "the model file's own");
+  for (const ModelSelection& m : options.models)
+    for (auto& entry : m.config.family->provenance()) context.push_back(std::move(entry));
   return context;
 }
 

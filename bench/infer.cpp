@@ -118,20 +118,11 @@ Options parse_options(int argc, char** argv) {
       if (given(f)) fail(std::string(f) + ": not with --model-file (the model file gives the model)");
     if (!sizes.empty())
       fail(flag_of.at(sizes.begin()->first) + ": not with --model-file (the model file gives the model)");
-    const std::vector<Device> devices =
-        given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
-    const std::string folder =
-        model_file_folder(flags.at("--model-file"), given("--model-weights") ? flags.at("--model-weights") : "",
-                          model_file_device(devices), kModelFileMaxRowValues, compile_timeout(flags));
-    try {
-      options.source.config = load_model_file(folder).config();
-    } catch (const Error& e) {
-      fail(std::string("--model-file: ") + e.what());
-    }
-  } else if (given("--model-weights")) {
-    fail("--model-weights: only with --model-file=FILE.py");
-  } else if (given("--compile-timeout")) {
-    fail("--compile-timeout: only with --model-file=FILE.py");
+  }
+  const std::vector<Device> devices =
+      given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
+  if (const std::optional<ModelFileFlags> read = read_model_file_flags(flags, devices, kModelFileMaxRowValues)) {
+    options.source.config = read->config;
   } else if (given("--weights")) {
     for (const char* f : {"--seed", "--model", "--num-classes", "--blocks"})
       if (given(f)) fail(std::string(f) + ": not with --weights (the file gives the model)");
@@ -197,7 +188,7 @@ Options parse_options(int argc, char** argv) {
     if (!input.isfinite().all().item<bool>()) fail("--input: the tensor holds NaN or infinite values");
     options.input = input.to(at::kCPU, at::kFloat).contiguous();
   } else {
-    const int64_t rows = given("--batch") ? cli::parse_int("--batch", flags.at("--batch"), 1, 1 << 20) : 8;
+    const int64_t rows = given("--batch") ? cli::parse_batch(flags.at("--batch")) : 8;
     const uint64_t seed =
         given("--input-seed")
             ? static_cast<uint64_t>(cli::parse_int("--input-seed", flags.at("--input-seed"), 0, INT64_MAX))
@@ -214,7 +205,7 @@ Options parse_options(int argc, char** argv) {
     fail("--thresholds: expected " + std::to_string(config.blocks) + " values (one per exit head), got " +
          std::to_string(options.thresholds.size()));
 
-  options.devices = given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
+  options.devices = devices;
   if (given("--strategy")) options.strategies = cli::parse_strategies("--strategy", flags.at("--strategy"));
   return options;
 }

@@ -81,7 +81,7 @@ DecoderOptions parse(int argc, char** argv) {
            std::to_string(config.vocab - 1));
     config.prompt = static_cast<int>(options.prompt.size(1));
   } else {
-    const int64_t rows = given("--batch") ? cli::parse_int("--batch", flags.at("--batch"), 1, 1 << 16) : 4;
+    const int64_t rows = given("--batch") ? cli::parse_batch(flags.at("--batch")) : 4;
     const uint64_t seed =
         given("--prompt-seed")
             ? static_cast<uint64_t>(cli::parse_int("--prompt-seed", flags.at("--prompt-seed"), 0, INT64_MAX))

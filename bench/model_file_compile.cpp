@@ -298,4 +298,25 @@ std::string model_file_folder(const std::string& given, const std::string& weigh
   fail("--model-file: " + given + ": model_file.py compile " + how + (said.empty() ? "" : ": " + printable(said, 400)));
 }
 
+std::optional<ModelFileFlags> read_model_file_flags(const std::map<std::string, std::string>& flags,
+                                                    const std::vector<Device>& devices, int64_t max_row_values) {
+  const auto given = [&](const char* name) { return flags.count(name) > 0; };
+  if (!given("--model-file")) {
+    if (given("--model-weights")) fail("--model-weights: only with --model-file=FILE.py");
+    if (given("--compile-timeout")) fail("--compile-timeout: only with --model-file=FILE.py");
+    return std::nullopt;
+  }
+  ModelFileFlags read;
+  read.given = flags.at("--model-file");
+  if (given("--model-weights")) read.weights = flags.at("--model-weights");
+  read.folder =
+      model_file_folder(read.given, read.weights, model_file_device(devices), max_row_values, compile_timeout(flags));
+  try {
+    read.config = load_model_file(read.folder).config();
+  } catch (const Error& e) {
+    fail(std::string("--model-file: ") + e.what());
+  }
+  return read;
+}
+
 }  // namespace condbench

@@ -5,9 +5,11 @@
 // their bytes, neither compiled nor run again. Otherwise the file is code: loading it runs it, with
 // the user's rights (docs/your-model.md).
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "condbench/config.h"
 #include "condbench/strategy.h"
 
 namespace condbench {
@@ -34,5 +36,17 @@ int compile_timeout(const std::map<std::string, std::string>& flags);
 // checks before it compiles anything.
 std::string model_file_folder(const std::string& given, const std::string& weights, Device device,
                               int64_t max_row_values, int timeout_s = kDefaultCompileTimeout);
+
+// --model-file, --model-weights and --compile-timeout as condbench and condbench-infer read them
+// (`flags` by name, cli::take_flags): the last two only beside the first (one line each, alone);
+// the file compiled for what `devices` run (model_file_device), or the folder read, within
+// `max_row_values`. nullopt when --model-file is not given.
+struct ModelFileFlags {
+  std::string given, weights;  // as given: inputs no output may overwrite (check_outputs)
+  std::string folder;          // the compiled folder read
+  ModelConfig config;          // its model
+};
+std::optional<ModelFileFlags> read_model_file_flags(const std::map<std::string, std::string>& flags,
+                                                    const std::vector<Device>& devices, int64_t max_row_values);
 
 }  // namespace condbench

@@ -166,7 +166,7 @@ std::vector<ModelSelection> select_models(const std::map<std::string, std::strin
     if (!selected) fail(flag + ": sets " + owners + "; --model does not select it");
   }
   const std::vector<int64_t> batches =
-      given("--batch") ? cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 20) : std::vector<int64_t>{};
+      given("--batch") ? cli::parse_batches(flags.at("--batch")) : std::vector<int64_t>{};
   std::vector<ModelSelection> models;
   for (const ModelFamily* family : families) {
     auto values = [&](const std::string& flag, int hi, std::vector<int> otherwise) {
@@ -250,23 +250,13 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
   // size flag or --weights, beside what they select.
   std::optional<ModelSelection> model_file;
   bool model_file_alone = false;
-  if (given("--model-weights") && !given("--model-file")) fail("--model-weights: only with --model-file=FILE.py");
-  if (given("--compile-timeout") && !given("--model-file")) fail("--compile-timeout: only with --model-file=FILE.py");
-  if (given("--model-file")) {
-    const std::string folder =
-        model_file_folder(flags.at("--model-file"), given("--model-weights") ? flags.at("--model-weights") : "",
-                          model_file_device(options.devices),
-                          std::min(kModelFileMaxRowValues, kMaxPooledRowValues),  // what a run can pool
-                          compile_timeout(flags));
-    options.model_file_given = flags.at("--model-file");
-    if (given("--model-weights")) options.model_file_weights = flags.at("--model-weights");
-    options.model_file_folder = folder;
-    try {
-      model_file = ModelSelection{load_model_file(folder).config(), {}};
-    } catch (const Error& e) {
-      fail(std::string("--model-file: ") + e.what());
-    }
-    model_file->batches = given("--batch") ? cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 16)
+  if (const std::optional<ModelFileFlags> read = read_model_file_flags(
+          flags, options.devices, std::min(kModelFileMaxRowValues, kMaxPooledRowValues))) {  // what a run can pool
+    options.model_file_given = read->given;
+    options.model_file_weights = read->weights;
+    options.model_file_folder = read->folder;
+    model_file = ModelSelection{read->config, {}};
+    model_file->batches = given("--batch") ? cli::parse_batches(flags.at("--batch"))
                                            : model_file->config.family->runs_batches(options.full);
     bool others = given("--model") || given("--weights");
     for (const std::string& flag : size_flags()) others |= given(flag);
@@ -297,8 +287,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
       if (!m.config.has(key))
         fail("--weights: the file holds a " + m.config.family->name() + " model, which has no " + key + "; drop --" +
              key);
-    m.batches = given("--batch") ? cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 20)
-                                 : m.config.family->runs_batches(false);
+    m.batches = given("--batch") ? cli::parse_batches(flags.at("--batch")) : m.config.family->runs_batches(false);
     options.models = {m};
   } else {
     // Without --model, a family's own sizes select it alone (--hidden: the mlp; --d-model, --heads,
@@ -328,8 +317,8 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     options.models = select_models(flags, options.full, families);
     if (decoder) {
       options.decoders = decoder_configs(options.full, given("--decoder") ? flags.at("--decoder") : "");
-      options.decoder_batches = given("--batch") ? cli::parse_int_list("--batch", flags.at("--batch"), 1, 1 << 16)
-                                                 : decoder_batches(options.full);
+      options.decoder_batches =
+          given("--batch") ? cli::parse_batches(flags.at("--batch")) : decoder_batches(options.full);
     }
   }
   if (model_file && !model_file_alone) options.models.push_back(*model_file);

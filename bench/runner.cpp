@@ -1,0 +1,206 @@
+#include "runner.h"
+
+#include <benchmark/benchmark.h>
+
+#include <ATen/Parallel.h>
+
+#include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include "analysis.h"
+#include "answer_budget.h"
+#include "benchmark_case.h"
+#include "condbench/error.h"
+#include "condbench/nvtx.h"
+#include "condbench/workload.h"
+#include "console_reporter.h"
+#include "cpu_primitives.h"
+#include "device_timing.h"
+#include "export_workload.h"
+#include "machine_check.h"
+#include "run_record.h"
+
+namespace condbench {
+namespace {
+
+// Before a run that shows progress: how many repetitions of how many benchmarks, and the least
+// time they take (each repetition runs for at least --benchmark_min_time; setup comes on top).
+void announce(std::ostream& out, size_t benchmarks, const std::string& repetitions, const std::string& min_time) {
+  char* end = nullptr;
+  const double reps = std::strtod(repetitions.c_str(), &end);
+  const double seconds = std::strtod(min_time.c_str(), &end);
+  out << "condbench: " << benchmarks << (benchmarks == 1 ? " benchmark" : " benchmarks") << " x " << repetitions
+      << (repetitions == "1" ? " repetition" : " repetitions");
+  if (reps > 0 && seconds > 0 && (*end == '\0' || *end == 's')) {
+    const long least = std::lround(static_cast<double>(benchmarks) * reps * seconds);
+    out << " of at least " << min_time << (*end == 's' ? "" : " s") << " each: at least ";
+    if (least >= 60) out << least / 60 << " min ";
+    out << least % 60 << " s";
+  }
+  out << "\n";
+}
+
+bool runs_on(const RunnerOptions& options, Device device) {
+  return std::find(options.devices.begin(), options.devices.end(), device) != options.devices.end();
+}
+
+// The end of a run that ran: what the files and the exit code say of it.
+int conclude(const RunRecord& record, const BenchmarkOut& out, const std::string& filter) {
+  if (const auto& why = record.checkpoint_failure()) {
+    // Every benchmark ran and --benchmark_out (if given) has them; the file asked for does not.
+    std::cerr << "condbench: --checkpoint-out is incomplete: " << *why << "; it holds "
+              << (record.checkpointed() == 0 ? std::string("nothing of this run")
+                                             : "the first " + std::to_string(record.checkpointed()) + " of the run's " +
+                                                   std::to_string(record.repetitions()) + " repetitions")
+              << (out.target() ? ", --benchmark_out all of them" : "") << "\n";
+    return 1;
+  }
+  if (!record.ran()) {
+    // No work done is no success: an exit code that scripts see, and a file of an earlier run
+    // under --benchmark_out is not mistaken for this one's.
+    std::cerr << "condbench: no benchmark ran: "
+              << (filter.empty() ? std::string("the selection is empty")
+                                 : "--benchmark_filter '" + printable(filter, 120) + "' matches none")
+              << " (--benchmark_list_tests lists them); nothing was written"
+              << (out.target() && std::filesystem::exists(*out.target())
+                      ? ", and " + *out.target() + " was left as it was"
+                      : std::string())
+              << "\n";
+    return 2;
+  }
+  if (const auto failed = record.failures(); !failed.empty()) {
+    // Work asked for and not done is no success, even when the rest ran: their entries in the
+    // result files say why (error_occurred), and the exit code says so to scripts.
+    std::cerr << "condbench: " << failed.size() << (failed.size() == 1 ? " benchmark" : " benchmarks")
+              << " failed; the first: " << failed.front().first << ": " << printable(failed.front().second, 300)
+              << (out.target() ? "; " + *out.target() + " holds the others' results and why these failed" : "") << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int export_workloads(const RunnerOptions& options) {
+  const std::vector<BenchmarkCase> exported = select_cases(options);
+  if (!exported.empty())
+    for (const std::string& dir : export_workloads(exported, options.export_dir)) std::cout << "wrote " << dir << "\n";
+  for (const std::string& dir : export_decoder_workloads(select_decoder_cases(options), options.export_dir))
+    std::cout << "wrote " << dir << "\n";
+  return 0;
+}
+
+void attach_trace(const std::string& file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path library = fs::read_symlink("/proc/self/exe", ec).parent_path() / "condbench-trace.so";
+  if (ec || !fs::is_regular_file(library, ec))
+    fail("--trace: condbench-trace.so is not beside this condbench (a build with NVTX makes it)");
+  const fs::path target = fs::absolute(file, ec);  // the output policy has checked it (check_outputs)
+  try {
+    nvtx::attach_tool(library.string(), {{"CONDBENCH_TRACE_OUT", target.string()}});
+  } catch (const Error& e) {
+    fail(std::string("--trace: ") + e.what());
+  }
+}
+
+void check_answer_budget(const RunnerOptions& options, const BenchmarkFlags& flags) {
+  if (options.answer_budget_s <= 0) return;
+  if (!flags.interleaved) fail("--answer-budget: its rounds are interleaved; drop what turns interleaving off");
+  if (flags.report_aggregates_only)
+    fail("--answer-budget: the verdicts need every repetition; drop --benchmark_report_aggregates_only");
+  if (flags.format != "console")
+    fail(
+        "--answer-budget: the display would show the run before its rounds; keep the console display and write "
+        "the result with --benchmark_out");
+}
+
+std::vector<std::string> register_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags) {
+  // The primitives first: they are the floors the report judges every strategy against, and a run
+  // cut short (a time limit on a lent GPU machine) should still have them.
+  std::vector<std::string> registered;
+  if (runs_on(options, Device::cpu)) registered = register_cpu_primitives();
+  if (runs_on(options, Device::cuda))
+    for (std::string& name : register_cuda_primitives()) registered.push_back(std::move(name));
+  const std::vector<BenchmarkCase> cases = select_cases(options);
+  register_cases(cases);
+  // What was built ahead of the run (AOTInductor packages), once per strategy and model.
+  std::set<std::string> noted;
+  for (const BenchmarkCase& c : cases)
+    if (const auto note = c.strategy->build_note(c.config, c.strategy->device)) {
+      const std::string key = "build:" + c.strategy->key() + " " + c.config.describe();
+      if (noted.insert(key).second) benchmark::AddCustomContext(key, *note);
+    }
+  for (const BenchmarkCase& c : cases) registered.push_back(c.name());
+  const std::vector<DecoderCase> decoder_cases = select_decoder_cases(options);
+  register_decoder_cases(decoder_cases);
+  for (const DecoderCase& c : decoder_cases) registered.push_back(c.name());
+  for (const DecoderConfig& c : options.decoders)
+    benchmark::AddCustomContext("decoder " + c.describe(), "seeded weights; one iteration is one generated token");
+  // Each model's exit scores on condbench's input pool, before anything runs (shared_workload
+  // checks them): a model file whose confidence() leaves (0, 1] there is bad input, one line and
+  // exit 2, not an error in each of its benchmarks.
+  if (!flags.list_tests) {
+    std::set<std::string> checked;
+    for (const BenchmarkCase& c : cases)
+      if (!why_skipped(c) && checked.insert(c.source.key()).second) shared_workload(c.source, 1);
+  }
+  return registered;
+}
+
+int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, BenchmarkOut& out,
+                   const std::vector<std::string>& registered, char* argv0) {
+  const bool runs = !flags.list_tests;
+  // Last before the run, so a flag error is never preceded by warnings.
+  if (runs)
+    for (const auto& [key, value] : check_machine_before_run(at::get_num_threads(), options.require_quiet))
+      benchmark::AddCustomContext(key, value);
+  // The whole run in one range: scripts/profile starts and stops Nsight Systems on it.
+  static const nvtx::RegisteredString kAll("benchmarks");
+  const nvtx::ScopedRange all(nvtx::Level::run, kAll);
+  // condbench's own table and progress unless another format is asked for (console_reporter.h)
+  std::unique_ptr<ConsoleReporter> table;
+  benchmark::BenchmarkReporter* display = nullptr;
+  if (runs && flags.format == "console") {
+    const size_t selected = count_selected(registered, flags.filter);
+    const bool progress = options.progress || isatty(STDERR_FILENO);
+    if (progress) announce(std::cerr, selected, flags.repetitions, flags.min_time);
+    table = std::make_unique<ConsoleReporter>(
+        std::cout, std::cerr, selected * static_cast<size_t>(std::max(1L, std::atol(flags.repetitions.c_str()))),
+        progress);
+    display = table.get();
+  } else {
+    display = benchmark::CreateDefaultDisplayReporter();  // Google Benchmark's, which it keeps
+  }
+  RunRecord record(*display);
+  record.refresh_display_aggregates(table != nullptr);
+  record.aggregates_only(flags.display_aggregates_only, flags.report_aggregates_only);
+  if (!options.checkpoint_out.empty()) record.checkpoint_to(options.checkpoint_out);
+  const auto started = std::chrono::steady_clock::now();
+  benchmark::RunSpecifiedBenchmarks(&record);
+  if (runs && options.answer_budget_s > 0) {
+    const BudgetSpent spent =
+        spend_answer_budget(record, options.answer_budget_s, std::atoi(flags.repetitions.c_str()),
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), argv0);
+    std::cerr << "condbench: answer budget: " << spent.text() << "\n";
+    benchmark::AddCustomContext(report::kAnswerBudgetContext, spent.text());
+    if (spent.rounds > 0)
+      benchmark::AddCustomContext(report::kAnswerLooksContext, std::to_string(report::kAnswerLooks));
+  }
+  // What the machine did during the run goes into the files' context, written from the record now.
+  if (runs)
+    for (const auto& [key, value] : check_machine_after_run(at::get_num_threads()))
+      benchmark::AddCustomContext(key, value);
+  record.finish();
+  if (!runs) return 0;
+  if (record.ran()) out.write(record);  // a filter that matched nothing writes nothing
+  return conclude(record, out, flags.filter);
+}
+
+}  // namespace condbench

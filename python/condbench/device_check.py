@@ -1,0 +1,79 @@
+"""What scripts/device-check and scripts/device-prepare read in Python, as commands (no torch
+needed: the prepare step runs before any environment, the GPU machine installs nothing):
+
+    python -m condbench.device_check trace FILE           condbench --trace's Chrome trace: its host
+                                                          inference ranges and GPU spans in one line;
+                                                          exit 1 when either is missing
+    python -m condbench.device_check compile-times FOLDER a compiled model file's per-package compile
+                                                          times, from its manifest.json
+    python -m condbench.device_check unpack-wheel WHL DIR what a build needs of a torch wheel (its
+                                                          headers, CMake config and libraries) into DIR
+"""
+import argparse
+import json
+import os
+import sys
+import zipfile
+
+GPU_TRACK = "GPU (CUDA events)"  # the track condbench records GPU spans on (bench/benchmark_case.cpp)
+WHEEL_PARTS = ("torch/include/", "torch/share/cmake/", "torch/lib/")
+
+
+def trace_summary(path):
+    """(host inference ranges, GPU spans) of a condbench --trace file."""
+    with open(path, encoding="utf-8") as f:
+        events = json.load(f)["traceEvents"]
+    gpu = {e["tid"] for e in events if e.get("ph") == "M" and e.get("args", {}).get("name") == GPU_TRACK}
+    spans = [e for e in events if e.get("ph") == "X" and e["tid"] in gpu]
+    host = [e for e in events if e.get("ph") == "X" and e["tid"] not in gpu and e.get("name") == "inference"]
+    return host, spans
+
+
+def compile_times(folder):
+    """"model file compile: stage0.pt2 41.2 s, ..." from a compiled folder's manifest.json."""
+    with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    return "model file compile: " + ", ".join(f"{k} {v:.1f} s" for k, v in manifest.get("compile_s", {}).items())
+
+
+def unpack_wheel(wheel, destination):
+    """Extracts the parts of a torch wheel a build needs; returns how many files."""
+    count = 0
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if name.startswith(WHEEL_PARTS):
+                z.extract(name, destination)
+                count += 1
+    return count
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m condbench.device_check", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("trace").add_argument("file")
+    sub.add_parser("compile-times").add_argument("folder")
+    wheel = sub.add_parser("unpack-wheel")
+    wheel.add_argument("wheel")
+    wheel.add_argument("destination")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "trace":
+            host, spans = trace_summary(args.file)
+            print(f"trace: {len(host)} host inference ranges, {len(spans)} GPU spans, durations (us): "
+                  + " ".join(f"{e['dur']:.1f}" for e in spans[:16]))
+            return 0 if spans and host else 1
+        if args.command == "compile-times":
+            print(compile_times(args.folder))
+            return 0
+        if unpack_wheel(args.wheel, args.destination) == 0:
+            print(f"device_check: {args.wheel} holds none of {', '.join(WHEEL_PARTS)}", file=sys.stderr)
+            return 1
+        return 0
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as e:
+        print(f"device_check: {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
