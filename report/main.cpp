@@ -127,13 +127,22 @@ void write_atomically(const std::vector<ResultFile>& files, const fs::path& dir,
             << result.charts << " charts)\n";
 }
 
-int run(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+// condbench-report's command line: the mode, its files and its options, read once.
+struct Args {
   std::string out, fail_on, unstable_cv, min_effect;
   bool fail_on_given = false;  // "--fail-on-regression=" is given, and empty: refused, not ignored
-  bool compare_mode = false, undecided_mode = false, table_mode = false, force = false, pairs_mode = false,
-       across = false;
+  bool help = false, compare = false, undecided = false, table = false, force = false, pairs = false, across = false;
   std::vector<std::string> inputs;
+
+  // Any option of the report and --compare modes (the JSON and table modes take result files only).
+  bool report_options() const {
+    return !out.empty() || fail_on_given || !unstable_cv.empty() || !min_effect.empty() || force;
+  }
+};
+
+Args read_args(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  Args r;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const std::string& flag) {
@@ -141,132 +150,151 @@ int run(int argc, char** argv) {
       if (i + 1 >= args.size()) fail(flag + ": needs a value");
       return args[++i];
     };
+    auto is = [&](const std::string& flag) { return a == flag || a.rfind(flag + "=", 0) == 0; };
     if (a == "-h" || a == "--help") {
-      std::cout << kUsage;
-      return 0;
-    } else if (a == "--out" || a.rfind("--out=", 0) == 0) {
-      out = value("--out");
-    } else if (a == "--unstable-cv" || a.rfind("--unstable-cv=", 0) == 0) {
-      unstable_cv = value("--unstable-cv");
-    } else if (a == "--min-effect" || a.rfind("--min-effect=", 0) == 0) {
-      min_effect = value("--min-effect");
+      r.help = true;
+      return r;
+    } else if (is("--out")) {
+      r.out = value("--out");
+    } else if (is("--unstable-cv")) {
+      r.unstable_cv = value("--unstable-cv");
+    } else if (is("--min-effect")) {
+      r.min_effect = value("--min-effect");
     } else if (a == "--force") {
-      force = true;
+      r.force = true;
     } else if (a == "--compare") {
-      compare_mode = true;
+      r.compare = true;
     } else if (a == "--undecided") {
-      undecided_mode = true;
+      r.undecided = true;
     } else if (a == "--table") {
-      table_mode = true;
+      r.table = true;
     } else if (a == "--pairs") {
-      pairs_mode = true;
+      r.pairs = true;
     } else if (a == "--across") {
-      across = true;
-    } else if (a == "--fail-on-regression" || a.rfind("--fail-on-regression=", 0) == 0) {
-      fail_on = value("--fail-on-regression");
-      fail_on_given = true;
+      r.across = true;
+    } else if (is("--fail-on-regression")) {
+      r.fail_on = value("--fail-on-regression");
+      r.fail_on_given = true;
     } else if (a.rfind("--", 0) == 0) {
       fail("unknown option '" + a + "'");
     } else {
-      inputs.push_back(a);
+      r.inputs.push_back(a);
     }
   }
-  if (across && !pairs_mode) fail("--across goes with --pairs");
-  if (pairs_mode) {
-    if (compare_mode || undecided_mode || table_mode || !out.empty() || fail_on_given || !unstable_cv.empty() ||
-        !min_effect.empty() || force)
-      fail("--pairs takes result files only (and --across)");
-    if (inputs.empty()) fail("--pairs: no result files given");
-    if (across && inputs.size() != 2) fail("--pairs --across takes exactly two result files");
-    std::vector<ResultFile> files;
-    for (const std::string& path : inputs) files.push_back(load_result_file(path));
-    std::cout << pairs_json(across ? pairs_across(files[0], files[1]) : pairs_within(files)).dump() << "\n";
-    return 0;
-  }
-  if (table_mode) {
-    if (compare_mode || undecided_mode || !out.empty() || fail_on_given || !unstable_cv.empty() ||
-        !min_effect.empty() || force)
-      fail("--table takes result files only");
-    if (inputs.empty()) fail("--table: no result files given");
-    std::vector<ResultFile> files;
-    for (const std::string& path : inputs) files.push_back(load_result_file(path));
-    std::cout << latency_table_markdown(files);
-    return 0;
-  }
-  if (undecided_mode) {
-    if (compare_mode || !out.empty() || fail_on_given || !unstable_cv.empty() || !min_effect.empty() || force)
-      fail("--undecided takes result files only");
-    if (inputs.empty()) fail("--undecided: no result files given");
-    std::vector<ResultFile> files;
-    for (const std::string& path : inputs) files.push_back(load_result_file(path));
-    size_t undecided = 0;
-    const std::vector<std::string> cells = cells_for_next_rounds(std::move(files), &undecided);
-    std::cout << nlohmann::json{{"looks", kAnswerLooks},
-                                {"confidence", 1 - (1 - kRatioConfidence) / kAnswerLooks},
-                                {"undecided", undecided},
-                                {"cells", cells}}
-                     .dump()
-              << "\n";
-    return 0;
-  }
-  if (compare_mode) {
-    if (inputs.size() != 2) fail("--compare takes exactly two result files");
-    double threshold = -1;
-    if (fail_on_given) {
-      // A percentage a regression can exceed: above 0, at most kMaxRegressionPercent (an infinite or
-      // huge one could never fail, which is a check that does nothing).
-      char* end = nullptr;
-      threshold = fail_on.empty() ? std::nan("") : std::strtod(fail_on.c_str(), &end);
-      if (fail_on.empty() || *end != '\0' || !(threshold > 0 && threshold <= kMaxRegressionPercent))
-        fail("--fail-on-regression: '" + printable(fail_on) + "' is not a percentage above 0 and at most " +
-             std::to_string(static_cast<int>(kMaxRegressionPercent)));
-    }
-    if (!unstable_cv.empty()) fail("--unstable-cv goes with --out");
-    const double effect = min_effect.empty() ? kDefaultMinEffect : percentage("--min-effect", min_effect);
-    const ResultFile a = load_result_file(inputs[0]), b = load_result_file(inputs[1]);
-    const std::vector<Comparison> rows = compare(a, b, effect);
-    if (rows.empty()) fail("no benchmark is in both " + inputs[0] + " and " + inputs[1]);
-    // A file recorded on a busy machine makes every verdict suspect: say so on both channels.
-    std::vector<std::string> warnings;
-    for (const ResultFile* f : {&a, &b})
-      for (const std::string& line : busy_machine_evidence(*f))
-        warnings.push_back("recorded on a busy machine: " + line);
-    for (const std::string& w : warnings) std::cerr << "condbench-report: warning: " << w << "\n";
-    std::cout << comparison_markdown(rows, inputs[0], inputs[1], effect, warnings);
-    if (threshold < 0) return 0;
-    // The per-strategy verdicts are the headline and what counts; a strategy with too few benchmarks to
-    // take together counts by its benchmarks one by one.
-    std::vector<std::string> regressed;
-    for (const StrategyComparison& s : compare_strategies(rows, effect).strategies) {
-      const ChangeSummary& verdict = s.decisive();
-      if (verdict.verdict == Verdict::slower && 100 * verdict.median_change > threshold) {
-        regressed.push_back(s.strategy);
-      } else if (verdict.verdict == Verdict::too_few_benchmarks) {
-        for (const Comparison& c : rows) {
-          if (c.strategy == s.strategy && c.verdict == Verdict::slower && 100 * c.change > threshold)
-            regressed.push_back(c.name);
-        }
-      }
-    }
-    if (!regressed.empty()) {
-      std::string names;
-      for (const std::string& r : regressed) names += (names.empty() ? "" : ", ") + r;
-      std::cerr << "condbench-report: slower by more than " << fail_on << "% (SLOWER, docs/statistics.md): " << names
-                << "\n";
-      return 1;
-    }
-    return 0;
-  }
-  if (fail_on_given) fail("--fail-on-regression goes with --compare");
-  if (!min_effect.empty()) fail("--min-effect goes with --compare");
-  const double cv = unstable_cv.empty() ? kDefaultUnstableCv : percentage("--unstable-cv", unstable_cv);
-  if (out.empty()) fail("--out DIR is required (see --help)");
-  if (inputs.empty()) fail("no result files given");
+  if (r.across && !r.pairs) fail("--across goes with --pairs");
+  return r;
+}
+
+std::vector<ResultFile> load_inputs(const Args& args, const std::string& mode) {
+  if (args.inputs.empty()) fail(mode + ": no result files given");
   std::vector<ResultFile> files;
-  check_out(out, inputs, force);
-  for (const std::string& path : inputs) files.push_back(load_result_file(path));
-  write_atomically(files, out, cv);
+  for (const std::string& path : args.inputs) files.push_back(load_result_file(path));
+  return files;
+}
+
+// --pairs: the verdict rule's judgement of every two cells of a group, as JSON.
+int print_pairs(const Args& args) {
+  if (args.compare || args.undecided || args.table || args.report_options())
+    fail("--pairs takes result files only (and --across)");
+  if (args.inputs.empty()) fail("--pairs: no result files given");
+  if (args.across && args.inputs.size() != 2) fail("--pairs --across takes exactly two result files");
+  const std::vector<ResultFile> files = load_inputs(args, "--pairs");
+  std::cout << pairs_json(args.across ? pairs_across(files[0], files[1]) : pairs_within(files)).dump() << "\n";
   return 0;
+}
+
+// --table: the latency table in Markdown.
+int print_table(const Args& args) {
+  if (args.compare || args.undecided || args.report_options()) fail("--table takes result files only");
+  std::cout << latency_table_markdown(load_inputs(args, "--table"));
+  return 0;
+}
+
+// --undecided: the cells an answer budget's next rounds need, as JSON.
+int print_undecided(const Args& args) {
+  if (args.compare || args.report_options()) fail("--undecided takes result files only");
+  size_t undecided = 0;
+  const std::vector<std::string> cells = cells_for_next_rounds(load_inputs(args, "--undecided"), &undecided);
+  std::cout << nlohmann::json{{"looks", kAnswerLooks},
+                              {"confidence", 1 - (1 - kRatioConfidence) / kAnswerLooks},
+                              {"undecided", undecided},
+                              {"cells", cells}}
+                   .dump()
+            << "\n";
+  return 0;
+}
+
+// --compare A B: the A/B table; exit 1 when --fail-on-regression finds a strategy slower by more.
+int print_comparison(const Args& args) {
+  if (args.inputs.size() != 2) fail("--compare takes exactly two result files");
+  double threshold = -1;
+  if (args.fail_on_given) {
+    // A percentage a regression can exceed: above 0, at most kMaxRegressionPercent (an infinite or
+    // huge one could never fail, which is a check that does nothing).
+    char* end = nullptr;
+    threshold = args.fail_on.empty() ? std::nan("") : std::strtod(args.fail_on.c_str(), &end);
+    if (args.fail_on.empty() || *end != '\0' || !(threshold > 0 && threshold <= kMaxRegressionPercent))
+      fail("--fail-on-regression: '" + printable(args.fail_on) + "' is not a percentage above 0 and at most " +
+           std::to_string(static_cast<int>(kMaxRegressionPercent)));
+  }
+  if (!args.unstable_cv.empty()) fail("--unstable-cv goes with --out");
+  const double effect = args.min_effect.empty() ? kDefaultMinEffect : percentage("--min-effect", args.min_effect);
+  const ResultFile a = load_result_file(args.inputs[0]), b = load_result_file(args.inputs[1]);
+  const std::vector<Comparison> rows = compare(a, b, effect);
+  if (rows.empty()) fail("no benchmark is in both " + args.inputs[0] + " and " + args.inputs[1]);
+  // A file recorded on a busy machine makes every verdict suspect: say so on both channels.
+  std::vector<std::string> warnings;
+  for (const ResultFile* f : {&a, &b})
+    for (const std::string& line : busy_machine_evidence(*f)) warnings.push_back("recorded on a busy machine: " + line);
+  for (const std::string& w : warnings) std::cerr << "condbench-report: warning: " << w << "\n";
+  std::cout << comparison_markdown(rows, args.inputs[0], args.inputs[1], effect, warnings);
+  if (threshold < 0) return 0;
+  // The per-strategy verdicts are the headline and what counts; a strategy with too few benchmarks to
+  // take together counts by its benchmarks one by one.
+  std::vector<std::string> regressed;
+  for (const StrategyComparison& s : compare_strategies(rows, effect).strategies) {
+    const ChangeSummary& verdict = s.decisive();
+    if (verdict.verdict == Verdict::slower && 100 * verdict.median_change > threshold) {
+      regressed.push_back(s.strategy);
+    } else if (verdict.verdict == Verdict::too_few_benchmarks) {
+      for (const Comparison& c : rows)
+        if (c.strategy == s.strategy && c.verdict == Verdict::slower && 100 * c.change > threshold)
+          regressed.push_back(c.name);
+    }
+  }
+  if (regressed.empty()) return 0;
+  std::string names;
+  for (const std::string& r : regressed) names += (names.empty() ? "" : ", ") + r;
+  std::cerr << "condbench-report: slower by more than " << args.fail_on << "% (SLOWER, docs/statistics.md): " << names
+            << "\n";
+  return 1;
+}
+
+// --out DIR: the report, Markdown and HTML, written whole or not at all.
+int write_report_folder(const Args& args) {
+  if (args.fail_on_given) fail("--fail-on-regression goes with --compare");
+  if (!args.min_effect.empty()) fail("--min-effect goes with --compare");
+  const double cv = args.unstable_cv.empty() ? kDefaultUnstableCv : percentage("--unstable-cv", args.unstable_cv);
+  if (args.out.empty()) fail("--out DIR is required (see --help)");
+  if (args.inputs.empty()) fail("no result files given");
+  check_out(args.out, args.inputs, args.force);
+  std::vector<ResultFile> files;
+  for (const std::string& path : args.inputs) files.push_back(load_result_file(path));
+  write_atomically(files, args.out, cv);
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  const Args args = read_args(argc, argv);
+  if (args.help) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (args.pairs) return print_pairs(args);
+  if (args.table) return print_table(args);
+  if (args.undecided) return print_undecided(args);
+  if (args.compare) return print_comparison(args);
+  return write_report_folder(args);
 }
 
 }  // namespace
