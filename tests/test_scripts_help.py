@@ -6,7 +6,7 @@ import sys
 import unittest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-SCRIPTS = ["aa-check", "build", "device-check", "device-compile", "drift_allowance.py", "fuzz", "interval_widths.py",
+SCRIPTS = ["aa-check", "build", "device-check", "device-compile", "device-prepare", "drift_allowance.py", "fuzz", "interval_widths.py",
            "profile", "readme.py", "run", "run_history.py", "setup", "test", "tidy"]
 
 

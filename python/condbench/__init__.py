@@ -2,6 +2,7 @@
 it times (`early_exit`, `decoder`), the model-file protocol (`model_file`), the AOTInductor compile
 of the aoti engine's packages (`aoti`), the writer of benchmark names (`names`), the reader of
 result files (`results`, which the scripts and the device check use too), and the rules C++ owns,
-received as data (`rules`: the exit test, tolerances and tie margins). Run the tools as modules:
+received as data (`rules`: the exit test, tolerances and tie margins), and what the GPU check
+reads (`device_check`). Run the tools as modules:
 python -m condbench.peer, python -m condbench.model_file, python -m condbench.aoti,
 python -m condbench.results."""

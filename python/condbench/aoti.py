@@ -64,10 +64,11 @@ def config_key(config):
 
 
 def source_digest(config):
-    """What made a package: this file and the modules it exports."""
+    """What made a package: this file, the modules it exports and the rules they apply (rules.json,
+    C++'s: a changed exit test is another graph)."""
     digest = hashlib.sha256()
     made_by = ("decoder.py", "decoder_peer.py") if config.get("family") == DECODER else ("early_exit.py",)
-    for name in ("aoti.py",) + made_by:
+    for name in ("aoti.py", "rules.py", "rules.json") + made_by:
         with open(os.path.join(HERE, name), "rb") as f:
             digest.update(f.read())
     return digest.hexdigest()[:16]
