@@ -13,6 +13,7 @@ A filtered run (one that selects part of the suite: --strategy, --scenario, --de
 records which in its result's context, condbench_selection) does not replace a full run as latest:
 it is kept in results/runs/ and the script says so, unless --as-latest is given.
 """
+import fcntl
 import json
 import os
 import sys
@@ -100,13 +101,18 @@ def promote(results, stamp, as_latest, args):
     with open(f"{args_file}.tmp-{os.getpid()}", "w") as f:
         json.dump({"args": args, "filtered": filtered}, f)
     os.replace(f"{args_file}.tmp-{os.getpid()}", args_file)
-    previous = current_latest(results)
-    if filtered and not as_latest and previous and previous != stamp and not was_filtered(results, previous):
-        print(f"results/latest.* stay on the full run {previous}; this filtered run is "
-              f"{runs}/{stamp}.json (scripts/run --as-latest ... makes a filtered run latest)")
-        return 0
-    for name, pattern in LINKS.items():
-        point(results, name, pattern.format(stamp))
+    # The links switch as one set: two runs ending together take turns (an exclusive lock in the
+    # history), so latest.* never point at two runs. Each link is replaced atomically; a reader
+    # between two of them sees the set mid-switch for a moment, never a mixed set left behind.
+    with open(os.path.join(runs, ".latest.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        previous = current_latest(results)
+        if filtered and not as_latest and previous and previous != stamp and not was_filtered(results, previous):
+            print(f"results/latest.* stay on the full run {previous}; this filtered run is "
+                  f"{runs}/{stamp}.json (scripts/run --as-latest ... makes a filtered run latest)")
+            return 0
+        for name, pattern in LINKS.items():
+            point(results, name, pattern.format(stamp))
     print(f"results/latest.* -> {runs}/{stamp}" + (" (a filtered run)" if filtered else ""))
     return 0
 
