@@ -9,6 +9,7 @@ which is all a variant uses (and so does a model file: condbench.model_file's Ea
 [1, num_classes], exit id as a Python int or a 0-d tensor)."""
 import os
 import re
+from typing import Callable, NamedTuple
 
 import torch
 from torch import nn
@@ -331,66 +332,93 @@ def options_text(options):
     return ", ".join(f"{k}={v}" for k, v in options.items())
 
 
-# What each variant is, one line each: written into the result file's context as
-# "strategy:<device>/python/<name>", where condbench-report's glossary finds it.
-SUMMARIES = {
-    "py_eager_if": "a Python if on each exit's confidence: one .item() read back per exit test",
-    "py_cond": "nested torch.cond in eager mode: each level decided on the host",
-    "py_cond_compile": "the nested torch.cond under torch.compile",
-    "py_cond_compile_layout_off": "py_cond_compile with Inductor's layout_optimization=False: the workaround for "
-                                  "Inductor's torch.cond on convolutional models, run where py_cond_compile "
-                                  f"disagrees with the model file's module ({WORKAROUND_DOC})",
-    "py_cond_cudagraph": "the nested torch.cond captured in a CUDA graph (IF nodes, PyTorch >= 2.12)",
-    "py_masked": "every block and head for every row; each row's logits picked with torch.where",
-    "py_masked_compile": "py_masked under torch.compile",
-    "py_blocks_compile": "each block with its head and exit test compiled; a Python if between them",
-    "ort_if": "the nested torch.cond exported to ONNX (If nodes), run by ONNX Runtime on one thread",
+class Unavailable(Exception):
+    """A variant that cannot run here; its message says why (the peer writes it beside the results)."""
+
+
+class Variant(NamedTuple):
+    """One way a PyTorch user writes the conditional, declared once: its name is its key in VARIANTS."""
+    summary: str   # one line, written into the result file's context as "strategy:<device>/python/<name>",
+                   # where condbench-report's glossary finds it
+    make: Callable  # (model, device) -> (callable, host_syncs(exit_id), thresholds as a tensor?);
+                    # raises Unavailable with the reason where it cannot run
+    instead_of: str = ""  # a workaround: run only in that variant's place, where it disagrees with a
+                          # model file's module (peer.py)
+
+
+def _as_is(module, tensor_thresholds=True):
+    return module, module.host_syncs, tensor_thresholds
+
+
+def _ort_if(model, device):
+    try:
+        import onnxruntime
+    except ImportError:
+        raise Unavailable("onnxruntime is not installed (scripts/setup installs the pinned one)") from None
+    if device != "cpu":
+        raise Unavailable("the pinned onnxruntime package runs on the CPU only")
+    import tempfile
+    try:
+        with tempfile.TemporaryDirectory() as d:  # the session holds the model once loaded
+            ort_if = OrtIf(model, onnxruntime, os.path.join(d, "cond.onnx"))
+    except Exception as e:  # the exporter or ONNX Runtime refuses this model: say so, run the rest
+        first = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()[0]  # the exporter colours its text
+        raise Unavailable(f"ONNX export or load failed: {first[:200]}") from None
+    return _as_is(ort_if)
+
+
+def _cond_cudagraph(model, device):
+    if device != "cuda":
+        raise Unavailable("CUDA only")
+    if tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 12):
+        raise Unavailable(f"torch.cond under CUDA-graph capture needs PyTorch >= 2.12, this is {torch.__version__}")
+    return CondCudaGraph(NestedCond(model)), lambda exit_id: 0, True
+
+
+def _compiled(module, **options):
+    return torch.compile(module, **options), module.host_syncs, True
+
+
+# The peer's variants, in the order it runs them.
+VARIANTS = {
+    "py_eager_if": Variant("a Python if on each exit's confidence: one .item() read back per exit test",
+                           lambda m, d: _as_is(EagerIf(m), False)),
+    "py_cond": Variant("nested torch.cond in eager mode: each level decided on the host",
+                       lambda m, d: _as_is(NestedCond(m))),
+    "py_cond_compile": Variant("the nested torch.cond under torch.compile", lambda m, d: _compiled(NestedCond(m))),
+    "py_cond_compile_layout_off": Variant(
+        "py_cond_compile with Inductor's layout_optimization=False: the workaround for Inductor's torch.cond on "
+        f"convolutional models, run where py_cond_compile disagrees with the model file's module ({WORKAROUND_DOC})",
+        lambda m, d: _compiled(NestedCond(m), options=COND_LAYOUT_WORKAROUND), instead_of="py_cond_compile"),
+    "py_masked": Variant("every block and head for every row; each row's logits picked with torch.where",
+                         lambda m, d: _as_is(Masked(m))),
+    "py_masked_compile": Variant("py_masked under torch.compile", lambda m, d: _compiled(Masked(m))),
+    "py_blocks_compile": Variant("each block with its head and exit test compiled; a Python if between them",
+                                 lambda m, d: _as_is(BlocksCompile(m))),
+    "ort_if": Variant("the nested torch.cond exported to ONNX (If nodes), run by ONNX Runtime on one thread", _ort_if),
+    "py_cond_cudagraph": Variant("the nested torch.cond captured in a CUDA graph (IF nodes, PyTorch >= 2.12)",
+                                 _cond_cudagraph),
 }
+SUMMARIES = {name: v.summary for name, v in VARIANTS.items()}
 
 
-def workarounds(model):
+def workarounds(model, device):
     """{variant: (its workaround's name, callable, host_syncs, thresholds as tensor?)}: what the peer runs
     in a variant's place where the variant as written disagrees with a model file's module."""
-    cond = NestedCond(model)
-    return {"py_cond_compile": ("py_cond_compile_layout_off", torch.compile(cond, options=COND_LAYOUT_WORKAROUND),
-                                cond.host_syncs, True)}
+    return {v.instead_of: (name, *v.make(model, device)) for name, v in VARIANTS.items() if v.instead_of}
 
 
 def variants(model, device):
     """(name, callable, host_syncs(exit_id), thresholds as tensor?) for every variant that runs here;
     and (name, reason) for those that cannot."""
     runnable, skipped = [], []
-    runnable.append(("py_eager_if", EagerIf(model), EagerIf(model).host_syncs, False))
-    cond, masked = NestedCond(model), Masked(model)
-    runnable.append(("py_cond", cond, cond.host_syncs, True))
-    runnable.append(("py_cond_compile", torch.compile(cond), cond.host_syncs, True))
-    runnable.append(("py_masked", masked, masked.host_syncs, True))
-    runnable.append(("py_masked_compile", torch.compile(masked), masked.host_syncs, True))
-    blocks = BlocksCompile(model)
-    runnable.append(("py_blocks_compile", blocks, blocks.host_syncs, True))
-    try:
-        import onnxruntime
-    except ImportError:
-        onnxruntime = None
-    if onnxruntime is None:
-        skipped.append(("ort_if", "onnxruntime is not installed (scripts/setup installs the pinned one)"))
-    elif device != "cpu":
-        skipped.append(("ort_if", "the pinned onnxruntime package runs on the CPU only"))
-    else:
-        import tempfile
+    for name, variant in VARIANTS.items():
+        if variant.instead_of:
+            continue
         try:
-            with tempfile.TemporaryDirectory() as d:  # the session holds the model once loaded
-                ort_if = OrtIf(model, onnxruntime, os.path.join(d, "cond.onnx"))
-            runnable.append(("ort_if", ort_if, ort_if.host_syncs, True))
-        except Exception as e:  # the exporter or ONNX Runtime refuses this model: say so, run the rest
-            first = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()[0]  # the exporter colours its text
-            skipped.append(("ort_if", f"ONNX export or load failed: {first[:200]}"))
-    if device != "cuda":
-        skipped.append(("py_cond_cudagraph", "CUDA only"))
-    elif tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 12):
-        skipped.append(("py_cond_cudagraph", f"torch.cond under CUDA-graph capture needs PyTorch >= 2.12, this is {torch.__version__}"))
-    else:
-        runnable.append(("py_cond_cudagraph", CondCudaGraph(cond), lambda exit_id: 0, True))
+            runnable.append((name, *variant.make(model, device)))
+        except Unavailable as why:
+            skipped.append((name, str(why)))
     return runnable, skipped
 
 

@@ -243,7 +243,7 @@ def main():
         pool_all = torch.load(os.path.join(directory, "pool.pt")).to(args.device)
         pool = [pool_all[i:i + 1] for i in range(pool_all.shape[0])]
         runnable, skipped = variants(model, args.device)
-        fallbacks = workarounds(model) if "model_file" in meta else {}
+        fallbacks = workarounds(model, args.device) if "model_file" in meta else {}
         reference = torch.load(os.path.join(meta["model_file"], "reference.pt")) if "model_file" in meta else None
         runnable += [(name + "_twin", *rest) for name, *rest in runnable if name in twins]
         notes += [f"{name}: skipped ({why})" for name, why in skipped if not wanted_variants or name in wanted_variants]
