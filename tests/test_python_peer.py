@@ -21,7 +21,8 @@ PEER = [sys.executable, "-m", "condbench.peer"]
 
 try:
     import torch
-    from condbench.early_exit import EarlyExitMLP, ExportableCond, NestedCond, load_model, should_exit, variants
+    from condbench.families import EarlyExitMLP, load_model
+    from condbench.variants import ExportableCond, NestedCond, should_exit, variants
 except ImportError as e:  # the peer needs the torch scripts/setup installs
     torch = None
     IMPORT_ERROR = str(e)

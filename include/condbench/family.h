@@ -7,7 +7,7 @@
 //
 // A family is one file, src/families/<name>.cpp, that defines a ModelFamily and registers it in one
 // line, CONDBENCH_REGISTER_FAMILY(Type), as a strategy does (its Python twin, for the peer and the
-// AOTInductor packages, is a class in python/condbench/early_exit.py). This header is torch-free: the
+// AOTInductor packages, is a class in python/condbench/families.py). This header is torch-free: the
 // native engine and the CUDA kernels read a ModelConfig without LibTorch; only layers() needs it,
 // and only its definitions include it.
 #include <cstdint>

@@ -1,5 +1,6 @@
 """condbench's Python half (docs/design.md): the PyTorch peer (`peer`, `decoder_peer`), the modules
-it times (`early_exit`, `decoder`), the model-file protocol (`model_file`), the AOTInductor compile
+it times (`families`, the built-in families' twins; `variants`, the ways a user writes the
+conditional; `decoder`), the model-file protocol (`model_file`), the AOTInductor compile
 of the aoti engine's packages (`aoti`), the writer of benchmark names (`names`), the reader of
 result files (`results`, which the scripts and the device check use too), and the rules C++ owns,
 received as data (`rules`: the exit test, tolerances and tie margins), and what the GPU check

@@ -67,7 +67,7 @@ def source_digest(config):
     """What made a package: this file, the modules it exports and the rules they apply (rules.json,
     C++'s: a changed exit test is another graph)."""
     digest = hashlib.sha256()
-    made_by = ("decoder.py", "decoder_peer.py") if config.get("family") == DECODER else ("early_exit.py",)
+    made_by = ("decoder.py", "decoder_peer.py") if config.get("family") == DECODER else ("families.py", "variants.py")
     for name in ("aoti.py", "rules.py", "rules.json") + made_by:
         with open(os.path.join(HERE, name), "rb") as f:
             digest.update(f.read())
@@ -95,7 +95,7 @@ def parse_config(text):
         if config["d_model"] % config["heads"] or config["exit_every"] >= config["layers"]:
             fail(f"--config {text!r}: heads must divide d_model, and exit_every be below layers")
         return config
-    from .early_exit import build_model
+    from .families import build_model
     try:
         build_model(config)  # the family's own checks: its sizes' names, heads dividing d_model, ...
     except (TypeError, ValueError, AssertionError) as e:
@@ -133,7 +133,8 @@ def export(torch, module_name, config, device):
         torch.manual_seed(0)  # placeholders, as below
         step = decoder_peer.DecodeStep.of(config, module_name, device)
         return torch.export.export(step, step.example_inputs())
-    from .early_exit import DeployedCond, DeployedMasked, build_model
+    from .families import build_model
+    from .variants import DeployedCond, DeployedMasked
     torch.manual_seed(0)  # the weights are placeholders: condbench loads the model's own
     model = build_model(config)
     for p in model.parameters():

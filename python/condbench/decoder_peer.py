@@ -28,7 +28,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import decoder, early_exit
+from . import decoder, variants
 from .rules import exit_fires, max_softmax
 
 
@@ -176,7 +176,7 @@ class FixedStep:
 
     def __init__(self, body, compiled):
         self.body, self.compiled = body, compiled
-        early_exit.allow_recompiles()
+        variants.allow_recompiles()
         self.fn, self.tables = None, {}
 
     def __call__(self, model, token, position, cache, thresholds, heads, places):

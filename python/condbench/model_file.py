@@ -280,7 +280,7 @@ class ModelFile:
 
 
 def early_exit_view(model_file, classes):
-    """The module as condbench's Python side sees a built-in family (condbench.early_exit):
+    """The module as condbench's Python side sees a built-in family (condbench.families):
     blocks, block(k, h), head(k), final, confidence(logits), num_classes, row_shape. The peer's
     variants and the whole-model packages (DeployedCond, DeployedMasked) run it unchanged."""
     from torch import nn
@@ -416,13 +416,13 @@ def reference(model_file, view):
 
 
 def whole_model_programs(model_file, view, batch):
-    """The aoti engine's whole-model modules of condbench.early_exit on this model, exported:
+    """The aoti engine's whole-model modules of condbench.variants on this model, exported:
     {"cond": (program or the reason it cannot be, check), "masked": ...}. cond, the nested torch.cond
     generated from the stages, takes one row; masked any. check(run) compares a compiled program's
     (exit id, logits) with the module's on example rows and thresholds that send them to every exit."""
     import torch
 
-    from .early_exit import DeployedCond, DeployedMasked, masked_forward
+    from .variants import DeployedCond, DeployedMasked, masked_forward
     from .rules import MODEL_FILE_PART_CHECK as tolerance
 
     for p in view.parameters():
@@ -481,7 +481,7 @@ def compile_whole_model(module, program, check, path):
     "default": why the default compile was refused}, which condbench puts beside its timings."""
     import torch
 
-    from .early_exit import COND_LAYOUT_WORKAROUND, options_text
+    from .variants import COND_LAYOUT_WORKAROUND, options_text
 
     if check is None:
         return {"unavailable": program}

@@ -31,7 +31,8 @@ import time
 import torch
 
 from . import decoder_peer, names, results
-from .early_exit import SUMMARIES, WORKAROUND_DOC, load_model, variants, workarounds
+from .families import load_model
+from .variants import SUMMARIES, WORKAROUND_DOC, variants, workarounds
 from .rules import exit_fires
 
 SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)

@@ -1,0 +1,95 @@
+"""The early-exit models of docs/design.md §1 in PyTorch, the Python twins of condbench's built-in
+families (src/families/): the MLP and the transformer encoder.
+
+Parameter names are those of docs/design.md §1 (mlp: backbone.{i}, exit{k}, final; transformer:
+layers.{i} of nn.TransformerEncoderLayer, exit{k}.norm|proj, final.norm|proj), so condbench's
+exported state_dict loads unchanged. Both offer blocks, block(k, h), head(k) and confidence(logits),
+which is all a variant (condbench.variants) uses — and so does a model file, through
+condbench.model_file's EarlyExitView."""
+import torch
+from torch import nn
+
+from .rules import max_softmax
+
+
+class EarlyExitMLP(nn.Module):
+    """The question's MLP: block k = relu(backbone.k(h)), a Linear exit head after each."""
+
+    def __init__(self, in_features=32, hidden=64, num_classes=10, blocks=3):
+        super().__init__()
+        self.blocks = blocks
+        self.backbone = nn.ModuleList(
+            [nn.Linear(in_features if i == 0 else hidden, hidden) for i in range(blocks)])
+        for k in range(1, blocks + 1):
+            setattr(self, f"exit{k}", nn.Linear(hidden, num_classes))
+        self.final = nn.Linear(hidden, num_classes)
+        self.num_classes, self.row_shape = num_classes, (in_features,)
+
+    def block(self, k, h):
+        return torch.relu(self.backbone[k](h))
+
+    def head(self, k):
+        """Exit head k+1 for k < blocks, else the final head."""
+        return getattr(self, f"exit{k + 1}") if k < self.blocks else self.final
+
+    def confidence(self, logits):
+        return max_softmax(logits)
+
+
+class EncoderHead(nn.Module):
+    """A transformer exit head: LayerNorm then a Linear, on token 0 of each row."""
+
+    def __init__(self, d_model, num_classes):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.proj = nn.Linear(d_model, num_classes)
+
+    def forward(self, h):
+        return self.proj(self.norm(h[:, 0, :]))
+
+
+class EarlyExitEncoder(nn.Module):
+    """The transformer family: nn.TransformerEncoderLayer(d_model, heads, ffn, dropout=0,
+    activation="gelu", batch_first=True, norm_first=True) per layer, an exit head after each.
+    Input [rows, seq, d_model]."""
+
+    def __init__(self, d_model=256, heads=4, ffn=1024, seq=32, num_classes=10, blocks=6):
+        super().__init__()
+        self.blocks = blocks
+        self.layers = nn.ModuleList([
+            nn.TransformerEncoderLayer(d_model, heads, ffn, dropout=0.0, activation="gelu", batch_first=True,
+                                       norm_first=True) for _ in range(blocks)])
+        for k in range(1, blocks + 1):
+            setattr(self, f"exit{k}", EncoderHead(d_model, num_classes))
+        self.final = EncoderHead(d_model, num_classes)
+        self.num_classes, self.row_shape = num_classes, (seq, d_model)
+
+    def block(self, k, h):
+        return self.layers[k](h)
+
+    def head(self, k):
+        """Exit head k+1 for k < blocks, else the final head."""
+        return getattr(self, f"exit{k + 1}") if k < self.blocks else self.final
+
+    def confidence(self, logits):
+        return max_softmax(logits)
+
+
+# The model families condbench knows, by the name condbench's descriptors give them
+# (src/families/): each class takes the family's sizes, num_classes and blocks as keywords.
+FAMILIES = {"mlp": EarlyExitMLP, "transformer": EarlyExitEncoder}
+
+
+def build_model(config):
+    """The model a workload's config describes (condbench --export-workload's "config": its family,
+    then every size by its axis name)."""
+    family = FAMILIES.get(config.get("family", "mlp"))  # packages made before families said nothing
+    if family is None:
+        raise ValueError(f"unknown model family {config.get('family')!r} ({', '.join(FAMILIES)})")
+    return family(**{k: v for k, v in config.items() if k != "family"})
+
+
+def load_model(weights_path, config, device):
+    model = build_model(config)
+    model.load_state_dict(torch.load(weights_path, map_location="cpu"), strict=True)
+    return model.to(device).eval()
