@@ -35,21 +35,14 @@ int run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) return print_help(argv[0]);
   const std::string twins = condbench::register_test_twins();  // before --strategy is read: it may name one
-  const condbench::RunnerOptions options = condbench::parse_runner_options(argc, argv);
   condbench::BenchmarkOut out(argc, argv);
+  const condbench::RunnerOptions options = condbench::parse_runner_options(argc, argv, out.target());
   // Google Benchmark's flags before anything else happens (the trace library, once attached, writes
   // its file at exit): a bad value is one line and exit code 2.
   const condbench::BenchmarkFlags flags = condbench::read_benchmark_flags(argc, argv, options.in_order);
   // Every output checked before anything runs (output_file.h): none may destroy what it did not make.
-  std::vector<condbench::OutputPath> outputs;
-  if (out.target()) outputs.push_back({"--benchmark_out", *out.target()});
-  if (!options.checkpoint_out.empty()) outputs.push_back({"--checkpoint-out", options.checkpoint_out});
-  if (!options.trace_out.empty()) outputs.push_back({"--trace", options.trace_out});
-  if (!options.export_dir.empty()) outputs.push_back({"--export-workload", options.export_dir, true});
-  condbench::check_outputs(outputs, {{"--weights", options.weights},
-                                     {"--model-file", options.model_file_given},
-                                     {"--model-weights", options.model_file_weights},
-                                     {"--model-file (its compiled folder)", options.model_file_folder, true}});
+  // parse_runner_options checked them before a model file's compile; now the compiled folder too.
+  condbench::check_outputs(condbench::runner_outputs(options, out.target()), condbench::runner_inputs(options));
   if (options.list) {
     condbench::print_strategies(options, std::cout);
     return 0;

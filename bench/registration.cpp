@@ -203,7 +203,23 @@ std::vector<ModelSelection> select_models(const std::map<std::string, std::strin
 
 }  // namespace
 
-RunnerOptions parse_runner_options(int& argc, char** argv) {
+std::vector<OutputPath> runner_outputs(const RunnerOptions& options, const std::optional<std::string>& benchmark_out) {
+  std::vector<OutputPath> outputs;
+  if (benchmark_out) outputs.push_back({"--benchmark_out", *benchmark_out});
+  if (!options.checkpoint_out.empty()) outputs.push_back({"--checkpoint-out", options.checkpoint_out});
+  if (!options.trace_out.empty()) outputs.push_back({"--trace", options.trace_out});
+  if (!options.export_dir.empty()) outputs.push_back({"--export-workload", options.export_dir, true});
+  return outputs;
+}
+
+std::vector<InputPath> runner_inputs(const RunnerOptions& options) {
+  return {{"--weights", options.weights},
+          {"--model-file", options.model_file_given},
+          {"--model-weights", options.model_file_weights},
+          {"--model-file (its compiled folder)", options.model_file_folder, true}};
+}
+
+RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<std::string>& benchmark_out) {
   const auto flags = cli::take_flags(argc, argv, flag_names(false), flag_names(true));
   auto given = [&](const std::string& name) { return flags.count(name) > 0; };
   RunnerOptions options;
@@ -248,6 +264,12 @@ RunnerOptions parse_runner_options(int& argc, char** argv) {
     options.threads = static_cast<int>(cli::parse_int("--threads", flags.at("--threads"), 1, 1024));
   // A model file: its depth and classes are its module's. Alone it runs alone; with --model, a
   // size flag or --weights, beside what they select.
+  // Every output checked against the inputs named so far before a model file is compiled: compiling
+  // runs the user's code, and takes minutes; the compiled folder is checked again once known (main).
+  if (given("--weights")) options.weights = flags.at("--weights");
+  if (given("--model-file")) options.model_file_given = flags.at("--model-file");
+  if (given("--model-weights")) options.model_file_weights = flags.at("--model-weights");
+  check_outputs(runner_outputs(options, benchmark_out), runner_inputs(options));
   std::optional<ModelSelection> model_file;
   bool model_file_alone = false;
   if (const std::optional<ModelFileFlags> read = read_model_file_flags(

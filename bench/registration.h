@@ -1,11 +1,13 @@
 #pragma once
 // The project flags of condbench (docs/design.md §4) and the benchmarks they register with Google Benchmark.
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "benchmark_case.h"
+#include "condbench/output_file.h"
 #include "decoder_case.h"
 #include "runner_options.h"
 
@@ -15,7 +17,15 @@ namespace condbench {
 void print_flags(std::ostream& out);
 
 // Takes condbench's own flags out of argv (Google Benchmark parses the rest) and validates them.
-RunnerOptions parse_runner_options(int& argc, char** argv);
+// `benchmark_out`: --benchmark_out's file (BenchmarkOut takes it first), checked with the other outputs
+// against the inputs before a model file is compiled (its user's code runs then).
+RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<std::string>& benchmark_out = {});
+
+// The files the options write (with --benchmark_out's), and the files no output may overwrite or lie
+// inside (--weights, --model-file as given, --model-weights, and the compiled folder once known), for
+// check_outputs (condbench/output_file.h).
+std::vector<OutputPath> runner_outputs(const RunnerOptions& options, const std::optional<std::string>& benchmark_out);
+std::vector<InputPath> runner_inputs(const RunnerOptions& options);
 
 // A run (not a listing) on a device this machine lacks is a flag error: one line, exit code 2,
 // rather than every benchmark of that device skipped.

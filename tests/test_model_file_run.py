@@ -334,6 +334,21 @@ class ModelFileRun(unittest.TestCase):
         self.assertEqual(open(reference, "rb").read(), before)
         self.assertFalse(os.path.exists(os.path.join(self.fresh, "new.json")))
         self.assertIn("def model()", open(self.fresh_path).read())
+        # checked before the compile, which would run the user's code (here: leave a mark) for minutes
+        marked, mark = os.path.join(self.dir.name, "marked.py"), os.path.join(self.dir.name, "ran")
+        with open(marked, "w") as f:
+            f.write(f"open({mark!r}, 'w').close()\n")
+        with open(os.path.join(self.dir.name, "w.pt"), "wb") as f:
+            f.write(b"weights")
+        for flags in ([f"--model-file={marked}", f"--benchmark_out={marked}"],
+                      [f"--model-file={marked}", f"--model-weights={self.dir.name}/w.pt",
+                       f"--checkpoint-out={self.dir.name}/w.pt"]):
+            with self.subTest(flags=flags):
+                result = run(CONDBENCH, "--device=cpu", *flags, env=cache)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn("an output never overwrites an input", result.stderr)
+                self.assertFalse(os.path.exists(mark), "the model file ran before its outputs were checked")
+        self.assertEqual(open(os.path.join(self.dir.name, "w.pt"), "rb").read(), b"weights")
 
     def test_a_whole_model_module_that_could_not_be_made_is_skipped_with_the_reason(self):
         def no_cond(folder, m):
