@@ -159,6 +159,22 @@ void end_group(pid_t pid, int& status) {
   }
 }
 
+// Whether `pid` has exited, without reaping it: while it is unreaped its process group keeps its id.
+bool exited(pid_t pid) {
+  siginfo_t info{};
+  return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
+// After the group's leader exited (still unreaped): what the user's code started and left running
+// (a server, a detached child) is ended with it. Returns true.
+bool ended_with_its_group(pid_t pid) {
+  siginfo_t info{};
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  kill(-pid, SIGKILL);
+  return true;
+}
+
 // Runs `argv` (no shell) with the environment `env` in a process group of its own to its end, or to `timeout_s`, its
 // stdout and stderr read as they come; every 30 s says on stderr how long `what` has taken.
 Ran run(const std::vector<std::string>& argv, const std::vector<std::string>& env, int timeout_s,
@@ -196,9 +212,12 @@ Ran run(const std::vector<std::string>& argv, const std::vector<std::string>& en
   std::array<std::string*, 2> into{&ran.out, &ran.err};
   std::array<char, 4096> buffer{};
   const auto started = std::chrono::steady_clock::now();
-  int said = 0;  // progress lines so far
+  int said = 0;        // progress lines so far
+  bool ended = false;  // the compile exited, and what it left running was ended with it
   for (int open = 2; open > 0;) {
     const int ready = poll(fds.data(), fds.size(), 1000);
+    // Ended while something it started still holds the pipes: that goes now, and they close.
+    if (!ended && exited(pid)) ended = ended_with_its_group(pid);
     const int poll_error = ready < 0 ? errno : 0;  // before anything below can change errno
     if (arrived != 0) {                            // the user stopped condbench: the compile goes with it
       end_group(pid, ran.status);
@@ -232,6 +251,7 @@ Ran run(const std::vector<std::string>& argv, const std::vector<std::string>& en
       }
     }
   }
+  if (!ended) ended_with_its_group(pid);
   while (waitpid(pid, &ran.status, 0) < 0 && errno == EINTR) {
   }
   return ran;
@@ -276,7 +296,9 @@ std::string model_file_folder(const std::string& given, const std::string& weigh
                                    "--max-row-values",
                                    std::to_string(max_row_values),
                                    "--max-stages",
-                                   std::to_string(kModelFileMaxStages)};
+                                   std::to_string(kModelFileMaxStages),
+                                   "--max-classes",
+                                   std::to_string(kModelFileMaxClasses)};
   if (!weights.empty()) argv.insert(argv.end(), {"--weights", weights});
   // A compile takes minutes the first time: said at once on a terminal, and every 30 s on any
   // stderr (a cached folder, or a file model_file.py refuses, comes back before the first of those,

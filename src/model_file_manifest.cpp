@@ -113,7 +113,7 @@ ModelFileManifest parse_manifest(std::string_view text, const std::string& folde
   if (manifest.digest.size() != 16 || manifest.digest.find_first_not_of("0123456789abcdef") != std::string::npos)
     m.bad("digest", "not 16 hexadecimal digits");
   const int stages = static_cast<int>(m.integer(json, "stages", 1, kModelFileMaxStages));
-  manifest.classes = static_cast<int>(m.integer(json, "classes", 1, 1 << 16));
+  manifest.classes = static_cast<int>(m.integer(json, "classes", 1, kModelFileMaxClasses));
   const std::vector<int64_t> logits_row{manifest.classes};
 
   const nlohmann::json& parts = m.field(json, "parts", "");

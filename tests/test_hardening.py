@@ -472,6 +472,21 @@ class ModelFileCompile(Case):
                 self.assertEqual(child.returncode, -sig)  # it died of the signal, as without a compile
                 self.assertEqual(self.wait_gone(marker), [])
 
+    def test_what_the_users_code_left_running_ends_with_its_compile(self):
+        # The file starts a child (which holds the compile's stdout and stderr) and then fails: the
+        # refusal comes back at once, not at the limit, and the child is gone with it.
+        marker = "condbench-left-" + os.path.basename(self.dir)
+        path = os.path.join(self.dir, marker + ".py")
+        with open(path, "w") as f:
+            f.write("import subprocess, sys\n"
+                    f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', '{marker}'])\n"
+                    "raise SystemExit(3)\n")
+        started = time.monotonic()
+        result = run(CONDBENCH, f"--model-file={path}", "--device=cpu", "--compile-timeout=120")
+        self.assertLess(time.monotonic() - started, 60)
+        self.assert_bad_input(result, "does not load (SystemExit: 3)")
+        self.assertEqual(self.wait_gone(marker, seconds=5), [])
+
     def test_the_limit_is_whole_seconds_and_only_with_a_model_file(self):
         for given in ("0", "-1", "1.5", "x", "86401"):
             with self.subTest(given=given):

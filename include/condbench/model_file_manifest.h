@@ -17,6 +17,7 @@ namespace condbench {
 // condbench-infer (model_file_folder), so it refuses a model before compiling it, not after.
 constexpr int64_t kModelFileMaxRowValues = 1 << 22;
 constexpr int kModelFileMaxStages = 256;
+constexpr int kModelFileMaxClasses = 1 << 16;  // a head's logits per row
 // The layout a manifest must say it has (FORMAT in python/condbench/model_file.py).
 constexpr int kModelFileFormat = 5;
 

@@ -45,6 +45,7 @@ import logging
 import os
 import runpy
 import shutil
+import signal
 import sys
 import time
 
@@ -224,8 +225,12 @@ class ModelFile:
         yield "final", self.module.final
 
     def trace(self, batch):
-        """Every part on example_input(batch), its output checked: [(name, module, input, output)]."""
+        """Every part on example_input(batch), its output checked: [(name, module, input, output)].
+        Each part runs twice: a forward that gives other values for the same input (randomness, a
+        layer left in training mode) is named here, not later as a compile that disagrees with it."""
         import torch
+
+        from .rules import MODEL_FILE_PART_CHECK as tolerance
 
         traced, h, classes = [], self.input(batch), None
         last_stage = None  # the stage whose output h is
@@ -237,6 +242,17 @@ class ModelFile:
                 if not isinstance(out, torch.Tensor) or out.dim() < 1 or out.shape[0] != batch:
                     raise ProtocolError(f"{self.path}: {name}: returned {shape_text(out)} for {batch} rows; "
                                         "it must keep the rows in dimension 0")
+                if out.is_floating_point() and not torch.isfinite(out).all():
+                    raise ProtocolError(f"{self.path}: {name}: returned NaN or infinite values on {source} "
+                                        f"(example_input({batch})); every part must give finite values")
+                again = self.call(f"{name} on {source} {shape_text(h)}, again", part, h)
+                same = isinstance(again, torch.Tensor) and again.shape == out.shape and again.dtype == out.dtype and (
+                    torch.allclose(again, out, rtol=tolerance["relative_tolerance"], atol=tolerance["absolute_tolerance"])
+                    if out.is_floating_point() else torch.equal(again, out))
+                if not same:
+                    raise ProtocolError(f"{self.path}: {name}: gave other values for the same input on a second call: "
+                                        "its forward is not deterministic (randomness, or a layer in training mode), "
+                                        "so nothing compiled from it can be checked against it")
                 if not is_stage:
                     if out.dim() != 2:
                         raise ProtocolError(f"{self.path}: {name}: returned {shape_text(out)}, not logits "
@@ -352,7 +368,7 @@ def manifest(model_file, weights, batch, programs=None):
             "confidence": "confidence()" if model_file.custom_confidence else "max softmax", "parts": parts}
 
 
-def within_limits(model_file, batch, max_row_values, max_stages):
+def within_limits(model_file, batch, max_row_values, max_stages, max_classes=None):
     """Refuses a model condbench could not read or run (the limits are condbench's, given as flags),
     before anything is exported or compiled."""
     import math
@@ -361,9 +377,14 @@ def within_limits(model_file, batch, max_row_values, max_stages):
     if max_stages is not None and stages > max_stages:
         raise ProtocolError(f"{model_file.path}: model().stages: {stages} stages, more than the {max_stages} "
                             "condbench reads")
+    if max_row_values is None and max_classes is None:
+        return
+    traced, classes = model_file.trace(batch)
+    if max_classes is not None and classes > max_classes:
+        raise ProtocolError(f"{model_file.path}: the heads give {classes} classes, more than the {max_classes} "
+                            "condbench reads")
     if max_row_values is None:
         return
-    traced, _ = model_file.trace(batch)
     for name, _, x, out in traced:
         for what, t in (("input", x), ("output", out)):
             values = math.prod(t.shape[1:])
@@ -664,6 +685,22 @@ def compiled_folder(path, weights, device, cache):
     return folder
 
 
+def remove_abandoned(models):
+    """Removes the half-built folders (NAME.tmp-PID) of compiles whose process is gone: killed before
+    its own cleanup could run. A folder of a compile still running is left to it."""
+    for name in os.listdir(models):
+        base, _, pid = name.rpartition(".tmp-")
+        if not base or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # alive (or another user's process): not ours to remove
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(models, name), ignore_errors=True)
+        except (PermissionError, OverflowError, OSError):
+            continue
+
+
 def compile_parts(model_file, weights, batch, cache, jobs=1):
     """Each part compiled with AOTInductor for the model file's device into <cache>/models/<digest>-<device>/, with
     manifest.json beside the packages: built in a temporary folder, every package loaded back and
@@ -692,6 +729,7 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
     view = early_exit_view(model_file, m["classes"])
     whole = whole_model_programs(model_file, view, batch)
     os.makedirs(os.path.dirname(final), exist_ok=True)
+    remove_abandoned(os.path.dirname(final))
     temp = f"{final}.tmp-{os.getpid()}"
     shutil.rmtree(temp, ignore_errors=True)
     os.makedirs(temp)
@@ -782,6 +820,12 @@ def load_compiled(folder):
     return model_file, early_exit_view(model_file, classes)
 
 
+def _stopped(signum, frame):
+    """SIGTERM or SIGHUP (condbench ending the compile, at its limit or stopped itself): exit through
+    the finally blocks, so the half-built folder goes."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog="python -m condbench.model_file", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -797,10 +841,13 @@ def main(argv):
     parser.add_argument("--max-row-values", type=int, metavar="N",
                         help="refuse a part whose input or output row holds more than N values")
     parser.add_argument("--max-stages", type=int, metavar="N", help="refuse a model of more than N stages")
+    parser.add_argument("--max-classes", type=int, metavar="N", help="refuse heads of more than N classes")
     parser.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8),
                         help="compile: packages compiled at once, each in a process of its own (default: the "
                              "cores, at most 8; 1: one after another, in this process)")
     args = parser.parse_args(argv)
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, _stopped)
     if not 1 <= args.jobs <= 64:
         print(f"model_file: --jobs {args.jobs}: not in 1..64", file=sys.stderr)
         return 2
@@ -818,7 +865,7 @@ def main(argv):
                 print(folder)
                 return 0
         model_file = ModelFile(args.file, args.weights, args.device)
-        within_limits(model_file, args.batch, args.max_row_values, args.max_stages)
+        within_limits(model_file, args.batch, args.max_row_values, args.max_stages, args.max_classes)
         if args.command == "check":
             print(json.dumps(manifest(model_file, args.weights, args.batch), indent=1))
         else:

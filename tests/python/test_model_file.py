@@ -7,10 +7,12 @@ import contextlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -154,6 +156,14 @@ class ModelFile(unittest.TestCase):
 class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
                      "nn.ModuleList([nn.Linear(4, 8), Branchy()])"),
              "stages[1]: torch.export cannot trace it ("),
+            ("nan.py", GOOD.replace("self.final = nn.Linear(8, 3)", "self.final = nn.Sequential(nn.Linear(8, 3), nn.Softplus(), nn.Tanh(), nn.Identity())").replace(
+                "def model():", "class NaN(nn.Module):\n    def forward(self, h):\n        return h * float('nan')\n\ndef model():").replace(
+                "nn.Tanh(), nn.Identity())", "nn.Tanh(), NaN())"),
+             "final: returned NaN or infinite values on the output of stages[1] (example_input(2)); every part must give "
+             "finite values"),
+            ("random.py", GOOD.replace("self.final = nn.Linear(8, 3)", "self.final = Noisy()").replace(
+                "class M(", "class Noisy(nn.Module):\n    def forward(self, h):\n        return h[:, :3] + torch.rand(h.shape[0], 3)\n\nclass M("),
+             "final: gave other values for the same input on a second call: its forward is not deterministic"),
             ("score.py", GOOD.replace("        self.final = nn.Linear(8, 3)\n", """        self.final = nn.Linear(8, 3)
 
     def confidence(self, logits):
@@ -348,14 +358,34 @@ def example_input(batch):
         path = self.write("good.py", GOOD)  # 2 stages; rows of 4, 8 and 3 values
         for flags, message in [(["--max-stages", "1"], "model().stages: 2 stages, more than the 1 condbench reads"),
                                (["--max-row-values", "6"], "stages[0]: its output row holds 8 values, more than "
-                                                           "the 6 condbench can run (a smaller input or a narrower part)")]:
+                                                           "the 6 condbench can run (a smaller input or a narrower part)"),
+                               (["--max-classes", "2"], "the heads give 3 classes, more than the 2 condbench reads")]:
             for command in ("check", "compile"):
                 with self.subTest(flags=flags, command=command):
                     result = check_command(command, path, *flags, "--cache", os.path.join(self.dir.name, "cache"))
                     self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
                     self.assertEqual(result.stderr, f"model_file: {path}: {message}\n")
                     self.assertFalse(os.path.exists(os.path.join(self.dir.name, "cache", "models")))
-        self.assertEqual(check(path, "--max-stages", "2", "--max-row-values", "8").returncode, 0)
+        self.assertEqual(check(path, "--max-stages", "2", "--max-row-values", "8", "--max-classes", "3").returncode, 0)
+
+    def test_a_stopped_compile_cleans_up_and_a_killed_ones_folder_goes_next_time(self):
+        from condbench import model_file
+        # SIGTERM (condbench at --compile-timeout, or stopped) exits through the finally blocks that
+        # remove a half-built folder: exit status 128 + 15, not death by the signal
+        path = self.write("sleepy.py", GOOD.replace("    return torch.randn(batch, 4)",
+                                                    "    import time; time.sleep(300)"))
+        child = subprocess.Popen([sys.executable, "-m", "condbench.model_file", "check", path],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(3)  # loading torch and the file; then it sleeps in example_input()
+        child.send_signal(signal.SIGTERM)
+        self.assertEqual(child.wait(timeout=60), 128 + signal.SIGTERM)
+        # a compile killed outright (SIGKILL) leaves NAME.tmp-PID: removed once its process is gone
+        models = os.path.join(self.dir.name, "models")
+        dead, alive = (os.path.join(models, f"0123456789abcdef-cpu.tmp-{pid}") for pid in (999999999, os.getpid()))
+        for folder in (dead, alive, os.path.join(models, "0123456789abcdef-cpu")):
+            os.makedirs(folder)
+        model_file.remove_abandoned(models)
+        self.assertEqual(sorted(os.listdir(models)), ["0123456789abcdef-cpu", os.path.basename(alive)])
 
     def test_bad_weights_and_a_missing_file_are_named(self):
         path = self.write("good.py", GOOD)
