@@ -34,6 +34,7 @@ struct Options {
   std::vector<float> thresholds;
   std::vector<Device> devices;
   std::vector<std::string> strategies;
+  std::string model_file_used;  // which compiled folder and how old (ModelFileFlags::used)
 };
 
 void print_usage(std::ostream& out) {
@@ -123,6 +124,7 @@ Options parse_options(int argc, char** argv) {
       given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
   if (const std::optional<ModelFileFlags> read = read_model_file_flags(flags, devices, kModelFileMaxRowValues)) {
     options.source.config = read->config;
+    options.model_file_used = read->used;
   } else if (given("--weights")) {
     for (const char* f : {"--seed", "--model", "--num-classes", "--blocks"})
       if (given(f)) fail(std::string(f) + ": not with --weights (the file gives the model)");
@@ -292,6 +294,8 @@ int run(int argc, char** argv) {
   }
   out["agree"] = agree;
   std::cout << out.dump(isatty(STDOUT_FILENO) ? 2 : -1) << "\n";  // indented for a person, one line for a pipe
+  // which folder answered, once it did (a refusal stays one line)
+  if (!options.model_file_used.empty()) std::cerr << "condbench-infer: " << options.model_file_used << "\n";
   return agree ? 0 : 1;
 }
 

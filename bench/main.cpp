@@ -59,6 +59,8 @@ int run(int argc, char** argv) {
   for (const auto& [key, value] : condbench::runner_context(options, flags, condbench::test_slowdown_setting(), twins))
     benchmark::AddCustomContext(key, value);
   const std::vector<std::string> registered = condbench::register_benchmarks(options, flags);
+  if (!options.model_file_used.empty() && !flags.list_tests)
+    std::cerr << "condbench: " << options.model_file_used << "\n";
   return condbench::run_benchmarks(options, flags, out, registered, argv[0]);
 }
 

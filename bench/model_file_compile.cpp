@@ -334,7 +334,10 @@ std::optional<ModelFileFlags> read_model_file_flags(const std::map<std::string, 
   read.folder =
       model_file_folder(read.given, read.weights, model_file_device(devices), max_row_values, compile_timeout(flags));
   try {
-    read.config = load_model_file(read.folder).config();
+    const ModelFileFamily& family = load_model_file(read.folder);
+    read.config = family.config();
+    read.used = "--model-file: " + read.given +
+                (read.folder == read.given ? std::string(": ") : ": the folder " + read.folder + ", ") + family.age();
   } catch (const Error& e) {
     fail(std::string("--model-file: ") + e.what());
   }

@@ -45,6 +45,10 @@ struct ModelFileFlags {
   std::string given, weights;  // as given: inputs no output may overwrite (check_outputs)
   std::string folder;          // the compiled folder read
   ModelConfig config;          // its model
+  // "--model-file: mlp.py: the folder ~/.cache/condbench/aoti/models/1a2b-cpu, compiled 3 min ago":
+  // which folder the run uses and how old it is, said on stderr once the flags are all good
+  // (a cached folder is used without a word otherwise).
+  std::string used;
 };
 std::optional<ModelFileFlags> read_model_file_flags(const std::map<std::string, std::string>& flags,
                                                     const std::vector<Device>& devices, int64_t max_row_values);

@@ -277,6 +277,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     options.model_file_given = read->given;
     options.model_file_weights = read->weights;
     options.model_file_folder = read->folder;
+    options.model_file_used = read->used;
     model_file = ModelSelection{read->config, {}};
     model_file->batches = given("--batch") ? cli::parse_batches(flags.at("--batch"))
                                            : model_file->config.family->runs_batches(options.full);

@@ -1,5 +1,6 @@
 #include "render.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -25,9 +26,16 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
   } else {
     result.notes.push_back("Charts were skipped: gnuplot is not installed (scripts/setup installs it).");
   }
-  const std::vector<Group> groups = make_groups(files, unstable_cv);
+  const std::vector<Group> all = make_groups(files, unstable_cv);
   const auto floors = primitive_floors(files);
-  const RunCheck check = check_run(files, groups);
+  const RunCheck check = check_run(files, all);
+  const std::vector<Group> groups(all.begin(),
+                                  all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), kMaxGroupsShown)));
+  if (groups.size() < all.size())
+    result.notes.push_back("This report shows the first " + std::to_string(groups.size()) + " of the " +
+                           std::to_string(all.size()) + " groups (device, model and batch), up to " +
+                           group_title(groups.back()) + ": a report shows at most " + std::to_string(kMaxGroupsShown) +
+                           ". condbench-report --table FILE... prints every cell.");
   const auto limits = cpu_limits(files);
   const ReportInput input{files, groups, floors, limits, check, unstable_cv};
   result.disturbed = check.disturbed();

@@ -18,6 +18,12 @@ struct RenderResult {
   bool disturbed = false;          // the report opens with the disturbed-run notice
 };
 
+// A report shows at most this many groups (a device, model and batch: a heading and tables in each
+// per-group section, and charts): a file of thousands of batch sizes would otherwise make a report
+// of hundreds of megabytes. A full run on a CPU and a GPU has about 170 groups. The groups left out
+// are the last in order (device, model, batch), the report says so, and --table prints every cell.
+constexpr size_t kMaxGroupsShown = 512;
+
 // Writes into `dir`, which must exist and be empty. `gnuplot`: the program, or "" for no charts.
 // `unstable_cv`: above this coefficient of variation a benchmark is marked unstable.
 RenderResult write_report(const std::vector<ResultFile>& files, const std::string& dir, const std::string& gnuplot,

@@ -201,6 +201,18 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
     : ModelFamily("?", "a model file compiled by python/condbench/model_file.py", {}) {
   const ModelFileManifest manifest = read_manifest(folder);
   folder_ = folder;
+  // When it was compiled (or its manifest last rewritten): for the run's context, and the line saying
+  // which folder a run uses and how old it is.
+  std::error_code ec;
+  const auto written = fs::last_write_time(fs::path(folder) / "manifest.json", ec);
+  if (!ec) {
+    written_ =
+        std::chrono::time_point_cast<std::chrono::system_clock::duration>(std::chrono::file_clock::to_sys(written));
+    const std::time_t t = std::chrono::system_clock::to_time_t(*written_);
+    std::tm utc{};
+    char text[32];
+    if (gmtime_r(&t, &utc) && std::strftime(text, sizeof text, "%Y-%m-%dT%H:%MZ", &utc) > 0) compiled_at_ = text;
+  }
   torch_ = manifest.torch;
   if (torch_ != TORCH_VERSION)
     fail("model file " + folder + ": compiled by torch " + printable(torch_) + ", this LibTorch is " + TORCH_VERSION +
@@ -292,7 +304,18 @@ void ModelFileFamily::check_before_use(Strategy& strategy, const std::vector<flo
 
 std::string ModelFileFamily::description() const {
   // No path: result files travel to other machines (the digest names the folder in the cache).
-  return name() + ", digest " + digest_ + ", compiled for " + device_words(to_string(device_)) + " by torch " + torch_;
+  return name() + ", digest " + digest_ + ", compiled for " + device_words(to_string(device_)) + " by torch " + torch_ +
+         (compiled_at_.empty() ? "" : " at " + compiled_at_);
+}
+
+std::string ModelFileFamily::age() const {
+  if (!written_) return "of unknown age";
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() - *written_).count();
+  if (seconds < 120) return "compiled " + std::to_string(std::max<int64_t>(seconds, 0)) + " s ago";
+  if (seconds < 2 * 3600) return "compiled " + std::to_string(seconds / 60) + " min ago";
+  if (seconds < 2 * 86400) return "compiled " + std::to_string(seconds / 3600) + " h ago";
+  return "compiled " + std::to_string(seconds / 86400) + " days ago";
 }
 
 std::vector<int64_t> ModelFileFamily::runs_batches(bool full) const {

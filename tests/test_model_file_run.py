@@ -9,6 +9,7 @@ between runs (the compiled packages: about a minute and a half per model the fir
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -259,6 +260,7 @@ class ModelFileRun(unittest.TestCase):
                       rows[0]["error_message"])
         # the rest ran and was written, but a run with a failed benchmark is no success: exit 1, the first named
         self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertRegex(result.stderr, rf"condbench: --model-file: {re.escape(folder)}: compiled \d+ (s|min|h|days) ago\n")
         self.assertRegex(result.stderr, r"condbench: \d+ benchmarks? failed; the first: early_exit/cpu/(torch|aoti)/masked/\S+: "
                                         r"error: differs from the module's own forward on reference row 7")
 
@@ -372,6 +374,11 @@ class ModelFileRun(unittest.TestCase):
         from_folder = run(INFER, f"--model-file={self.fresh}", *args)
         self.assertEqual(from_py.returncode, 0, from_py.stderr)
         self.assertEqual(json.loads(from_py.stdout), json.loads(from_folder.stdout))
+        # which folder each used, and how old it is
+        self.assertRegex(from_py.stderr, rf"condbench-infer: --model-file: {re.escape(self.fresh_path)}: the folder "
+                                         rf"{re.escape(CACHE)}/models/[0-9a-f]+-cpu, compiled \d+ (s|min|h|days) ago\n")
+        self.assertRegex(from_folder.stderr, rf"condbench-infer: --model-file: {re.escape(self.fresh)}: compiled \d+ "
+                                             r"(s|min|h|days) ago\n")
         out = os.path.join(self.dir.name, "from_py.json")
         result = run(CONDBENCH, "--device=cpu", f"--model-file={self.fresh_path}", "--strategy=eager_host", "--batch=1",
                      "--scenario=exit:1", "--benchmark_min_time=0.001", f"--benchmark_out={out}", env=cache)

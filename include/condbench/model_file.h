@@ -18,6 +18,7 @@
 // everything read from it is checked, and anything wrong is one line naming the folder and the part.
 #include <ATen/core/Tensor.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,8 +65,11 @@ class ModelFileFamily final : public ModelFamily {
   const std::string& folder() const { return folder_; }
   const std::string& digest() const { return digest_; }
   Device device() const { return device_; }  // what the packages run on
-  // "cnn.py, digest 1a2b..., compiled for the CPU by torch 2.15.0", for the result's context.
+  // "cnn.py, digest 1a2b..., compiled for the CPU by torch 2.15.0 at 2026-12-05T09:41Z", for the
+  // result's context.
   std::string description() const;
+  // "compiled 3 min ago" (from its manifest's time), for the line saying which folder a run uses.
+  std::string age() const;
   const ModelFileReference& reference() const { return reference_; }
   // The aoti engine's whole-model package of `module` ("cond": the nested torch.cond generated from
   // the stages; "masked"): always an answer, its path or why the folder has none.
@@ -100,7 +104,8 @@ class ModelFileFamily final : public ModelFamily {
   int stages() const { return static_cast<int>(parts_.size() / 2); }
   const ModelFilePart& head_part(int head) const;
 
-  std::string folder_, digest_, torch_;
+  std::string folder_, digest_, torch_, compiled_at_;
+  std::optional<std::chrono::system_clock::time_point> written_;
   Device device_ = Device::cpu;  // what the packages were compiled for
   int classes_ = 0;
   std::vector<ModelFilePart> parts_;  // stages[0], exits[0], stages[1], ..., final

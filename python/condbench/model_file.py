@@ -32,12 +32,15 @@ digest of the file, the weights, the device and the torch version. compile does 
 compiles each part with AOTInductor for the device (default the CPU; cuda where a GPU is, on the
 machine that runs it: a CUDA package is native code for that GPU and that torch) into
 <cache>/models/<digest>-<device>/ (each package loaded back and
-checked against the module's own output; the folder whole or absent, reused when there), and the
+checked against the module's own output; the folder whole or absent, reused when there: the same
+file, weights and torch, the files the module read as they were, and model() making the same
+state_dict, so weights it loads or makes itself are in the key), and the
 aoti engine's whole-model modules generated from the stages (nested torch.cond: cond.pt2; masking:
 masked.pt2; each checked, or marked unavailable with the reason), and prints the folder. Anything wrong is one line naming the file and the part, exit code 2.
 """
 import argparse
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -108,6 +111,23 @@ def hash_file(h, path):
 
 def file_digest(path):
     return hash_file(hashlib.sha256(), path).hexdigest()
+
+
+def state_digest(module):
+    """The digest of the module's state_dict: every name, dtype, shape and value. What a cached folder
+    must have been compiled from, whatever made the weights (a file model() loads, a seed, a download)."""
+    import torch
+
+    h = hashlib.sha256()
+    for name, value in sorted(module.state_dict().items()):
+        h.update(name.encode() + b"\0")
+        if isinstance(value, torch.Tensor):
+            t = value.detach().to("cpu").contiguous()
+            h.update(f"{t.dtype} {list(t.shape)}\0".encode())
+            h.update(t.reshape(-1).view(torch.uint8).numpy())
+        else:  # a module's extra state
+            h.update(repr(value).encode() + b"\0")
+    return h.hexdigest()[:16]
 
 
 def model_inputs(seen, own):
@@ -198,6 +218,11 @@ class ModelFile:
                 raise ProtocolError(f"{path}: --weights {weights}: does not fit model() ({first_line(e)})") from None
         self.module = module.eval().to(device)
         self.input(2)  # what example_input() reads is read here, recorded with the rest
+
+    @functools.cached_property
+    def state(self):
+        """The digest of the module's weights (state_digest), as the folder compiled from it records."""
+        return state_digest(self.module)
 
     def call(self, part, function, *args):
         try:
@@ -645,12 +670,14 @@ def damaged(folder, m):
     return bad
 
 
-def compiled_folder(path, weights, device, cache):
+def compiled_folder(path, weights, device, cache, state=None):
     """The folder the file and weights were compiled into for `device` before, found by the digest
-    of their bytes (nothing of the file runs), or None: also None where a file the module read when
-    it was compiled (a module it imports, weights model() loads) has changed since, or the folder is
-    damaged, the stale folder then removed so that it is compiled again. It names where the file and
-    weights are now (the peer loads them from there)."""
+    of their bytes, or None: also None where a file the module read when it was compiled (a module
+    it imports, weights model() loads) has changed since, where the module's state_dict now has
+    another digest than `state` (given: the file was loaded; the weights model() makes or fetches
+    are not all read from files), or where the folder is damaged; the stale folder is then removed,
+    so that it is compiled again. It names where the file and weights are now (the peer loads them
+    from there)."""
     try:
         folder = os.path.join(cache, "models", f"{digest(path, weights, device)}-{device}")
     except OSError:
@@ -668,6 +695,9 @@ def compiled_folder(path, weights, device, cache):
         why = "an older model_file.py made it, without a record of its files and of what the module read"
     elif stale := changed_reads(m):
         why = f"{', '.join(stale)}, which the module read, changed since it was compiled"
+    elif state is not None and m.get("state_dict") != state:
+        why = "model() makes other weights than it was compiled with" if "state_dict" in m else \
+            "an older model_file.py made it, without a digest of model()'s weights"
     elif broken := damaged(folder, m):
         why = f"{', '.join(broken[:3])} {'is' if len(broken) == 1 else 'are'} missing or not as compiled"
     else:
@@ -712,7 +742,7 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
     from .rules import MODEL_FILE_PART_CHECK
 
     source, weights_path = os.path.abspath(model_file.path), weights and os.path.abspath(weights)
-    final = compiled_folder(model_file.path, weights, model_file.device, cache)
+    final = compiled_folder(model_file.path, weights, model_file.device, cache, model_file.state)
     if final:
         return final
     final = os.path.join(cache, "models", f"{digest(model_file.path, weights, model_file.device)}-{model_file.device}")
@@ -722,6 +752,7 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
     m["confidence_package"] = None  # the default exit rule: condbench's own
     # where the module came from, for the Python peer, which runs the module itself (load_compiled)
     m["source"], m["weights"] = source, weights_path
+    m["state_dict"] = model_file.state  # the weights it is compiled with, however model() made them
     if model_file.custom_confidence:  # the exit rule's score, compiled as one more part
         logits = programs[1][3]
         programs.append(("confidence", model_file.export("confidence()", confidence_module(model_file.module), logits),
@@ -817,6 +848,12 @@ def load_compiled(folder):
         raise ProtocolError(f"{source}: {changed[0]}, which it reads, changed since it was compiled into {folder}: "
                             "compile it again (scripts/run --model-file does)")
     model_file = ModelFile(source, weights)
+    if "state_dict" not in m:
+        raise ProtocolError(f"{folder}: made by an older model_file.py, without a digest of model()'s weights: "
+                            "compile it again (scripts/run --model-file does)")
+    if model_file.state != m["state_dict"]:
+        raise ProtocolError(f"{source}: model() makes other weights than it did when it was compiled into {folder}: "
+                            "compile it again (scripts/run --model-file does)")
     return model_file, early_exit_view(model_file, classes)
 
 
@@ -856,20 +893,15 @@ def main(argv):
         print(f"model_file: --batch {args.batch}: not in 2..4096", file=sys.stderr)
         return 2
     try:
-        if args.command == "compile":
-            from .aoti import cache_root  # condbench's cache, where its packages go too
-
-            cache = args.cache or cache_root()
-            folder = compiled_folder(args.file, args.weights, args.device, cache)
-            if folder:  # compiled before: the file is not loaded (run) again
-                print(folder)
-                return 0
+        # loaded (run) even where a folder is cached: model()'s weights are part of what the folder is
         model_file = ModelFile(args.file, args.weights, args.device)
         within_limits(model_file, args.batch, args.max_row_values, args.max_stages, args.max_classes)
         if args.command == "check":
             print(json.dumps(manifest(model_file, args.weights, args.batch), indent=1))
         else:
-            print(compile_parts(model_file, args.weights, args.batch, cache, args.jobs))
+            from .aoti import cache_root  # condbench's cache, where its packages go too
+
+            print(compile_parts(model_file, args.weights, args.batch, args.cache or cache_root(), args.jobs))
     except ProtocolError as e:
         print(f"model_file: {e}", file=sys.stderr)
         return 2

@@ -183,9 +183,10 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
 
     def test_compile_makes_each_part_a_checked_package_once_and_whole(self):
         from condbench import model_file
-        # the file notes each time it is loaded (run), where the test asks it to
-        path = self.write("good.py", GOOD + "import os\nif os.environ.get('RUNS'):\n"
-                                            "    open(os.environ['RUNS'], 'a').write('ran\\n')\n")
+        # the file notes each time it is loaded (run), where the test asks it to; its seed is $SEED's
+        seeded = GOOD.replace("torch.manual_seed(0)", "torch.manual_seed(int(os.environ.get('SEED', '0')))")
+        path = self.write("good.py", "import os\n" + seeded + "if os.environ.get('RUNS'):\n"
+                                     "    with open(os.environ['RUNS'], 'a') as f:\n        f.write('ran\\n')\n")
         cache = os.path.join(self.dir.name, "cache")
         result = check_command("compile", path, "--cache", cache, "--jobs", "2")  # the parts side by side
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -224,16 +225,41 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         part = torch._inductor.aoti_load_package(os.path.join(folder, "stage1.pt2"))
         x = torch.randn(5, 8)
         self.assertTrue(torch.allclose(part(x), module.stages[1](x), rtol=1e-4, atol=1e-5))
-        # the same file, weights and torch again: the folder as it is, nothing compiled, the file not run
+        self.assertEqual(m["state_dict"], model_file.state_digest(module))
+        # the same file, weights and torch again: the folder as it is, nothing compiled; the file is
+        # loaded once, for the digest of the weights model() makes
         stamp = os.path.getmtime(os.path.join(folder, "stage0.pt2"))
         runs = os.path.join(self.dir.name, "runs")
         os.environ["RUNS"] = runs
         try:
-            self.assertEqual(check_command("compile", path, "--cache", cache).stdout.strip(), folder)
+            again = check_command("compile", path, "--cache", cache)
         finally:
             del os.environ["RUNS"]
+        self.assertEqual((again.returncode, again.stdout.strip(), again.stderr), (0, folder, ""))
         self.assertEqual(os.path.getmtime(os.path.join(folder, "stage0.pt2")), stamp)
-        self.assertFalse(os.path.exists(runs))
+        with open(runs) as f:
+            self.assertEqual(f.read(), "ran\n")
+        # the same bytes, but model() makes other weights (here from $SEED; a download, a file it
+        # does not read itself): compiled again, said why, and the peer refuses the folder meanwhile
+        os.environ["SEED"] = "1"
+        try:
+            with self.assertRaisesRegex(model_file.ProtocolError, f"{path}: model\\(\\) makes other weights than it "
+                                        f"did when it was compiled into {folder}: compile it again"):
+                model_file.load_compiled(folder)
+            again = check_command("compile", path, "--cache", cache, "--jobs", "2")
+            fresh = model_file.ModelFile(path).module
+        finally:
+            del os.environ["SEED"]
+        self.assertEqual((again.returncode, again.stdout.strip()), (0, folder), again.stderr)
+        self.assertIn(f"model_file: {path}: compiling it again: {folder}: model() makes other weights than it was "
+                      "compiled with\n", again.stderr)
+        self.assertNotEqual(os.path.getmtime(os.path.join(folder, "stage0.pt2")), stamp)
+        with open(os.path.join(folder, "manifest.json")) as f:
+            self.assertEqual(json.load(f)["state_dict"], model_file.state_digest(fresh))
+        part = torch._inductor.aoti_load_package(os.path.join(folder, "stage0.pt2"))
+        x = torch.randn(3, 4)
+        self.assertTrue(torch.allclose(part(x), fresh.stages[0](x), rtol=1e-4, atol=1e-5))
+        self.assertFalse(torch.allclose(part(x), module.stages[0](x), rtol=1e-2, atol=1e-3))
         # a compile that fails half way leaves nothing behind, and says which part
         other = self.write("other.py", GOOD.replace("nn.Linear(8, 3)])", "nn.Linear(8, 3), ])"))
         real = torch._inductor.aoti_compile_and_package
@@ -309,6 +335,7 @@ def example_input(batch):
         self.assertEqual(listed.returncode, 0, listed.stderr)
         self.assertEqual(json.loads(listed.stdout), sorted([helper, os.path.realpath(weights)]))
         cache = os.path.join(self.dir.name, "cache")
+        state = model_file.ModelFile(path).state
 
         def folder_as_compiled(reads=True):
             """A compiled folder as compile leaves it, its packages stood in for by one file."""
@@ -318,7 +345,7 @@ def example_input(batch):
                 f.write(b"a package")
             m = {"files": {"stage0.pt2": model_file.file_digest(os.path.join(folder, "stage0.pt2"))},
                  "source": path, "weights": None, "digest": model_file.digest(path, None, "cpu"), "classes": 3,
-                 "device": "cpu"}
+                 "device": "cpu", "state_dict": state}
             if reads:
                 m["reads"] = [{"path": p, "sha256": model_file.file_digest(p)} for p in json.loads(listed.stdout)]
             with open(os.path.join(folder, "manifest.json"), "w") as f:
@@ -328,7 +355,7 @@ def example_input(batch):
         def found():
             err = io.StringIO()
             with contextlib.redirect_stderr(err):
-                return model_file.compiled_folder(path, None, "cpu", cache), err.getvalue()
+                return model_file.compiled_folder(path, None, "cpu", cache, state), err.getvalue()
 
         folder = folder_as_compiled()
         self.assertEqual(found(), (folder, ""))
@@ -349,10 +376,43 @@ def example_input(batch):
         folder = folder_as_compiled()
         os.remove(os.path.join(folder, "stage0.pt2"))
         self.assertIn("stage0.pt2 is missing or not as compiled", found()[1])
-        # made before the manifest recorded what the module read
+        # made before the manifest recorded what the module read, or the digest of its weights
         folder = folder_as_compiled(reads=False)
         self.assertIn("an older model_file.py made it", found()[1])
         self.assertFalse(os.path.exists(folder))
+        folder = folder_as_compiled()
+        with open(os.path.join(folder, "manifest.json")) as f:
+            m = json.load(f)
+        del m["state_dict"]
+        with open(os.path.join(folder, "manifest.json"), "w") as f:
+            json.dump(m, f)
+        self.assertIn("an older model_file.py made it, without a digest of model()'s weights", found()[1])
+        self.assertFalse(os.path.exists(folder))
+
+    def test_the_weights_digest_is_of_every_name_dtype_shape_and_value(self):
+        from condbench import model_file
+        torch.manual_seed(0)
+        module = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+        first = model_file.state_digest(module)
+        self.assertRegex(first, "^[0-9a-f]{16}$")
+        self.assertEqual(model_file.state_digest(module), first)  # the same weights: the same digest
+        digests = {first}
+        with torch.no_grad():
+            module[0].weight[1, 2] += 1e-6  # one value
+        digests.add(model_file.state_digest(module))
+        module[1].num_batches_tracked += 1  # a buffer
+        digests.add(model_file.state_digest(module))
+        digests.add(model_file.state_digest(module.to(torch.bfloat16)))  # a dtype (and bfloat16 hashes)
+        renamed = torch.nn.Module()
+        renamed.add_module("first", module[0])
+        renamed.add_module("second", module[1])
+        digests.add(model_file.state_digest(renamed))  # the names
+        self.assertEqual(len(digests), 5)
+        flat = torch.nn.Module()
+        flat.register_buffer("w", torch.zeros(6))
+        shaped = torch.nn.Module()
+        shaped.register_buffer("w", torch.zeros(2, 3))
+        self.assertNotEqual(model_file.state_digest(flat), model_file.state_digest(shaped))  # the shapes
 
     def test_condbenchs_limits_given_as_flags_refuse_a_model_before_it_is_compiled(self):
         path = self.write("good.py", GOOD)  # 2 stages; rows of 4, 8 and 3 values
@@ -411,6 +471,35 @@ def example_input(batch):
         os.makedirs(folder)
         self.assertEqual(model_file.compile_packages([("a.pt2", "not a program"), ("b.pt2", object())], folder, 2), {})
         self.assertEqual(os.listdir(folder), [])
+
+
+class Hashing(unittest.TestCase):
+    """The digests of a model file's weights and of the files its module read: in chunks, never the
+    whole file in memory (a gigabyte of weights is read a megabyte at a time). No torch needed."""
+
+    def test_a_file_is_hashed_a_megabyte_at_a_time_to_the_digest_of_its_bytes(self):
+        import hashlib
+
+        from condbench import model_file
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "w.pt")
+            data = os.urandom(3 * (1 << 20) + 5)
+            with open(path, "wb") as f:
+                f.write(data)
+            reads = []
+
+            class Recorded(io.FileIO):
+                def read(self, size=-1):
+                    reads.append(size)
+                    return super().read(size)
+
+            model_file.open = lambda name, mode: Recorded(name, "r")  # the module's open, for this test
+            try:
+                got = model_file.file_digest(path)
+            finally:
+                del model_file.open
+            self.assertEqual(got, hashlib.sha256(data).hexdigest())
+            self.assertEqual(reads, [1 << 20] * 5)  # 4 chunks with bytes, then the empty read that ends it
 
 
 if __name__ == "__main__":

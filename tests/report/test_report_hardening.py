@@ -291,6 +291,60 @@ class Bounded(Case):
         self.assertGreater(int(said.group(1)), 0)
         self.assertIn("(64 charts)", result.stdout)
 
+    def at_batches(self, batches, prefix="early_exit/"):
+        """small.json's benchmarks whose name starts with prefix, at each of the batch sizes."""
+        data = json.loads(small_text())
+        rows = [b for b in data["benchmarks"] if b["name"].startswith(prefix)]
+        many = []
+        for batch in batches:
+            for b in rows:
+                copy = dict(b)
+                for key in ("name", "run_name"):
+                    copy[key] = copy[key].replace("/batch:1/", f"/batch:{batch}/")
+                many.append(copy)
+        return self.write_json("many.json", dict(data, benchmarks=many))
+
+    def test_thousands_of_groups_show_a_bounded_number_of_groups(self):
+        # 600 batch sizes of one model: a group each; no gnuplot on PATH, so no charts
+        path = self.at_batches(range(1, 601), "early_exit/cpu/torch/")
+        out = os.path.join(self.dir, "o")
+        result = run("--out", out, path, timeout=300, env=dict(os.environ, PATH=""))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(os.path.join(out, "report.md")) as f:
+            text = f.read()
+        note = re.search(r"This report shows the first 512 of the 600 groups \(device, model and batch\), up to "
+                         r"(.*?) · batch 512 · [^:]*: a report shows at most 512\. condbench-report --table FILE\.\.\. "
+                         r"prints every cell\.", text)
+        self.assertIsNotNone(note, text[:2000])
+        self.assertIn("condbench-report: This report shows the first 512 of the 600 groups", result.stderr)
+        # each per-group section heads the groups it shows: 512 in "Latency by scenario"
+        latency = text.split("## Latency by scenario")[1].split("\n## ")[0]
+        self.assertEqual(len(re.findall(r"^### ", latency, re.M)), 512)
+        self.assertIn("· batch 512 ·", latency)
+        self.assertNotIn("· batch 513 ·", text)
+        # the table mode leaves nothing out
+        table = run("--table", path, timeout=300)
+        self.assertEqual(table.returncode, 0, table.stderr)
+        self.assertIn("| 600 |", table.stdout)
+
+    def test_a_chart_gnuplot_cannot_draw_is_named_in_its_place(self):
+        # a stand-in gnuplot that fails on the latency charts and draws nothing else either way
+        bin_dir = os.path.join(self.dir, "bin")
+        os.makedirs(bin_dir)
+        fake = os.path.join(bin_dir, "gnuplot")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\necho 'gnuplot: broke' >&2\nexit 1\n")
+        os.chmod(fake, 0o755)
+        out = os.path.join(self.dir, "o")
+        result = run("--out", out, SMALL, env=dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", "")))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(os.path.join(out, "report.md")) as f:
+            text = f.read()
+        missing = re.findall(r'\(A chart is missing here: gnuplot could not draw "([^"]+)"\.\)', text)
+        self.assertTrue(any(m.startswith("Latency by exit scenario, ") for m in missing), missing)
+        self.assertEqual(os.listdir(os.path.join(out, "charts")), [])
+        self.assertIn("(0 charts)", result.stdout)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
