@@ -1,5 +1,10 @@
 #include "condbench/rules.h"
 
+#include <ATen/ATen.h>
+
+#include <utility>
+#include <vector>
+
 #include "condbench/agreement.h"
 #include "condbench/error.h"
 #include "condbench/exit_math.h"
@@ -18,6 +23,38 @@ std::string exit_comparison() {
   return at ? ">=" : ">";
 }
 
+// results_agree's verdicts on rows at the edges of its tolerance: what Python's one comparison of
+// logits (condbench.rules.logits_agree) must reproduce, so that the formula C++ owns is held, not
+// trusted (a logit near zero judged by its row's largest; each row by its own; a shape mismatch).
+nlohmann::json agreement_examples() {
+  using Rows = std::vector<std::vector<double>>;
+  const double tol = kAgreementRelativeTolerance;
+  const std::vector<std::pair<Rows, Rows>> examples = {
+      // {expected, logits}
+      {{{10, -0.001, 2.5}}, {{10, -0.001, 2.5}}},
+      {{{10, -0.001, 2.5}}, {{10, -0.001 + 0.9 * tol * 10, 2.5}}},
+      {{{10, -0.001, 2.5}}, {{10, -0.001 + 1.1 * tol * 10, 2.5}}},
+      {{{-20, 0.5}}, {{-20 * (1 + 0.9 * tol), 0.5}}},
+      {{{-20, 0.5}}, {{-20 * (1 + 1.1 * tol), 0.5}}},
+      {{{100, 0}, {1, 0}}, {{100, 0}, {1, 0.5 * tol * 100}}},
+      {{{0, 0}}, {{0, 0}}},
+      {{{1, 2}}, {{1, 2, 3}}},
+  };
+  const auto tensor = [](const Rows& rows) {
+    std::vector<double> flat;
+    for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());
+    return at::tensor(flat, at::kDouble).reshape({static_cast<int64_t>(rows.size()), -1});
+  };
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [expected, logits] : examples) {
+    const at::Tensor ids = at::zeros({static_cast<int64_t>(expected.size())}, at::kInt);
+    out.push_back({{"expected", expected},
+                   {"logits", logits},
+                   {"agree", results_agree(ids, tensor(logits), ids, tensor(expected))}});
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json rules_as_data() {
@@ -25,6 +62,7 @@ nlohmann::json rules_as_data() {
   rules["exit_rule"] = {{"score", "max_softmax"},  // TorchLayers::confidence unless a model file gives its own
                         {"fires_when", "score " + exit_comparison() + " threshold"}};
   rules["agreement"] = {{"relative_tolerance", kAgreementRelativeTolerance}, {"tie_margin", kTieMargin}};
+  rules["agreement_examples"] = agreement_examples();
   rules["model_file_agreement"] = {{"absolute_tolerance", kModelFileAgreement.absolute_tolerance},
                                    {"relative_tolerance", kModelFileAgreement.relative_tolerance},
                                    {"tie_margin", kModelFileAgreement.tie_margin}};

@@ -29,7 +29,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from . import decoder, variants
-from .rules import exit_fires, max_softmax
+from .rules import exit_fires, logits_agree, max_softmax
 
 
 
@@ -296,13 +296,6 @@ class Generator:
         return total
 
 
-def agree(logits, expected, relative_tolerance):
-    """condbench's agreement (include/condbench/agreement.h, whose tolerance the workload carries):
-    every logit within the tolerance times the larger of its own magnitude and the row's largest."""
-    scale = torch.maximum(expected.abs(), expected.abs().amax()).clamp_min(1e-30)
-    return bool(((logits.double() - expected.double()).abs() <= relative_tolerance * scale.double()).all())
-
-
 def near_tie(t, token, exit_id, ref_token, ref_exit, ref_logits, ref_confidences, thresholds, margin):
     """Whether step t parts from the module's decoding at a near tie (condbench's tie margin, which
     the workload carries): the exit where one left and the other did not has a confidence within
@@ -358,7 +351,7 @@ def cases(directory, meta, device, wanted_variants, wanted_scenarios, sync):
                             break
                         why = (f"token {tokens[t]} at exit {ids[t]}, the module's {ref_tokens[t]} at exit "
                                f"{ref_exits[t]}")
-                    elif not agree(logits.reshape(-1).cpu(), ref_logits[t], tolerance):
+                    elif not logits_agree(logits.reshape(-1), ref_logits[t], tolerance):
                         why = f"logits off by {float((logits.reshape(-1).cpu() - ref_logits[t]).abs().max()):.3g}"
                     if why:
                         why = f"differs from the module's cache-free decoding on sequence {s} at token {t}: {why}"

@@ -44,3 +44,18 @@ def exit_fires(score, threshold):
 AGREEMENT = RULES["agreement"]                          # condbench-infer's agree, the decoder's check
 MODEL_FILE_AGREEMENT = RULES["model_file_agreement"]    # a strategy or variant against a model file's module
 MODEL_FILE_PART_CHECK = RULES["model_file_part_check"]  # model_file.py compile: packages against their parts
+
+
+def logits_agree(logits, expected, relative_tolerance=AGREEMENT["relative_tolerance"]):
+    """condbench's agreement of logits (C++'s results_agree, include/condbench/agreement.h): the same
+    shape, and every logit within the tolerance times the larger of its expected value's magnitude
+    and its row's largest. The package's one copy of that comparison, held to C++'s verdicts on the
+    examples rules.json carries (agreement_examples; tests/python/test_package.py)."""
+    a = torch.as_tensor(logits).to("cpu", torch.float64)
+    b = torch.as_tensor(expected).to("cpu", torch.float64)
+    if a.shape != b.shape:
+        return False
+    if b.numel() == 0:
+        return True
+    scale = torch.maximum(b.abs(), b.abs().amax(-1, keepdim=True)).clamp_min(1e-30)
+    return bool(((a - b).abs() <= relative_tolerance * scale).all())

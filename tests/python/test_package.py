@@ -88,6 +88,19 @@ class Rules(unittest.TestCase):
         for name in ("AGREEMENT", "MODEL_FILE_AGREEMENT", "MODEL_FILE_PART_CHECK"):
             self.assertGreater(getattr(rules, name)["tie_margin"], 0)
 
+    def test_logits_agree_as_cpp_judges_its_examples(self):
+        try:
+            from condbench import rules
+        except ImportError as e:
+            self.skipTest(f"no torch here ({e}): scripts/setup's .venv has it")
+        examples = rules.RULES["agreement_examples"]
+        # the examples reach both ways: some agree, some do not, one only by the row's own scale
+        self.assertEqual({e["agree"] for e in examples}, {True, False})
+        for i, example in enumerate(examples):
+            with self.subTest(example=i, expected=example["expected"], logits=example["logits"]):
+                self.assertIs(rules.logits_agree(example["logits"], example["expected"],
+                                                 rules.AGREEMENT["relative_tolerance"]), example["agree"])
+
     def test_no_other_module_compares_with_a_threshold(self):
         # an exit test typed beside rules.exit_fires: a comparison one of whose sides names a threshold
         # (a distance to a threshold against the tie margin, which is data, is another rule)
