@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "condbench/agreement.h"
+#include "condbench/decoder/config.h"
 #include "condbench/error.h"
 #include "condbench/exit_math.h"
+#include "condbench/family.h"
 #include "condbench/model_file.h"
 
 namespace condbench {
@@ -55,6 +57,30 @@ nlohmann::json agreement_examples() {
   return out;
 }
 
+// ModelConfig::tag and DecoderConfig::step_tag, the folder names of the aoti engine's packages, on
+// every built-in family's models: what condbench.aoti's config_key (which names the folder of a
+// --config it compiles) must reproduce. Each size in the family's order, as the tag writes them.
+nlohmann::json config_tags() {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ModelFamily* family : model_families()) {
+    std::vector<ModelConfig> configs = family->full_extras();
+    configs.insert(configs.begin(), family->config());
+    for (const ModelConfig& c : configs) {
+      nlohmann::json sizes = nlohmann::json::array();
+      for (const FamilyAxis& axis : family->axes()) sizes.push_back({axis.key, c.size(axis.key)});
+      sizes.push_back({"num_classes", c.num_classes});
+      sizes.push_back({"blocks", c.blocks});
+      out.push_back({{"family", family->name()}, {"sizes", sizes}, {"tag", c.tag()}});
+    }
+  }
+  const DecoderConfig decoder;
+  nlohmann::json sizes = nlohmann::json::array();
+  for (const DecoderSize& size : decoder_sizes())
+    if (!size.per_sequence) sizes.push_back({size.key, decoder.*size.field});
+  out.push_back({{"family", kDecoderFamily}, {"sizes", sizes}, {"tag", decoder.step_tag()}});
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json rules_as_data() {
@@ -63,6 +89,7 @@ nlohmann::json rules_as_data() {
                         {"fires_when", "score " + exit_comparison() + " threshold"}};
   rules["agreement"] = {{"relative_tolerance", kAgreementRelativeTolerance}, {"tie_margin", kTieMargin}};
   rules["agreement_examples"] = agreement_examples();
+  rules["config_tags"] = config_tags();
   rules["model_file_agreement"] = {{"absolute_tolerance", kModelFileAgreement.absolute_tolerance},
                                    {"relative_tolerance", kModelFileAgreement.relative_tolerance},
                                    {"tie_margin", kModelFileAgreement.tie_margin}};

@@ -4,7 +4,9 @@
 // writes them out, and python/condbench/rules.json is exactly this, checked by a unit test
 // (Rules.ThePythonPackageHoldsWhatCppSays, which rewrites the file with CONDBENCH_WRITE_RULES=1).
 // condbench.rules reads that file, so no Python file types a threshold comparison or a tolerance;
-// the exported workload carries the same values for the run that wrote it.
+// the exported workload carries the same values for the run that wrote it. Where Python must compute
+// what C++ computes (the agreement of two sets of logits, a model's folder name for a --config it
+// compiles), the file carries C++'s answers on examples, which the package's tests reproduce.
 #include <nlohmann/json.hpp>
 
 namespace condbench {

@@ -101,6 +101,18 @@ class Rules(unittest.TestCase):
                 self.assertIs(rules.logits_agree(example["logits"], example["expected"],
                                                  rules.AGREEMENT["relative_tolerance"]), example["agree"])
 
+    def test_a_configs_folder_is_named_as_cpp_names_it(self):
+        try:
+            from condbench import aoti, rules
+        except ImportError as e:
+            self.skipTest(f"no torch here ({e}): scripts/setup's .venv has it")
+        tags = rules.RULES["config_tags"]
+        self.assertLessEqual({"mlp", "transformer", "decoder"}, {t["family"] for t in tags})
+        for example in tags:
+            with self.subTest(tag=example["tag"]):
+                config = {"family": example["family"], **{key: value for key, value in example["sizes"]}}
+                self.assertEqual(aoti.config_key(config), example["tag"])
+
     def test_no_other_module_compares_with_a_threshold(self):
         # an exit test typed beside rules.exit_fires: a comparison one of whose sides names a threshold
         # (a distance to a threshold against the tie margin, which is data, is another rule)
