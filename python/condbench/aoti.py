@@ -55,8 +55,11 @@ def cache_root():
 
 
 def config_key(config):
-    """condbench's ModelConfig::tag: the family, each size in the order given (--config: the family's,
-    as condbench's messages print it), classes and depth; a decoder's DecoderConfig::step_tag."""
+    """The folder condbench reads a --config's packages from: its ModelConfig::tag (the family, each
+    size in the order given, which for --config must be the family's, as condbench's messages print
+    them, then classes and depth) or a decoder's DecoderConfig::step_tag. Held to C++'s names of the
+    built-in models (rules.json's config_tags; tests/python/test_package.py); an exported workload
+    carries its tag as data instead."""
     sizes = "".join(f"-{k}{v}" for k, v in config.items() if k not in ("family", "num_classes", "blocks"))
     if config.get("family") == DECODER:
         return f"{DECODER}{sizes}"
