@@ -336,6 +336,7 @@ std::optional<ModelFileFlags> read_model_file_flags(const std::map<std::string, 
   try {
     const ModelFileFamily& family = load_model_file(read.folder);
     read.config = family.config();
+    read.reads = family.reads();
     read.used = "--model-file: " + read.given +
                 (read.folder == read.given ? std::string(": ") : ": the folder " + read.folder + ", ") + family.age();
   } catch (const Error& e) {

@@ -42,9 +42,10 @@ std::string model_file_folder(const std::string& given, const std::string& weigh
 // the file compiled for what `devices` run (model_file_device), or the folder read, within
 // `max_row_values`. nullopt when --model-file is not given.
 struct ModelFileFlags {
-  std::string given, weights;  // as given: inputs no output may overwrite (check_outputs)
-  std::string folder;          // the compiled folder read
-  ModelConfig config;          // its model
+  std::string given, weights;      // as given: inputs no output may overwrite (check_outputs)
+  std::string folder;              // the compiled folder read
+  ModelConfig config;              // its model
+  std::vector<std::string> reads;  // the files its module read while it loaded: inputs too
   // "--model-file: mlp.py: the folder ~/.cache/condbench/aoti/models/1a2b-cpu, compiled 3 min ago":
   // which folder the run uses and how old it is, said on stderr once the flags are all good
   // (a cached folder is used without a word otherwise).

@@ -213,10 +213,13 @@ std::vector<OutputPath> runner_outputs(const RunnerOptions& options, const std::
 }
 
 std::vector<InputPath> runner_inputs(const RunnerOptions& options) {
-  return {{"--weights", options.weights},
-          {"--model-file", options.model_file_given},
-          {"--model-weights", options.model_file_weights},
-          {"--model-file (its compiled folder)", options.model_file_folder, true}};
+  std::vector<InputPath> inputs = {{"--weights", options.weights},
+                                   {"--model-file", options.model_file_given},
+                                   {"--model-weights", options.model_file_weights},
+                                   {"--model-file (its compiled folder)", options.model_file_folder, true}};
+  for (const std::string& read : options.model_file_reads)
+    inputs.push_back({"--model-file (a file its module reads)", read});
+  return inputs;
 }
 
 RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<std::string>& benchmark_out) {
@@ -277,6 +280,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     options.model_file_given = read->given;
     options.model_file_weights = read->weights;
     options.model_file_folder = read->folder;
+    options.model_file_reads = read->reads;
     options.model_file_used = read->used;
     model_file = ModelSelection{read->config, {}};
     model_file->batches = given("--batch") ? cli::parse_batches(flags.at("--batch"))

@@ -22,7 +22,8 @@ void print_flags(std::ostream& out);
 RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<std::string>& benchmark_out = {});
 
 // The files the options write (with --benchmark_out's), and the files no output may overwrite or lie
-// inside (--weights, --model-file as given, --model-weights, and the compiled folder once known), for
+// inside (--weights, --model-file as given, --model-weights, and once known the compiled folder and
+// the files its module read while it loaded: a module it imports, weights model() loads), for
 // check_outputs (condbench/output_file.h).
 std::vector<OutputPath> runner_outputs(const RunnerOptions& options, const std::optional<std::string>& benchmark_out);
 std::vector<InputPath> runner_inputs(const RunnerOptions& options);

@@ -48,7 +48,8 @@ struct RunnerOptions {
   // --model-file's inputs, which no output may overwrite or lie inside: the file or folder given, its
   // --model-weights, and the compiled folder it was read from.
   std::string model_file_given, model_file_weights, model_file_folder;
-  std::string model_file_used;  // which folder and how old (ModelFileFlags::used), said before the run
+  std::vector<std::string> model_file_reads;  // what its module read while it loaded (a module, weights)
+  std::string model_file_used;                // which folder and how old (ModelFileFlags::used), said before the run
 };
 
 }  // namespace condbench

@@ -214,6 +214,7 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
     if (gmtime_r(&t, &utc) && std::strftime(text, sizeof text, "%Y-%m-%dT%H:%MZ", &utc) > 0) compiled_at_ = text;
   }
   torch_ = manifest.torch;
+  reads_ = manifest.reads;
   if (torch_ != TORCH_VERSION)
     fail("model file " + folder + ": compiled by torch " + printable(torch_) + ", this LibTorch is " + TORCH_VERSION +
          ": its packages are native code for that torch; compile the model file again with this one");

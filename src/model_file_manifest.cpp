@@ -171,6 +171,20 @@ ModelFileManifest parse_manifest(std::string_view text, const std::string& folde
   }
   manifest.reference = m.text(json, "reference");
   if (manifest.reference != "reference.pt") m.bad("reference", "not \"reference.pt\"");
+  // What the module read while it loaded, for the output policy (no output may overwrite it); a
+  // folder written before the list was kept has none.
+  if (const auto it = json.find("reads"); it != json.end()) {
+    if (!it->is_array() || it->size() > kModelFileMaxReads)
+      m.bad("reads", "not a list of at most " + std::to_string(kModelFileMaxReads) + " files");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const std::string where = "reads[" + std::to_string(i) + "].";
+      if (!(*it)[i].is_object()) m.bad(where, "not an object");
+      std::string path = m.text((*it)[i], "path", where);
+      if (path.empty() || path.size() > 4096 || path.front() != '/' || path.find('\0') != std::string::npos)
+        m.bad(where + "path", "not an absolute path");
+      manifest.reads.push_back(std::move(path));
+    }
+  }
   return manifest;
 }
 

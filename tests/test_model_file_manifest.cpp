@@ -42,7 +42,8 @@ nlohmann::json good_manifest() {
       {"whole_model",
        {{"cond", {{"package", "cond.pt2"}, {"workaround", "layout_optimization=False"}, {"default", "differs"}}},
         {"masked", {{"unavailable", "torch.export cannot export it"}}}}},
-      {"reference", "reference.pt"}};
+      {"reference", "reference.pt"},
+      {"reads", {{{"path", "/home/u/helper.py"}, {"sha256", "00"}}}}};
 }
 
 // The one-line error parse_manifest gives for `json`, or "" when it accepts it.
@@ -83,7 +84,9 @@ TEST(ModelFileManifest, ReadsWhatModelFilePyWrites) {
   EXPECT_EQ(m.whole_model.at("masked").package, "");
   EXPECT_EQ(m.whole_model.at("masked").unavailable, "torch.export cannot export it");
   EXPECT_EQ(m.reference, "reference.pt");
+  EXPECT_EQ(m.reads, std::vector<std::string>{"/home/u/helper.py"});
   EXPECT_EQ(with([](nlohmann::json& j) { j["confidence_package"] = "confidence.pt2"; }), "");
+  EXPECT_EQ(with([](nlohmann::json& j) { j.erase("reads"); }), "");  // a folder made before it was kept
 }
 
 TEST(ModelFileManifest, EachWrongKeyIsOneLineNamingIt) {
@@ -121,6 +124,9 @@ TEST(ModelFileManifest, EachWrongKeyIsOneLineNamingIt) {
        "whole_model.cond.package: not \"cond.pt2\""},
       {[](nlohmann::json& j) { j["whole_model"]["cond"].erase("default"); }, "whole_model.cond.default: missing"},
       {[](nlohmann::json& j) { j["reference"] = "../reference.pt"; }, "reference: not \"reference.pt\""},
+      {[](nlohmann::json& j) { j["reads"] = "/home/u/helper.py"; }, "reads: not a list of at most 4096 files"},
+      {[](nlohmann::json& j) { j["reads"][0]["path"] = "helper.py"; }, "reads[0].path: not an absolute path"},
+      {[](nlohmann::json& j) { j["reads"][0].erase("path"); }, "reads[0].path: missing"},
   };
   for (const auto& [change, said] : cases) {
     const std::string error = with(change);

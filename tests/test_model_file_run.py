@@ -351,6 +351,38 @@ class ModelFileRun(unittest.TestCase):
                 self.assertIn("an output never overwrites an input", result.stderr)
                 self.assertFalse(os.path.exists(mark), "the model file ran before its outputs were checked")
         self.assertEqual(open(os.path.join(self.dir.name, "w.pt"), "rb").read(), b"weights")
+        # a file the module read while it loaded (a module it imports, weights model() loads), as the
+        # folder's manifest lists it
+        helper = os.path.join(self.dir.name, "helper.py")
+        with open(helper, "w") as f:
+            f.write("SCALE = 1.0\n")
+
+        def reads_helper(folder, m):
+            m["reads"] = [{"path": helper, "sha256": "0" * 64}]
+
+        folder = self.edited_copy("reads_helper", reads_helper)
+        result = run(CONDBENCH, "--device=cpu", "--strategy=eager_host", "--scenario=exit:1", f"--model-file={folder}",
+                     f"--benchmark_out={helper}", env=cache)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(result.stderr.count("\n"), 1, result.stderr)
+        self.assertIn(f"'{helper}' is the input of --model-file (a file its module reads); an output never overwrites "
+                      "an input", result.stderr)
+        self.assertEqual(open(helper).read(), "SCALE = 1.0\n")
+        # the peer on a model file's workload: its --out neither the module's file nor inside the folder
+        workload = tempfile.mkdtemp(dir=self.dir.name)
+        exported = run(CONDBENCH, f"--export-workload={workload}", f"--model-file={folder}", "--scenario=exit:1")
+        self.assertEqual(exported.returncode, 0, exported.stderr)
+        for out, said in ((helper, f"--out: '{helper}' is the input of --workload (its model file's module); an output "
+                                   "never overwrites an input"),
+                          (os.path.join(folder, "peer.json"), f"--out: '{folder}/peer.json' lies inside '{folder}', the "
+                                                              "folder of --workload (its model file's folder)")):
+            with self.subTest(out=out):
+                result = run(os.path.join(ROOT, ".venv", "bin", "python"), "-m", "condbench.peer", "--workload",
+                             workload, "--out", out, "--repetitions", "1", "--variants", "py_eager_if")
+                self.assertEqual((result.returncode, result.stderr.count("\n")), (2, 1), result.stderr)
+                self.assertIn(said, result.stderr)
+        self.assertEqual(open(helper).read(), "SCALE = 1.0\n")
+        self.assertFalse(os.path.exists(os.path.join(folder, "peer.json")))
 
     def test_a_whole_model_module_that_could_not_be_made_is_skipped_with_the_reason(self):
         def no_cond(folder, m):

@@ -71,6 +71,8 @@ class ModelFileFamily final : public ModelFamily {
   // "compiled 3 min ago" (from its manifest's time), for the line saying which folder a run uses.
   std::string age() const;
   const ModelFileReference& reference() const { return reference_; }
+  // The files the module read while it loaded (its manifest's "reads"): inputs no output may overwrite.
+  const std::vector<std::string>& reads() const { return reads_; }
   // The aoti engine's whole-model package of `module` ("cond": the nested torch.cond generated from
   // the stages; "masked"): always an answer, its path or why the folder has none.
   std::optional<WholeModelPackage> whole_model(const std::string& module) const override;
@@ -105,6 +107,7 @@ class ModelFileFamily final : public ModelFamily {
   const ModelFilePart& head_part(int head) const;
 
   std::string folder_, digest_, torch_, compiled_at_;
+  std::vector<std::string> reads_;
   std::optional<std::chrono::system_clock::time_point> written_;
   Device device_ = Device::cpu;  // what the packages were compiled for
   int classes_ = 0;

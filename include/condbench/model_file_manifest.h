@@ -4,6 +4,7 @@
 // folder comes from the user's machine: every key is checked, and anything wrong is one line
 // naming the folder and the key. What the folder's other files hold (the packages, reference.pt)
 // is ModelFileFamily's to check.
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -18,6 +19,7 @@ namespace condbench {
 constexpr int64_t kModelFileMaxRowValues = 1 << 22;
 constexpr int kModelFileMaxStages = 256;
 constexpr int kModelFileMaxClasses = 1 << 16;  // a head's logits per row
+constexpr size_t kModelFileMaxReads = 4096;    // files the module read while it loaded ("reads")
 // The layout a manifest must say it has (FORMAT in python/condbench/model_file.py).
 constexpr int kModelFileFormat = 5;
 
@@ -51,6 +53,7 @@ struct ModelFileManifest {
   std::string confidence_package;                         // "confidence.pt2", or "" for the largest softmax probability
   std::map<std::string, ManifestWholeModel> whole_model;  // "cond" and "masked"
   std::string reference;                                  // "reference.pt"
+  std::vector<std::string> reads;                         // absolute paths of the files the module read while it loaded
 
   int stages() const { return static_cast<int>(parts.size() / 2); }
 };

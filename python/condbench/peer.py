@@ -217,7 +217,9 @@ def main():
         fail("--answer-budget needs --report-tool (condbench-report judges the answer)")
     check_output(args.out, [("--against", args.against)] +
                  [("--workload", os.path.join(d, f)) for d, meta in load_workloads(args.workload)
-                  for f in workload_files(meta)])
+                  for f in workload_files(meta)] +
+                 [i for _, meta in load_workloads(args.workload) if "model_file" in meta
+                  for i in model_file_inputs(meta["model_file"])])
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     wanted_variants = [v for v in args.variants.split(",") if v]
@@ -310,7 +312,7 @@ def workload_files(meta):
 def check_output(path, inputs):
     """condbench's output policy (include/condbench/output_file.h) for the peer's --out, before
     anything runs: absent or a regular file (never a link, FIFO, device or socket), in a folder that
-    exists, and not one of the inputs."""
+    exists, not one of the inputs, nor inside an input folder (a model file's compiled folder)."""
     import stat
     try:
         mode = os.lstat(path).st_mode
@@ -325,9 +327,28 @@ def check_output(path, inputs):
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         fail(f"--out: '{path}': its folder '{folder}' does not exist")
-    for flag, given in inputs:
+    for flag, given, *whole in inputs:
         if given and os.path.exists(given) and os.path.exists(path) and os.path.samefile(given, path):
             fail(f"--out: '{path}' is the input of {flag}; an output never overwrites an input")
+        inside = whole and given and os.path.commonpath([os.path.realpath(path), os.path.realpath(given)]) == \
+            os.path.realpath(given)
+        if inside:
+            fail(f"--out: '{path}' lies inside '{given}', the folder of {flag}, which the peer reads; write elsewhere")
+
+
+def model_file_inputs(folder):
+    """What a model file's workload reads beyond its own files: its compiled folder (nothing may be
+    written into it) and, as its manifest names them, the file, its weights and the files its module
+    read while it loaded (a module it imports, weights model() loads)."""
+    try:
+        with open(os.path.join(folder, "manifest.json")) as f:
+            m = json.load(f)
+        reads = [r.get("path") for r in m.get("reads", []) if isinstance(r, dict)]
+        files = [m.get("source"), m.get("weights"), *reads]
+    except (OSError, ValueError, AttributeError, TypeError):
+        files = []  # load_model_file says what is wrong with it
+    return [("--workload (its model file's folder)", folder, True)] + \
+        [("--workload (its model file's module)", p) for p in files if isinstance(p, str)]
 
 
 class Document:
