@@ -14,7 +14,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -334,6 +336,14 @@ std::optional<ModelFileFlags> read_model_file_flags(const std::map<std::string, 
   read.folder =
       model_file_folder(read.given, read.weights, model_file_device(devices), max_row_values, compile_timeout(flags));
   try {
+    // A folder compiled elsewhere (or given whole) holds rows condbench-infer reads but a run may not
+    // pool: refused here, in one line, rather than as every benchmark's error.
+    const ModelFileManifest manifest = read_manifest(read.folder);
+    const std::vector<int64_t>& row = manifest.parts.front().input_row;
+    const int64_t values = std::accumulate(row.begin(), row.end(), int64_t{1}, std::multiplies<>());
+    if (values > max_row_values)
+      fail("model file " + read.folder + ": stages[0]: its input row holds " + std::to_string(values) +
+           " values, more than the " + std::to_string(max_row_values) + " a run can hold in its pool of inputs");
     const ModelFileFamily& family = load_model_file(read.folder);
     read.config = family.config();
     read.reads = family.reads();

@@ -93,6 +93,11 @@ nlohmann::json rules_as_data() {
   rules["model_file_agreement"] = {{"absolute_tolerance", kModelFileAgreement.absolute_tolerance},
                                    {"relative_tolerance", kModelFileAgreement.relative_tolerance},
                                    {"tie_margin", kModelFileAgreement.tie_margin}};
+  // What condbench reads of a compiled folder (model_file_manifest.h): model_file.py's limits when
+  // run by hand (condbench gives its own, the pool's row limit the smaller).
+  rules["model_file_limits"] = {{"max_row_values", kModelFileMaxRowValues},
+                                {"max_stages", kModelFileMaxStages},
+                                {"max_classes", kModelFileMaxClasses}};
   rules["model_file_part_check"] = {{"absolute_tolerance", kModelFilePartCheck.absolute_tolerance},
                                     {"relative_tolerance", kModelFilePartCheck.relative_tolerance},
                                     {"tie_margin", kModelFilePartCheck.tie_margin}};

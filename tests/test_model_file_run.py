@@ -473,6 +473,18 @@ class ModelFileRun(unittest.TestCase):
                              "here (a model file is compiled for CUDA on the machine with the GPU)")
             self.assertFalse(os.path.exists(os.path.join(self.dir.name, "no-gpu", "models")))
 
+    def test_a_folder_whose_rows_no_run_can_pool_is_refused_before_the_run(self):
+        # rows condbench-infer reads (at most 2^22 values) but a run cannot pool (2^28 floats over at
+        # least 1024 rows): one line before anything runs, not every benchmark's error
+        def wide(folder, m):
+            m["parts"][0]["input"] = ["rows", (1 << 18) + 1]
+
+        folder = self.edited_copy("wide", wide)
+        result = run(CONDBENCH, "--device=cpu", f"--model-file={folder}", "--strategy=eager_host", "--scenario=exit:1")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(result.stderr, f"condbench: --model-file: model file {folder}: stages[0]: its input row holds "
+                                        "262145 values, more than the 262144 a run can hold in its pool of inputs\n")
+
     def test_a_folder_that_cannot_be_used_is_one_line_naming_it_and_the_part(self):
         def other_torch(folder, m):
             m["torch"] = "2.9.0"

@@ -22,7 +22,8 @@ A model file is code: loading it runs it, with your rights. Load only files you 
 usage: python -m condbench.model_file check FILE [--weights STATE_DICT] [--batch N] [--device cpu|cuda]
        python -m condbench.model_file compile FILE [--weights STATE_DICT] [--batch N] [--device cpu|cuda]
                                          [--cache DIR] [--jobs N]
-       (both: [--max-row-values N] [--max-stages N], the limits condbench gives when it calls compile)
+       (both: [--max-row-values N] [--max-stages N] [--max-classes N]: the limits condbench gives when it
+       calls compile; by default the most condbench reads of a compiled folder)
 
 check loads FILE, runs every part on example_input(N) (default 2) and checks what each returns,
 exports every stage, exit and the final head with torch.export (the batch dynamic), and prints the
@@ -873,16 +874,25 @@ def main(argv):
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                         help="what the packages run on (compile); cuda compiles on this machine's GPU")
     parser.add_argument("--cache", help="compile: the cache (default: condbench's, as condbench.aoti's)")
-    # condbench's limits, which condbench and condbench-infer give (src/model_file.cpp, src/workload.cpp):
+    # condbench's limits, which condbench and condbench-infer give (a run's the smaller: its pool of
+    # inputs); by hand, what condbench reads of a compiled folder (rules.json's model_file_limits, C++'s):
     # a model over them is refused before anything is exported or compiled
     parser.add_argument("--max-row-values", type=int, metavar="N",
-                        help="refuse a part whose input or output row holds more than N values")
-    parser.add_argument("--max-stages", type=int, metavar="N", help="refuse a model of more than N stages")
-    parser.add_argument("--max-classes", type=int, metavar="N", help="refuse heads of more than N classes")
+                        help="refuse a part whose input or output row holds more than N values (default: the "
+                             "most condbench reads)")
+    parser.add_argument("--max-stages", type=int, metavar="N",
+                        help="refuse a model of more than N stages (default: the most condbench reads)")
+    parser.add_argument("--max-classes", type=int, metavar="N",
+                        help="refuse heads of more than N classes (default: the most condbench reads)")
     parser.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8),
                         help="compile: packages compiled at once, each in a process of its own (default: the "
                              "cores, at most 8; 1: one after another, in this process)")
     args = parser.parse_args(argv)
+    from .rules import MODEL_FILE_LIMITS
+
+    for limit in ("max_row_values", "max_stages", "max_classes"):
+        if getattr(args, limit) is None:
+            setattr(args, limit, MODEL_FILE_LIMITS[limit])
     for stop in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop, _stopped)
     if not 1 <= args.jobs <= 64:

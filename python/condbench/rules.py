@@ -44,6 +44,9 @@ def exit_fires(score, threshold):
 AGREEMENT = RULES["agreement"]                          # condbench-infer's agree, the decoder's check
 MODEL_FILE_AGREEMENT = RULES["model_file_agreement"]    # a strategy or variant against a model file's module
 MODEL_FILE_PART_CHECK = RULES["model_file_part_check"]  # model_file.py compile: packages against their parts
+# What condbench reads of a compiled folder (max_row_values, max_stages, max_classes): model_file.py's
+# limits where no caller gives its own
+MODEL_FILE_LIMITS = RULES["model_file_limits"]
 
 
 def logits_agree(logits, expected, relative_tolerance=AGREEMENT["relative_tolerance"]):

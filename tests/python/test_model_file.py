@@ -427,6 +427,17 @@ def example_input(batch):
                     self.assertEqual(result.stderr, f"model_file: {path}: {message}\n")
                     self.assertFalse(os.path.exists(os.path.join(self.dir.name, "cache", "models")))
         self.assertEqual(check(path, "--max-stages", "2", "--max-row-values", "8", "--max-classes", "3").returncode, 0)
+        # run by hand, without the flags: the most condbench reads of a folder (C++'s, from rules.json)
+        from condbench.rules import MODEL_FILE_LIMITS
+        deep = self.write("deep.py", GOOD.replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
+                                                  "nn.ModuleList([nn.Linear(4, 8)] + [nn.Linear(8, 8)] * 256)")
+                                         .replace("nn.ModuleList([nn.Linear(8, 3), nn.Linear(8, 3)])",
+                                                  "nn.ModuleList([nn.Linear(8, 3)] * 257)"))
+        result = check(deep)
+        self.assertEqual((result.returncode, result.stderr), (2, f"model_file: {deep}: model().stages: 257 stages, "
+                                                                 f"more than the {MODEL_FILE_LIMITS['max_stages']} "
+                                                                 "condbench reads\n"))
+        self.assertEqual(MODEL_FILE_LIMITS["max_stages"], 256)
 
     def test_a_stopped_compile_cleans_up_and_a_killed_ones_folder_goes_next_time(self):
         from condbench import model_file
