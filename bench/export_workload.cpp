@@ -11,6 +11,8 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "benchmark_case.h"
@@ -94,11 +96,28 @@ void export_folder(const std::string& dir, const std::string& name, const std::f
   }
 }
 
-void create_export_dir(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) fail("--export-workload: cannot create '" + dir + "': " + ec.message());
-}
+// The export's folder: created where absent, and then removed whole again if the export fails
+// (everything in it is this export's), so a failed export leaves nothing; a folder that was there
+// before is left as it is, with the models written whole before the failure.
+class ExportDir {
+ public:
+  explicit ExportDir(std::string dir) : dir_(std::move(dir)) {
+    std::error_code ec;
+    created_ = fs::create_directories(dir_, ec);
+    if (ec) fail("--export-workload: cannot create '" + dir_ + "': " + ec.message());
+  }
+  ExportDir(const ExportDir&) = delete;
+  ExportDir& operator=(const ExportDir&) = delete;
+  ~ExportDir() {
+    std::error_code ec;
+    if (created_ && !done_) fs::remove_all(dir_, ec);
+  }
+  void done() { done_ = true; }
+
+ private:
+  std::string dir_;
+  bool created_ = false, done_ = false;
+};
 
 }  // namespace
 
@@ -110,7 +129,7 @@ std::vector<std::string> export_decoder_workloads(const std::vector<DecoderCase>
     entry.second.insert(c.scenario);
   }
   std::vector<std::string> written;
-  create_export_dir(dir);
+  ExportDir export_dir(dir);
   for (const auto& [key, entry] : models) {
     const DecoderConfig& config = entry.first;
     const std::string name = config.tag();
@@ -144,6 +163,7 @@ std::vector<std::string> export_decoder_workloads(const std::vector<DecoderCase>
     });
     written.push_back((fs::path(dir) / name).string());
   }
+  export_dir.done();
   return written;
 }
 
@@ -155,7 +175,7 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
     entry.second.insert(c.scenario);
   }
   std::vector<std::string> written;
-  create_export_dir(dir);
+  ExportDir export_dir(dir);
   for (const auto& [key, entry] : models) {
     const auto workload = shared_workload(entry.first, 1);
     const ModelConfig& config = workload->config();
@@ -204,6 +224,7 @@ std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& case
     const fs::path out = fs::path(dir) / name;
     written.push_back(out.string());
   }
+  export_dir.done();
   return written;
 }
 

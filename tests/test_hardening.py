@@ -417,8 +417,13 @@ class FullDisk(Case):
                      "--export-workload=" + export)
         line = self.assert_bad_input(result, "--export-workload: cannot write '" + export + "/", "(No space left on device)")
         self.assertNotIn(".tmp", line)  # the file as it was to be named
-        self.assertEqual(os.listdir(export), [])  # the model's folder, built beside, is gone whole
-        self.assertEqual(os.listdir(full), ["w"])
+        self.assertEqual(os.listdir(full), [])  # the folder it created, and the model's built beside it, gone whole
+        # into a folder that was there: the folder stays, as it was
+        os.mkdir(export)
+        result = run(CONDBENCH, "--device=cpu", "--strategy=fused", "--hidden=64", "--scenario=exit:1",
+                     "--export-workload=" + export)
+        self.assert_bad_input(result, "--export-workload: cannot write '" + export + "/", "(No space left on device)")
+        self.assertEqual((os.listdir(full), os.listdir(export)), (["w"], []))
 
 
 class ModelFileCompile(Case):

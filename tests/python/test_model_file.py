@@ -388,6 +388,14 @@ def example_input(batch):
             json.dump(m, f)
         self.assertIn("an older model_file.py made it, without a digest of model()'s weights", found()[1])
         self.assertFalse(os.path.exists(folder))
+        # a damaged manifest (cut short, or not an object): compiled again, never a traceback
+        for damage in ('{"files": {', "[1, 2]"):
+            folder = folder_as_compiled()
+            with open(os.path.join(folder, "manifest.json"), "w") as f:
+                f.write(damage)
+            self.assertEqual(found(), (None, f"model_file: {path}: compiling it again: {folder}: its manifest.json is "
+                                             "unreadable\n"))
+            self.assertFalse(os.path.exists(folder))
 
     def test_the_weights_digest_is_of_every_name_dtype_shape_and_value(self):
         from condbench import model_file
