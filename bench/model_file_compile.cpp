@@ -72,7 +72,7 @@ std::string package_root() {
 // This process's environment with `root` first on PYTHONPATH, as "NAME=value" strings; and
 // PYTHONSAFEPATH, or python -m would put the working folder first on sys.path.
 std::vector<std::string> environment_with_package(const std::string& root) {
-  constexpr std::string_view kPath = "PYTHONPATH=", kSafe = "PYTHONSAFEPATH=";
+  constexpr std::string_view kPath = "PYTHONPATH=", kSafe = "PYTHONSAFEPATH=", kParent = "CONDBENCH_COMPILE_PARENT=";
   std::vector<std::string> env;
   std::string path(kPath);
   path += root;
@@ -80,12 +80,15 @@ std::vector<std::string> environment_with_package(const std::string& root) {
     const std::string_view text(*entry);
     if (text.starts_with(kPath)) {
       if (text.size() > kPath.size()) path.append(":").append(text.substr(kPath.size()));
-    } else if (!text.starts_with(kSafe)) {
+    } else if (!text.starts_with(kSafe) && !text.starts_with(kParent)) {
       env.emplace_back(text);
     }
   }
   env.push_back(std::move(path));
   env.emplace_back("PYTHONSAFEPATH=1");
+  // Who runs the compile, in a process group of its own: model_file.py then ends with it, even when
+  // it is killed outright (SIGKILL leaves it no time to end the group), and takes the group along.
+  env.push_back(std::string(kParent) + std::to_string(getpid()));
   return env;
 }
 

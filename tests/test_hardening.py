@@ -462,11 +462,26 @@ class ModelFileCompile(Case):
                                               "--compile-timeout=3 s and was stopped")
                 self.assertEqual(self.wait_gone(marker), [])
 
+    def test_a_long_compile_says_so_every_30_s_on_any_stderr(self):
+        # stderr a pipe, not a terminal: the progress line all the same, then the limit
+        path, marker = self.slow_model_file()
+        result = run(CONDBENCH, f"--model-file={path}", "--device=cpu", "--compile-timeout=33")
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(lines[0], f"condbench: compiling {path}: 30 s so far (--compile-timeout=33)")
+        self.assertIn("model_file.py compile took longer than --compile-timeout=33 s and was stopped", lines[-1])
+        self.assertEqual(len(lines), 2, result.stderr)
+        self.assertEqual(self.wait_gone(marker), [])
+
     def test_a_stopped_condbench_ends_its_compile(self):
         path, marker = self.slow_model_file()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with self.subTest(signal=sig.name):
-                child = subprocess.Popen([CONDBENCH, f"--model-file={path}", "--device=cpu"],
+        # SIGKILL leaves condbench no time to end the compile: the compile ends itself (its parent-death
+        # signal) and what the user's code started with it
+        for tool, sig in [(tool, sig) for tool in (CONDBENCH, INFER)
+                          for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)] + [(CONDBENCH, signal.SIGKILL)]:
+            with self.subTest(tool=os.path.basename(tool), signal=sig.name):
+                child = subprocess.Popen([tool, f"--model-file={path}", "--device=cpu"] +
+                                         (["--thresholds=0.5"] if tool == INFER else []),
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                 deadline = time.monotonic() + 30
                 while not [line for line in self.left(marker) if "time.sleep" in line] and time.monotonic() < deadline:

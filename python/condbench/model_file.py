@@ -859,9 +859,36 @@ def load_compiled(folder):
 
 
 def _stopped(signum, frame):
-    """SIGTERM or SIGHUP (condbench ending the compile, at its limit or stopped itself): exit through
-    the finally blocks, so the half-built folder goes."""
+    """SIGTERM or SIGHUP (condbench ending the compile, at its limit or stopped itself, or gone): exit
+    through the finally blocks, so the half-built folder goes. Run by condbench, in a process group
+    of its own, what the user's code started ends too."""
+    if _run_by_condbench():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with contextlib.suppress(OSError):
+            os.killpg(os.getpgrp(), signal.SIGTERM)
     raise SystemExit(128 + signum)
+
+
+def _run_by_condbench():
+    """Whether condbench runs this compile: it names itself (CONDBENCH_COMPILE_PARENT) and makes this
+    process the leader of a group of its own, which is then this compile's alone."""
+    parent = os.environ.get("CONDBENCH_COMPILE_PARENT", "")
+    return parent.isdigit() and os.getpgrp() == os.getpid()
+
+
+def _end_with_condbench():
+    """Run by condbench: SIGTERM when condbench ends, however it ends (Linux's parent-death signal;
+    killed outright, condbench cannot end the group itself), and an exit now where it is gone already."""
+    if not _run_by_condbench():
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return  # not Linux: condbench's own cleanup still ends the group when it can
+    if os.getppid() != int(os.environ["CONDBENCH_COMPILE_PARENT"]):
+        _stopped(signal.SIGTERM, None)
 
 
 def main(argv):
@@ -895,6 +922,7 @@ def main(argv):
             setattr(args, limit, MODEL_FILE_LIMITS[limit])
     for stop in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop, _stopped)
+    _end_with_condbench()
     if not 1 <= args.jobs <= 64:
         print(f"model_file: --jobs {args.jobs}: not in 1..64", file=sys.stderr)
         return 2
