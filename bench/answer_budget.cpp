@@ -57,20 +57,6 @@ std::vector<std::string> next_cells(const RunRecord& record, size_t* undecided) 
 
 }  // namespace
 
-std::string BudgetSpent::text() const {
-  std::ostringstream out;
-  out.precision(3);
-  if (undecided_at_start == 0) return "every comparison of the answer was decided by the run's own repetitions";
-  if (rounds == 0) {
-    out << undecided_at_start << " comparisons of the answer undecided; no round fitted the budget";
-    return out.str();
-  }
-  out << rounds << (rounds == 1 ? " round" : " rounds") << " over " << cells << " cells in " << seconds << " s, "
-      << looks << " looks (verdicts at " << 100 * (1 - (1 - report::kRatioConfidence) / report::kAnswerLooks)
-      << "%): " << undecided_at_start << " comparisons undecided before, " << undecided_at_end << " after";
-  return out.str();
-}
-
 BudgetSpent spend_answer_budget(RunRecord& record, double budget_s, int first_repetitions, double run_seconds,
                                 char* argv0) {
   BudgetSpent spent;
@@ -87,7 +73,7 @@ BudgetSpent spend_answer_budget(RunRecord& record, double budget_s, int first_re
   bool out_of_time = false;
   for (size_t look = 1; look < report::kAnswerLooks && !cells.empty() && !out_of_time; ++look) {
     // The next look when these cells have twice the repetitions they had at this one.
-    const size_t rounds = first << (look - 1);
+    const size_t rounds = report::rounds_before_next_look(look, first);
     std::cerr << "condbench: answer budget, look " << look << " of " << report::kAnswerLooks << ": "
               << spent.undecided_at_end << " comparisons undecided, up to " << rounds << " rounds over " << cells.size()
               << " cells\n";

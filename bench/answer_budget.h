@@ -6,16 +6,12 @@
 // record (run_record.h) makes them repetitions of the one run.
 #include <string>
 
+#include "analysis.h"
 #include "run_record.h"
 
 namespace condbench {
 
-struct BudgetSpent {
-  size_t looks = 1, rounds = 0, cells = 0;  // cells: run again at least once
-  size_t undecided_at_start = 0, undecided_at_end = 0;
-  double seconds = 0;
-  std::string text() const;  // for the result file's context and the terminal
-};
+using report::BudgetSpent;  // report/analysis.h: its account in words is the report's
 
 // `budget_s` > 0. `first_repetitions`: the repetitions each benchmark had in the run (the first look);
 // `run_seconds`: how long the run took, from which a round's cost is estimated before the first.

@@ -210,6 +210,18 @@ std::vector<std::string> undecided_cells(const std::vector<Group>& groups, size_
 // One look of a run that spends an answer budget: `files` are what the answer reads, the last the
 // run's own so far, judged at kAnswerLooks looks; the names of its cells the next rounds run.
 std::vector<std::string> cells_for_next_rounds(std::vector<ResultFile> files, size_t* undecided = nullptr);
+// The budget's schedule, one for condbench's rounds (bench/answer_budget.cpp) and the peer's (which
+// reads it from --undecided): after look `look` (1, 2, ...) of a run of `first_repetitions`
+// repetitions, the rounds before the next look, which doubles the cells' repetitions.
+size_t rounds_before_next_look(size_t look, size_t first_repetitions);
+// What an answer budget did, for its result file's context and the terminal; the words are
+// condbench-report's, for condbench and the peer alike (--undecided --spent gives the peer them).
+struct BudgetSpent {
+  size_t looks = 1, rounds = 0, cells = 0;  // cells: run again at least once
+  size_t undecided_at_start = 0, undecided_at_end = 0;
+  double seconds = 0;
+  std::string text() const;
+};
 // Whether "conditional graphs are impossible" holds, from the GPU groups: a device-side decision
 // in a graph (graph_cond, py_cond_cudagraph) against eager_host. Says it is unmeasured when the run
 // has no GPU figure for it.

@@ -275,6 +275,24 @@ std::vector<std::string> cells_for_next_rounds(std::vector<ResultFile> files, si
   return undecided_cells(make_groups(files), files.size() - 1, undecided);
 }
 
+size_t rounds_before_next_look(size_t look, size_t first_repetitions) {
+  return std::max<size_t>(first_repetitions, 1) << (look - 1);
+}
+
+std::string BudgetSpent::text() const {
+  std::ostringstream out;
+  out.precision(3);
+  if (undecided_at_start == 0) return "every comparison of the answer was decided by the run's own repetitions";
+  if (rounds == 0) {
+    out << undecided_at_start << " comparisons of the answer undecided; no round fitted the budget";
+    return out.str();
+  }
+  out << rounds << (rounds == 1 ? " round" : " rounds") << " over " << cells << " cells in " << seconds << " s, "
+      << looks << " looks (verdicts at " << 100 * (1 - (1 - kRatioConfidence) / kAnswerLooks)
+      << "%): " << undecided_at_start << " comparisons undecided before, " << undecided_at_end << " after";
+  return out.str();
+}
+
 std::string conditional_graphs_sentence(const std::vector<Group>& groups) {
   std::vector<std::string> said;
   for (const Group& g : groups) {

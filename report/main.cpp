@@ -9,10 +9,13 @@
 // replaced only when it is an earlier report (or with --force), and never when it holds an input.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -40,7 +43,7 @@ const char* const kUsage =
     "usage: condbench-report --out DIR [--force] [--unstable-cv PCT] RESULT.json...\n"
     "       condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]\n"
     "       condbench-report --table RESULT.json...\n"
-    "       condbench-report --undecided RESULT.json... OWN.json\n"
+    "       condbench-report --undecided [--repetitions N] [--spent R,C,S,L,U] RESULT.json... OWN.json\n"
     "       condbench-report --pairs RESULT.json...  |  --pairs --across A.json B.json\n"
     "  --force             replace DIR even if it is not a previous condbench report\n"
     "  --unstable-cv PCT   mark a benchmark unstable above this coefficient of variation (default 5)\n"
@@ -50,7 +53,9 @@ const char* const kUsage =
     "  --table             print the median latency table of the files (several are read as one, e.g. a run\n"
     "                      and its peer): a row per device, model, batch and scenario, a column per strategy\n"
     "  --undecided         for a run spending an answer budget (the peer's --answer-budget): JSON of the\n"
-    "                      cells of the last file that the answer's undecided comparisons need more of\n"
+    "                      cells of the last file that the answer's undecided comparisons need more of;\n"
+    "                      --repetitions N (the run's own) adds the rounds before each next look, --spent\n"
+    "                      ROUNDS,CELLS,SECONDS,LOOKS,UNDECIDED_AT_START what the budget did, in words\n"
     "  --pairs             JSON of the verdict rule's judgement of every two cells of a group, each file on its\n"
     "                      own; with --across, of each benchmark in A against itself in B (two runs): the\n"
     "                      interval, its order statistic, the drift allowance and the verdict, for the\n"
@@ -130,7 +135,8 @@ void write_atomically(const std::vector<ResultFile>& files, const fs::path& dir,
 // condbench-report's command line: the mode, its files and its options, read once.
 struct Args {
   std::string out, fail_on, unstable_cv, min_effect;
-  bool fail_on_given = false;  // "--fail-on-regression=" is given, and empty: refused, not ignored
+  std::string repetitions, spent;  // --undecided's, for the peer's answer budget
+  bool fail_on_given = false;      // "--fail-on-regression=" is given, and empty: refused, not ignored
   bool help = false, compare = false, undecided = false, table = false, force = false, pairs = false, across = false;
   std::vector<std::string> inputs;
 
@@ -172,6 +178,10 @@ Args read_args(int argc, char** argv) {
       r.pairs = true;
     } else if (a == "--across") {
       r.across = true;
+    } else if (is("--repetitions")) {
+      r.repetitions = value("--repetitions");
+    } else if (is("--spent")) {
+      r.spent = value("--spent");
     } else if (is("--fail-on-regression")) {
       r.fail_on = value("--fail-on-regression");
       r.fail_on_given = true;
@@ -182,6 +192,8 @@ Args read_args(int argc, char** argv) {
     }
   }
   if (r.across && !r.pairs) fail("--across goes with --pairs");
+  if ((!r.repetitions.empty() || !r.spent.empty()) && !r.undecided)
+    fail("--repetitions and --spent go with --undecided");
   return r;
 }
 
@@ -210,17 +222,52 @@ int print_table(const Args& args) {
   return 0;
 }
 
-// --undecided: the cells an answer budget's next rounds need, as JSON.
+// "3,4,1.5": the numbers of a comma-separated list, each in [0, 1e9], exactly as many as `names` names.
+std::vector<double> numbers(const std::string& flag, const std::string& text, const std::string& names, size_t count) {
+  const auto refuse = [&] { fail(flag + ": '" + printable(text) + "' is not " + names); };
+  std::vector<double> values;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !(v >= 0 && v <= 1e9)) refuse();
+    values.push_back(v);
+  }
+  if (values.size() != count || (!text.empty() && text.back() == ',')) refuse();
+  return values;
+}
+
+// --undecided: the cells an answer budget's next rounds need, as JSON; with --repetitions, the
+// budget's schedule (the rounds before each next look); with --spent, what the budget did, in the
+// words condbench says it (the peer's answer budget takes both from here).
 int print_undecided(const Args& args) {
   if (args.compare || args.report_options()) fail("--undecided takes result files only");
   size_t undecided = 0;
   const std::vector<std::string> cells = cells_for_next_rounds(load_inputs(args, "--undecided"), &undecided);
-  std::cout << nlohmann::json{{"looks", kAnswerLooks},
-                              {"confidence", 1 - (1 - kRatioConfidence) / kAnswerLooks},
-                              {"undecided", undecided},
-                              {"cells", cells}}
-                   .dump()
-            << "\n";
+  nlohmann::json out{{"looks", kAnswerLooks},
+                     {"confidence", 1 - (1 - kRatioConfidence) / kAnswerLooks},
+                     {"undecided", undecided},
+                     {"cells", cells}};
+  if (!args.repetitions.empty()) {
+    const double first = numbers("--repetitions", args.repetitions, "a count of repetitions", 1)[0];
+    if (first < 1 || first != std::floor(first))
+      fail("--repetitions: '" + printable(args.repetitions) + "' is not a count of repetitions");
+    out["rounds_before_next_look"] = nlohmann::json::array();
+    for (size_t look = 1; look < kAnswerLooks; ++look)
+      out["rounds_before_next_look"].push_back(rounds_before_next_look(look, static_cast<size_t>(first)));
+  }
+  if (!args.spent.empty()) {
+    const std::vector<double> v = numbers("--spent", args.spent, "ROUNDS,CELLS,SECONDS,LOOKS,UNDECIDED_AT_START", 5);
+    BudgetSpent spent;
+    spent.rounds = static_cast<size_t>(v[0]);
+    spent.cells = static_cast<size_t>(v[1]);
+    spent.seconds = v[2];
+    spent.looks = static_cast<size_t>(v[3]);
+    spent.undecided_at_start = static_cast<size_t>(v[4]);
+    spent.undecided_at_end = undecided;
+    out["spent"] = spent.text();
+  }
+  std::cout << out.dump() << "\n";
   return 0;
 }
 

@@ -402,18 +402,22 @@ NOTES_CONTEXT = "condbench_peer_notes"
 
 def spend_answer_budget(args, cases, rounds, document):
     """condbench's answer budget (bench/answer_budget.cpp), for the peer's cases: at each look,
-    condbench-report --undecided names the cases the answer still needs; rounds over them until
-    their repetitions double, then the next look; stop when none is left or the time is spent.
-    Returns what it did, in words, and records it in the document's context."""
+    condbench-report --undecided names the cases the answer still needs and how many rounds to run
+    over them before the next look (their repetitions doubled); stop when none is left or the time is
+    spent. Returns what it did, in condbench-report's words, and records it in the document's context:
+    the schedule and the words are the report's, as condbench's own budget uses them."""
     start = time.monotonic()
     by_name = {case["name"]: case for case in cases}
     scratch = f"{args.out}.undecided.{os.getpid()}"
 
-    def look():
-        """What condbench-report says is undecided; None when it cannot say (the rounds so far are kept)."""
+    def look(spent=()):
+        """What condbench-report says is undecided (with `spent`, the tally ROUNDS, CELLS, SECONDS,
+        LOOKS, UNDECIDED_AT_START, what the budget did in words); None when it cannot say (the rounds
+        so far are kept)."""
         results.write(scratch, document.build())
+        told = [f"--repetitions={args.repetitions}"] + ([f"--spent={','.join(map(str, spent))}"] if spent else [])
         try:
-            done = subprocess.run([args.report_tool, "--undecided", *([args.against] if args.against else []),
+            done = subprocess.run([args.report_tool, "--undecided", *told, *([args.against] if args.against else []),
                                    scratch], capture_output=True, text=True, timeout=600)
             if done.returncode != 0:
                 raise RuntimeError(done.stderr.strip() or f"exit {done.returncode}")
@@ -433,10 +437,9 @@ def spend_answer_budget(args, cases, rounds, document):
     plan, chosen = first_look
     planned, undecided_at_start = plan["looks"], plan["undecided"]
     undecided, looks, ran_rounds, again = undecided_at_start, 1, 0, set()
-    first = args.repetitions
     out_of_time = False
     while chosen and looks < planned and not out_of_time:
-        count = first << (looks - 1)  # the next look when these cases have doubled their repetitions
+        count = plan["rounds_before_next_look"][looks - 1]
         print(f"peer: answer budget, look {looks} of {planned}: {undecided} comparisons undecided, "
               f"up to {count} rounds over {len(chosen)} cases", flush=True)
         done = 0
@@ -457,17 +460,13 @@ def spend_answer_budget(args, cases, rounds, document):
             break  # looks counts the rounds' look; the last judgement is the report's
         now, chosen = judged
         undecided = now["undecided"]
-    if undecided_at_start == 0:
-        text = "every comparison of the answer was decided by the run's own repetitions"
-    elif ran_rounds == 0:
-        text = f"{undecided_at_start} comparisons of the answer undecided; no round fitted the budget"
-    else:
-        text = (f"{ran_rounds} rounds over {len(again)} cells in {time.monotonic() - start:.3g} s, {looks} looks "
-                f"(verdicts at {100 * plan['confidence']:.3g}%): {undecided_at_start} comparisons undecided "
-                f"before, {undecided} after")
+    if ran_rounds > 0:
         document.context[LOOKS_CONTEXT] = str(planned)
-    document.context[BUDGET_CONTEXT] = text
-    return text
+    # the last look again, with the tally: condbench-report says it as condbench does
+    said = look((ran_rounds, len(again), round(time.monotonic() - start, 3), looks, undecided_at_start))
+    document.context[BUDGET_CONTEXT] = said[0]["spent"] if said else \
+        f"{ran_rounds} rounds; condbench-report could not say more ({undecided} comparisons undecided at the end)"
+    return document.context[BUDGET_CONTEXT]
 
 
 if __name__ == "__main__":

@@ -377,6 +377,30 @@ class Report(unittest.TestCase):
         self.assertEqual(json.loads(result.stdout)["cells"], [f"early_exit/cpu/{s}/{e}/batch:1/hidden:64/blocks:3"
                                                               for s in ("aoti/cond", "native/fused", "torch/eager_host")
                                                               for e in ("exit:1", "exit:4")])
+        # The budget's schedule and its words, as condbench's own budget has them (the peer's take them from here)
+        result = run("--undecided", "--repetitions=3", "--spent=5,2,1.23456,3,7", self.dir + "/ours.json",
+                     self.dir + "/peer.json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        answer = json.loads(result.stdout)
+        self.assertEqual(answer["rounds_before_next_look"], [3, 6])
+        self.assertEqual(answer["spent"], "5 rounds over 2 cells in 1.23 s, 3 looks (verdicts at 99.7%): 7 comparisons "
+                                          "undecided before, 6 after")
+        result = run("--undecided", "--spent=0,0,0.5,1,0", self.dir + "/ours.json")
+        self.assertEqual(json.loads(result.stdout)["spent"],
+                         "every comparison of the answer was decided by the run's own repetitions")
+        result = run("--undecided", "--spent=0,0,0.5,1,4", self.dir + "/ours.json")
+        self.assertEqual(json.loads(result.stdout)["spent"],
+                         "4 comparisons of the answer undecided; no round fitted the budget")
+        for bad in ("--repetitions=0", "--repetitions=2.5", "--spent=1,2,3", "--spent=1,2,3,4,5,", "--spent=1,2,x,4,5",
+                    "--spent=-1,2,3,4,5"):
+            with self.subTest(bad=bad):
+                result = run("--undecided", bad, self.dir + "/ours.json")
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+                self.assertIn(bad.split("=")[0] + ":", result.stderr)
+        result = run("--table", "--spent=1,2,3,4,5", self.dir + "/ours.json")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--repetitions and --spent go with --undecided", result.stderr)
         # A report of a run that spent a budget says what it did and what stayed ambiguous.
         peer["context"].update({"condbench_answer_budget": "3 rounds over 4 cells in 1.5 s", "condbench_answer_looks": "3"})
         out = os.path.join(self.dir, "budget")
