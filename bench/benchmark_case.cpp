@@ -250,7 +250,7 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
     // --trace: a few inferences' spans on the GPU, on a track of their own beside the host's ranges
     if (nvtx::records_spans() && nvtx::level() >= nvtx::Level::iter)
       for (const auto& [start, end] : gpu_spans_ns(strategy, p.inputs, p.thresholds, kTracedGpuInferences))
-        nvtx::record_span("GPU (CUDA events)", "inference", start, end);
+        nvtx::record_span(nvtx::kGpuTrack, "inference", start, end);
   }
   if (rec.gpu_us) state.counters["gpu_us"] = *rec.gpu_us;
 }

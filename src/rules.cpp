@@ -11,6 +11,7 @@
 #include "condbench/exit_math.h"
 #include "condbench/family.h"
 #include "condbench/model_file.h"
+#include "condbench/nvtx.h"
 
 namespace condbench {
 namespace {
@@ -98,6 +99,7 @@ nlohmann::json rules_as_data() {
   rules["model_file_limits"] = {{"max_row_values", kModelFileMaxRowValues},
                                 {"max_stages", kModelFileMaxStages},
                                 {"max_classes", kModelFileMaxClasses}};
+  rules["trace"] = {{"gpu_track", nvtx::kGpuTrack}};  // the --trace file's track of GPU spans
   rules["model_file_part_check"] = {{"absolute_tolerance", kModelFilePartCheck.absolute_tolerance},
                                     {"relative_tolerance", kModelFilePartCheck.relative_tolerance},
                                     {"tie_margin", kModelFilePartCheck.tie_margin}};

@@ -56,6 +56,9 @@ void attach_tool(const std::string& library, const std::vector<std::pair<std::st
 // and end in nanoseconds of std::chrono::steady_clock. Nothing without such a tool.
 bool records_spans();
 void record_span(const char* track, const char* name, int64_t start_ns, int64_t end_ns);
+// The track condbench draws an inference's GPU time on (between two CUDA events); readers of a
+// --trace file (scripts/device-check's summary) receive it as data (rules.json's trace.gpu_track).
+inline constexpr const char* kGpuTrack = "GPU (CUDA events)";
 
 void push(const RegisteredString& message);
 void push(const std::string& message);  // unregistered: for once-per-run ranges

@@ -15,7 +15,8 @@ import os
 import sys
 import zipfile
 
-GPU_TRACK = "GPU (CUDA events)"  # the track condbench records GPU spans on (bench/benchmark_case.cpp)
+from .rules import GPU_TRACK  # the --trace file's track of GPU spans, as C++ names it (nvtx::kGpuTrack)
+
 WHEEL_PARTS = ("torch/include/", "torch/share/cmake/", "torch/lib/")
 
 

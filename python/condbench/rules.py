@@ -7,8 +7,6 @@ import json
 import operator
 import os
 
-import torch
-
 
 def _load():
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules.json")
@@ -31,6 +29,8 @@ if RULES["exit_rule"]["score"] != "max_softmax":
 
 def max_softmax(logits):
     """The exit rule's default score of each row (docs/design.md §1): its largest softmax probability."""
+    import torch  # here, not above: the package's readers of rules without torch (device_check) import this
+
     return torch.softmax(logits, dim=-1).amax(dim=-1)
 
 
@@ -47,6 +47,8 @@ MODEL_FILE_PART_CHECK = RULES["model_file_part_check"]  # model_file.py compile:
 # What condbench reads of a compiled folder (max_row_values, max_stages, max_classes): model_file.py's
 # limits where no caller gives its own
 MODEL_FILE_LIMITS = RULES["model_file_limits"]
+# The --trace file's track of GPU spans (nvtx::kGpuTrack)
+GPU_TRACK = RULES["trace"]["gpu_track"]
 
 
 def logits_agree(logits, expected, relative_tolerance=AGREEMENT["relative_tolerance"]):
@@ -54,6 +56,8 @@ def logits_agree(logits, expected, relative_tolerance=AGREEMENT["relative_tolera
     shape, and every logit within the tolerance times the larger of its expected value's magnitude
     and its row's largest. The package's one copy of that comparison, held to C++'s verdicts on the
     examples rules.json carries (agreement_examples; tests/python/test_package.py)."""
+    import torch
+
     a = torch.as_tensor(logits).to("cpu", torch.float64)
     b = torch.as_tensor(expected).to("cpu", torch.float64)
     if a.shape != b.shape:
