@@ -70,7 +70,8 @@ def source_digest(config):
     """What made a package: this file, the modules it exports and the rules they apply (rules.json,
     C++'s: a changed exit test is another graph)."""
     digest = hashlib.sha256()
-    made_by = ("decoder.py", "decoder_peer.py") if config.get("family") == DECODER else ("families.py", "variants.py")
+    made_by = ("decoder.py", "decoder_peer.py") if config.get("family") == DECODER else \
+        ("families.py", "model.py", "variants.py")
     for name in ("aoti.py", "rules.py", "rules.json") + made_by:
         with open(os.path.join(HERE, name), "rb") as f:
             digest.update(f.read())

@@ -3,16 +3,16 @@ families (src/families/): the MLP and the transformer encoder.
 
 Parameter names are those of docs/design.md §1 (mlp: backbone.{i}, exit{k}, final; transformer:
 layers.{i} of nn.TransformerEncoderLayer, exit{k}.norm|proj, final.norm|proj), so condbench's
-exported state_dict loads unchanged. Both offer blocks, block(k, h), head(k) and confidence(logits),
-which is all a variant (condbench.variants) uses — and so does a model file, through
-condbench.model_file's EarlyExitView."""
+exported state_dict loads unchanged. Both are condbench.model's view (blocks, block(k, h), head(k),
+final, confidence(logits)), which is all a variant (condbench.variants) uses — and so is a model
+file's module, through condbench.model's ModelFileView."""
 import torch
 from torch import nn
 
-from .rules import max_softmax
+from .model import EarlyExitModel
 
 
-class EarlyExitMLP(nn.Module):
+class EarlyExitMLP(EarlyExitModel):
     """The question's MLP: block k = relu(backbone.k(h)), a Linear exit head after each."""
 
     def __init__(self, in_features=32, hidden=64, num_classes=10, blocks=3):
@@ -32,9 +32,6 @@ class EarlyExitMLP(nn.Module):
         """Exit head k+1 for k < blocks, else the final head."""
         return getattr(self, f"exit{k + 1}") if k < self.blocks else self.final
 
-    def confidence(self, logits):
-        return max_softmax(logits)
-
 
 class EncoderHead(nn.Module):
     """A transformer exit head: LayerNorm then a Linear, on token 0 of each row."""
@@ -48,7 +45,7 @@ class EncoderHead(nn.Module):
         return self.proj(self.norm(h[:, 0, :]))
 
 
-class EarlyExitEncoder(nn.Module):
+class EarlyExitEncoder(EarlyExitModel):
     """The transformer family: nn.TransformerEncoderLayer(d_model, heads, ffn, dropout=0,
     activation="gelu", batch_first=True, norm_first=True) per layer, an exit head after each.
     Input [rows, seq, d_model]."""
@@ -70,9 +67,6 @@ class EarlyExitEncoder(nn.Module):
     def head(self, k):
         """Exit head k+1 for k < blocks, else the final head."""
         return getattr(self, f"exit{k + 1}") if k < self.blocks else self.final
-
-    def confidence(self, logits):
-        return max_softmax(logits)
 
 
 # The model families condbench knows, by the name condbench's descriptors give them

@@ -322,35 +322,12 @@ class ModelFile:
 
 
 def early_exit_view(model_file, classes):
-    """The module as condbench's Python side sees a built-in family (condbench.families):
-    blocks, block(k, h), head(k), final, confidence(logits), num_classes, row_shape. The peer's
-    variants and the whole-model packages (DeployedCond, DeployedMasked) run it unchanged."""
-    from torch import nn
+    """The module as condbench's Python side sees a built-in family (condbench.model's view). The
+    peer's variants and the whole-model packages (DeployedCond, DeployedMasked) run it unchanged."""
+    from .model import ModelFileView
 
-    from .rules import max_softmax
-
-    class EarlyExitView(nn.Module):
-        def __init__(self, module, row_shape, custom_confidence):
-            super().__init__()
-            self.module = module
-            self.blocks, self.num_classes, self.row_shape = len(module.stages), classes, row_shape
-            self.custom_confidence = custom_confidence
-
-        @property
-        def final(self):
-            return self.module.final
-
-        def block(self, k, h):
-            return self.module.stages[k](h)
-
-        def head(self, k):
-            return self.module.exits[k] if k < self.blocks else self.module.final
-
-        def confidence(self, logits):
-            return self.module.confidence(logits) if self.custom_confidence else max_softmax(logits)
-
-    row_shape = tuple(model_file.input(2).shape[1:])
-    return EarlyExitView(model_file.module, row_shape, model_file.custom_confidence).eval()
+    row_shape = model_file.input(2).shape[1:]
+    return ModelFileView(model_file.module, classes, row_shape, model_file.custom_confidence).eval()
 
 
 def costs(part, example):
