@@ -430,15 +430,15 @@ class ModelFileCompile(Case):
     """A model file's compile is the user's code running: bounded by --compile-timeout, and ended
     whole (its process group) at the limit or when condbench is stopped — never left behind."""
 
-    def slow_model_file(self):
-        # Loading it runs its code: a child of its own, then a long sleep, the marker in both
-        # command lines so the test can look for what is left.
-        marker = "condbench-slow-" + os.path.basename(self.dir)
+    def slow_model_file(self, kind="slow", then="time.sleep(300)"):
+        # Loading it runs its code: a child of its own, then `then` (a long sleep), the marker in
+        # both command lines so the test can look for what is left.
+        marker = f"condbench-{kind}-" + os.path.basename(self.dir)
         path = os.path.join(self.dir, marker + ".py")
         with open(path, "w") as f:
             f.write("import subprocess, sys, time\n"
                     f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', '{marker}'])\n"
-                    "time.sleep(300)\n")
+                    f"{then}\n")
         return path, marker
 
     def left(self, marker):
@@ -495,12 +495,7 @@ class ModelFileCompile(Case):
     def test_what_the_users_code_left_running_ends_with_its_compile(self):
         # The file starts a child (which holds the compile's stdout and stderr) and then fails: the
         # refusal comes back at once, not at the limit, and the child is gone with it.
-        marker = "condbench-left-" + os.path.basename(self.dir)
-        path = os.path.join(self.dir, marker + ".py")
-        with open(path, "w") as f:
-            f.write("import subprocess, sys\n"
-                    f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', '{marker}'])\n"
-                    "raise SystemExit(3)\n")
+        path, marker = self.slow_model_file("left", then="raise SystemExit(3)")
         started = time.monotonic()
         result = run(CONDBENCH, f"--model-file={path}", "--device=cpu", "--compile-timeout=120")
         self.assertLess(time.monotonic() - started, 60)
