@@ -72,6 +72,8 @@ constexpr const char* kAnswerBudgetContext = "condbench_answer_budget";  // what
 // The peer's notes, one a line: variants skipped, refused by the check against a model file's module, or
 // run through a workaround in their place (python/condbench/peer.py).
 constexpr const char* kPeerNotesContext = "condbench_peer_notes";
+// The confidence each of `looks` looks judges at (Bonferroni: 1 - (1 - kRatioConfidence) / looks).
+double look_confidence(size_t looks);
 // The confidence of the interval judge() takes for two cells: kRatioConfidence, less per look made.
 double answer_confidence(const Cell& a, const Cell& b);
 

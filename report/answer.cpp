@@ -288,8 +288,8 @@ std::string BudgetSpent::text() const {
     return out.str();
   }
   out << rounds << (rounds == 1 ? " round" : " rounds") << " over " << cells << " cells in " << seconds << " s, "
-      << looks << " looks (verdicts at " << 100 * (1 - (1 - kRatioConfidence) / kAnswerLooks)
-      << "%): " << undecided_at_start << " comparisons undecided before, " << undecided_at_end << " after";
+      << looks << " looks (verdicts at " << 100 * look_confidence(kAnswerLooks) << "%): " << undecided_at_start
+      << " comparisons undecided before, " << undecided_at_end << " after";
   return out.str();
 }
 

@@ -245,7 +245,7 @@ int print_undecided(const Args& args) {
   size_t undecided = 0;
   const std::vector<std::string> cells = cells_for_next_rounds(load_inputs(args, "--undecided"), &undecided);
   nlohmann::json out{{"looks", kAnswerLooks},
-                     {"confidence", 1 - (1 - kRatioConfidence) / kAnswerLooks},
+                     {"confidence", look_confidence(kAnswerLooks)},
                      {"undecided", undecided},
                      {"cells", cells}};
   if (!args.repetitions.empty()) {

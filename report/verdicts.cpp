@@ -45,9 +45,11 @@ const char* to_string(Standing standing) {
   return "?";
 }
 
-double answer_confidence(const Cell& a, const Cell& b) {
-  return 1.0 - (1.0 - kRatioConfidence) / static_cast<double>(std::max<size_t>({a.looks, b.looks, 1}));
+double look_confidence(size_t looks) {
+  return 1.0 - (1.0 - kRatioConfidence) / static_cast<double>(std::max<size_t>(looks, 1));
 }
+
+double answer_confidence(const Cell& a, const Cell& b) { return look_confidence(std::max(a.looks, b.looks)); }
 
 Judgement judge(const Cell& a, const Cell& b, double min_effect) {
   Judgement j;
