@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 
+#include "condbench/config.h"
 #include "condbench/error.h"
 
 namespace condbench::cli {

@@ -24,10 +24,9 @@ std::vector<std::string> split_list(const std::string& flag, const std::string& 
 int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi);
 std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text, int64_t lo, int64_t hi);
 float parse_float(const std::string& flag, const std::string& text, float lo, float hi);
-// --batch, in every tool and for every model: 1..kMaxBatch rows (far above any sweep, so a typo fails
-// here; whether a model's pool fits in memory is checked per model). A list for condbench, one
-// value for condbench-infer.
-constexpr int64_t kMaxBatch = 1 << 16;
+// --batch, in every tool and for every model: 1..kMaxBatch rows (condbench/config.h; whether a
+// model's pool fits in memory is checked per model). A list for condbench, one value for
+// condbench-infer.
 std::vector<int64_t> parse_batches(const std::string& text);
 int64_t parse_batch(const std::string& text);
 std::vector<Device> parse_devices(const std::string& flag, const std::string& text);

@@ -4,36 +4,19 @@
 // (runner.h).
 #include <benchmark/benchmark.h>
 
-#include <ATen/Parallel.h>
-
-#include <cstring>
 #include <iostream>
 
 #include "benchmark_case.h"
 #include "condbench/error.h"
-#include "condbench/nvtx.h"
 #include "condbench/output_file.h"
-#include "context.h"
 #include "decoder_case.h"
 #include "runner.h"
 #include "test_slowdown.h"
 
 namespace {
 
-// condbench's flags, then Google Benchmark's (its Initialize prints them); exit code 0.
-int print_help(char* argv0) {
-  condbench::print_flags(std::cout);
-  std::cout.flush();
-  static char help[] = "--help";
-  char* args[] = {argv0, help, nullptr};
-  int count = 2;
-  benchmark::Initialize(&count, args);  // prints Google Benchmark's flags and exits 0
-  return 0;
-}
-
 int run(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) return print_help(argv[0]);
+  if (condbench::asks_for_help(argc, argv)) return condbench::print_help(argv[0]);
   const std::string twins = condbench::register_test_twins();  // before --strategy is read: it may name one
   condbench::BenchmarkOut out(argc, argv);
   const condbench::RunnerOptions options = condbench::parse_runner_options(argc, argv, out.target());
@@ -48,19 +31,8 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (!options.export_dir.empty()) return condbench::export_workloads(options);
-  if (!flags.list_tests) condbench::require_devices_present(options);
-  if (!options.trace_out.empty()) condbench::attach_trace(options.trace_out);
-  out.open();
-  if (!flags.initialize()) return 2;
-  if (options.threads > 0) at::set_num_threads(options.threads);
-  condbench::test_slowdown("");  // a malformed CONDBENCH_TEST_SLOWDOWN is a startup error, not a skipped benchmark
-  condbench::check_answer_budget(options, flags);
-  condbench::nvtx::set_level(options.nvtx);
-  for (const auto& [key, value] : condbench::runner_context(options, flags, condbench::test_slowdown_setting(), twins))
-    benchmark::AddCustomContext(key, value);
+  if (!condbench::start_run(options, flags, out, twins)) return 2;
   const std::vector<std::string> registered = condbench::register_benchmarks(options, flags);
-  if (!options.model_file_used.empty() && !flags.list_tests)
-    std::cerr << "condbench: " << options.model_file_used << "\n";
   return condbench::run_benchmarks(options, flags, out, registered, argv[0]);
 }
 

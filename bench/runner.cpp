@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -20,11 +21,13 @@
 #include "condbench/nvtx.h"
 #include "condbench/workload.h"
 #include "console_reporter.h"
+#include "context.h"
 #include "cpu_primitives.h"
 #include "device_timing.h"
 #include "export_workload.h"
 #include "machine_check.h"
 #include "run_record.h"
+#include "test_slowdown.h"
 
 namespace condbench {
 namespace {
@@ -85,17 +88,8 @@ int conclude(const RunRecord& record, const BenchmarkOut& out, const std::string
   return 0;
 }
 
-}  // namespace
-
-int export_workloads(const RunnerOptions& options) {
-  const std::vector<BenchmarkCase> exported = select_cases(options);
-  if (!exported.empty())
-    for (const std::string& dir : export_workloads(exported, options.export_dir)) std::cout << "wrote " << dir << "\n";
-  for (const std::string& dir : export_decoder_workloads(select_decoder_cases(options), options.export_dir))
-    std::cout << "wrote " << dir << "\n";
-  return 0;
-}
-
+// --trace=FILE: condbench-trace.so, built beside this executable, records every NVTX range and
+// writes FILE when the process exits (bench/trace/nvtx_injection.cpp).
 void attach_trace(const std::string& file) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -110,6 +104,7 @@ void attach_trace(const std::string& file) {
   }
 }
 
+// Refuses flags that cannot go with --answer-budget.
 void check_answer_budget(const RunnerOptions& options, const BenchmarkFlags& flags) {
   if (options.answer_budget_s <= 0) return;
   if (!flags.interleaved) fail("--answer-budget: its rounds are interleaved; drop what turns interleaving off");
@@ -119,6 +114,47 @@ void check_answer_budget(const RunnerOptions& options, const BenchmarkFlags& fla
     fail(
         "--answer-budget: the display would show the run before its rounds; keep the console display and write "
         "the result with --benchmark_out");
+}
+
+}  // namespace
+
+bool asks_for_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) return true;
+  return false;
+}
+
+int print_help(char* argv0) {
+  print_flags(std::cout);
+  std::cout.flush();
+  static char help[] = "--help";
+  char* args[] = {argv0, help, nullptr};
+  int count = 2;
+  benchmark::Initialize(&count, args);  // prints Google Benchmark's flags and exits 0
+  return 0;
+}
+
+int export_workloads(const RunnerOptions& options) {
+  const std::vector<BenchmarkCase> exported = select_cases(options);
+  if (!exported.empty())
+    for (const std::string& dir : export_workloads(exported, options.export_dir)) std::cout << "wrote " << dir << "\n";
+  for (const std::string& dir : export_decoder_workloads(select_decoder_cases(options), options.export_dir))
+    std::cout << "wrote " << dir << "\n";
+  return 0;
+}
+
+bool start_run(const RunnerOptions& options, const BenchmarkFlags& flags, BenchmarkOut& out, const std::string& twins) {
+  if (!flags.list_tests) require_devices_present(options);
+  if (!options.trace_out.empty()) attach_trace(options.trace_out);
+  out.open();
+  if (!flags.initialize()) return false;
+  if (options.threads > 0) at::set_num_threads(options.threads);
+  test_slowdown("");  // a malformed CONDBENCH_TEST_SLOWDOWN is a startup error, not a skipped benchmark
+  check_answer_budget(options, flags);
+  nvtx::set_level(options.nvtx);
+  for (const auto& [key, value] : runner_context(options, flags, test_slowdown_setting(), twins))
+    benchmark::AddCustomContext(key, value);
+  return true;
 }
 
 std::vector<std::string> register_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags) {
@@ -150,6 +186,7 @@ std::vector<std::string> register_benchmarks(const RunnerOptions& options, const
     std::set<std::string> checked;
     for (const BenchmarkCase& c : cases)
       if (!why_skipped(c) && checked.insert(c.source.key()).second) shared_workload(c.source, 1);
+    if (!options.model_file_used.empty()) std::cerr << "condbench: " << options.model_file_used << "\n";
   }
   return registered;
 }

@@ -12,19 +12,24 @@
 
 namespace condbench {
 
+// -h or --help anywhere; print_help prints condbench's flags, then Google Benchmark's: exit code 0.
+bool asks_for_help(int argc, char** argv);
+int print_help(char* argv0);
+
 // --export-workload: every selected model's workload written; exit code 0.
 int export_workloads(const RunnerOptions& options);
 
-// --trace=FILE: condbench-trace.so, built beside this executable, records every NVTX range and
-// writes FILE when the process exits (bench/trace/nvtx_injection.cpp).
-void attach_trace(const std::string& file);
-
-// Refuses flags that cannot go with --answer-budget; throws condbench::Error.
-void check_answer_budget(const RunnerOptions& options, const BenchmarkFlags& flags);
+// A run's start, once its flags and outputs are checked, in this order: the devices it names
+// present, the trace attached (condbench-trace.so records every NVTX range and writes --trace's
+// file at exit), --benchmark_out opened, Google Benchmark given its flags, the threads, the test
+// slowdown and the answer budget's flags checked (condbench::Error), the NVTX level, and the run's
+// context (context.h). False where Google Benchmark refused a flag: exit code 2.
+bool start_run(const RunnerOptions& options, const BenchmarkFlags& flags, BenchmarkOut& out, const std::string& twins);
 
 // Registers every benchmark the options select, with what the context says of them (the
 // packages built ahead, the decoders' weights), and checks each model's exit scores on its pool
-// before anything runs. Returns their names in registration order.
+// before anything runs (then names the model file's compiled folder). Returns their names in
+// registration order.
 std::vector<std::string> register_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags);
 
 // Runs what is registered (or lists it), writes --benchmark_out, and returns the exit code: 0, 1

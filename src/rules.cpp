@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "condbench/agreement.h"
+#include "condbench/config.h"
 #include "condbench/decoder/config.h"
 #include "condbench/error.h"
 #include "condbench/exit_math.h"
@@ -100,9 +101,10 @@ nlohmann::json rules_as_data() {
                                 {"max_stages", kModelFileMaxStages},
                                 {"max_classes", kModelFileMaxClasses}};
   rules["trace"] = {{"gpu_track", nvtx::kGpuTrack}};  // the --trace file's track of GPU spans
-  rules["model_file_part_check"] = {{"absolute_tolerance", kModelFilePartCheck.absolute_tolerance},
-                                    {"relative_tolerance", kModelFilePartCheck.relative_tolerance},
-                                    {"tie_margin", kModelFilePartCheck.tie_margin}};
+  rules["compile_check"] = {{"absolute_tolerance", kCompileCheck.absolute_tolerance},
+                            {"relative_tolerance", kCompileCheck.relative_tolerance},
+                            {"tie_margin", kCompileCheck.tie_margin}};
+  rules["max_batch"] = kMaxBatch;  // every tool's --batch limit: what an exported package accepts
   return rules;
 }
 

@@ -12,6 +12,20 @@ constexpr double kAgreementRelativeTolerance = 1e-4;
 constexpr double kTieMargin = 1e-5;
 
 // exit ids int [rows]; logits float [rows, classes]; any device.
+// A check of a result against the module it came from: the logits within absolute + relative x
+// |logit|, and the exit id unless a score is within tie_margin of a threshold (either way is right).
+struct Tolerances {
+  double absolute_tolerance;
+  double relative_tolerance;
+  double tie_margin;
+};
+
+// When an AOTInductor package is accepted (condbench.aoti, the one path from a module to a package,
+// for the built-in families' and decoders' packages as for a model file's parts and whole-model
+// modules): its outputs against the module it was compiled from, on rows whose score is not within
+// tie_margin of a threshold. Python reads it as data (rules.h: "compile_check").
+inline constexpr Tolerances kCompileCheck{.absolute_tolerance = 1e-5, .relative_tolerance = 1e-4, .tie_margin = 1e-4};
+
 bool results_agree(const at::Tensor& exit_ids_a, const at::Tensor& logits_a, const at::Tensor& exit_ids_b,
                    const at::Tensor& logits_b, double relative_tolerance = kAgreementRelativeTolerance);
 

@@ -15,6 +15,11 @@ namespace condbench {
 
 class ModelFamily;  // condbench/family.h
 
+// The most rows a batch holds, in every tool and for every model (--batch), and what the aoti
+// engine's packages are exported to accept (rules.h gives it to condbench.aoti): far above any
+// sweep, so a typo fails at the flag.
+inline constexpr int64_t kMaxBatch = 1 << 16;
+
 struct ModelConfig {
   // Never null in a config that is used: model_config(name) or ModelFamily::config() make one.
   const ModelFamily* family = nullptr;

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "condbench/agreement.h"
 #include "condbench/family.h"
 #include "condbench/model_file_manifest.h"
 #include "condbench/strategy.h"
@@ -35,19 +36,10 @@ namespace condbench {
 // When a strategy agrees with the module's own forward on a reference row (ModelFileFamily::check):
 // the exit id, unless a score is within tie_margin of a threshold (either way is right), and the
 // logits within absolute + relative x |logit|. The packages were checked against the module's parts
-// more tightly (model_file.py compile); a chain of them adds a little. The peer receives the rule
-// as data, in the exported workload's "agreement".
-struct ModelFileAgreement {
-  double absolute_tolerance = 1e-4;
-  double relative_tolerance = 1e-3;
-  double tie_margin = 1e-4;
-};
-inline constexpr ModelFileAgreement kModelFileAgreement{};
-// When model_file.py compile accepts what it compiled (each part's package against the part, the
-// whole-model modules against the module's masked forward): tighter than the agreement above, on
-// rows whose score is not within tie_margin of a threshold. Python reads it as data (rules.h).
-inline constexpr ModelFileAgreement kModelFilePartCheck{
-    .absolute_tolerance = 1e-5, .relative_tolerance = 1e-4, .tie_margin = 1e-4};
+// more tightly (kCompileCheck); a chain of them adds a little. The peer receives the rule as data,
+// in the exported workload's "agreement".
+inline constexpr Tolerances kModelFileAgreement{
+    .absolute_tolerance = 1e-4, .relative_tolerance = 1e-3, .tie_margin = 1e-4};
 
 // The module's own forward on the reference rows (reference.pt).
 struct ModelFileReference {

@@ -1,13 +1,24 @@
 #!/usr/bin/env python3
-"""AOTInductor packages for condbench's engine aoti: the peer's nested torch.cond (DeployedCond) and
-its torch.where masking (DeployedMasked), and for the decoder one decode step of each (the peer's
-py_cond and masked steps over a fixed-size cache, the cache an explicit input and output:
-decoder_peer.DecodeStep), exported with torch.export and compiled with
-torch._inductor.aoti_compile_and_package (default options but one, below), one package per model configuration,
-device and module. condbench loads them with torch::inductor::AOTIModelPackageLoader and swaps in
-the model's own weights (load_constants), so a package serves any weights of its configuration.
+"""AOTInductor for condbench's engine aoti: the one path from a module to a package condbench runs,
 
-Packages are cached by torch version, device and configuration (ModelConfig::tag in condbench):
+    export   torch.export (export), a module that takes rows taking any batch condbench runs
+             (rules.MAX_BATCH, C++'s --batch limit)
+    compile  torch._inductor.aoti_compile_and_package (compile_program: its one call), side by side
+             in processes of their own where there are several (compile_side_by_side)
+    check    the package loaded back and run against the module it was compiled from, within C++'s
+             tolerance (rules.COMPILE_CHECK); a package that fails its check is not kept (build)
+
+for both routes to a package: the built-in families' and decoders' (this module's command, below)
+and a model file's parts and whole-model modules (condbench.model_file compile). The whole-model
+modules are the same on both: condbench.variants' nested torch.cond (DeployedCond) and masking
+(DeployedMasked) on the model's early-exit view, exported with the check that sends example rows to
+every exit (whole_model_programs); a decoder's are one decode step of each (decoder_peer.DecodeStep,
+step_program).
+
+The built-in route: the packages of a model configuration, compiled with placeholder weights that
+condbench replaces with the model's own (torch::inductor::AOTIModelPackageLoader, load_constants), so
+a package serves any weights of its configuration. They are cached by torch version, device and
+configuration (ModelConfig::tag in condbench):
   <cache>/torch-<version>/<device>/<family>-<size><value>...-c<classes>-b<blocks>/<module>.pt2
   e.g. mlp-in_features32-hidden64-c10-b3, transformer-d_model256-heads4-ffn1024-seq32-c10-b6
   (a decoder's: decoder-vocab512-...-exit_every2, the sizes of its step: condbench's step_tag)
@@ -18,7 +29,7 @@ condbench looks too.
 
 usage: python -m condbench.aoti (--workload DIR | --config FAMILY:SIZE=N,...,num_classes=N,blocks=N ...
                                | --config decoder:vocab=N,...,exit_every=N ...)
-                              [--device cpu|cuda] [--modules cond,masked] [--cache DIR] [--force]
+                              [--device cpu|cuda] [--modules cond,masked] [--cache DIR] [--force] [--jobs N]
 """
 import argparse
 import contextlib
@@ -30,20 +41,268 @@ import os
 import sys
 import time
 
+from .rules import COMPILE_CHECK, MAX_BATCH
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = ("cond", "masked")
 DECODER = "decoder"
 # A decoder step's sizes as condbench names them (DecoderConfig's, in its order, without the prompt
 # and the tokens generated, which do not change the step: docs/design.md §8).
 DECODER_SIZES = ("vocab", "d_model", "heads", "layers", "ffn", "context", "exit_every")
-# AOTInductor's defaults but one: inductor writes parameters of at most 8 elements (a small
-# head's bias) into the generated code as literals, where condbench could not replace them with
-# the model's; keeping every parameter a constant changes no arithmetic.
-INDUCTOR_CONFIGS = {"always_keep_tensor_constants": True}
+# The built-in route's options, AOTInductor's defaults but one: inductor writes parameters of at
+# most 8 elements (a small head's bias) into the generated code as literals, where condbench could
+# not replace them with the model's; keeping every parameter a constant changes no arithmetic. (A
+# model file's packages keep its weights: Inductor's defaults, the call a user writes.)
+BUILT_IN_OPTIONS = {"always_keep_tensor_constants": True}
+CHECK_ROWS = 8  # the example rows a whole-model module is checked on
 
+
+# --- the path: export, compile, check --------------------------------------------------------------
+
+def first_line(error):
+    """An exception as one line of at most 300 characters: its type and its message's first line."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")[:300]
+
+
+@contextlib.contextmanager
+def quiet():
+    """torch.export and Inductor print and log what they do (warnings, a partial graph, generated
+    code); the path says what matters in one line."""
+    logging.getLogger("torch").setLevel(logging.CRITICAL)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
+def rows_dim():
+    """The batch dimension of a module that takes rows: any batch condbench runs."""
+    import torch
+
+    return torch.export.Dim("rows", min=1, max=MAX_BATCH)
+
+
+def export(module, example, dynamic_shapes=None):
+    """torch.export of `module` on the tuple `example`; raises what torch.export raises."""
+    import torch
+
+    with quiet():
+        return torch.export.export(module, example, dynamic_shapes=dynamic_shapes)
+
+
+def compile_program(program, path, options=None):
+    """AOTInductor's one call: the exported `program` into the package `path`, with Inductor's
+    `options` (None: its defaults); the seconds it took."""
+    import torch
+
+    start = time.perf_counter()
+    with quiet():
+        extra = {"inductor_configs": options} if options else {}
+        torch._inductor.aoti_compile_and_package(program, package_path=path, **extra)
+    return time.perf_counter() - start
+
+
+def load(path):
+    """A package, loaded as Python runs it (what its check calls)."""
+    import torch
+
+    with quiet():
+        return torch._inductor.aoti_load_package(path)
+
+
+def _compile_saved(saved, path, options):
+    """A worker's job (compile_side_by_side): the program saved at `saved` compiled into `path`."""
+    import torch
+
+    with quiet():  # its loader warns of a name not ending .pt2, then reads it
+        program = torch.export.load(saved)
+    return compile_program(program, path, options)
+
+
+def compile_side_by_side(jobs, workers):
+    """Compiles [(package path, exported program, options)] `workers` processes at once; returns
+    {path: seconds}. A package is compiled by itself, so the packages of a model compile side by side
+    (a GPU machine's cores; two on the 2-core one). Best effort: a program that cannot be saved for a
+    worker, or whose worker fails, is left for build, which compiles it here and names what went
+    wrong."""
+    import concurrent.futures
+    import multiprocessing
+
+    import torch
+
+    if workers < 2 or len(jobs) < 2:
+        return {}
+    saved = []
+    for path, program, options in jobs:
+        try:
+            with quiet():
+                torch.export.save(program, path + ".exported")
+            saved.append((path, options))
+        except Exception:  # compiled by build, in this process
+            pass
+    seconds = {}
+    try:
+        # spawn: a fork of a process that has used CUDA cannot use it
+        with concurrent.futures.ProcessPoolExecutor(min(workers, len(saved)) or 1,
+                                                    mp_context=multiprocessing.get_context("spawn")) as pool:
+            # The largest programs first (a whole model's nested cond takes longest: 100 s of an
+            # H200 machine's 137 s for a model file, measured): the small ones fill the other workers.
+            largest_first = sorted(saved, key=lambda job: os.path.getsize(job[0] + ".exported"), reverse=True)
+            running = {pool.submit(_compile_saved, path + ".exported", path, options): path
+                       for path, options in largest_first}
+            for done in concurrent.futures.as_completed(running):
+                with contextlib.suppress(Exception):  # build compiles it again, here, and says why it cannot
+                    seconds[running[done]] = done.result()
+    except Exception:  # no workers (a broken pool, no processes left): build compiles the rest
+        pass
+    for path, _ in saved:
+        for leftover in [path + ".exported"] + ([] if path in seconds else [path]):
+            with contextlib.suppress(OSError):  # a failed worker's half-written package is not used
+                os.remove(leftover)
+    return seconds
+
+
+def build(program, path, check, noun, options=None, fallback=None):
+    """The exported `program` compiled into `path` (unless compile_side_by_side made it already),
+    loaded back and checked: check(package) is None where it computes what its module does, else
+    why not. Returns one of
+      {"package": file name, "compile_s": seconds}   accepted
+      {"unavailable": why}                           `program` is why it could not be exported
+                                                     (check None), or the compile or the check failed
+      {"package", "compile_s", "workaround": the options, "default": why the first was refused}
+                                                     refused with `options`, accepted with `fallback`
+    A refused package is removed. `noun` names the module in the reasons ("cond module", "part")."""
+    from .variants import options_text
+
+    if check is None:
+        return {"unavailable": program}
+    seconds = 0.0
+
+    def refuse(why):
+        with contextlib.suppress(OSError):
+            os.remove(path)
+        return {"unavailable": why}
+
+    def checked(opts):
+        nonlocal seconds
+        if not os.path.isfile(path):
+            seconds += compile_program(program, path, opts)
+        return check(load(path))
+
+    try:
+        why = checked(options)
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as e:
+        return refuse(f"AOTInductor cannot compile the {noun} ({first_line(e)})")
+    if not why:
+        return {"package": os.path.basename(path), "compile_s": seconds}
+    default = f"the compiled {noun} {why}"
+    refuse(default)
+    if fallback is None:
+        return {"unavailable": default}
+    text = options_text(fallback)
+    try:
+        why = checked(fallback)
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as e:
+        return refuse(f"{default}; with {text} AOTInductor cannot compile it ({first_line(e)})")
+    if why:
+        return refuse(f"{default}, and with {text} too")
+    return {"package": os.path.basename(path), "compile_s": seconds, "workaround": text, "default": default}
+
+
+def close(got, want):
+    """Whether a package's output is its module's: floats within COMPILE_CHECK, the rest equal."""
+    import torch
+
+    if got.shape != want.shape:
+        return False
+    if not want.is_floating_point():
+        return torch.equal(got.to(want.dtype), want)
+    return torch.allclose(got, want, rtol=COMPILE_CHECK["relative_tolerance"],
+                          atol=COMPILE_CHECK["absolute_tolerance"])
+
+
+def whole_model_programs(view, x, inputs="example_input", modules=MODULES):
+    """The aoti engine's whole-model `modules` of condbench.variants on the early-exit `view`, exported:
+    {"cond": (program, or why it cannot be exported, check), "masked": ...}. cond, the nested
+    torch.cond generated from the blocks, takes one row; masked any number. check(package) compares
+    its (exit id, logits) with the view's masked forward on the rows `x` (named `inputs` in what it
+    says) at thresholds halfway between each exit's two middle scores, so that rows leave at every
+    exit; a row whose score is within the tie margin of a threshold may go either way in compiled
+    code and is not compared."""
+    import torch
+
+    from .variants import DeployedCond, DeployedMasked, masked_forward
+
+    for p in view.parameters():
+        p.requires_grad_(False)  # torch.export of torch.cond: frozen parameters, no no_grad region
+    with torch.no_grad():
+        h, scores = x, []
+        for k in range(view.blocks):
+            h = view.block(k, h)
+            scores.append(view.confidence(view.head(k)(h)).float())
+        middle = [s.sort().values[len(s) // 2 - 1:len(s) // 2 + 1] for s in scores]
+        thresholds = torch.stack([m.mean() for m in middle])
+        expected_logits, expected_ids = masked_forward(view, x, thresholds)
+        near = torch.stack([(s - t).abs() < COMPILE_CHECK["tie_margin"] for s, t in zip(scores, thresholds)], 1).any(1)
+
+    def check(package, calls):
+        with torch.no_grad():
+            for rows in calls:
+                ids, logits = package(x[rows], thresholds)
+                keep = ~near[rows]
+                if not close(ids.to(torch.int32).reshape(-1)[keep], expected_ids[rows].to(torch.int32)[keep]) or \
+                        not close(logits[keep], expected_logits[rows][keep]):
+                    which = f"row {rows.start}" if rows.stop - rows.start == 1 else f"rows {rows.start}..{rows.stop - 1}"
+                    return f"differs from the module on {inputs} {which}"
+        return None
+
+    programs = {}
+    one_row_each = [slice(r, r + 1) for r in range(x.shape[0])]
+    for module, deployed, example, dynamic, calls in (
+            ("cond", DeployedCond, (x[:1], thresholds), None, one_row_each),
+            ("masked", DeployedMasked, (x[:2], thresholds), ({0: rows_dim()}, None), [slice(0, x.shape[0])])):
+        if module not in modules:
+            continue
+        try:
+            programs[module] = (export(deployed(view), example, dynamic),
+                                lambda package, calls=calls: check(package, calls))
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as e:  # a model file's parts still run; the aoti engine's strategy says why it cannot
+            programs[module] = (f"torch.export cannot trace the model's {module} module ({first_line(e)})", None)
+    return programs
+
+
+def step_program(step):
+    """A decoder's DecodeStep exported, with its check: the package's next token, exit id, logits and
+    cache against the step's own, for a token at two positions whose thresholds send it out at the
+    first exit and at none."""
+    import torch
+
+    program = export(step, step.example_inputs())
+    samples = [step.sample_inputs(position, threshold) for position in (1, step.config["context"] - 1)
+               for threshold in (0.0, 1.0)]
+
+    def check(package):
+        with torch.no_grad():
+            for inputs in samples:
+                want = torch.utils._pytree.tree_leaves(step(*inputs))
+                got = torch.utils._pytree.tree_leaves(package(*inputs))
+                if len(got) != len(want) or not all(close(g, w) for g, w in zip(got, want)):
+                    position = int(inputs[1].nonzero())
+                    return f"differs from the step on a token at position {position}, thresholds {float(inputs[3][0])}"
+        return None
+
+    return program, check
+
+
+# --- the built-in route -----------------------------------------------------------------------------
 
 def fail(message):
-    print(f"aoti_compile: {message}", file=sys.stderr)
+    print(f"aoti: {message}", file=sys.stderr)
     sys.exit(2)
 
 
@@ -130,48 +389,36 @@ def workload_configs(root):
     return configs
 
 
-def export(torch, module_name, config, device):
-    """The exported program of `module_name` for `config`, with example inputs on `device`."""
+def built_in_program(module_name, config, device):
+    """(exported program, check) of the built-in route's `module_name` for `config` on `device`, its
+    weights placeholders (condbench loads the model's own); (why, None) where it cannot be exported."""
+    import torch
+
+    torch.manual_seed(0)
     if config.get("family") == DECODER:
         from . import decoder_peer
-        torch.manual_seed(0)  # placeholders, as below
-        step = decoder_peer.DecodeStep.of(config, module_name, device)
-        return torch.export.export(step, step.example_inputs())
+        try:
+            return step_program(decoder_peer.DecodeStep.of(config, module_name, device))
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as e:
+            return f"torch.export cannot trace the decoder's {module_name} step ({first_line(e)})", None
     from .families import build_model
-    from .variants import DeployedCond, DeployedMasked
-    torch.manual_seed(0)  # the weights are placeholders: condbench loads the model's own
-    model = build_model(config)
-    for p in model.parameters():
-        p.requires_grad_(False)  # torch.export of torch.cond: frozen parameters, no no_grad region
-    model = model.to(device).eval()
-    thresholds = torch.zeros(config["blocks"], device=device)
-    if module_name == "cond":
-        example = (torch.zeros(1, *model.row_shape, device=device), thresholds)
-        return torch.export.export(DeployedCond(model), example)
-    rows = torch.export.Dim("batch", min=1, max=1 << 20)  # masked serves any batch
-    example = (torch.zeros(2, *model.row_shape, device=device), thresholds)
-    return torch.export.export(DeployedMasked(model), example, dynamic_shapes=({0: rows}, None))
+    model = build_model(config).to(device).eval()
+    x = torch.randn(CHECK_ROWS, *model.row_shape, device=device)
+    return whole_model_programs(model, x, "random example", (module_name,))[module_name]
 
 
-def compile_package(torch, module_name, config, device, directory, digest):
-    started = time.perf_counter()
-    program = export(torch, module_name, config, device)
-    exported = time.perf_counter()
-    temp = os.path.join(directory, f"{module_name}.tmp{os.getpid()}.pt2")
-    logging.getLogger("torch").setLevel(logging.ERROR)
-    with contextlib.redirect_stdout(io.StringIO()):
-        torch._inductor.aoti_compile_and_package(program, package_path=temp, inductor_configs=INDUCTOR_CONFIGS)
-    compiled = time.perf_counter()
-    os.replace(temp, os.path.join(directory, f"{module_name}.pt2"))
-    meta = {"torch_version": torch.__version__.split("+")[0], "device": device, "config": config,
-            "module": module_name, "source_digest": digest, "export_s": round(exported - started, 2),
-            "compile_s": round(compiled - exported, 2),
-            "options": "default but " + ", ".join(f"{k}={v}" for k, v in INDUCTOR_CONFIGS.items())}
-    temp = os.path.join(directory, f"{module_name}.tmp{os.getpid()}.json")
-    with open(temp, "w") as f:
-        json.dump(meta, f, indent=1)
-    os.replace(temp, os.path.join(directory, f"{module_name}.json"))  # present only beside a whole package
-    return meta
+def cached(meta_path, digest, version):
+    """The record beside a package the cache holds, if the same code and torch made it."""
+    try:
+        with open(meta_path) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(meta, dict) and os.path.isfile(meta_path[:-5] + ".pt2") and \
+        meta.get("source_digest") == digest and meta.get("torch_version") == version
+    return meta if ok else None
 
 
 def main():
@@ -185,10 +432,15 @@ def main():
     parser.add_argument("--modules", default=",".join(MODULES), help="comma-separated: cond, masked")
     parser.add_argument("--cache", default=None, help="the cache (default: condbench's, see above)")
     parser.add_argument("--force", action="store_true", help="compile even what the cache holds")
+    parser.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8),
+                        help="packages compiled at once, each in a process of its own (default: the cores, at "
+                             "most 8; 1: one after another, in this process)")
     args = parser.parse_args()
     modules = [m for m in args.modules.split(",") if m]
     if not modules or any(m not in MODULES for m in modules):
         fail(f"--modules {args.modules!r}: a comma-separated list of {', '.join(MODULES)}")
+    if not 1 <= args.jobs <= 64:
+        fail(f"--jobs {args.jobs}: not in 1..64")
     configs = workload_configs(args.workload) if args.workload else \
         [(config, config_key(config)) for config in map(parse_config, args.config)]
 
@@ -198,30 +450,58 @@ def main():
         fail("--device=cuda: no CUDA device here (AOTInductor compiles CUDA code on a GPU)")
     version = torch.__version__.split("+")[0]
     root = os.path.join(args.cache or cache_root(), f"torch-{version}", args.device)
+    # Exported first, every package that is not cached; then compiled side by side; then each checked,
+    # in order (one the workers did not compile is compiled then, where a failure is named).
+    todo = []
     for config, key in configs:
         digest = source_digest(config)
         directory = os.path.join(root, key)
         os.makedirs(directory, exist_ok=True)
         for module_name in modules:
             label = f"{args.device} {key} {module_name}"
-            meta_path = os.path.join(directory, f"{module_name}.json")
-            if not args.force and os.path.isfile(meta_path) and os.path.isfile(meta_path[:-5] + ".pt2"):
-                try:
-                    with open(meta_path) as f:
-                        meta = json.load(f)
-                except (OSError, ValueError):
-                    meta = {}
-                if meta.get("source_digest") == digest and meta.get("torch_version") == version:
-                    print(f"aoti: {label}: cached (compiled in {meta.get('compile_s')} s)", flush=True)
-                    continue
-            print(f"aoti: {label}: exporting and compiling ...", flush=True)
-            try:
-                meta = compile_package(torch, module_name, config, args.device, directory, digest)
-            except Exception as e:  # noqa: BLE001 -- one line for whatever export or inductor raised
-                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-                fail(f"{label}: {type(e).__name__}: {first}")
-            print(f"aoti: {label}: exported in {meta['export_s']} s, compiled in {meta['compile_s']} s "
-                  f"-> {os.path.join(directory, module_name + '.pt2')}", flush=True)
+            meta = None if args.force else cached(os.path.join(directory, f"{module_name}.json"), digest, version)
+            if meta:
+                print(f"aoti: {label}: cached (compiled in {meta.get('compile_s')} s)", flush=True)
+                continue
+            print(f"aoti: {label}: exporting ...", flush=True)
+            started = time.perf_counter()
+            program, check = built_in_program(module_name, config, args.device)
+            if check is None:
+                fail(f"{label}: {program}")
+            temp = os.path.join(directory, f"{module_name}.tmp{os.getpid()}.pt2")
+            todo.append((label, directory, module_name, config, digest, temp, program, check,
+                         time.perf_counter() - started))
+    if todo:
+        print(f"aoti: compiling {len(todo)} package{'s' if len(todo) > 1 else ''}, {min(args.jobs, len(todo))} at once "
+              "...", flush=True)
+    compiled = compile_side_by_side([(temp, program, BUILT_IN_OPTIONS) for _, _, _, _, _, temp, program, _, _ in todo],
+                                    args.jobs)
+    for label, directory, module_name, config, digest, temp, program, check, export_s in todo:
+        try:
+            result = build(program, temp, check, f"{module_name} module", BUILT_IN_OPTIONS)
+        finally:
+            with contextlib.suppress(OSError):
+                os.remove(temp + ".exported")
+        if "unavailable" in result:
+            fail(f"{label}: {result['unavailable']}")
+        os.replace(temp, os.path.join(directory, f"{module_name}.pt2"))
+        meta = {"torch_version": version, "device": args.device, "config": config, "module": module_name,
+                "source_digest": digest, "export_s": round(export_s, 2),
+                "compile_s": round(compiled.get(temp, result["compile_s"]), 2),
+                "options": "default but " + ", ".join(f"{k}={v}" for k, v in BUILT_IN_OPTIONS.items()),
+                "checked": f"against the module, within {COMPILE_CHECK['absolute_tolerance']} + "
+                           f"{COMPILE_CHECK['relative_tolerance']} x |value|"}
+        write_whole(os.path.join(directory, f"{module_name}.json"), meta)  # present only beside a whole package
+        print(f"aoti: {label}: exported in {meta['export_s']} s, compiled in {meta['compile_s']} s, checked "
+              f"-> {os.path.join(directory, module_name + '.pt2')}", flush=True)
+
+
+def write_whole(path, value):
+    """`value` as JSON at `path`, written beside it and renamed into place: whole or absent."""
+    temp = f"{path}.tmp{os.getpid()}"
+    with open(temp, "w") as f:
+        json.dump(value, f, indent=1)
+    os.replace(temp, path)
 
 
 if __name__ == "__main__":

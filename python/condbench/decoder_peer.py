@@ -226,6 +226,18 @@ class DecodeStep(nn.Module):
         return (torch.zeros(1, dtype=torch.long, device=device), positions == 0, positions <= 0,
                 torch.zeros(len(self.places) - 1, device=device), cache)
 
+    def sample_inputs(self, position, threshold):
+        """A token mid-sequence, for condbench.aoti's check of a compiled step: a random token at
+        `position` over a cache of random keys and values, every threshold `threshold` (0: the token
+        leaves at the first exit, 1: at none, so that the check is clear of ties)."""
+        c, device = self.config, self.model.pos.weight.device
+        g = torch.Generator().manual_seed(position)
+        *_, thresholds, cache = self.example_inputs()
+        positions = torch.arange(c["context"], device=device)
+        return (torch.randint(c["vocab"], (1,), generator=g).to(device), positions == position, positions <= position,
+                torch.full_like(thresholds, threshold),
+                tuple((0.5 * torch.randn(t.shape, generator=g)).to(device) for t in cache))
+
     def forward(self, token, at, seen, thresholds, cache):
         return self.body(self.model, self.config["heads"], self.places, token, at, seen, thresholds, *cache)
 

@@ -30,7 +30,7 @@ exports every stage, exit and the final head with torch.export (the batch dynami
 manifest as JSON: the parts in order with their input and output shapes (the batch as "rows"),
 FLOPs per row (torch.utils.flop_counter) and bytes of parameters and buffers, the classes, and a
 digest of the file, the weights, the device and the torch version. compile does the same, then
-compiles each part with AOTInductor for the device (default the CPU; cuda where a GPU is, on the
+(on condbench.aoti's one path: export, compile, check) compiles each part with AOTInductor for the device (default the CPU; cuda where a GPU is, on the
 machine that runs it: a CUDA package is native code for that GPU and that torch) into
 <cache>/models/<digest>-<device>/ (each package loaded back and
 checked against the module's own output; the folder whole or absent, reused when there: the same
@@ -43,28 +43,22 @@ import argparse
 import contextlib
 import functools
 import hashlib
-import io
 import json
-import logging
 import os
 import runpy
 import shutil
 import signal
 import sys
-import time
+
+from . import aoti
+from .aoti import first_line
 
 PROTOCOL = "docs/your-model.md"
 FORMAT = 5  # of a compiled folder (manifest.json and what it names), as condbench reads it; in the digest
-MAX_BATCH = 1 << 16  # the largest batch an exported part accepts
 
 
 class ProtocolError(Exception):
     """A model file that does not follow the protocol: one line naming the file and the part."""
-
-
-def first_line(error):
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")[:300]
 
 
 _recording = []  # the sets of files being recorded, innermost last
@@ -256,7 +250,7 @@ class ModelFile:
         layer left in training mode) is named here, not later as a compile that disagrees with it."""
         import torch
 
-        from .rules import MODEL_FILE_PART_CHECK as tolerance
+        from .rules import COMPILE_CHECK as tolerance
 
         traced, h, classes = [], self.input(batch), None
         last_stage = None  # the stage whose output h is
@@ -303,16 +297,9 @@ class ModelFile:
         return traced, classes
 
     def export(self, name, part, example):
-        """torch.export of one part, the batch dynamic."""
-        import torch
-
-        rows = torch.export.Dim("rows", min=1, max=MAX_BATCH)
-        # torch.export logs what it could not trace (warnings, the partial graph); the one line
-        # below says it
-        logging.getLogger("torch").setLevel(logging.CRITICAL)
+        """torch.export of one part, the batch dynamic (condbench.aoti's export)."""
         try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                return torch.export.export(part, (example,), dynamic_shapes=({0: rows},))
+            return aoti.export(part, (example,), ({0: aoti.rows_dim()},))
         except (KeyboardInterrupt, MemoryError):
             raise
         except Exception as e:
@@ -439,164 +426,17 @@ def reference(model_file, view):
     return {k: v.detach().float().cpu().contiguous() for k, v in out.items()}
 
 
-def whole_model_programs(model_file, view, batch):
-    """The aoti engine's whole-model modules of condbench.variants on this model, exported:
-    {"cond": (program or the reason it cannot be, check), "masked": ...}. cond, the nested torch.cond
-    generated from the stages, takes one row; masked any. check(run) compares a compiled program's
-    (exit id, logits) with the module's on example rows and thresholds that send them to every exit."""
-    import torch
+def part_check(x, out, batch):
+    """A part's package against the part: its output on example_input(batch) (condbench.aoti.build's check)."""
+    def check(package):
+        got = package(x)
+        if aoti.close(got, out):
+            return None
+        if got.shape != out.shape:
+            return f"returns {shape_text(got)} where the module returns {shape_text(out)} on example_input({batch})"
+        return f"differs from the module by {(got - out).abs().max().item():.3g} on example_input({batch})"
 
-    from .variants import DeployedCond, DeployedMasked, masked_forward
-    from .rules import MODEL_FILE_PART_CHECK as tolerance
-
-    for p in view.parameters():
-        p.requires_grad_(False)  # torch.export of torch.cond: frozen parameters, no no_grad region
-    x = model_file.input(max(batch, 8))
-    with torch.no_grad():  # thresholds halfway between the two middle scores of each exit: rows leave at every exit
-        h, scores = x, []
-        for k in range(view.blocks):
-            h = view.block(k, h)
-            scores.append(view.confidence(view.head(k)(h)).float())
-        middle = [s.sort().values[len(s) // 2 - 1:len(s) // 2 + 1] for s in scores]
-        thresholds = torch.stack([m.mean() for m in middle])
-        expected_logits, expected_ids = masked_forward(view, x, thresholds)
-        # a row whose score is within the tie margin of a threshold may go either way in compiled code:
-        # not compared
-        near = torch.stack([(s - t).abs() < tolerance["tie_margin"] for s, t in zip(scores, thresholds)], 1).any(1)
-
-    def check(run, rows):
-        with torch.no_grad():
-            for r in rows:
-                ids, logits = run(x[r] if isinstance(r, slice) else x[r:r + 1], thresholds)
-                want = slice(r.start, r.stop) if isinstance(r, slice) else slice(r, r + 1)
-                keep = ~near[want]
-                if not torch.equal(ids.to(torch.int32).reshape(-1)[keep], expected_ids[want].to(torch.int32)[keep]) or \
-                        not torch.allclose(logits[keep], expected_logits[want][keep],
-                                           rtol=tolerance["relative_tolerance"], atol=tolerance["absolute_tolerance"]):
-                    rows_text = f"row {want.start}" if want.stop - want.start == 1 else \
-                        f"rows {want.start}..{want.stop - 1}"
-                    return f"differs from the module on example_input {rows_text}"
-        return None
-
-    out = {}
-    logging.getLogger("torch").setLevel(logging.CRITICAL)
-    for module, deployed, example, dynamic, rows in (
-            ("cond", DeployedCond, (x[:1], thresholds), None, list(range(x.shape[0]))),
-            ("masked", DeployedMasked, (x[:2], thresholds),
-             ({0: torch.export.Dim("rows", min=1, max=MAX_BATCH)}, None), [slice(0, x.shape[0])])):
-        try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                program = torch.export.export(deployed(view), example, dynamic_shapes=dynamic)
-            out[module] = (program, lambda run, rows=rows: check(run, rows))
-        except (KeyboardInterrupt, MemoryError):
-            raise
-        except Exception as e:  # the parts run; the aoti engine's strategy says why it cannot
-            out[module] = (f"torch.export cannot trace the model's {module} module ({first_line(e)})", None)
-    return out
-
-
-def compile_whole_model(module, program, check, path):
-    """{"package": "cond.pt2"}, or {"unavailable": why} when the program could not be made or fails its
-    check. A package already at `path` (compile_packages made it) is checked, not compiled again.
-
-    cond compiled with Inductor's defaults, as a user would, and checked; where that check fails it is
-    compiled again with COND_LAYOUT_WORKAROUND (Inductor's torch.cond misreads channels_last buffers on
-    models with convolutions) and checked again: then {"package": ..., "workaround": the options,
-    "default": why the default compile was refused}, which condbench puts beside its timings."""
-    import torch
-
-    from .variants import COND_LAYOUT_WORKAROUND, options_text
-
-    if check is None:
-        return {"unavailable": program}
-
-    def compiled_with(options):
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            if not os.path.isfile(path):
-                extra = {"inductor_configs": options} if options else {}  # the default: the call a user writes
-                torch._inductor.aoti_compile_and_package(program, package_path=path, **extra)
-            return torch._inductor.aoti_load_package(path)
-
-    try:
-        why = check(compiled_with({}))
-    except (KeyboardInterrupt, MemoryError):
-        raise
-    except Exception as e:
-        return {"unavailable": f"AOTInductor cannot compile the model's {module} module ({first_line(e)})"}
-    if not why:
-        return {"package": os.path.basename(path)}
-    os.remove(path)
-    default = f"the compiled {module} module {why}"
-    if module != "cond":
-        return {"unavailable": default}
-    options = options_text(COND_LAYOUT_WORKAROUND)
-    try:
-        why = check(compiled_with(COND_LAYOUT_WORKAROUND))
-    except (KeyboardInterrupt, MemoryError):
-        raise
-    except Exception as e:
-        return {"unavailable": f"{default}; with {options} AOTInductor cannot compile it ({first_line(e)})"}
-    if why:
-        os.remove(path)
-        return {"unavailable": f"{default}, and with {options} too"}
-    return {"package": os.path.basename(path), "workaround": options, "default": default}
-
-
-def compile_saved(saved, package):
-    """A worker's job (compile_packages): the exported program saved at `saved` compiled into
-    `package`; returns the seconds it took."""
-    import time
-
-    import torch
-
-    start = time.perf_counter()
-    logging.getLogger("torch").setLevel(logging.CRITICAL)
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        torch._inductor.aoti_compile_and_package(torch.export.load(saved), package_path=package)
-    return time.perf_counter() - start
-
-
-def compile_packages(jobs, folder, workers):
-    """Compiles [(package, exported program)] into `folder`, `workers` processes at once; returns
-    {package: seconds}. A package is compiled by itself, so a model's parts compile side by side (a
-    GPU machine's cores; two on the 2-core one). Best effort: a program that cannot be saved, or
-    whose worker fails, is left for the caller, which compiles it here and names what went wrong."""
-    import concurrent.futures
-    import multiprocessing
-
-    import torch
-
-    if workers < 2 or len(jobs) < 2:
-        return {}
-    saved = []
-    for package, program in jobs:
-        path = os.path.join(folder, package + ".exported")
-        try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                torch.export.save(program, path)
-            saved.append((package, path))
-        except Exception:  # compiled by the caller, in this process
-            pass
-    seconds = {}
-    try:
-        # spawn: a fork of a process that has used CUDA cannot use it
-        with concurrent.futures.ProcessPoolExecutor(min(workers, len(saved)) or 1,
-                                                    mp_context=multiprocessing.get_context("spawn")) as pool:
-            # The largest programs first (the whole model's nested cond takes longest: 100 s of
-            # an H200 machine's 137 s budget, measured): the small ones fill the other workers.
-            largest_first = sorted(saved, key=lambda job: os.path.getsize(job[1]), reverse=True)
-            running = {pool.submit(compile_saved, path, os.path.join(folder, package)): package
-                       for package, path in largest_first}
-            for done in concurrent.futures.as_completed(running):
-                with contextlib.suppress(Exception):  # the caller compiles it again, here, and says why it cannot
-                    seconds[running[done]] = done.result()
-    except Exception:  # no workers (a broken pool, no processes left): the caller compiles the rest
-        pass
-    for package, path in saved:
-        for leftover in [path] + ([] if package in seconds else [os.path.join(folder, package)]):
-            with contextlib.suppress(OSError):  # a failed worker's half-written package is not used
-                os.remove(leftover)
-    return seconds
+    return check
 
 
 def remember_source(folder, source, weights):
@@ -710,14 +550,15 @@ def remove_abandoned(models):
 
 
 def compile_parts(model_file, weights, batch, cache, jobs=1):
-    """Each part compiled with AOTInductor for the model file's device into <cache>/models/<digest>-<device>/, with
-    manifest.json beside the packages: built in a temporary folder, every package loaded back and
-    checked against the module's own output, then renamed into place, so the folder is either whole
-    or absent. A folder already there is the same file, weights and torch: it is used as it is,
-    nothing exported or compiled. Returns the folder."""
+    """Each part compiled with AOTInductor for the model file's device into <cache>/models/<digest>-<device>/,
+    with manifest.json beside the packages, through condbench.aoti's path (exported, compiled side by
+    side, each package loaded back and checked against the module's own output), and the aoti
+    engine's whole-model modules generated from the stages; built in a temporary folder, then renamed
+    into place, so the folder is either whole or absent. A folder already there is the same file,
+    weights and torch: it is used as it is, nothing exported or compiled. Returns the folder."""
     import torch
 
-    from .rules import MODEL_FILE_PART_CHECK
+    from .variants import COND_LAYOUT_WORKAROUND
 
     source, weights_path = os.path.abspath(model_file.path), weights and os.path.abspath(weights)
     final = compiled_folder(model_file.path, weights, model_file.device, cache, model_file.state)
@@ -736,50 +577,42 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
         programs.append(("confidence", model_file.export("confidence()", confidence_module(model_file.module), logits),
                          logits, model_file.module.confidence(logits).detach()))
     view = early_exit_view(model_file, m["classes"])
-    whole = whole_model_programs(model_file, view, batch)
+    whole = aoti.whole_model_programs(view, model_file.input(max(batch, aoti.CHECK_ROWS)))
     os.makedirs(os.path.dirname(final), exist_ok=True)
     remove_abandoned(os.path.dirname(final))
     temp = f"{final}.tmp-{os.getpid()}"
     shutil.rmtree(temp, ignore_errors=True)
     os.makedirs(temp)
     try:
-        logging.getLogger("torch").setLevel(logging.CRITICAL)
-        # Every package, side by side where it can be; then each loaded back and checked, in order
-        # (one that was not compiled yet is compiled here, where a failure is named).
-        seconds = compile_packages([(package_name(name), program) for name, program, *_ in programs] +
-                                   [(f"{module}.pt2", program) for module, (program, check) in whole.items()
-                                    if check is not None], temp, jobs)
-        for i, (name, program, x, out) in enumerate(programs):
-            path = os.path.join(temp, package_name(name))
-            try:
-                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                    if not os.path.isfile(path):
-                        start = time.perf_counter()
-                        torch._inductor.aoti_compile_and_package(program, package_path=path)
-                        seconds[package_name(name)] = time.perf_counter() - start
-                    compiled = torch._inductor.aoti_load_package(path)
-                    got = compiled(x)
-            except (KeyboardInterrupt, MemoryError):
-                raise
-            except Exception as e:
-                raise ProtocolError(f"{model_file.path}: {name}: AOTInductor cannot compile it ({first_line(e)})") \
-                    from None
-            if not torch.allclose(got, out, rtol=MODEL_FILE_PART_CHECK["relative_tolerance"],
-                                  atol=MODEL_FILE_PART_CHECK["absolute_tolerance"]):
-                raise ProtocolError(f"{model_file.path}: {name}: the compiled part differs from the module by "
-                                    f"{(got - out).abs().max().item():.3g} on example_input({batch})")
+        # Every package side by side where it can be (Inductor's defaults: the weights are the
+        # module's); then each checked in order by aoti.build, which compiles one the workers did not
+        parts = [(package_name(name), program, part_check(x, out, batch)) for name, program, x, out in programs]
+        seconds = aoti.compile_side_by_side(
+            [(os.path.join(temp, package), program, None) for package, program, _ in parts] +
+            [(os.path.join(temp, f"{module}.pt2"), program, None) for module, (program, check) in whole.items()
+             if check is not None], jobs)
+        seconds = {os.path.basename(path): s for path, s in seconds.items()}
+        for i, ((name, *_), (package, program, check)) in enumerate(zip(programs, parts)):
+            built = aoti.build(program, os.path.join(temp, package), check, "part")
+            if "unavailable" in built:
+                raise ProtocolError(f"{model_file.path}: {name}: {built['unavailable']}")
+            seconds.setdefault(package, built["compile_s"])
             if i < len(m["parts"]):
-                m["parts"][i]["package"] = package_name(name)
+                m["parts"][i]["package"] = package
             else:
-                m["confidence_package"] = package_name(name)
+                m["confidence_package"] = package
         m["whole_model"] = {}
         for module, (program, check) in whole.items():
-            start = time.perf_counter()
-            m["whole_model"][module] = compile_whole_model(module, program, check,
-                                                          os.path.join(temp, f"{module}.pt2"))
-            seconds.setdefault(f"{module}.pt2", time.perf_counter() - start)
-            if "workaround" in m["whole_model"][module]:  # compiled a second time, with the workaround
-                seconds[f"{module}.pt2 with {m['whole_model'][module]['workaround']}"] = time.perf_counter() - start
+            # cond as a user compiles it; where its check fails, again with the workaround for
+            # Inductor's torch.cond on channels_last buffers (models with convolutions), which
+            # condbench then puts beside its timings
+            built = aoti.build(program, os.path.join(temp, f"{module}.pt2"), check, f"{module} module",
+                               fallback=COND_LAYOUT_WORKAROUND if module == "cond" else None)
+            if "package" in built:
+                seconds.setdefault(f"{module}.pt2", built["compile_s"])
+                if "workaround" in built:
+                    seconds[f"{module}.pt2 with {built['workaround']}"] = built["compile_s"]
+            m["whole_model"][module] = {k: v for k, v in built.items() if k != "compile_s"}
         # what each package took to compile (in its worker, or here), for the record
         m["compile_s"] = {package: round(s, 1) for package, s in sorted(seconds.items())}
         with torch.no_grad():

@@ -236,8 +236,8 @@ class DeployedMasked(nn.Module):
 # channels_last, which the branch reads as NCHW: on a model with convolutions AOTInductor and
 # torch.compile(cpp_wrapper=True) compute wrong results, torch.compile stops at a stride assert. Compiled
 # without layout optimization it is right (docs/upstream-cond-layout.md, the reproducer in upstream/).
-# The one place the compile routes (model_file.py for model files, aoti_compile.py for the built-in
-# families, whose modules have no convolution) and the peer's workaround variant take it from.
+# The one place condbench.aoti's path (which falls back to it for a model file's cond; the built-in
+# families' modules have no convolution) and the peer's workaround variant take it from.
 COND_LAYOUT_WORKAROUND = {"layout_optimization": False}
 WORKAROUND_DOC = "docs/upstream-cond-layout.md"
 

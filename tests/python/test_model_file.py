@@ -277,22 +277,24 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         finally:
             torch._inductor.aoti_compile_and_package = real
         self.assertEqual(result.returncode, 2)
-        self.assertIn(f"{other}: exits[0]: AOTInductor cannot compile it (RuntimeError: inductor broke)", result.stderr)
+        self.assertIn(f"{other}: exits[0]: AOTInductor cannot compile the part (RuntimeError: inductor broke)",
+                      result.stderr)
         self.assertEqual(os.listdir(os.path.join(cache, "models")), [os.path.basename(folder)])
         # a whole-model module that does not compile or export: the manifest says why, no package
+        from condbench import aoti
+
         def failing_cond(program, package_path):
             raise RuntimeError("no cond today")
 
         torch._inductor.aoti_compile_and_package = failing_cond
         try:
             path_cond = os.path.join(self.dir.name, "cond.pt2")
-            self.assertEqual(model_file.compile_whole_model("cond", "program", lambda run: None, path_cond),
-                             {"unavailable": "AOTInductor cannot compile the model's cond module "
-                                             "(RuntimeError: no cond today)"})
+            self.assertEqual(aoti.build("program", path_cond, lambda package: None, "cond module"),
+                             {"unavailable": "AOTInductor cannot compile the cond module (RuntimeError: no cond today)"})
         finally:
             torch._inductor.aoti_compile_and_package = real
         self.assertFalse(os.path.exists(path_cond))
-        self.assertEqual(model_file.compile_whole_model("cond", "torch.export cannot trace it", None, path_cond),
+        self.assertEqual(aoti.build("torch.export cannot trace it", path_cond, None, "cond module"),
                          {"unavailable": "torch.export cannot trace it"})
 
     def test_a_folder_is_compiled_again_when_what_the_module_read_changed_or_it_is_damaged(self):
@@ -483,12 +485,13 @@ def example_input(batch):
         self.assertEqual((result.returncode, result.stderr.strip()), (2, "model_file: --jobs 0: not in 1..64"))
 
     def test_a_package_the_workers_cannot_compile_is_left_to_the_caller(self):
-        # compile_packages is best effort: what cannot be saved for a worker is not compiled, and
-        # nothing of it is left in the folder (compile_parts then compiles it itself, naming the error)
-        from condbench import model_file
+        # compile_side_by_side is best effort: what cannot be saved for a worker is not compiled, and
+        # nothing of it is left in the folder (aoti.build then compiles it itself, naming the error)
+        from condbench import aoti
         folder = os.path.join(self.dir.name, "workers")
         os.makedirs(folder)
-        self.assertEqual(model_file.compile_packages([("a.pt2", "not a program"), ("b.pt2", object())], folder, 2), {})
+        jobs = [(os.path.join(folder, "a.pt2"), "not a program", None), (os.path.join(folder, "b.pt2"), object(), None)]
+        self.assertEqual(aoti.compile_side_by_side(jobs, 2), {})
         self.assertEqual(os.listdir(folder), [])
 
 

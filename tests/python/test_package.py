@@ -85,7 +85,7 @@ class Rules(unittest.TestCase):
                 self.assertIs(bool(rules.exit_fires(torch.tensor(score), torch.tensor(threshold))), fires)
         logits = torch.tensor([[2.0, 0.0, -1.0], [0.0, 0.0, 0.0]])
         torch.testing.assert_close(rules.max_softmax(logits), torch.softmax(logits.double(), -1).max(-1).values.float())
-        for name in ("AGREEMENT", "MODEL_FILE_AGREEMENT", "MODEL_FILE_PART_CHECK"):
+        for name in ("AGREEMENT", "MODEL_FILE_AGREEMENT", "COMPILE_CHECK"):
             self.assertGreater(getattr(rules, name)["tie_margin"], 0)
 
     def test_logits_agree_as_cpp_judges_its_examples(self):
@@ -137,6 +137,16 @@ class Rules(unittest.TestCase):
                 if isinstance(node, ast.keyword) and node.arg in ("rtol", "atol") and isinstance(node.value, ast.Constant):
                     found.append(f"{path}:{node.lineno}: {node.arg}={node.value.value}")
         self.assertEqual(found, [])
+
+    def test_every_exported_batch_is_cpps_batch_limit(self):
+        # a package takes any batch condbench runs (C++'s kMaxBatch, rules.json's max_batch): one
+        # dimension of rows, made by condbench.aoti from the rule, and no other
+        made = []
+        for path, tree in package_trees():
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("Dim"):
+                    made.append((path, ast.unparse(node)))
+        self.assertEqual(made, [("python/condbench/aoti.py", "torch.export.Dim('rows', min=1, max=MAX_BATCH)")])
 
 
 if __name__ == "__main__":

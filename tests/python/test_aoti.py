@@ -1,0 +1,180 @@
+"""condbench.aoti, the one path from a module to a package (export, compile, check) that the built-in
+families' and decoders' packages and a model file's take: each check refuses a package that computes
+something else, and build keeps a package only when its check passes, with the fallback options
+where the first ones fail it. Runs without the C++ build; nothing here runs Inductor (its compile is
+what the aoti_packages and model_file ctests run). Usage: test_aoti.py."""
+import os
+import tempfile
+import unittest
+
+try:
+    import torch
+except ImportError:  # the package's readers without torch are tested elsewhere
+    torch = None
+
+
+@unittest.skipIf(torch is None, "no torch here: scripts/setup's .venv has it")
+class Checks(unittest.TestCase):
+    """The checks build runs on a package, given the module itself (which passes) and a module that
+    is off by a little (which must not): a package is anything callable as the module is."""
+
+    def test_a_whole_model_module_is_checked_on_rows_that_leave_at_every_exit(self):
+        from condbench import aoti
+        from condbench.families import build_model
+        from condbench.variants import DeployedCond, DeployedMasked
+
+        torch.manual_seed(0)
+        model = build_model({"family": "mlp", "in_features": 6, "hidden": 16, "num_classes": 4, "blocks": 3}).eval()
+        x = torch.randn(aoti.CHECK_ROWS, 6)
+        programs = aoti.whole_model_programs(model, x, "random example")
+        self.assertEqual(set(programs), {"cond", "masked"})
+        for module, deployed in (("cond", DeployedCond(model)), ("masked", DeployedMasked(model))):
+            program, check = programs[module]
+            with self.subTest(module=module):
+                self.assertIsNone(check(deployed))
+                # the exported program itself is the module
+                self.assertIsNone(check(program.module()))
+
+                def off_by_one_exit(x, thresholds, deployed=deployed):
+                    ids, logits = deployed(x, thresholds)
+                    return ids + 1, logits
+
+                def off_logits(x, thresholds, deployed=deployed):
+                    ids, logits = deployed(x, thresholds)
+                    return ids, logits * (1 + 1e-2)
+
+                for wrong in (off_by_one_exit, off_logits):
+                    why = check(wrong)
+                    self.assertIsNotNone(why, wrong.__name__)
+                    self.assertTrue(why.startswith("differs from the module on random example row"), why)
+
+    def test_the_check_rows_reach_every_exit(self):
+        # thresholds halfway between each exit's middle scores: some rows leave at each exit, and some
+        # go on to the final head, so a package wrong at any one exit is seen
+        from condbench import aoti
+        from condbench.families import build_model
+        from condbench.variants import masked_forward
+
+        torch.manual_seed(1)
+        model = build_model({"family": "mlp", "in_features": 5, "hidden": 12, "num_classes": 3, "blocks": 2}).eval()
+        x = torch.randn(aoti.CHECK_ROWS, 5)
+        seen = []
+
+        def recording(x, thresholds):
+            logits, ids = masked_forward(model, x, thresholds)
+            seen.extend(int(i) for i in ids.reshape(-1))
+            return ids.to(torch.int32), logits
+
+        self.assertIsNone(aoti.whole_model_programs(model, x)["masked"][1](recording))
+        self.assertEqual(set(seen), {1, 2, 3})
+
+    def test_a_decoder_step_is_checked_on_every_output(self):
+        from condbench import aoti, decoder_peer
+
+        torch.manual_seed(0)
+        config = {"vocab": 11, "d_model": 8, "heads": 2, "layers": 4, "ffn": 16, "context": 6, "exit_every": 2}
+        for module in ("cond", "masked"):
+            with self.subTest(module=module):
+                step = decoder_peer.DecodeStep.of(config, module, "cpu")
+                program, check = aoti.step_program(step)
+                self.assertIsNone(check(step))
+                self.assertIsNone(check(program.module()))
+
+                def other_token(*inputs):
+                    token, *rest = step(*inputs)
+                    return (token + 1) % config["vocab"], *rest
+
+                def other_cache(*inputs):
+                    *head, keys, values = step(*inputs)
+                    return (*head, keys, values + 1e-2)
+
+                for wrong in (other_token, other_cache):
+                    why = check(wrong)
+                    self.assertIsNotNone(why, wrong.__name__)
+                    self.assertIn("differs from the step on a token at position", why)
+
+    def test_close_holds_floats_to_cpps_compile_tolerance_and_the_rest_to_equality(self):
+        from condbench import aoti, rules
+
+        tol = rules.COMPILE_CHECK
+        want = torch.tensor([[1.0, -2.0]])
+        self.assertTrue(aoti.close(want * (1 + 0.5 * tol["relative_tolerance"]), want))
+        self.assertFalse(aoti.close(want * (1 + 3 * tol["relative_tolerance"]) + tol["absolute_tolerance"], want))
+        self.assertFalse(aoti.close(torch.ones(1, 3), torch.ones(1, 2)))
+        self.assertTrue(aoti.close(torch.tensor([2], dtype=torch.int64), torch.tensor([2], dtype=torch.int32)))
+        self.assertFalse(aoti.close(torch.tensor([3]), torch.tensor([2])))
+
+
+@unittest.skipIf(torch is None, "no torch here: scripts/setup's .venv has it")
+class Build(unittest.TestCase):
+    """build with Inductor replaced by a stand-in: a "package" is a file naming the options it was
+    compiled with, which the check reads back."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "cond.pt2")
+        self.compiles = []
+        inductor = torch._inductor
+        self.real = inductor.aoti_compile_and_package, inductor.aoti_load_package
+
+        def compile_(program, package_path, inductor_configs=None):
+            self.compiles.append(inductor_configs)
+            with open(package_path, "w") as f:
+                f.write(repr(sorted((inductor_configs or {}).items())))
+
+        def load(path):
+            with open(path) as f:
+                return f.read()
+
+        inductor.aoti_compile_and_package, inductor.aoti_load_package = compile_, load
+
+    def tearDown(self):
+        torch._inductor.aoti_compile_and_package, torch._inductor.aoti_load_package = self.real
+        self.dir.cleanup()
+
+    def test_a_package_whose_check_passes_is_kept(self):
+        from condbench import aoti
+
+        built = aoti.build("program", self.path, lambda package: None, "cond module", {"a": 1})
+        self.assertEqual(set(built), {"package", "compile_s"})
+        self.assertEqual(built["package"], "cond.pt2")
+        self.assertEqual(self.compiles, [{"a": 1}])
+        self.assertTrue(os.path.isfile(self.path))
+        # a package already there (compile_side_by_side's) is checked, not compiled again
+        self.assertEqual(aoti.build("program", self.path, lambda package: None, "cond module")["package"], "cond.pt2")
+        self.assertEqual(len(self.compiles), 1)
+
+    def test_a_package_whose_check_fails_is_removed_or_compiled_again_with_the_fallback(self):
+        from condbench import aoti
+
+        def wrong_without_the_workaround(package):
+            return None if "layout_optimization" in package else "differs from the module on example_input row 4"
+
+        built = aoti.build("program", self.path, wrong_without_the_workaround, "cond module")
+        self.assertEqual(built, {"unavailable": "the compiled cond module differs from the module on example_input row 4"})
+        self.assertFalse(os.path.exists(self.path))
+        built = aoti.build("program", self.path, wrong_without_the_workaround, "cond module",
+                           fallback={"layout_optimization": False})
+        self.assertEqual((built["package"], built["workaround"], built["default"]),
+                         ("cond.pt2", "layout_optimization=False",
+                          "the compiled cond module differs from the module on example_input row 4"))
+        self.assertEqual(self.compiles[-2:], [None, {"layout_optimization": False}])
+        built = aoti.build("program", self.path + "2", lambda package: "differs", "cond module",
+                           fallback={"layout_optimization": False})
+        self.assertEqual(built, {"unavailable": "the compiled cond module differs, and with layout_optimization=False "
+                                                "too"})
+        self.assertFalse(os.path.exists(self.path + "2"))
+
+    def test_a_check_that_raises_is_a_refusal_in_one_line(self):
+        from condbench import aoti
+
+        def raises(package):
+            raise RuntimeError("shape mismatch\nand more")
+
+        self.assertEqual(aoti.build("program", self.path, raises, "part"),
+                         {"unavailable": "AOTInductor cannot compile the part (RuntimeError: shape mismatch)"})
+        self.assertFalse(os.path.exists(self.path))
+
+
+if __name__ == "__main__":
+    unittest.main()
