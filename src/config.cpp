@@ -80,8 +80,8 @@ void ModelConfig::validate() const {
     fail("a " + family.name() + " config holds " + std::to_string(sizes.size()) + " sizes, expected " +
          std::to_string(family.axes().size()));
   // Upper bounds keep a typo from allocating tens of gigabytes; they are far above any sweep.
-  check_range("num_classes", num_classes, 1, 1 << 16);
-  check_range("blocks", blocks, 1, 256);
+  check_range("num_classes", num_classes, 1, kMaxClasses);
+  check_range("blocks", blocks, 1, kMaxBlocks);
   for (size_t i = 0; i < sizes.size(); ++i) check_range(family.axes()[i].key, sizes[i], 1, family.axes()[i].max);
   family.check(*this);
   double weights = 0;  // what a typo in a size makes huge

@@ -83,6 +83,25 @@ nlohmann::json config_tags() {
   return out;
 }
 
+// Each family's sizes as condbench.aoti's --config names them, in the order of the family's tag
+// (ModelConfig::tag; a decoder's DecoderConfig::step_tag, without the prompt and the tokens
+// generated, which do not change its step), each with the most C++ accepts.
+nlohmann::json config_sizes() {
+  nlohmann::json out = nlohmann::json::object();
+  for (const ModelFamily* family : model_families()) {
+    nlohmann::json sizes = nlohmann::json::array();
+    for (const FamilyAxis& axis : family->axes()) sizes.push_back({axis.key, axis.max});
+    sizes.push_back({"num_classes", ModelConfig::kMaxClasses});
+    sizes.push_back({"blocks", ModelConfig::kMaxBlocks});
+    out[family->name()] = sizes;
+  }
+  nlohmann::json sizes = nlohmann::json::array();
+  for (const DecoderSize& size : decoder_sizes())
+    if (!size.per_sequence) sizes.push_back({size.key, size.max});
+  out[kDecoderFamily] = sizes;
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json rules_as_data() {
@@ -92,6 +111,7 @@ nlohmann::json rules_as_data() {
   rules["agreement"] = {{"relative_tolerance", kAgreementRelativeTolerance}, {"tie_margin", kTieMargin}};
   rules["agreement_examples"] = agreement_examples();
   rules["config_tags"] = config_tags();
+  rules["config_sizes"] = config_sizes();
   rules["model_file_agreement"] = {{"absolute_tolerance", kModelFileAgreement.absolute_tolerance},
                                    {"relative_tolerance", kModelFileAgreement.relative_tolerance},
                                    {"tie_margin", kModelFileAgreement.tie_margin}};

@@ -21,6 +21,10 @@ class ModelFamily;  // condbench/family.h
 inline constexpr int64_t kMaxBatch = 1 << 16;
 
 struct ModelConfig {
+  // The most classes and blocks any family's model has (each axis has its own most: FamilyAxis::max).
+  static constexpr int kMaxClasses = 1 << 16;
+  static constexpr int kMaxBlocks = 256;
+
   // Never null in a config that is used: model_config(name) or ModelFamily::config() make one.
   const ModelFamily* family = nullptr;
   std::vector<int> sizes;  // one per family->axes(), in that order

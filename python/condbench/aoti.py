@@ -41,14 +41,15 @@ import os
 import sys
 import time
 
-from .rules import COMPILE_CHECK, MAX_BATCH
+from .rules import COMPILE_CHECK, MAX_BATCH, RULES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = ("cond", "masked")
 DECODER = "decoder"
-# A decoder step's sizes as condbench names them (DecoderConfig's, in its order, without the prompt
-# and the tokens generated, which do not change the step: docs/design.md §8).
-DECODER_SIZES = ("vocab", "d_model", "heads", "layers", "ffn", "context", "exit_every")
+# Each family's sizes in C++'s order, with the most it accepts: {family: [(size, most), ...]}. A
+# decoder's are its step's (without the prompt and the tokens generated: docs/design.md §8).
+CONFIG_SIZES = {family: [tuple(size) for size in sizes] for family, sizes in RULES["config_sizes"].items()}
+DECODER_SIZES = tuple(key for key, _ in CONFIG_SIZES[DECODER])
 # The built-in route's options, AOTInductor's defaults but one: inductor writes parameters of at
 # most 8 elements (a small head's bias) into the generated code as literals, where condbench could
 # not replace them with the model's; keeping every parameter a constant changes no arithmetic. (A
@@ -182,18 +183,21 @@ def build(program, path, check, noun, options=None, fallback=None):
             os.remove(path)
         return {"unavailable": why}
 
-    def checked(opts):
+    def attempt(opts):
+        """(why the check refused the package or None, None), or (None, why it could not be made)."""
         nonlocal seconds
-        if not os.path.isfile(path):
-            seconds += compile_program(program, path, opts)
-        return check(load(path))
+        try:
+            if not os.path.isfile(path):
+                seconds += compile_program(program, path, opts)
+            return check(load(path)), None
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as e:
+            return None, first_line(e)
 
-    try:
-        why = checked(options)
-    except (KeyboardInterrupt, MemoryError):
-        raise
-    except Exception as e:
-        return refuse(f"AOTInductor cannot compile the {noun} ({first_line(e)})")
+    why, error = attempt(options)
+    if error:
+        return refuse(f"AOTInductor cannot compile the {noun} ({error})")
     if not why:
         return {"package": os.path.basename(path), "compile_s": seconds}
     default = f"the compiled {noun} {why}"
@@ -201,12 +205,9 @@ def build(program, path, check, noun, options=None, fallback=None):
     if fallback is None:
         return {"unavailable": default}
     text = options_text(fallback)
-    try:
-        why = checked(fallback)
-    except (KeyboardInterrupt, MemoryError):
-        raise
-    except Exception as e:
-        return refuse(f"{default}; with {text} AOTInductor cannot compile it ({first_line(e)})")
+    why, error = attempt(fallback)
+    if error:
+        return refuse(f"{default}; with {text} AOTInductor cannot compile it ({error})")
     if why:
         return refuse(f"{default}, and with {text} too")
     return {"package": os.path.basename(path), "compile_s": seconds, "workaround": text, "default": default}
@@ -338,29 +339,33 @@ def source_digest(config):
 
 
 def parse_config(text):
-    """FAMILY:SIZE=N,...: the sizes in the family's order, as condbench's error messages print them."""
-    family, _, sizes = text.partition(":")
+    """FAMILY:SIZE=N,...: every size of the family in its order, each from 1 to the most C++ accepts
+    (rules.json's config_sizes: the order of the family's tag, which names the package's folder)."""
+    family, _, given = text.partition(":")
+    if family not in CONFIG_SIZES:
+        fail(f"--config {text!r}: unknown model family {family!r} ({', '.join(CONFIG_SIZES)})")
+    sizes = CONFIG_SIZES[family]
     config = {"family": family}
     try:
-        for item in sizes.split(","):
+        for item in given.split(","):
             key, _, value = item.partition("=")
             config[key] = int(value)
-        values = [v for k, v in config.items() if k != "family"]
-        whole = tuple(k for k in config if k != "family") == DECODER_SIZES if family == DECODER else \
-            "num_classes" in config and "blocks" in config
-        if not key or min(values) < 1 or max(values) > (1 << 18 if family == DECODER else 1 << 16) or not whole:
-            raise ValueError
     except ValueError:
-        fail(f"--config {text!r}: want FAMILY:SIZE=N,...,num_classes=N,blocks=N (or decoder:"
-             f"{'=N,'.join(DECODER_SIZES)}=N) with integers from 1 to 65536 (a decoder's to 262144), e.g. "
-             "mlp:in_features=32,hidden=64,num_classes=10,blocks=3")
+        config = {}
+    if list(config)[1:] != [key for key, _ in sizes]:
+        fail(f"--config {text!r}: want {family}:{','.join(f'{key}=N' for key, _ in sizes)}, each size an "
+             "integer, in this order")
+    for key, most in sizes:
+        if not 1 <= config[key] <= most:
+            fail(f"--config {text!r}: {key} must be in 1..{most}")
     if family == DECODER:
+        # what the step's shapes need (C++'s DecoderConfig::validate says the same of its own)
         if config["d_model"] % config["heads"] or config["exit_every"] >= config["layers"]:
             fail(f"--config {text!r}: heads must divide d_model, and exit_every be below layers")
         return config
     from .families import build_model
     try:
-        build_model(config)  # the family's own checks: its sizes' names, heads dividing d_model, ...
+        build_model(config)  # the family's own checks: heads dividing d_model, ...
     except (TypeError, ValueError, AssertionError) as e:
         fail(f"--config {text!r}: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
     return config

@@ -2,6 +2,8 @@
 editable into the checkout's .venv by scripts/setup, run as modules, found by no path tricks. Runs
 without the C++ build. Usage: test_package.py."""
 import ast
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -112,6 +114,29 @@ class Rules(unittest.TestCase):
             with self.subTest(tag=example["tag"]):
                 config = {"family": example["family"], **{key: value for key, value in example["sizes"]}}
                 self.assertEqual(aoti.config_key(config), example["tag"])
+                # and as a --config names it, read in C++'s order (config_sizes), to the same folder
+                text = f"{example['family']}:" + ",".join(f"{key}={value}" for key, value in example["sizes"])
+                self.assertEqual(aoti.config_key(aoti.parse_config(text)), example["tag"])
+
+    def test_a_config_is_read_in_cpps_order_within_cpps_limits(self):
+        # every size C++ has, in its order, each 1..its most: another order would name another folder
+        # than condbench reads, a size C++ refuses a package no run could use
+        from condbench import aoti, rules
+
+        self.assertEqual(set(rules.RULES["config_sizes"]), {"mlp", "transformer", "decoder"})
+        sizes = dict(rules.RULES["config_sizes"]["transformer"])
+        in_order = "transformer:d_model=32,heads=4,ffn=48,seq=6,num_classes=5,blocks=3"
+        self.assertEqual(aoti.config_key(aoti.parse_config(in_order)), "transformer-d_model32-heads4-ffn48-seq6-c5-b3")
+        for text in ("transformer:heads=4,d_model=32,ffn=48,seq=6,num_classes=5,blocks=3",
+                     f"transformer:d_model={sizes['d_model'] + 1},heads=1,ffn=48,seq=6,num_classes=5,blocks=3",
+                     "transformer:d_model=32,heads=4,ffn=48,seq=6,num_classes=5,blocks=0",
+                     "transformer:d_model=32,heads=4,ffn=48,seq=6,num_classes=5"):
+            said = io.StringIO()
+            with self.subTest(text=text), self.assertRaises(SystemExit) as stopped, contextlib.redirect_stderr(said):
+                aoti.parse_config(text)
+            self.assertEqual(stopped.exception.code, 2)
+            self.assertTrue(said.getvalue().startswith(f"aoti: --config {text!r}: "), said.getvalue())
+            self.assertEqual(len(said.getvalue().splitlines()), 1)
 
     def test_no_other_module_compares_with_a_threshold(self):
         # an exit test typed beside rules.exit_fires: a comparison one of whose sides names a threshold
