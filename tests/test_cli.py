@@ -8,6 +8,8 @@ import sys
 import tempfile
 import unittest
 
+from tools import main, run  # tests/tools.py: the tests' shared helpers
+
 # The schema the C++ side writes (include/condbench/result_format.h), read from the source of truth.
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "include", "condbench", "result_format.h")) as f:
     RESULT_SCHEMA = re.search(r'kResultSchema = "([^"]+)"', f.read()).group(1)
@@ -18,7 +20,7 @@ del sys.argv[1:3]
 # The aoti engine's packages (the ctest fixture aoti_packages compiled the default model's into
 # condbench's cache): every test here runs without them, so what runs does not depend on what a
 # cache holds, but AotiEngine, which runs with the cache as it is.
-WITH_PACKAGES = dict(os.environ)
+WITH_PACKAGES = {"CONDBENCH_AOTI_DIR": os.environ.get("CONDBENCH_AOTI_DIR")}  # as it was (None: condbench's default)
 _no_packages = tempfile.TemporaryDirectory(prefix="condbench-no-aoti-")
 os.environ["CONDBENCH_AOTI_DIR"] = _no_packages.name
 
@@ -31,10 +33,6 @@ try:
     import torch
 except ImportError:  # the interop tests need the torch that scripts/setup installs
     torch = None
-
-
-def run(*args, env=None):
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=240, env=env)
 
 
 class AotiEngine(unittest.TestCase):
@@ -617,6 +615,7 @@ class Console(unittest.TestCase):
         self.assertEqual(set(rows), {"native/fused", "torch/eager_host"})
         for row in rows.values():
             median, cv, syncs = row[2], row[3], row[4]
+            self.assertRegex(syncs, r"^[0-9]+(\.[0-9]+)?$")
             self.assertRegex(median, r"^[0-9]+(\.[0-9]+)?$")  # never 1.2e+03 or 2.9451n
             self.assertRegex(cv, r"^[0-9.]+%$")
         self.assertEqual(rows["torch/eager_host"][4], "1")  # one host sync: every row leaves at exit 1
@@ -1032,4 +1031,4 @@ if torch is not None:
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()

@@ -15,6 +15,8 @@ import tempfile
 import time
 import unittest
 
+from tools import run  # tests/tools.py: the tests' shared helpers
+
 SOURCE, BUILD = sys.argv[1], sys.argv[2]
 del sys.argv[1:3]
 SCRIPT = os.path.join(SOURCE, "scripts", "device-check")
@@ -23,10 +25,6 @@ SCRIPT = os.path.join(SOURCE, "scripts", "device-check")
 def read(path):
     with open(path) as f:
         return f.read()
-
-
-def run(*args, timeout=300, env=None):
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def gpu_visible():

@@ -14,16 +14,13 @@ import tempfile
 import time
 import unittest
 
+from tools import main, run  # tests/tools.py: the tests' shared helpers
 from torch_save_craft import (archive, floats, model_tensors, p_dict, p_str, p_tensor, pickle_of, state_dict_file,
                               tensor_file)
 
 CONDBENCH, INFER = sys.argv[1], sys.argv[2]
 del sys.argv[1:3]
 SMALL_MODEL = model_tensors()  # in_features 2, hidden 2, 2 classes, 1 block: one threshold
-
-
-def run(*args, **kwargs):
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=120, **kwargs)
 
 
 class Case(unittest.TestCase):
@@ -586,4 +583,4 @@ class KeysAndLists(Case):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()

@@ -20,7 +20,7 @@ import unittest
 CONDBENCH, INFER, REPORT, CACHE = sys.argv[1:5]
 del sys.argv[1:5]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-from tools import module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
+from tools import main, module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
 
 try:
     import torch
@@ -662,4 +662,4 @@ class PoolScores(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    main()
