@@ -85,19 +85,24 @@ nlohmann::json config_tags() {
 
 // Each family's sizes as condbench.aoti's --config names them, in the order of the family's tag
 // (ModelConfig::tag; a decoder's DecoderConfig::step_tag, without the prompt and the tokens
-// generated, which do not change its step), each with the most C++ accepts.
+// generated, which do not change its step), each with the most C++ accepts and its default.
 nlohmann::json config_sizes() {
+  const auto size = [](const std::string& key, int most, int fallback) {
+    return nlohmann::json{{"size", key}, {"most", most}, {"default", fallback}};
+  };
   nlohmann::json out = nlohmann::json::object();
   for (const ModelFamily* family : model_families()) {
+    const ModelConfig defaults = family->config();
     nlohmann::json sizes = nlohmann::json::array();
-    for (const FamilyAxis& axis : family->axes()) sizes.push_back({axis.key, axis.max});
-    sizes.push_back({"num_classes", ModelConfig::kMaxClasses});
-    sizes.push_back({"blocks", ModelConfig::kMaxBlocks});
+    for (const FamilyAxis& axis : family->axes()) sizes.push_back(size(axis.key, axis.max, defaults.size(axis.key)));
+    sizes.push_back(size("num_classes", ModelConfig::kMaxClasses, defaults.num_classes));
+    sizes.push_back(size("blocks", ModelConfig::kMaxBlocks, defaults.blocks));
     out[family->name()] = sizes;
   }
+  const DecoderConfig defaults;
   nlohmann::json sizes = nlohmann::json::array();
-  for (const DecoderSize& size : decoder_sizes())
-    if (!size.per_sequence) sizes.push_back({size.key, size.max});
+  for (const DecoderSize& s : decoder_sizes())
+    if (!s.per_sequence) sizes.push_back(size(s.key, s.max, defaults.*s.field));
   out[kDecoderFamily] = sizes;
   return out;
 }

@@ -48,7 +48,8 @@ MODULES = ("cond", "masked")
 DECODER = "decoder"
 # Each family's sizes in C++'s order, with the most it accepts: {family: [(size, most), ...]}. A
 # decoder's are its step's (without the prompt and the tokens generated: docs/design.md §8).
-CONFIG_SIZES = {family: [tuple(size) for size in sizes] for family, sizes in RULES["config_sizes"].items()}
+CONFIG_SIZES = {family: [(size["size"], size["most"]) for size in sizes]
+                for family, sizes in RULES["config_sizes"].items()}
 DECODER_SIZES = tuple(key for key, _ in CONFIG_SIZES[DECODER])
 # The built-in route's options, AOTInductor's defaults but one: inductor writes parameters of at
 # most 8 elements (a small head's bias) into the generated code as literals, where condbench could

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .rules import exit_fires, max_softmax
+from .rules import RULES, exit_fires, max_softmax
 
 
 class Layer(nn.Module):
@@ -30,7 +30,7 @@ class Decoder(nn.Module):
     """Token embedding and learned positions, `layers` layers, one final norm and one LM head that
     every exit shares. The heads and the exits' places are not weights: condbench is told them."""
 
-    def __init__(self, vocab=512, d_model=256, layers=8, ffn=1024, context=64):
+    def __init__(self, vocab, d_model, layers, ffn, context):
         super().__init__()
         self.embed, self.pos = nn.Embedding(vocab, d_model), nn.Embedding(context, d_model)
         self.layers = nn.ModuleList(Layer(d_model, ffn) for _ in range(layers))
@@ -93,8 +93,9 @@ def main():
     save = sub.add_parser("save", help="a seeded decoder's state_dict")
     save.add_argument("path")
     save.add_argument("--seed", type=int, default=0)
-    for size, default in (("vocab", 512), ("d_model", 256), ("layers", 8), ("ffn", 1024), ("context", 64)):
-        save.add_argument("--" + size.replace("_", "-"), dest=size, type=int, default=default)
+    defaults = {size["size"]: size["default"] for size in RULES["config_sizes"]["decoder"]}  # C++'s DecoderConfig
+    for size in ("vocab", "d_model", "layers", "ffn", "context"):
+        save.add_argument("--" + size.replace("_", "-"), dest=size, type=int, default=defaults[size])
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     model = Decoder(args.vocab, args.d_model, args.layers, args.ffn, args.context)

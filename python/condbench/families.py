@@ -15,7 +15,7 @@ from .model import EarlyExitModel
 class EarlyExitMLP(EarlyExitModel):
     """The question's MLP: block k = relu(backbone.k(h)), a Linear exit head after each."""
 
-    def __init__(self, in_features=32, hidden=64, num_classes=10, blocks=3):
+    def __init__(self, in_features, hidden, num_classes, blocks):
         super().__init__()
         self.blocks = blocks
         self.backbone = nn.ModuleList(
@@ -50,7 +50,7 @@ class EarlyExitEncoder(EarlyExitModel):
     activation="gelu", batch_first=True, norm_first=True) per layer, an exit head after each.
     Input [rows, seq, d_model]."""
 
-    def __init__(self, d_model=256, heads=4, ffn=1024, seq=32, num_classes=10, blocks=6):
+    def __init__(self, d_model, heads, ffn, seq, num_classes, blocks):
         super().__init__()
         self.blocks = blocks
         self.layers = nn.ModuleList([

@@ -7,6 +7,7 @@ import io
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -124,7 +125,7 @@ class Rules(unittest.TestCase):
         from condbench import aoti, rules
 
         self.assertEqual(set(rules.RULES["config_sizes"]), {"mlp", "transformer", "decoder"})
-        sizes = dict(rules.RULES["config_sizes"]["transformer"])
+        sizes = {size["size"]: size["most"] for size in rules.RULES["config_sizes"]["transformer"]}
         in_order = "transformer:d_model=32,heads=4,ffn=48,seq=6,num_classes=5,blocks=3"
         self.assertEqual(aoti.config_key(aoti.parse_config(in_order)), "transformer-d_model32-heads4-ffn48-seq6-c5-b3")
         for text in ("transformer:heads=4,d_model=32,ffn=48,seq=6,num_classes=5,blocks=3",
@@ -137,6 +138,25 @@ class Rules(unittest.TestCase):
             self.assertEqual(stopped.exception.code, 2)
             self.assertTrue(said.getvalue().startswith(f"aoti: --config {text!r}: "), said.getvalue())
             self.assertEqual(len(said.getvalue().splitlines()), 1)
+
+    def test_a_saved_decoder_has_cpps_default_sizes(self):
+        # python -m condbench.decoder save: the decoder condbench runs by default (rules.json's defaults)
+        try:
+            import torch
+            from condbench import rules
+        except ImportError as e:
+            self.skipTest(f"no torch here ({e}): scripts/setup's .venv has it")
+        defaults = {size["size"]: size["default"] for size in rules.RULES["config_sizes"]["decoder"]}
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "w.pt")
+            saved = subprocess.run([sys.executable, "-m", "condbench.decoder", "save", path, "--layers", "4"],
+                                   capture_output=True, text=True, timeout=120)
+            self.assertEqual(saved.returncode, 0, saved.stderr)
+            state = torch.load(path)
+        self.assertEqual(tuple(state["embed.weight"].shape), (defaults["vocab"], defaults["d_model"]))
+        self.assertEqual(tuple(state["pos.weight"].shape), (defaults["context"], defaults["d_model"]))
+        self.assertEqual(tuple(state["layers.0.fc1.weight"].shape), (defaults["ffn"], defaults["d_model"]))
+        self.assertEqual(len({key.split(".")[1] for key in state if key.startswith("layers.")}), 4)
 
     def test_no_other_module_compares_with_a_threshold(self):
         # an exit test typed beside rules.exit_fires: a comparison one of whose sides names a threshold
