@@ -40,6 +40,7 @@ import logging
 import os
 import sys
 import time
+from typing import Callable, NamedTuple
 
 from .rules import COMPILE_CHECK, MAX_BATCH, RULES
 
@@ -427,6 +428,23 @@ def cached(meta_path, digest, version):
     return meta if ok else None
 
 
+class Job(NamedTuple):
+    """One package of the built-in route, exported and waiting for its compile and check."""
+    label: str        # "cpu mlp-in_features32-hidden64-c10-b3 cond", for what is printed
+    directory: str    # its configuration's folder in the cache
+    module: str       # cond or masked
+    config: dict
+    digest: str       # source_digest(config), for its record
+    program: object   # the exported program
+    check: Callable   # check(package) -> None or why it differs (build)
+    export_s: float
+
+    @property
+    def temp(self):
+        """Where it is compiled, renamed into place once checked."""
+        return os.path.join(self.directory, f"{self.module}.tmp{os.getpid()}.pt2")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
@@ -452,6 +470,8 @@ def main():
 
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found": moot here
     import torch
+
+    from .variants import options_text
     if args.device == "cuda" and not torch.cuda.is_available():
         fail("--device=cuda: no CUDA device here (AOTInductor compiles CUDA code on a GPU)")
     version = torch.__version__.split("+")[0]
@@ -459,47 +479,47 @@ def main():
     # Exported first, every package that is not cached; then compiled side by side; then each checked,
     # in order (one the workers did not compile is compiled then, where a failure is named).
     todo = []
-    for config, key in configs:
-        digest = source_digest(config)
-        directory = os.path.join(root, key)
-        os.makedirs(directory, exist_ok=True)
-        for module_name in modules:
-            label = f"{args.device} {key} {module_name}"
-            meta = None if args.force else cached(os.path.join(directory, f"{module_name}.json"), digest, version)
-            if meta:
-                print(f"aoti: {label}: cached (compiled in {meta.get('compile_s')} s)", flush=True)
-                continue
-            print(f"aoti: {label}: exporting ...", flush=True)
-            started = time.perf_counter()
-            program, check = built_in_program(module_name, config, args.device)
-            if check is None:
-                fail(f"{label}: {program}")
-            temp = os.path.join(directory, f"{module_name}.tmp{os.getpid()}.pt2")
-            todo.append((label, directory, module_name, config, digest, temp, program, check,
-                         time.perf_counter() - started))
-    if todo:
-        print(f"aoti: compiling {len(todo)} package{'s' if len(todo) > 1 else ''}, {min(args.jobs, len(todo))} at once "
-              "...", flush=True)
-    compiled = compile_side_by_side([(temp, program, BUILT_IN_OPTIONS) for _, _, _, _, _, temp, program, _, _ in todo],
-                                    args.jobs)
-    for label, directory, module_name, config, digest, temp, program, check, export_s in todo:
-        try:
-            result = build(program, temp, check, f"{module_name} module", BUILT_IN_OPTIONS)
-        finally:
-            with contextlib.suppress(OSError):
-                os.remove(temp + ".exported")
-        if "unavailable" in result:
-            fail(f"{label}: {result['unavailable']}")
-        os.replace(temp, os.path.join(directory, f"{module_name}.pt2"))
-        meta = {"torch_version": version, "device": args.device, "config": config, "module": module_name,
-                "source_digest": digest, "export_s": round(export_s, 2),
-                "compile_s": round(compiled.get(temp, result["compile_s"]), 2),
-                "options": "default but " + ", ".join(f"{k}={v}" for k, v in BUILT_IN_OPTIONS.items()),
-                "checked": f"against the module, within {COMPILE_CHECK['absolute_tolerance']} + "
-                           f"{COMPILE_CHECK['relative_tolerance']} x |value|"}
-        write_whole(os.path.join(directory, f"{module_name}.json"), meta)  # present only beside a whole package
-        print(f"aoti: {label}: exported in {meta['export_s']} s, compiled in {meta['compile_s']} s, checked "
-              f"-> {os.path.join(directory, module_name + '.pt2')}", flush=True)
+    try:
+        for config, key in configs:
+            digest = source_digest(config)
+            directory = os.path.join(root, key)
+            os.makedirs(directory, exist_ok=True)
+            for module_name in modules:
+                label = f"{args.device} {key} {module_name}"
+                meta = None if args.force else cached(os.path.join(directory, f"{module_name}.json"), digest, version)
+                if meta:
+                    print(f"aoti: {label}: cached (compiled in {meta.get('compile_s')} s)", flush=True)
+                    continue
+                print(f"aoti: {label}: exporting ...", flush=True)
+                started = time.perf_counter()
+                program, check = built_in_program(module_name, config, args.device)
+                if check is None:
+                    fail(f"{label}: {program}")
+                todo.append(Job(label, directory, module_name, config, digest, program, check,
+                                time.perf_counter() - started))
+        if todo:
+            print(f"aoti: compiling {len(todo)} package{'s' if len(todo) > 1 else ''}, "
+                  f"{min(args.jobs, len(todo))} at once ...", flush=True)
+        compiled = compile_side_by_side([(job.temp, job.program, BUILT_IN_OPTIONS) for job in todo], args.jobs)
+        for job in todo:
+            result = build(job.program, job.temp, job.check, f"{job.module} module", BUILT_IN_OPTIONS)
+            if "unavailable" in result:
+                fail(f"{job.label}: {result['unavailable']}")
+            os.replace(job.temp, os.path.join(job.directory, f"{job.module}.pt2"))
+            meta = {"torch_version": version, "device": args.device, "config": job.config, "module": job.module,
+                    "source_digest": job.digest, "export_s": round(job.export_s, 2),
+                    "compile_s": round(compiled.get(job.temp, result["compile_s"]), 2),
+                    "options": "default but " + options_text(BUILT_IN_OPTIONS),
+                    "checked": f"against the module, within {COMPILE_CHECK['absolute_tolerance']} + "
+                               f"{COMPILE_CHECK['relative_tolerance']} x |value|"}
+            write_whole(os.path.join(job.directory, f"{job.module}.json"), meta)  # only beside a whole package
+            print(f"aoti: {job.label}: exported in {meta['export_s']} s, compiled in {meta['compile_s']} s, checked "
+                  f"-> {os.path.join(job.directory, job.module + '.pt2')}", flush=True)
+    finally:  # stopped or refused half way: no half-made package stays in the cache
+        for job in todo:
+            for leftover in (job.temp, job.temp + ".exported"):
+                with contextlib.suppress(OSError):
+                    os.remove(leftover)
 
 
 def write_whole(path, value):

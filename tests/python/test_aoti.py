@@ -176,5 +176,83 @@ class Build(unittest.TestCase):
         self.assertFalse(os.path.exists(self.path))
 
 
+@unittest.skipIf(torch is None, "no torch here: scripts/setup's .venv has it")
+class BuiltInRoute(unittest.TestCase):
+    """python -m condbench.aoti's main in this process, Inductor replaced by a stand-in whose package
+    is the exported program itself (right) or a string (which no check accepts): a package is kept
+    with its record only when checked, and a refusal is one line that leaves nothing in the cache."""
+
+    CONFIG = "mlp:in_features=5,hidden=8,num_classes=3,blocks=2"
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.programs = {}
+        inductor = torch._inductor
+        self.real = inductor.aoti_compile_and_package, inductor.aoti_load_package
+        self.right = True
+
+        def compile_(program, package_path, inductor_configs=None):
+            self.programs[package_path] = program
+            with open(package_path, "w") as f:
+                f.write("package")
+
+        def load(path):
+            program = self.programs[path]
+            return program.module() if self.right else "not a module"
+
+        inductor.aoti_compile_and_package, inductor.aoti_load_package = compile_, load
+
+    def tearDown(self):
+        torch._inductor.aoti_compile_and_package, torch._inductor.aoti_load_package = self.real
+        self.dir.cleanup()
+
+    def main(self, *args):
+        import contextlib
+        import io
+        import sys
+
+        from condbench import aoti
+
+        argv, sys.argv = sys.argv, ["aoti", f"--cache={self.dir.name}", f"--config={self.CONFIG}", "--jobs=1", *args]
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                aoti.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code
+        finally:
+            sys.argv = argv
+        return code, out.getvalue(), err.getvalue()
+
+    def files(self):
+        return sorted(os.path.relpath(os.path.join(d, f), self.dir.name)
+                      for d, _, names in os.walk(self.dir.name) for f in names)
+
+    def test_a_checked_package_is_kept_with_its_record_and_then_found_cached(self):
+        import json
+
+        code, out, err = self.main()
+        self.assertEqual(code, 0, err)
+        folder = f"torch-{torch.__version__.split('+')[0]}/cpu/mlp-in_features5-hidden8-c3-b2"
+        self.assertEqual(self.files(), [f"{folder}/{m}.{e}" for m in ("cond", "masked") for e in ("json", "pt2")])
+        with open(os.path.join(self.dir.name, folder, "cond.json")) as f:
+            record = json.load(f)
+        self.assertEqual((record["module"], record["options"]), ("cond", "default but always_keep_tensor_constants=True"))
+        self.assertIn("checked", record)
+        self.assertIn(", checked -> ", out)
+        code, out, _ = self.main()
+        self.assertEqual((code, out.count(": cached (compiled in ")), (0, 2))
+
+    def test_a_package_its_check_refuses_is_one_line_and_leaves_nothing(self):
+        self.right = False
+        code, _, err = self.main()
+        self.assertEqual(code, 2)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertRegex(err, r"^aoti: cpu mlp-in_features5-hidden8-c3-b2 cond: AOTInductor cannot compile the cond "
+                              r"module \(TypeError: ")
+        self.assertEqual(self.files(), [])
+
+
 if __name__ == "__main__":
     unittest.main()
