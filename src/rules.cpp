@@ -83,6 +83,12 @@ nlohmann::json config_tags() {
   return out;
 }
 
+nlohmann::json as_data(const Tolerances& t) {
+  return {{"absolute_tolerance", t.absolute_tolerance},
+          {"relative_tolerance", t.relative_tolerance},
+          {"tie_margin", t.tie_margin}};
+}
+
 // Each family's sizes as condbench.aoti's --config names them, in the order of the family's tag
 // (ModelConfig::tag; a decoder's DecoderConfig::step_tag, without the prompt and the tokens
 // generated, which do not change its step), each with the most C++ accepts and its default.
@@ -117,18 +123,14 @@ nlohmann::json rules_as_data() {
   rules["agreement_examples"] = agreement_examples();
   rules["config_tags"] = config_tags();
   rules["config_sizes"] = config_sizes();
-  rules["model_file_agreement"] = {{"absolute_tolerance", kModelFileAgreement.absolute_tolerance},
-                                   {"relative_tolerance", kModelFileAgreement.relative_tolerance},
-                                   {"tie_margin", kModelFileAgreement.tie_margin}};
+  rules["model_file_agreement"] = as_data(kModelFileAgreement);
   // What condbench reads of a compiled folder (model_file_manifest.h): model_file.py's limits when
   // run by hand (condbench gives its own, the pool's row limit the smaller).
   rules["model_file_limits"] = {{"max_row_values", kModelFileMaxRowValues},
                                 {"max_stages", kModelFileMaxStages},
                                 {"max_classes", kModelFileMaxClasses}};
   rules["trace"] = {{"gpu_track", nvtx::kGpuTrack}};  // the --trace file's track of GPU spans
-  rules["compile_check"] = {{"absolute_tolerance", kCompileCheck.absolute_tolerance},
-                            {"relative_tolerance", kCompileCheck.relative_tolerance},
-                            {"tie_margin", kCompileCheck.tie_margin}};
+  rules["compile_check"] = as_data(kCompileCheck);
   rules["max_batch"] = kMaxBatch;  // every tool's --batch limit: what an exported package accepts
   return rules;
 }

@@ -11,7 +11,6 @@ constexpr double kAgreementRelativeTolerance = 1e-4;
 // right in float; a check follows the other's choice there rather than fail (docs/design.md §8).
 constexpr double kTieMargin = 1e-5;
 
-// exit ids int [rows]; logits float [rows, classes]; any device.
 // A check of a result against the module it came from: the logits within absolute + relative x
 // |logit|, and the exit id unless a score is within tie_margin of a threshold (either way is right).
 struct Tolerances {
@@ -26,6 +25,7 @@ struct Tolerances {
 // tie_margin of a threshold. Python reads it as data (rules.h: "compile_check").
 inline constexpr Tolerances kCompileCheck{.absolute_tolerance = 1e-5, .relative_tolerance = 1e-4, .tie_margin = 1e-4};
 
+// exit ids int [rows]; logits float [rows, classes]; any device.
 bool results_agree(const at::Tensor& exit_ids_a, const at::Tensor& logits_a, const at::Tensor& exit_ids_b,
                    const at::Tensor& logits_b, double relative_tolerance = kAgreementRelativeTolerance);
 
