@@ -98,10 +98,26 @@ def compile_program(program, path, options=None):
     import torch
 
     start = time.perf_counter()
-    with quiet():
+    with quiet(), own_inductor_cache():
         extra = {"inductor_configs": options} if options else {}
         torch._inductor.aoti_compile_and_package(program, package_path=path, **extra)
     return time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def own_inductor_cache():
+    """Inductor's (and Triton's) cache folder for one compile alone, removed after it. AOTInductor
+    writes a package's files into <cache>/<digest of the graph's code>/ and packs them from there,
+    rewriting them in place: two compiles of the same code at once (a model's identical blocks in two
+    workers, two processes compiling one model file) packed each other's half-written files. A shared
+    cache saves only a compile of the same code run before (examples/models/mlp.py, --jobs 1: 80 s
+    with it warm, 90 to 100 s cold or with a folder of its own, on the 2-core machine); what condbench
+    keeps is the package itself."""
+    from torch._inductor import utils
+
+    fresh = getattr(utils, "fresh_cache", None) or utils.fresh_inductor_cache  # its older name
+    with fresh():
+        yield
 
 
 def load(path):

@@ -165,6 +165,35 @@ class Build(unittest.TestCase):
                                                 "too"})
         self.assertFalse(os.path.exists(self.path + "2"))
 
+    def test_each_compile_has_an_inductor_cache_folder_of_its_own(self):
+        """AOTInductor packs a package from <cache>/<digest of the graph's code>/, rewriting the files
+        there in place: two compiles of one code at once (identical blocks in two workers, two
+        processes compiling one model file) packed each other's half-written files, an empty
+        metadata JSON in CI. Each compile's folder is new, empty, no other's, and gone after it."""
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+        from condbench import aoti
+
+        shared, folders = cache_dir(), []
+        real_compile = torch._inductor.aoti_compile_and_package
+
+        def compile_(program, package_path, inductor_configs=None):
+            folders.append((cache_dir(), os.listdir(cache_dir())))
+            with open(os.path.join(cache_dir(), "metadata.json"), "w"):  # what Inductor leaves there
+                pass
+            real_compile(program, package_path, inductor_configs)
+
+        torch._inductor.aoti_compile_and_package = compile_
+        for k in range(2):
+            aoti.compile_program("program", f"{self.path}{k}")
+        self.assertEqual(len(folders), 2)
+        self.assertNotEqual(folders[0][0], folders[1][0])
+        for folder, contents in folders:
+            self.assertNotEqual(folder, shared)
+            self.assertEqual(contents, [])
+            self.assertFalse(os.path.exists(folder))
+        self.assertEqual(cache_dir(), shared)  # Inductor's own folder again after the compile
+
     def test_a_check_that_raises_is_a_refusal_in_one_line(self):
         from condbench import aoti
 
