@@ -113,6 +113,21 @@ nlohmann::json config_sizes() {
   return out;
 }
 
+// How each family's sizes must relate (ModelFamily::relations, decoder_relations), for --config:
+// {"size": "heads", "must": "divide", "other": "d_model", "why": ...}.
+nlohmann::json config_relations() {
+  const auto as_list = [](const std::vector<SizeRelation>& relations) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const SizeRelation& r : relations)
+      list.push_back({{"size", r.size}, {"must", r.must()}, {"other", r.other}, {"why", r.why}});
+    return list;
+  };
+  nlohmann::json out = nlohmann::json::object();
+  for (const ModelFamily* family : model_families()) out[family->name()] = as_list(family->relations());
+  out[kDecoderFamily] = as_list(decoder_relations());
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json rules_as_data() {
@@ -123,6 +138,7 @@ nlohmann::json rules_as_data() {
   rules["agreement_examples"] = agreement_examples();
   rules["config_tags"] = config_tags();
   rules["config_sizes"] = config_sizes();
+  rules["config_relations"] = config_relations();
   rules["model_file_agreement"] = as_data(kModelFileAgreement);
   // What condbench reads of a compiled folder (model_file_manifest.h): model_file.py's limits when
   // run by hand (condbench gives its own, the pool's row limit the smaller).

@@ -20,6 +20,7 @@
 
 #include "condbench/config.h"
 #include "condbench/parameters.h"
+#include "condbench/size_relation.h"
 
 namespace c10 {
 struct Device;
@@ -115,7 +116,10 @@ class ModelFamily {
   // One input row's shape ([rows, row...] is an input) and the width the exit heads read.
   virtual std::vector<int64_t> row_shape(const ModelConfig& config) const = 0;
   virtual int width(const ModelConfig& config) const = 0;
-  // Checks across axes (each axis's range is checked already); throws condbench::Error.
+  // How its sizes must relate (each axis's range is checked already): ModelConfig::validate checks
+  // them, and rules.json gives them to condbench.aoti's --config.
+  virtual std::vector<SizeRelation> relations() const { return {}; }
+  // Any other check across axes; throws condbench::Error.
   virtual void check(const ModelConfig& /*config*/) const {}
 
   // The state_dict contract (docs/models.md), or nullptr for a family whose weights are inside its

@@ -42,7 +42,7 @@ import sys
 import time
 from typing import Callable, NamedTuple
 
-from .rules import COMPILE_CHECK, MAX_BATCH, RULES
+from .rules import COMPILE_CHECK, MAX_BATCH, RULES, broken_relation
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = ("cond", "masked")
@@ -358,7 +358,8 @@ def source_digest(config):
 
 def parse_config(text):
     """FAMILY:SIZE=N,...: every size of the family in its order, each from 1 to the most C++ accepts
-    (rules.json's config_sizes: the order of the family's tag, which names the package's folder)."""
+    (rules.json's config_sizes: the order of the family's tag, which names the package's folder), the
+    sizes related as C++ relates them (config_relations: heads dividing d_model, ...)."""
     family, _, given = text.partition(":")
     if family not in CONFIG_SIZES:
         fail(f"--config {text!r}: unknown model family {family!r} ({', '.join(CONFIG_SIZES)})")
@@ -376,16 +377,8 @@ def parse_config(text):
     for key, most in sizes:
         if not 1 <= config[key] <= most:
             fail(f"--config {text!r}: {key} must be in 1..{most}")
-    if family == DECODER:
-        # what the step's shapes need (C++'s DecoderConfig::validate says the same of its own)
-        if config["d_model"] % config["heads"] or config["exit_every"] >= config["layers"]:
-            fail(f"--config {text!r}: heads must divide d_model, and exit_every be below layers")
-        return config
-    from .families import build_model
-    try:
-        build_model(config)  # the family's own checks: heads dividing d_model, ...
-    except (TypeError, ValueError, AssertionError) as e:
-        fail(f"--config {text!r}: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+    if broken := broken_relation(family, config):
+        fail(f"--config {text!r}: {broken}")
     return config
 
 

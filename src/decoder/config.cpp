@@ -24,17 +24,27 @@ const std::vector<DecoderSize>& decoder_sizes() {
   return sizes;
 }
 
+const std::vector<SizeRelation>& decoder_relations() {
+  static const std::vector<SizeRelation> relations = {
+      {"exit_every", SizeRelation::Kind::kBelow, "layers", "an exit before the last layer"},
+      {"heads", SizeRelation::Kind::kDivides, "d_model", "each head a slice of the width"},
+  };
+  return relations;
+}
+
 void DecoderConfig::validate() const {
   for (const DecoderSize& size : decoder_sizes()) {
     const int value = this->*size.field;
     if (value < 1 || value > size.max)
       fail(std::string(size.key) + " must be in 1.." + std::to_string(size.max) + ", got " + std::to_string(value));
   }
-  if (exit_every >= layers)
-    fail("exit_every must be below layers (an exit before the last layer), got exit_every=" +
-         std::to_string(exit_every) + " layers=" + std::to_string(layers));
-  if (d_model % heads != 0)
-    fail("heads must divide d_model, got d_model=" + std::to_string(d_model) + " heads=" + std::to_string(heads));
+  const auto value = [this](const std::string& key) {
+    for (const DecoderSize& size : decoder_sizes())
+      if (key == size.key) return this->*size.field;
+    fail("the decoder has no size '" + key + "'");
+  };
+  for (const SizeRelation& r : decoder_relations())
+    if (!r.holds(value(r.size), value(r.other))) fail(r.violation(value(r.size), value(r.other)));
   // The prefill holds prompt-1 positions and every step one more: the last step reads position
   // prompt + generate - 2, and its token is never read back in.
   if (prompt + generate - 1 > context)

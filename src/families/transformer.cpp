@@ -101,10 +101,8 @@ class Transformer final : public ModelFamily, public StateDictContract {
 
   std::vector<int64_t> row_shape(const ModelConfig& c) const override { return {c.size("seq"), c.size("d_model")}; }
   int width(const ModelConfig& c) const override { return c.size("d_model"); }
-  void check(const ModelConfig& c) const override {
-    if (c.size("d_model") % c.size("heads") != 0)
-      fail("heads must divide d_model, got d_model=" + std::to_string(c.size("d_model")) +
-           " heads=" + std::to_string(c.size("heads")) + " (--heads sets it)");
+  std::vector<SizeRelation> relations() const override {
+    return {{"heads", SizeRelation::Kind::kDivides, "d_model", "each head a slice of the width"}};
   }
 
   // torch.nn.TransformerEncoderLayer's state_dict order; in_proj packs the query, key and value

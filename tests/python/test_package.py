@@ -139,6 +139,27 @@ class Rules(unittest.TestCase):
             self.assertTrue(said.getvalue().startswith(f"aoti: --config {text!r}: "), said.getvalue())
             self.assertEqual(len(said.getvalue().splitlines()), 1)
 
+    def test_a_configs_sizes_relate_as_cpp_relates_them(self):
+        # C++'s relations (rules.json's config_relations), said as C++ says them (SizeRelation::violation;
+        # test_config.cpp's SizeRelations holds C++ to the same words)
+        from condbench import aoti, rules
+
+        self.assertEqual({(r["size"], r["must"], r["other"]) for r in rules.CONFIG_RELATIONS["decoder"]},
+                         {("heads", "divide", "d_model"), ("exit_every", "be below", "layers")})
+        decoder = "decoder:vocab=16,d_model=32,heads={},layers=4,ffn=48,context=8,exit_every={}"
+        self.assertEqual(aoti.parse_config(decoder.format(4, 3))["exit_every"], 3)
+        for text, said in [
+                ("transformer:d_model=32,heads=5,ffn=48,seq=6,num_classes=5,blocks=3",
+                 "heads must divide d_model (each head a slice of the width), got heads=5 d_model=32"),
+                (decoder.format(5, 2), "heads must divide d_model (each head a slice of the width), got heads=5 d_model=32"),
+                (decoder.format(4, 4), "exit_every must be below layers (an exit before the last layer), got exit_every=4 "
+                                       "layers=4")]:
+            err = io.StringIO()
+            with self.subTest(text=text), self.assertRaises(SystemExit), contextlib.redirect_stderr(err):
+                aoti.parse_config(text)
+            self.assertEqual(err.getvalue(), f"aoti: --config {text!r}: {said}\n")
+        self.assertIsNone(rules.broken_relation("mlp", {"in_features": 3, "hidden": 7}))
+
     def test_a_saved_decoder_has_cpps_default_sizes(self):
         # python -m condbench.decoder save: the decoder condbench runs by default (rules.json's defaults)
         try:

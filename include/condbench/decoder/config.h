@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "condbench/parameters.h"
+#include "condbench/size_relation.h"
 
 namespace condbench {
 
@@ -62,6 +63,9 @@ struct DecoderConfig {
 
   friend bool operator==(const DecoderConfig&, const DecoderConfig&) = default;
 };
+
+// How the decoder's sizes must relate (DecoderConfig::validate; rules.json's config_relations).
+const std::vector<SizeRelation>& decoder_relations();
 
 // The decoder's sizes, in the order of its benchmark-name axes and flags (--vocab, --d-model, ...).
 struct DecoderSize {
