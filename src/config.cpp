@@ -83,8 +83,7 @@ void ModelConfig::validate() const {
   check_range("num_classes", num_classes, 1, kMaxClasses);
   check_range("blocks", blocks, 1, kMaxBlocks);
   for (size_t i = 0; i < sizes.size(); ++i) check_range(family.axes()[i].key, sizes[i], 1, family.axes()[i].max);
-  for (const SizeRelation& r : family.relations())
-    if (!r.holds(size(r.size), size(r.other))) fail(r.violation(size(r.size), size(r.other)));
+  for (const SizeRelation& r : family.relations()) r.require(size(r.size), size(r.other));
   family.check(*this);
   double weights = 0;  // what a typo in a size makes huge
   for (const ParameterSpec& spec : parameter_specs(*this)) {

@@ -114,12 +114,12 @@ nlohmann::json config_sizes() {
 }
 
 // How each family's sizes must relate (ModelFamily::relations, decoder_relations), for --config:
-// {"size": "heads", "must": "divide", "other": "d_model", "why": ...}.
+// {"size": "heads", "must": "divide", "other": "d_model", "says": its statement}.
 nlohmann::json config_relations() {
   const auto as_list = [](const std::vector<SizeRelation>& relations) {
     nlohmann::json list = nlohmann::json::array();
     for (const SizeRelation& r : relations)
-      list.push_back({{"size", r.size}, {"must", r.must()}, {"other", r.other}, {"why", r.why}});
+      list.push_back({{"size", r.size}, {"must", r.must()}, {"other", r.other}, {"says", r.statement()}});
     return list;
   };
   nlohmann::json out = nlohmann::json::object();

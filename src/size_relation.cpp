@@ -1,5 +1,7 @@
 #include "condbench/size_relation.h"
 
+#include "condbench/error.h"
+
 namespace condbench {
 
 bool SizeRelation::holds(int size_value, int other_value) const {
@@ -14,10 +16,18 @@ bool SizeRelation::holds(int size_value, int other_value) const {
 
 const char* SizeRelation::must() const { return kind == Kind::kDivides ? "divide" : "be below"; }
 
-std::string SizeRelation::violation(int size_value, int other_value) const {
+void SizeRelation::require(int size_value, int other_value) const {
+  if (!holds(size_value, other_value)) fail(violation(size_value, other_value));
+}
+
+std::string SizeRelation::statement() const {
   std::string text = size + " must " + must() + " " + other;
-  if (!why.empty()) text += " (" + why + ")";
-  return text + ", got " + size + "=" + std::to_string(size_value) + " " + other + "=" + std::to_string(other_value);
+  return why.empty() ? text : text + " (" + why + ")";
+}
+
+std::string SizeRelation::violation(int size_value, int other_value) const {
+  return statement() + ", got " + size + "=" + std::to_string(size_value) + " " + other + "=" +
+         std::to_string(other_value);
 }
 
 }  // namespace condbench

@@ -16,9 +16,13 @@ struct SizeRelation {
   std::string why;    // what it is for, said in the message ("an exit before the last layer"); may be empty
 
   bool holds(int size_value, int other_value) const;
-  // "heads must divide d_model, got heads=5 d_model=256"
+  // Throws condbench::Error with violation() unless it holds.
+  void require(int size_value, int other_value) const;
+  // "heads must divide d_model (each head a slice of the width)"
+  std::string statement() const;
+  // "heads must divide d_model (each head a slice of the width), got heads=5 d_model=256"
   std::string violation(int size_value, int other_value) const;
-  // The kind as rules.json names it: "divide", "be below" (what the message says after "must").
+  // The kind as rules.json names it: "divide", "be below" (what the statement says after "must").
   const char* must() const;
 };
 

@@ -52,7 +52,7 @@ MAX_BATCH = RULES["max_batch"]
 # The --trace file's track of GPU spans (nvtx::kGpuTrack)
 GPU_TRACK = RULES["trace"]["gpu_track"]
 
-# How a family's sizes must relate (C++'s SizeRelation): {family: [{size, must, other, why}, ...]}
+# How a family's sizes must relate (C++'s SizeRelation): {family: [{size, must, other, says}, ...]}
 CONFIG_RELATIONS = RULES["config_relations"]
 _MUST = {"divide": lambda size, other: size != 0 and other % size == 0, "be below": operator.lt}
 if not set(_MUST).issuperset(r["must"] for relations in CONFIG_RELATIONS.values() for r in relations):
@@ -62,12 +62,11 @@ if not set(_MUST).issuperset(r["must"] for relations in CONFIG_RELATIONS.values(
 
 def broken_relation(family, sizes):
     """The first relation of the family's sizes (a dict of them) that does not hold, said as C++'s
-    SizeRelation::violation says it, or None."""
+    SizeRelation::violation says it (its statement, then the sizes), or None."""
     for r in CONFIG_RELATIONS.get(family, []):
         size, other = sizes[r["size"]], sizes[r["other"]]
         if not _MUST[r["must"]](size, other):
-            why = f" ({r['why']})" if r["why"] else ""
-            return f"{r['size']} must {r['must']} {r['other']}{why}, got {r['size']}={size} {r['other']}={other}"
+            return f"{r['says']}, got {r['size']}={size} {r['other']}={other}"
     return None
 
 

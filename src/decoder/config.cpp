@@ -43,8 +43,7 @@ void DecoderConfig::validate() const {
       if (key == size.key) return this->*size.field;
     fail("the decoder has no size '" + key + "'");
   };
-  for (const SizeRelation& r : decoder_relations())
-    if (!r.holds(value(r.size), value(r.other))) fail(r.violation(value(r.size), value(r.other)));
+  for (const SizeRelation& r : decoder_relations()) r.require(value(r.size), value(r.other));
   // The prefill holds prompt-1 positions and every step one more: the last step reads position
   // prompt + generate - 2, and its token is never read back in.
   if (prompt + generate - 1 > context)
