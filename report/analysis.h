@@ -16,6 +16,13 @@
 
 namespace condbench::report {
 
+// What bounds a cell's time: the CPU itself (a CPU cell), the host (a GPU cell whose host time,
+// wall less gpu_us, exceeds its device time, or that waits on the host mid-inference), or the device.
+// Host-bound cells drift with the host's scheduling, device-bound ones with the GPU's clocks: each
+// class gets its own measured drift allowance (stability.h's calibrate).
+enum class Bound { cpu, host, device };
+const char* to_string(Bound bound);
+
 struct Cell {
   double median_us = 0, cv = 0, q1_us = 0, q3_us = 0;
   size_t repetitions = 0;
@@ -35,6 +42,17 @@ struct Cell {
   // looks, from the file's context; 1 without a budget). Every verdict on it is made at the
   // confidence that many looks leave each (answer_confidence).
   size_t looks = 1;
+  // The GPU's time per inference of each repetition (the gpu_us counter: device time back to back), and
+  // the interval of its median; empty for a CPU cell, a file older than per-repetition GPU times repeats
+  // one figure.
+  std::vector<double> gpu_us;
+  MedianInterval gpu_interval;
+  Bound bound = Bound::cpu;
+  // The drift its file's equal-work pairs of its bound showed (stability.h's calibrate): 1 when they
+  // showed none beyond the minimum effect; and the pair that showed it, in words.
+  double measured_drift = 1;
+  std::string drift_shown_by;
+  bool busy = false;  // its file was recorded on a busy machine: marked, never silenced
 };
 
 // A benchmark whose repetitions vary more than this (coefficient of variation) is labelled unstable:
@@ -57,6 +75,10 @@ std::string outliers_text(size_t outliers);
 // interleaved file the allowance is 1: there identical work never reached a claim (the reference of
 // 2026-12-02: 348 pairs in condbench, largest 1.043; 174 in the peer's rounds, largest 0.979).
 constexpr double kDriftBetweenProcesses = 1.7;
+// The rule's allowance for two cells: 1 within one interleaved file, else kDriftBetweenProcesses.
+double rule_drift(const Cell& a, const Cell& b);
+// What a verdict allows: the rule's, or the drift either cell's equal-work pairs measured where that
+// is larger (Cell::measured_drift).
 double drift_allowance(const Cell& a, const Cell& b);
 
 // --answer-budget (condbench and the peer) adds interleaved rounds over the cells of the answer's
@@ -105,6 +127,7 @@ struct Judgement {
   RatioInterval ratio;                   // slower / faster
   double confidence = kRatioConfidence;  // of `ratio` (answer_confidence)
   double drift = 1;                      // D
+  bool drift_measured = false;           // D is a drift this run's equal-work pairs showed, above the rule's
   double factor = 0;                     // faster: L / D, the conservative factor
   // ambiguous: the smallest ratio of medians this data would have called (the slower cell's times scaled
   // until L / D reaches 1 + min_effect); infinite without an interval (too few repetitions).
@@ -113,8 +136,14 @@ struct Judgement {
   // infinite without an interval.
   double cannot_exclude = std::numeric_limits<double>::infinity();
   size_t outliers = 0;  // outlying repetitions in the two cells (Cell::outliers)
+  // Where the measured drift decides: the standing the rule's allowance alone gives, when it differs
+  // (a verdict withheld), and the equal-work pair that measured the drift.
+  std::optional<Standing> withheld;
+  std::string withheld_by;
 };
 Judgement judge(const Cell& a, const Cell& b, double min_effect = kDefaultMinEffect);
+// The same rule at a given allowance: what calibrate judges equal-work pairs with (drift 1).
+Judgement judge_at(const Cell& a, const Cell& b, double drift, double min_effect = kDefaultMinEffect);
 // Whether more repetitions could still turn an ambiguous judgement into a verdict: an interval without a
 // bound yet, one whose high end still reaches the claim, one whose point estimate lies inside the margin
 // of sameness (so a narrower interval could be the same), or one a cell's outlying repetition may have
@@ -277,6 +306,8 @@ std::optional<Floor> floor_of(const CpuLimits& limits, const Cell& cell, const s
 
 // "6.1×", "55×": speedups as the sentences and tables print them.
 std::string format_ratio(double ratio);
+// "1.18×", "1.7×": a drift allowance, to three figures.
+std::string format_drift(double drift);
 // A lower bound on a ratio, rounded down so it never claims more than the data: 1.19 -> "19%",
 // 6.38 -> "6.3×", 55.9 -> "55×".
 std::string format_at_least(double ratio);

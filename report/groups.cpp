@@ -10,8 +10,8 @@
 #include <set>
 #include <sstream>
 
-#include "condbench/decoder/config.h"
 #include "condbench/result_format.h"
+#include "stability.h"
 
 namespace condbench::report {
 
@@ -51,6 +51,8 @@ size_t looks(const ResultFile& file) {
 std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unstable_cv) {
   // every axis of the name but the scenario: the model's, whatever they are, and the batch
   std::map<std::tuple<std::string, std::string, int64_t>, Group> groups;
+  std::vector<bool> busy;
+  for (const ResultFile& file : files) busy.push_back(!busy_machine_evidence(file).empty());
   for (size_t index = 0; index < files.size(); ++index)
     for (const ResultFile& file = files[index]; const Series& s : file.series) {
       if (s.primitive || s.times_us.empty()) continue;
@@ -67,6 +69,13 @@ std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unst
       cell.interleaved = interleaved(file);
       cell.name = s.name;
       cell.looks = looks(file);
+      cell.busy = busy[index];
+      // a GPU time for every repetition or none: a file cut short or crafted may mix them
+      if (s.gpu_us.size() == s.times_us.size()) {
+        cell.gpu_us = s.gpu_us;
+        cell.gpu_interval = median_interval(s.gpu_us);
+      }
+      cell.bound = bound_of(cell);
       g.cells.emplace(std::make_pair(s.strategy_key(), s.scenario), std::move(cell));
     }
   std::vector<Group> out;
@@ -82,6 +91,7 @@ std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unst
               [](const std::string& a, const std::string& b) { return scenario_rank(a) < scenario_rank(b); });
     out.push_back(std::move(g));
   }
+  apply_calibration(calibrate(out), out);
   return out;
 }
 

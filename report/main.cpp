@@ -125,9 +125,8 @@ void write_atomically(const std::vector<ResultFile>& files, const fs::path& dir,
   if (replacing) fs::remove_all(old, ec);
   if (ec) std::cerr << "condbench-report: could not remove the previous report, moved to '" << old.string() << "'\n";
   for (const std::string& note : result.notes) std::cerr << "condbench-report: " << note << "\n";
-  if (result.disturbed)
-    std::cerr
-        << "condbench-report: warning: the run was disturbed; the report gives no recommendations (see its top)\n";
+  if (result.busy)
+    std::cerr << "condbench-report: warning: recorded on a busy machine; its cells are marked (see the report's top)\n";
   std::cout << "wrote " << (dir / "report.md").string() << " and " << (dir / "report.html").string() << " ("
             << result.charts << " charts)\n";
 }

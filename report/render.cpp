@@ -38,17 +38,16 @@ RenderResult write_report(const std::vector<ResultFile>& files, const std::strin
                            ". condbench-report --table FILE... prints every cell.");
   const auto limits = cpu_limits(files);
   const ReportInput input{files, groups, floors, limits, check, unstable_cv};
-  result.disturbed = check.disturbed();
+  result.busy = !check.busy.empty();
 
   Document doc;
   doc.heading(1, "condbench report");
-  if (check.disturbed()) {
+  if (!check.busy.empty()) {
     doc.paragraph(
-        "This run was disturbed, so this report gives no verdicts and no recommendations: its timings measure the "
-        "machine "
-        "as much as the code. Rerun on a quiet machine (see docs/trusting.md). "
-        "The evidence:");
-    doc.bullets(check.evidence);
+        "Recorded on a busy machine; its cells are marked busy. Their verdicts stand where the intervals and the "
+        "drift allowance measured on the run's own equal-work pairs still hold (\"The drift allowance\"), and "
+        "are withheld where not. A quiet machine narrows the intervals (docs/trusting.md):");
+    doc.bullets(check.busy);
   }
   if (!check.notes.empty()) doc.bullets(check.notes);
   for (const std::string& note : result.notes) doc.paragraph(note);

@@ -15,7 +15,7 @@ namespace condbench::report {
 struct RenderResult {
   int charts = 0;
   std::vector<std::string> notes;  // e.g. that charts were skipped, and why
-  bool disturbed = false;          // the report opens with the disturbed-run notice
+  bool busy = false;               // a file was recorded on a busy machine: the report opens saying so
 };
 
 // A report shows at most this many groups (a device, model and batch: a heading and tables in each

@@ -143,7 +143,7 @@ ResultFile parse_result_file(const std::string& path, const std::string& text) {
       std::optional<BenchmarkId> id = BenchmarkId::read(b.value("run_name", b.value("name", std::string())));
       if (!id) continue;
       auto [it, added] = index.emplace(id->name, file.series.size());
-      if (added) file.series.push_back(Series{std::move(*id), {}, {}, {}});
+      if (added) file.series.push_back(Series{std::move(*id), {}, {}, {}, {}});
       Series& s = file.series[it->second];
       if (b.value("error_occurred", false)) {
         s.error = b.value("error_message", std::string("error"));
@@ -159,6 +159,12 @@ ResultFile parse_result_file(const std::string& path, const std::string& text) {
       if (run_type == "iteration" || (is_median && s.times_us.empty())) {
         if (is_median) s.counters.clear();
         s.times_us.push_back(to_microseconds(b.at("real_time").get<double>(), b.value("time_unit", std::string("ns"))));
+        if (is_median) s.gpu_us.clear();
+        if (const auto gpu = b.find("gpu_us"); gpu != b.end() && gpu->is_number()) {
+          const double us = gpu->get<double>();
+          if (!std::isfinite(us) || us < 0) fail("gpu_us " + std::to_string(us) + " is not a finite, non-negative time");
+          s.gpu_us.push_back(us);
+        }
         if (s.counters.empty())
           for (const auto& [key, value] : b.items())
             if (value.is_number() && key != "real_time" && key != "cpu_time" && key != "iterations" &&

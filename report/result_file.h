@@ -15,6 +15,7 @@ namespace condbench::report {
 struct Series : BenchmarkId {
   std::vector<double> times_us;            // wall time of each repetition
   std::map<std::string, double> counters;  // per inference, from the first repetition
+  std::vector<double> gpu_us;              // each repetition's gpu_us, where it has one
   std::string error;                       // a skipped or failed benchmark: why (no times then)
 };
 

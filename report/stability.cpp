@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "condbench/machine_state.h"
@@ -30,11 +31,6 @@ bool first_load(const std::string& text, double& load) {
   const size_t start = text.find_first_of("0123456789.");
   return start != std::string::npos && std::sscanf(text.c_str() + start, "%lf", &load) == 1;
 }
-
-// As the report's tables print numbers: 2600, not 2.6e+03.
-std::string microseconds(double value) { return format(value, value >= 1000 ? "%.0f" : "%.3g"); }
-
-std::string span(double lo, double hi) { return microseconds(lo) + "–" + microseconds(hi) + " µs"; }
 
 }  // namespace
 
@@ -65,50 +61,85 @@ std::vector<std::string> busy_machine_evidence(const ResultFile& file) {
   return evidence;
 }
 
-std::vector<std::string> flat_work_evidence(const std::vector<Group>& groups) {
-  std::vector<std::string> evidence;
+Bound bound_of(const Cell& cell) {
+  const auto gpu = cell.counters.find("gpu_us");
+  const auto syncs = cell.counters.find("host_syncs");
+  const bool gpu_cell = gpu != cell.counters.end() || cell.counters.count("gpu_span_us") > 0;
+  if (!gpu_cell) return Bound::cpu;
+  if (syncs != cell.counters.end() && syncs->second > 0) return Bound::host;
+  const double device = cell.gpu_us.empty() ? gpu->second : median(cell.gpu_us);
+  return cell.median_us - device > device ? Bound::host : Bound::device;
+}
+
+bool same_work(const Cell& a, const Cell& b) {
+  if (!a.counters.count("flops_executed")) return false;
+  for (const char* counter : kWorkCounters) {
+    const auto x = a.counters.find(counter), y = b.counters.find(counter);
+    if ((x == a.counters.end()) != (y == b.counters.end())) return false;
+    if (x != a.counters.end() && std::abs(x->second - y->second) > 1e-9 * std::max(std::abs(x->second), 1.0))
+      return false;
+  }
+  return true;
+}
+
+const DriftClass* Calibration::find(size_t file, Bound bound) const {
+  for (const DriftClass& c : classes)
+    if (c.file == file && c.bound == bound) return &c;
+  return nullptr;
+}
+
+Calibration calibrate(const std::vector<Group>& groups, double min_effect) {
+  std::map<std::pair<size_t, Bound>, DriftClass> classes;
   for (const Group& g : groups)
-    for (const std::string& strategy : g.strategies) {
-      std::vector<std::pair<std::string, const Cell*>> cells;
-      for (const std::string& scenario : g.scenarios)
-        if (const Cell* c = g.cell(strategy, scenario)) cells.push_back({scenario, c});
-      if (cells.size() < 2) continue;
-      bool flat = true;
-      const auto first = cells.front().second->counters.find("flops_executed");
-      if (first == cells.front().second->counters.end() || first->second <= 0) continue;
-      for (const auto& [scenario, c] : cells) {
-        auto it = c->counters.find("flops_executed");
-        flat = flat && it != c->counters.end() && std::abs(it->second - first->second) <= 1e-9 * first->second;
+    for (const std::string& strategy : g.strategies)
+      for (size_t i = 0; i < g.scenarios.size(); ++i)
+        for (size_t k = i + 1; k < g.scenarios.size(); ++k) {
+          const Cell* a = g.cell(strategy, g.scenarios[i]);
+          const Cell* b = g.cell(strategy, g.scenarios[k]);
+          if (!a || !b || a->file != b->file || !same_work(*a, *b)) continue;
+          const Judgement j = judge_at(*a, *b, 1.0, min_effect);
+          const std::vector<Bound> bounds =
+              a->bound == b->bound ? std::vector<Bound>{a->bound} : std::vector<Bound>{a->bound, b->bound};
+          for (const Bound bound : bounds) {
+            DriftClass& c = classes[{a->file, bound}];
+            c.file = a->file;
+            c.bound = bound;
+            ++c.pairs;
+            if (j.standing != Standing::faster) continue;
+            ++c.claims;
+            if (j.factor > c.shown) {
+              c.shown = j.factor;
+              const std::string& slow = j.first_faster ? g.scenarios[k] : g.scenarios[i];
+              const std::string& fast = j.first_faster ? g.scenarios[i] : g.scenarios[k];
+              c.shown_by = strategy + " · batch " + std::to_string(g.batch) + " · " + g.model_text() + ": " + slow +
+                           " against " + fast;
+            }
+          }
+        }
+  Calibration out;
+  for (auto& [key, c] : classes) out.classes.push_back(std::move(c));
+  return out;
+}
+
+void apply_calibration(const Calibration& calibration, std::vector<Group>& groups) {
+  for (Group& g : groups)
+    for (auto& [key, cell] : g.cells)
+      if (const DriftClass* c = calibration.find(cell.file, cell.bound); c && c->claims > 0) {
+        cell.measured_drift = c->shown;
+        cell.drift_shown_by = c->shown_by + " (" + format_drift(c->shown) + ")";
       }
-      if (!flat) continue;
-      const std::pair<std::string, const Cell*>* fast = &cells.front();
-      const std::pair<std::string, const Cell*>* slow = &cells.front();
-      for (const auto& entry : cells) {
-        if (entry.second->median_us < fast->second->median_us) fast = &entry;
-        if (entry.second->median_us > slow->second->median_us) slow = &entry;
-      }
-      const MedianInterval& lo = fast->second->interval;
-      const MedianInterval& hi = slow->second->interval;
-      if (std::isnan(lo.high) || std::isnan(hi.low) || hi.low <= lo.high * (1 + kFlatWorkTolerance)) continue;
-      evidence.push_back(strategy + " does the same work in every scenario (" + format(first->second, "%.0f") +
-                         " FLOPs per inference) but took " + span(fast->second->median_us, slow->second->median_us) +
-                         " (median, " + fast->first + " vs " + slow->first + ", intervals " + span(lo.low, lo.high) +
-                         " and " + span(hi.low, hi.high) + ") on " + g.device_label + ", batch " +
-                         std::to_string(g.batch) + ", " + g.model_text());
-    }
-  return evidence;
 }
 
 RunCheck check_run(const std::vector<ResultFile>& files, const std::vector<Group>& groups) {
   RunCheck check;
   for (const ResultFile& f : files) {
-    for (std::string& line : busy_machine_evidence(f)) check.evidence.push_back(std::move(line));
+    for (std::string& line : busy_machine_evidence(f)) check.busy.push_back(std::move(line));
     const std::string slowdown = get(f, "condbench_test_slowdown");
     if (!slowdown.empty())
       check.notes.push_back(name_of(f) + " was recorded with an artificial slowdown (CONDBENCH_TEST_SLOWDOWN=" +
                             slowdown + "): a test of the statistics, not a measurement");
   }
-  for (std::string& line : flat_work_evidence(groups)) check.evidence.push_back(std::move(line));
+  check.calibration = calibrate(groups);
   return check;
 }
 

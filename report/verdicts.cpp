@@ -10,7 +10,6 @@
 #include <set>
 #include <sstream>
 
-#include "condbench/decoder/config.h"
 #include "condbench/result_format.h"
 
 namespace condbench::report {
@@ -29,8 +28,24 @@ Cell make_cell(const std::vector<double>& times_us, double unstable_cv) {
   return c;
 }
 
-double drift_allowance(const Cell& a, const Cell& b) {
+double rule_drift(const Cell& a, const Cell& b) {
   return a.file == b.file && a.interleaved && b.interleaved ? 1.0 : kDriftBetweenProcesses;
+}
+
+double drift_allowance(const Cell& a, const Cell& b) {
+  return std::max({rule_drift(a, b), a.measured_drift, b.measured_drift});
+}
+
+const char* to_string(Bound bound) {
+  switch (bound) {
+    case Bound::cpu:
+      return "cpu";
+    case Bound::host:
+      return "host";
+    case Bound::device:
+      return "device";
+  }
+  return "?";
 }
 
 const char* to_string(Standing standing) {
@@ -51,14 +66,14 @@ double look_confidence(size_t looks) {
 
 double answer_confidence(const Cell& a, const Cell& b) { return look_confidence(std::max(a.looks, b.looks)); }
 
-Judgement judge(const Cell& a, const Cell& b, double min_effect) {
+Judgement judge_at(const Cell& a, const Cell& b, double drift, double min_effect) {
   Judgement j;
   j.first_faster = a.median_us <= b.median_us;
   const Cell& fast = j.first_faster ? a : b;
   const Cell& slow = j.first_faster ? b : a;
   j.confidence = answer_confidence(a, b);
   j.ratio = ratio_interval(fast.times_us, slow.times_us, j.confidence);
-  j.drift = drift_allowance(a, b);
+  j.drift = drift;
   j.outliers = a.outliers + b.outliers;
   if (!j.ratio.bounded()) return j;  // ambiguous: too few repetitions for an interval
   const double lower = j.ratio.low / j.drift, upper = j.ratio.high * j.drift;
@@ -70,6 +85,21 @@ Judgement judge(const Cell& a, const Cell& b, double min_effect) {
   } else {
     j.detectable = (1.0 + min_effect) * j.drift * std::max(1.0, j.ratio.median) / j.ratio.low;
     j.cannot_exclude = std::max(upper, 1.0 / lower);
+  }
+  return j;
+}
+
+Judgement judge(const Cell& a, const Cell& b, double min_effect) {
+  Judgement j = judge_at(a, b, drift_allowance(a, b), min_effect);
+  const double rule = rule_drift(a, b);
+  j.drift_measured = j.drift > rule;
+  if (j.drift_measured) {
+    const Standing by_rule = judge_at(a, b, rule, min_effect).standing;
+    if (by_rule != j.standing) {
+      j.withheld = by_rule;
+      const Cell& by = a.measured_drift >= b.measured_drift ? a : b;
+      j.withheld_by = by.drift_shown_by;
+    }
   }
   return j;
 }

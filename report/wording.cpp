@@ -10,7 +10,6 @@
 #include <set>
 #include <sstream>
 
-#include "condbench/decoder/config.h"
 #include "condbench/result_format.h"
 
 namespace condbench::report {
@@ -35,6 +34,12 @@ std::string format_ratio(double ratio) {
     std::snprintf(text, sizeof text, "%.1f×", ratio);
   else  // slower: two significant digits, so 0.021× does not read as 0.0×
     std::snprintf(text, sizeof text, "%.2g×", ratio);
+  return text;
+}
+
+std::string format_drift(double drift) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g×", drift);
   return text;
 }
 
@@ -97,8 +102,13 @@ std::string cell_figure(const Cell& c) {
 
 std::string verdict_text(const Judgement& j, const std::string& fast, const std::string& slow, const Cell& f,
                          const Cell& s) {
-  const std::string drift =
-      j.drift > 1 ? ", allowing " + format_ratio(j.drift) + " for drift between separately timed cells" : "";
+  std::string drift = j.drift > 1 ? ", allowing " + format_drift(j.drift) +
+                                        (j.drift_measured ? " for the drift this run's equal-work pairs showed"
+                                                          : " for drift between separately timed cells")
+                                  : "";
+  if (j.withheld)
+    drift += "; withheld: the rule's allowance alone would call it " + std::string(to_string(*j.withheld)) +
+             ", but " + j.withheld_by + " drifted that much doing the same work";
   switch (j.standing) {
     case Standing::faster:
       return fast + " is at least " + format_at_least(j.factor) + " faster than " + slow + " (ratio " +

@@ -185,7 +185,7 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
         row.push_back(c ? number(c->median_us) + " " + interval_text(c->interval) +
                               (c->outliers ? " (" + outliers_text(c->outliers) + ")" : "")
                         : "-");
-        row.push_back(c && !in.check.disturbed() ? standing_text(g, best[i], s, scenarios[i]) : "-");
+        row.push_back(c ? standing_text(g, best[i], s, scenarios[i]) : "-");
       }
       t.rows.push_back(row);
     }
@@ -203,12 +203,7 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
     doc.table(t);
     answer_chart(in, out, doc, g, gi, rows, scenarios, fastest);
     doc.end_side_by_side();
-    if (in.check.disturbed())
-      doc.paragraph(
-          "No verdicts: this run was disturbed (see the top of the report), so its differences may be the "
-          "machine's.");
-    else
-      doc.bullets(answer_sentences(g));
+    doc.bullets(answer_sentences(g));
   }
   if (!any)
     doc.paragraph(
@@ -216,9 +211,7 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
         "write with PyTorch: "
         "scripts/run runs the peer with condbench (--no-python skips it); give its result file to condbench-report "
         "beside condbench's.");
-  doc.bullets({in.check.disturbed() ? "Conditional graphs: no verdict, this run was disturbed."
-                                    : conditional_graphs_sentence(in.groups),
-               round_trip_sentence(in.floors)});
+  doc.bullets({conditional_graphs_sentence(in.groups), round_trip_sentence(in.floors)});
 }
 
 }  // namespace

@@ -80,9 +80,7 @@ void strategy_glossary(const ReportInput& in, Charts& /*out*/, Document& doc) {
 
 void recommendations_section(const ReportInput& in, Charts& /*out*/, Document& doc) {
   const std::vector<std::string> sentences = recommendations(in.groups);
-  if (in.check.disturbed()) {
-    doc.paragraph("None: this run was disturbed (see the top of the report).");
-  } else if (sentences.empty()) {
+  if (sentences.empty()) {
     doc.paragraph("No group has two strategies to compare.");
   } else {
     doc.bullets(sentences);
@@ -101,10 +99,6 @@ void best_strategy(const ReportInput& in, Charts& /*out*/, Document& doc) {
       "separate them either way, it says so.");
   Table best{{"device", "batch", "model", "scenario", "winner", "median (µs)", "interval (µs)", "margin", "runner-up"},
              {}};
-  if (in.check.disturbed()) {
-    doc.paragraph("None: this run was disturbed (see the top of the report).");
-    return;
-  }
   for (const Winner& w : best_strategies(in.groups)) {
     std::string winner = w.strategy + (w.unstable ? " (unstable)" : "");
     for (const std::string& t : w.same) winner += ", " + t;

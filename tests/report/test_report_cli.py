@@ -314,7 +314,7 @@ class Report(unittest.TestCase):
         data["benchmarks"] = runs
         return data
 
-    def test_the_answer_comes_first_with_standings_a_chart_and_verdicts_unless_disturbed(self):
+    def test_the_answer_comes_first_with_standings_a_chart_and_verdicts_even_on_a_busy_machine(self):
         out = os.path.join(self.dir, "answer")
         result = run("--out", out, self.write_json("answer.json", self.answer_run(1)))
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -341,15 +341,13 @@ class Report(unittest.TestCase):
         result = run("--out", out, self.write_json("answer-busy.json", busy))
         self.assertEqual(result.returncode, 0, result.stderr)
         md = open(os.path.join(out, "report.md")).read()
-        self.assertIn("This run was disturbed, so this report gives no verdicts and no recommendations", md)
+        self.assertIn("Recorded on a busy machine", md.split("## The answer")[0])
+        # the load marks the run; the intervals and the measured drift decide, as on a quiet machine
         answer = md.split("## The answer: what to write for an early exit")[1].split("\n## ")[0]
-        self.assertIn("No verdicts: this run was disturbed", answer)
-        self.assertIn("Conditional graphs: no verdict, this run was disturbed.", answer)
-        body = answer.split("### ", 1)[1]  # past the introduction, which names the verdicts
-        for claim in ("is at least", "slower", "same", "fastest |", "ambiguous"):
-            self.assertNotIn(claim, body)
+        self.assertIn("python/py_eager_if (40", answer)
+        self.assertIn("is at least", answer)
         best = md.split("## Best strategy")[1].split("\n## ")[0]
-        self.assertIn("None: this run was disturbed", best)
+        self.assertRegex(best, r"\| ≥\d+× \|")
 
     def test_undecided_names_the_cells_an_answer_budget_runs_again(self):
         full = self.answer_run(1)
@@ -418,12 +416,12 @@ class Report(unittest.TestCase):
             self.assertEqual(len(result.stderr.strip().splitlines()), 1, f"{args}: {result.stderr}")
             self.assertIn("--undecided", result.stderr)
 
-    def test_disturbed_run_says_so_at_the_top_and_recommends_nothing(self):
+    def test_a_busy_run_says_so_at_the_top_and_keeps_its_verdicts(self):
         quiet = self.five_repetition_run(1)
         out = os.path.join(self.dir, "quiet")
         self.assertEqual(run("--out", out, self.write_json("quiet.json", quiet)).returncode, 0)
         md = open(os.path.join(out, "report.md")).read()
-        self.assertNotIn("disturbed", md)
+        self.assertNotIn("Recorded on a busy machine", md)
         self.assertIn("native/fused is at least", md)  # a quiet, stable run gives advice
         busy = copy.deepcopy(quiet)
         busy["context"].update({"condbench_machine_busy": "yes", "condbench_machine_busy_end": "no",
@@ -432,14 +430,13 @@ class Report(unittest.TestCase):
         out = os.path.join(self.dir, "busy")
         result = run("--out", out, self.write_json("busy.json", busy))
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("the run was disturbed", result.stderr)
+        self.assertIn("recorded on a busy machine", result.stderr)
         md = open(os.path.join(out, "report.md")).read()
         top = md.split("## What was compared")[0]
-        self.assertIn("This run was disturbed, so this report gives no verdicts and no recommendations", top)
+        self.assertIn("Recorded on a busy machine", top)
         self.assertIn("busy.json: busy when the run started (2.0 other tasks running, load average 6.20 5.10 4.00 "
                       "on 2 CPUs)", top)
-        self.assertIn("None: this run was disturbed", md)
-        self.assertNotIn("at least", md.split("## Best strategy")[0])
+        self.assertIn("native/fused is at least", md)
 
     def test_unstable_threshold_is_configurable(self):
         out = os.path.join(self.dir, "loose")

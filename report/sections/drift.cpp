@@ -1,0 +1,42 @@
+// The drift allowance every verdict of the report used: the rule's, and what the run's own
+// equal-work pairs measured (stability.h's calibrate), per file and per bound.
+#include <filesystem>
+
+#include "section.h"
+
+namespace condbench::report {
+
+namespace {
+
+bool interleaved(const ResultFile& file) {
+  const auto it = file.context.find("condbench_interleaving");
+  return it != file.context.end() && (it->second == "random" || it->second == "rounds");
+}
+
+void drift_allowance_section(const ReportInput& in, Charts& /*out*/, Document& doc) {
+  doc.paragraph(
+      "A strategy that does the same work in two scenarios (every work counter equal) is an A/A test: a "
+      "verdict between its two cells is the machine drifting. Each such pair is judged at no allowance; the "
+      "largest conservative factor of their false claims is the drift its file showed for cells of that "
+      "bound, and every verdict on those cells allows at least that much (beside the rule's " +
+      format_ratio(kDriftBetweenProcesses) +
+      " between cells timed apart). A verdict the measured drift flips is withheld and marked, not hidden.");
+  Table t{{"file", "bound", "timed", "equal-work pairs", "false claims", "drift shown", "shown by", "allowance"}, {}};
+  for (const DriftClass& c : in.check.calibration.classes) {
+    const ResultFile& f = in.files.at(c.file);
+    const double rule = interleaved(f) ? 1.0 : kDriftBetweenProcesses;
+    t.rows.push_back({std::filesystem::path(f.path).filename().string(), to_string(c.bound),
+                      interleaved(f) ? "interleaved" : "in order", std::to_string(c.pairs), std::to_string(c.claims),
+                      c.claims ? format_drift(c.shown) : "-", c.claims ? c.shown_by : "-",
+                      format_drift(std::max(rule, c.shown)) + (c.shown > rule ? " (measured)" : " (the rule's)")});
+  }
+  doc.table(t);
+}
+
+bool has_calibration(const ReportInput& in) { return !in.check.calibration.classes.empty(); }
+
+}  // namespace
+
+CONDBENCH_REPORT_SECTION(drift, "The drift allowance", 55, has_calibration, drift_allowance_section);
+
+}  // namespace condbench::report
