@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "analysis.h"
+#include "benchmark_flags.h"
 #include "condbench/error.h"
 #include "result_file.h"
 
@@ -34,16 +35,6 @@ std::string filter_for(const std::vector<std::string>& names) {
     }
   }
   return spec + ")(/[a-z_]+_time)?$";
-}
-
-// From here on each call of Google Benchmark runs every selected benchmark once: one round. Google
-// Benchmark keeps argv[0] as the executable's name for every context it writes later: it must live
-// as long as the process, so it is main's own.
-void one_repetition_per_call(char* argv0) {
-  static char flag[] = "--benchmark_repetitions=1";
-  char* args[] = {argv0, flag, nullptr};
-  int count = 2;
-  benchmark::Initialize(&count, args);
 }
 
 std::vector<std::string> next_cells(const RunRecord& record, size_t* undecided) {

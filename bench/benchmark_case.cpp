@@ -42,6 +42,7 @@ std::string BenchmarkCase::name() const {
 namespace {
 
 constexpr int kGpuTimedInferences = 200;
+constexpr int kGpuTimedInferencesMin = 16;
 // walked_batches: the most full-depth work one pass over the inputs a case walks may hold (FLOPs),
 // and the fewest rows: the default mlp walks its whole pool, the default transformer 64 rows of it
 // (batch 1), a BERT-base encoder 64.
@@ -128,6 +129,8 @@ void timed_loop(benchmark::State& state, Strategy& strategy, const std::vector<a
   }
 }
 
+int64_t current_round = -1;  // set_round
+
 // What one case's untimed pass learnt, kept for the run: the records of each pool batch and the GPU
 // time. Google Benchmark calls a benchmark's function once per iteration count it tries and once
 // per repetition; interleaved, the case changes between calls and is made again, and its second
@@ -135,8 +138,8 @@ void timed_loop(benchmark::State& state, Strategy& strategy, const std::vector<a
 // transformer's walk takes longer than a repetition's timed loop). Small: a few counters per batch.
 struct CaseRecord {
   std::vector<BatchRecord> records;
-  std::optional<double> gpu_us;
-  bool gpu_measured = false;
+  std::optional<InferenceShape> shape;  // how its GPU time is taken, from the records
+  bool traced = false;                  // --trace's GPU spans recorded
 };
 
 std::map<std::string, CaseRecord>& case_records() {
@@ -235,9 +238,11 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
   // numbers that reach the file rise with time (not by one).
   static int64_t sequence = 0;
   state.counters["sequence"] = static_cast<double>(sequence++);
-  // GPU time from CUDA events, measured after the timed loop so the events cost it nothing; once
-  // per case.
-  if (!rec.gpu_measured) {
+  if (current_round >= 0) state.counters["round"] = static_cast<double>(current_round);
+  // GPU time from CUDA events, measured after each repetition's timed loop so the events cost it
+  // nothing: a figure per repetition, so the report has an interval of it as of wall time. A quarter
+  // of the repetition's inferences, within [kGpuTimedInferencesMin, kGpuTimedInferences].
+  if (!rec.shape) {
     InferenceShape shape;
     shape.engine = c.strategy->engine;
     for (const BatchRecord& batch : rec.records) {
@@ -245,14 +250,19 @@ void run_case(benchmark::State& state, const BenchmarkCase& c) {
       shape.launches_per_inference =
           std::max(shape.launches_per_inference, static_cast<int64_t>(std::ceil(batch.counters.launches)));
     }
-    rec.gpu_us = gpu_time_us(strategy, p.inputs, p.thresholds, kGpuTimedInferences, shape);
-    rec.gpu_measured = true;
-    // --trace: a few inferences' spans on the GPU, on a track of their own beside the host's ranges
-    if (nvtx::records_spans() && nvtx::level() >= nvtx::Level::iter)
-      for (const auto& [start, end] : gpu_spans_ns(strategy, p.inputs, p.thresholds, kTracedGpuInferences))
-        nvtx::record_span(nvtx::kGpuTrack, "inference", start, end);
+    rec.shape = shape;
   }
-  if (rec.gpu_us) state.counters["gpu_us"] = *rec.gpu_us;
+  const int gpu_inferences = static_cast<int>(
+      std::clamp<int64_t>(static_cast<int64_t>(state.iterations()) / 4, kGpuTimedInferencesMin, kGpuTimedInferences));
+  if (const std::optional<double> gpu = gpu_time_us(strategy, p.inputs, p.thresholds, gpu_inferences, *rec.shape))
+    // One name per meaning: device time back to back, or a host-waiting inference's span on the GPU's timeline.
+    state.counters[rec.shape->waits_on_host ? "gpu_span_us" : "gpu_us"] = *gpu;
+  // --trace: a few inferences' spans on the GPU, on a track of their own beside the host's ranges; once per case
+  if (!rec.traced && nvtx::records_spans() && nvtx::level() >= nvtx::Level::iter) {
+    rec.traced = true;
+    for (const auto& [start, end] : gpu_spans_ns(strategy, p.inputs, p.thresholds, kTracedGpuInferences))
+      nvtx::record_span(nvtx::kGpuTrack, "inference", start, end);
+  }
 }
 
 }  // namespace
@@ -288,6 +298,8 @@ void run_benchmark_case(benchmark::State& state, const BenchmarkCase& c) {
     state.SkipWithError(("error: " + what.substr(0, what.find('\n'))).c_str());
   }
 }
+
+void set_round(int64_t round) { current_round = round; }
 
 void release_prepared_case() { current_case() = PreparedCase{}; }
 

@@ -43,6 +43,10 @@ void run_benchmark_case(benchmark::State& state, const BenchmarkCase& c);
 // nothing: the case is skipped with the reason, not failed.
 Unsupported why_skipped(const BenchmarkCase& c);
 
+// --rounds: the round the calls of Google Benchmark from now on belong to (0, 1, ...), written on each
+// repetition as the "round" counter; -1: not in rounds, no counter.
+void set_round(int64_t round);
+
 // Destroys the case kept prepared between calls (its strategy, its inputs on the device). Called
 // once the benchmarks have run, before main returns: left to static destruction, a CUDA strategy
 // would outlive the CUDA runtime and crash the exit (seen on an H200: SIGSEGV after the last

@@ -158,6 +158,13 @@ BenchmarkFlags read_benchmark_flags(int argc, char** argv, bool in_order) {
   return f;
 }
 
+void one_repetition_per_call(char* argv0) {
+  static char flag[] = "--benchmark_repetitions=1";
+  char* args[] = {argv0, flag, nullptr};
+  int count = 2;
+  benchmark::Initialize(&count, args);
+}
+
 bool BenchmarkFlags::initialize() const {
   // Google Benchmark keeps argv[0] for every context it writes later: these strings live as long as
   // the flags do (main's), and it only reorders the pointers.

@@ -41,6 +41,10 @@ struct BenchmarkFlags {
 // condbench::Error for a bad value. `in_order`: condbench's --in-order.
 BenchmarkFlags read_benchmark_flags(int argc, char** argv, bool in_order);
 
+// From here on each call of Google Benchmark runs every selected benchmark once: one round (--rounds,
+// --answer-budget). `argv0`: main's argv[0], which Google Benchmark keeps for every context it writes.
+void one_repetition_per_call(char* argv0);
+
 // Takes every --NAME=VALUE (and a bare --NAME, as an empty value) out of argv, and returns the last
 // value, or nullopt; `given` counts them.
 std::optional<std::string> take_flag(int& argc, char** argv, const char* name, int* given = nullptr);

@@ -95,7 +95,9 @@ std::vector<std::pair<std::string, std::string>> runner_context(const RunnerOpti
                                                                 const std::string& slowdown, const std::string& twins) {
   std::vector<std::pair<std::string, std::string>> context = flags.context;
   for (auto& entry : run_context()) context.push_back(std::move(entry));
-  context.emplace_back("condbench_interleaving", flags.interleaved ? "random" : "in order");
+  context.emplace_back("condbench_interleaving", !flags.interleaved ? "in order"
+                                                 : options.rounds   ? "rounds"
+                                                                    : "random");
   std::string selection;
   for (const std::string& flag : options.selecting) selection += (selection.empty() ? "" : ", ") + flag;
   if (!flags.filter.empty()) selection += (selection.empty() ? "" : ", ") + std::string("--benchmark_filter");

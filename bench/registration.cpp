@@ -56,6 +56,9 @@ constexpr FlagSpec kFlags[] = {
     {"--require-quiet", nullptr, "refuse to start on a busy machine (exit 2)"},
     {"--progress", nullptr, "progress and the time left on stderr even when it is not a terminal (default: on one)"},
     {"--in-order", nullptr, "repetitions in registration order (default: randomly interleaved)"},
+    {"--rounds", nullptr,
+     "the repetitions as rounds: every benchmark once a round, in a new random order, the checkpoint after each, so "
+     "a run cut short leaves whole rounds"},
     {"--answer-budget", "SECONDS",
      "after the run, interleaved rounds over the answer's undecided comparisons until decided (default 0: none)"},
     {"--checkpoint-out", "FILE", "Google Benchmark JSON of every finished benchmark, as they finish"},
@@ -229,6 +232,8 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
   options.full = given("--full");
   options.require_quiet = given("--require-quiet");
   options.in_order = given("--in-order");
+  options.rounds = given("--rounds");
+  if (options.rounds && options.in_order) fail("--rounds: its rounds are in random order; drop --in-order");
   options.list = given("--list");
   options.progress = given("--progress");
   for (const FlagSpec& f : kFlags)

@@ -104,8 +104,25 @@ void attach_trace(const std::string& file) {
   }
 }
 
-// Refuses flags that cannot go with --answer-budget.
+// --rounds: the run's repetitions, one round a call of Google Benchmark, each round's order random and
+// its end checkpointed. Each repetition says its round (the "round" counter, benchmark_case.h).
+void run_rounds(RunRecord& record, const BenchmarkFlags& flags, char* argv0) {
+  const long rounds = std::max(1L, std::atol(flags.repetitions.c_str()));
+  one_repetition_per_call(argv0);
+  record.begin_rounds();
+  for (long round = 0; round < rounds; ++round) {
+    set_round(round);
+    const size_t before = record.repetitions();
+    benchmark::RunSpecifiedBenchmarks(&record);
+    if (!record.ran() || record.repetitions() == before) break;  // nothing selected, or every case failed
+  }
+  set_round(-1);
+}
+
+// Refuses flags that cannot go with --answer-budget or --rounds.
 void check_answer_budget(const RunnerOptions& options, const BenchmarkFlags& flags) {
+  if (options.rounds && !flags.interleaved)
+    fail("--rounds: its rounds are in random order; drop what turns interleaving off");
   if (options.answer_budget_s <= 0) return;
   if (!flags.interleaved) fail("--answer-budget: its rounds are interleaved; drop what turns interleaving off");
   if (flags.report_aggregates_only)
@@ -220,7 +237,10 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
   record.aggregates_only(flags.display_aggregates_only, flags.report_aggregates_only);
   if (!options.checkpoint_out.empty()) record.checkpoint_to(options.checkpoint_out);
   const auto started = std::chrono::steady_clock::now();
-  benchmark::RunSpecifiedBenchmarks(&record);
+  if (runs && options.rounds)
+    run_rounds(record, flags, argv0);
+  else
+    benchmark::RunSpecifiedBenchmarks(&record);
   if (runs && options.answer_budget_s > 0) {
     const BudgetSpent spent =
         spend_answer_budget(record, options.answer_budget_s, std::atoi(flags.repetitions.c_str()),

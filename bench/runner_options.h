@@ -41,6 +41,7 @@ struct RunnerOptions {
   std::string checkpoint_out;          // --checkpoint-out: JSON of every finished benchmark, as they finish
   bool require_quiet = false;          // refuse to start on a busy machine
   bool in_order = false;               // repetitions in registration order, not randomly interleaved
+  bool rounds = false;                 // --rounds: each repetition a round of every benchmark (runner.cpp)
   double answer_budget_s = 0;          // --answer-budget: rounds until the answer is decided (answer_budget.h)
   bool progress = false;               // --progress: on stderr even when it is not a terminal
   bool list = false;                   // --list: print the strategies and what they declare, run nothing

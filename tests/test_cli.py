@@ -178,6 +178,8 @@ class BadFlags(unittest.TestCase):
             (["--answer-budget=-1"], "--answer-budget"),
             (["--answer-budget=soon"], "--answer-budget"),
             (["--answer-budget=10", "--in-order"], "--answer-budget"),
+            (["--rounds", "--in-order"], "--rounds"),
+            (["--rounds", "--benchmark_enable_random_interleaving=false"], "--rounds"),
         ]
         for flag_args, names in cases:
             with self.subTest(flag_args=flag_args):

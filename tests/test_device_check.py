@@ -316,5 +316,56 @@ class Checkpoint(unittest.TestCase):
                     proc.kill()
 
 
+    def test_a_run_in_rounds_cut_short_leaves_whole_rounds_judged_as_interleaved(self):
+        # --rounds: every cell once a round, the checkpoint after each round. Killed mid-run, the file
+        # holds whole rounds (every cell as many repetitions, each saying its round), and the report
+        # judges its cells as one interleaved run: no drift allowance between them.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "partial.json")
+            proc = subprocess.Popen([os.path.join(BUILD, "condbench"), "--device=cpu",
+                                     "--strategy=fused,eager_host,masked", "--batch=1", "--hidden=64",
+                                     "--scenario=exit:1", "--rounds", "--benchmark_repetitions=400",
+                                     "--benchmark_min_time=0.01", f"--checkpoint-out={path}"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                seen = None
+                for _ in range(1200):
+                    try:
+                        data = json.loads(read(path))
+                        cells = [b for b in data["benchmarks"]
+                                 if b["run_name"].startswith("early_exit/") and not b.get("error_occurred")]
+                        if len(cells) >= 3 * 6:  # six rounds or more
+                            seen = data
+                            break
+                    except (OSError, ValueError):
+                        pass
+                    if proc.poll() is not None:
+                        break
+                    time.sleep(0.05)
+                proc.kill()
+                proc.wait()
+                self.assertIsNotNone(seen, "no checkpoint of six rounds appeared")
+                self.assertEqual(seen["context"]["condbench_interleaving"], "rounds")
+                rows = [b for b in seen["benchmarks"] if b.get("run_type") == "iteration"
+                        and b["run_name"].startswith("early_exit/") and not b.get("error_occurred")]
+                by_cell = {}
+                for b in rows:
+                    by_cell.setdefault(b["run_name"], []).append(int(b["round"]))
+                self.assertEqual(len(by_cell), 3)
+                rounds = sorted(by_cell.values())[0]
+                self.assertEqual(rounds, list(range(len(rounds))))  # rounds 0, 1, ... n-1, none cut
+                for name, seen_rounds in by_cell.items():
+                    self.assertEqual(sorted(seen_rounds), rounds, name)
+                # the report reads the cut file and judges its pairs with no allowance
+                judged = run(os.path.join(BUILD, "condbench-report"), "--pairs", path)
+                self.assertEqual(judged.returncode, 0, judged.stderr)
+                pairs = json.loads(judged.stdout)["pairs"]
+                self.assertEqual(len(pairs), 3)
+                self.assertEqual({p["drift"] for p in pairs}, {1.0})
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -91,10 +91,16 @@ inline constexpr CounterSpec kCounters[] = {
     {"exit_", "share of rows", CounterSource::exit_ids, Averaging::per_row, nullptr, false, "",
      "exit_K: the share of rows that left at exit K"},
     {"gpu_us", "µs", CounterSource::gpu_timing, Averaging::per_timed_run, nullptr, true, "gpu us",
-     "GPU time per inference: CUDA events around inferences enqueued behind a held stream"},
+     "device time per inference, back to back: CUDA events around inferences enqueued behind a held stream "
+     "(strategies that never wait on the host), after each repetition"},
+    {"gpu_span_us", "µs", CounterSource::gpu_timing, Averaging::per_timed_run, nullptr, true, "gpu span",
+     "an inference's span on the GPU's timeline, from its first kernel to its last, the device's idle gaps "
+     "while the host decides included (strategies that wait on the host mid-inference), after each repetition"},
     {"sequence", "position", CounterSource::run_order, Averaging::none, nullptr, false, "",
      "the repetition's place in the order the run timed its repetitions (0 first; the PyTorch peer adds its "
      "round): interleaved, repetitions close in sequence ran close in time, so cells can be paired by time"},
+    {"round", "round", CounterSource::run_order, Averaging::none, nullptr, false, "",
+     "with --rounds, the round the repetition belongs to (0 first): every cell has one repetition a round"},
 };
 
 }  // namespace condbench

@@ -73,11 +73,14 @@ def iterations(doc):
 
 def cases_without_gpu_us(doc):
     """(missing, cases): the CUDA cases that ran (an errored row is a case the strategy cannot run)
-    and have no gpu_us counter, and every CUDA case that ran. A CUDA case is one the context's
+    and have no GPU time (gpu_us, or gpu_span_us for a strategy that waits on the host), and every
+    CUDA case that ran. A CUDA case is one the context's
     device list put on the GPU: its row names the device as condbench's names do, early_exit/cuda/."""
     rows = [b for b in iterations(doc) if str(b.get("run_name", "")).startswith("early_exit/cuda/")
             and not b.get("error_occurred")]
-    return sorted({b["run_name"] for b in rows if "gpu_us" not in b}), {b["run_name"] for b in rows}
+    timed = ("gpu_us", "gpu_span_us")
+    return (sorted({b["run_name"] for b in rows if not any(key in b for key in timed)}),
+            {b["run_name"] for b in rows})
 
 
 def gtest_skips(log_text):
