@@ -96,6 +96,33 @@ class PythonPeer(unittest.TestCase):
                           "py_blocks_compile", "ort_if"])
         agree_with_condbench_infer(self, runnable, rows, inputs, [], 1e-5)
 
+    def test_the_graph_and_reduce_overhead_variants_match_condbench_infer(self):
+        # torch.compile(mode="reduce-overhead") compiles on a CPU what the default mode does (no CUDA
+        # graphs there): the _ro variants run on a CPU only when named, and are checked like the others;
+        # py_masked_cudagraph is torch.cuda.graph's, CUDA only.
+        model = load_model(os.path.join(self.dir, "weights.pt"), self.meta["config"], "cpu")
+        rows = torch.load(os.path.join(self.dir, "pool.pt"))[:8].contiguous()
+        inputs = os.path.join(self.tmp.name, "ro-rows.pt")
+        torch.save(rows, inputs)
+        named = ("py_masked_compile_ro", "py_cond_compile_ro", "py_eager_if_compile_ro", "py_masked_cudagraph")
+        runnable, skipped = variants(model, "cpu", named=named)
+        self.assertEqual([name for name, *_ in runnable], list(named[:3]))
+        self.assertEqual(skipped, [("py_masked_cudagraph", "CUDA only")])
+        self.assertEqual(agree_with_condbench_infer(self, runnable, rows, inputs, [], 1e-5), {1, 2, 3, 4})
+        # the peer runs one when named, and its notes say what cudagraph trees made of it
+        out = os.path.join(self.tmp.name, "peer-ro.json")
+        result = subprocess.run([*PEER, "--workload", os.path.join(self.tmp.name, "workload"), "--out", out,
+                                 "--variants=py_masked_compile_ro", "--scenarios=exit:1", "--repetitions=2",
+                                 "--min-time=0.01", "--threads=1"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(out) as f:
+            data = json.load(f)
+        self.assertIn("early_exit/cpu/python/py_masked_compile_ro/exit:1/batch:1/hidden:24/blocks:3",
+                      {b["run_name"] for b in data["benchmarks"]})
+        self.assertEqual(data["context"]["condbench_peer_notes"],
+                         "py_masked_compile_ro: no CUDA graphs on the CPU (reduce-overhead compiles what the default "
+                         "mode does)")
+
     def test_the_questions_code_fails_as_the_readme_says_and_the_peers_module_works(self):
         """docs/peer.md, "The question's code, made to work": if PyTorch changes what it accepts,
         this fails and the page must change with it."""

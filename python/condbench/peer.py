@@ -32,7 +32,7 @@ import torch
 
 from . import decoder_peer, names, results
 from .families import load_model
-from .variants import SUMMARIES, WORKAROUND_DOC, variants, workarounds
+from .variants import SUMMARIES, VARIANTS, WORKAROUND_DOC, cudagraph_skips, variants, workarounds
 from .rules import exit_fires
 
 SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
@@ -102,6 +102,17 @@ def disagreement_with_module(fn, ref, thresholds, device, sync, agreement):
         if not torch.allclose(logits.reshape(-1).float().cpu(), ref[f"logits.{expected}"][r], rtol=rtol, atol=atol):
             return f"differs from the module's own forward on reference row {r}: its logits at exit {expected + 1}"
     return None
+
+
+def cudagraph_note(device, skips):
+    """Whether cudagraph trees took a reduce-overhead variant's graphs, from Inductor's own count of
+    the graphs it declined CUDA graphs for (counters["inductor"]["cudagraph_skips"]) over its compile
+    and warm-up."""
+    if device != "cuda":
+        return "no CUDA graphs on the CPU (reduce-overhead compiles what the default mode does)"
+    if skips == 0:
+        return "cudagraph trees captured every graph Inductor compiled"
+    return f"cudagraph trees skipped {skips} of its graphs (Inductor's cudagraph_skips; its log says why)"
 
 
 def test_twins():
@@ -228,6 +239,7 @@ def main():
     twins = test_twins()
 
     cases, notes = [], []
+    graph_skips = {}  # reduce-overhead variants: the graphs Inductor declined CUDA graphs for
     for directory, meta in load_workloads(args.workload):
         config = meta["config"]
         if config["family"] == "decoder":  # docs/design.md §8: one generated token an iteration
@@ -245,7 +257,7 @@ def main():
             else load_model_file(meta["model_file"], args.device)
         pool_all = torch.load(os.path.join(directory, "pool.pt")).to(args.device)
         pool = [pool_all[i:i + 1] for i in range(pool_all.shape[0])]
-        runnable, skipped = variants(model, args.device)
+        runnable, skipped = variants(model, args.device, named=wanted_variants)
         fallbacks = workarounds(model, args.device) if "model_file" in meta else {}
         reference = torch.load(os.path.join(meta["model_file"], "reference.pt")) if "model_file" in meta else None
         runnable += [(name + "_twin", *rest) for name, *rest in runnable if name in twins]
@@ -280,10 +292,14 @@ def main():
                                             [(kind, value), ("batch", 1)] + [tuple(a) for a in meta["name_axes"]])}
                 # Untimed pass over the walk: compiles, warms up, and learns each row's exit; then the
                 # iteration count that makes a repetition last --min-time.
+                skips_before = cudagraph_skips()
                 case["exits"] = [int(run_variant(fn, row, thresholds, sync)[1]) for row in walk]
+                if name in VARIANTS and VARIANTS[name].cudagraph_trees and skips_before is not None:
+                    graph_skips[name] = graph_skips.get(name, 0) + cudagraph_skips() - skips_before
                 case["iterations"] = iterations_for(case, args.min_time)
                 cases.append(case)
 
+    notes += [f"{name}: {cudagraph_note(args.device, skips)}" for name, skips in graph_skips.items()]
     rounds = Rounds(cases, random.Random())
     rounds.run(cases, args.repetitions)
     document = Document(args, cases, rounds, twins)

@@ -259,6 +259,10 @@ class Variant(NamedTuple):
                     # raises Unavailable with the reason where it cannot run
     instead_of: str = ""  # a workaround: run only in that variant's place, where it disagrees with a
                           # model file's module (peer.py)
+    # Where the peer runs it when no --variants names it: a variant that on some device times what
+    # another already does (reduce-overhead on a CPU is py_*_compile) runs there only when named.
+    default_devices: tuple = ("cpu", "cuda")
+    cudagraph_trees: bool = False  # compiled with mode="reduce-overhead": the peer notes what Inductor captured
 
 
 def _as_is(module, tensor_thresholds=True):
@@ -287,11 +291,55 @@ def _cond_cudagraph(model, device):
         raise Unavailable("CUDA only")
     if tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 12):
         raise Unavailable(f"torch.cond under CUDA-graph capture needs PyTorch >= 2.12, this is {torch.__version__}")
-    return CondCudaGraph(NestedCond(model)), lambda exit_id: 0, True
+    return CudaGraphed(NestedCond(model)), lambda exit_id: 0, True
+
+
+def _masked_cudagraph(model, device):
+    if device != "cuda":
+        raise Unavailable("CUDA only")
+    return CudaGraphed(Masked(model)), lambda exit_id: 0, True
 
 
 def _compiled(module, **options):
     return torch.compile(module, **options), module.host_syncs, True
+
+
+class EagerIfModule(nn.Module):
+    """EagerIf as a module, for torch.compile: the .item() of each exit test breaks the graph, and
+    under mode="reduce-overhead" cudagraph trees record one graph per path the tests take."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def host_syncs(self, exit_id):
+        return min(exit_id, self.model.blocks)
+
+    @torch.no_grad()
+    def forward(self, x, thresholds):
+        m, h = self.model, x
+        for k in range(m.blocks):
+            h = m.block(k, h)
+            logits = m.head(k)(h)
+            if bool(should_exit(logits, thresholds[k], m.confidence)):
+                return logits, k + 1
+        return m.final(h), m.blocks + 1
+
+
+# torch.compile's mode for CUDA graphs through cudagraph trees: a GPU user's first move. On a CPU
+# Inductor makes no CUDA graph, so there it compiles what py_*_compile does.
+REDUCE_OVERHEAD = "reduce-overhead"
+
+
+def cudagraph_skips():
+    """How many times Inductor declined CUDA graphs so far in this process (torch's own counter,
+    counters["inductor"]["cudagraph_skips"], bumped with each reason it logs): None where this torch
+    keeps no such counter."""
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:
+        return None
+    return counters["inductor"]["cudagraph_skips"]
 
 
 # The peer's variants, in the order it runs them.
@@ -313,6 +361,20 @@ VARIANTS = {
     "ort_if": Variant("the nested torch.cond exported to ONNX (If nodes), run by ONNX Runtime on one thread", _ort_if),
     "py_cond_cudagraph": Variant("the nested torch.cond captured in a CUDA graph (IF nodes, PyTorch >= 2.12)",
                                  _cond_cudagraph),
+    "py_masked_cudagraph": Variant("py_masked captured once with torch.cuda.graph and replayed per inference",
+                                   _masked_cudagraph),
+    "py_masked_compile_ro": Variant(
+        'py_masked under torch.compile(mode="reduce-overhead"): CUDA graphs through cudagraph trees',
+        lambda m, d: _compiled(Masked(m), mode=REDUCE_OVERHEAD), default_devices=("cuda",), cudagraph_trees=True),
+    "py_cond_compile_ro": Variant(
+        'the nested torch.cond under torch.compile(mode="reduce-overhead"); whether cudagraph trees captured it '
+        "is in the file's notes",
+        lambda m, d: _compiled(NestedCond(m), mode=REDUCE_OVERHEAD), default_devices=("cuda",), cudagraph_trees=True),
+    "py_eager_if_compile_ro": Variant(
+        'the Python if under torch.compile(mode="reduce-overhead"): the .item() breaks the graph, one graph '
+        "per path taken",
+        lambda m, d: _compiled(EagerIfModule(m), mode=REDUCE_OVERHEAD), default_devices=("cuda",),
+        cudagraph_trees=True),
 }
 SUMMARIES = {name: v.summary for name, v in VARIANTS.items()}
 
@@ -323,12 +385,12 @@ def workarounds(model, device):
     return {v.instead_of: (name, *v.make(model, device)) for name, v in VARIANTS.items() if v.instead_of}
 
 
-def variants(model, device):
-    """(name, callable, host_syncs(exit_id), thresholds as tensor?) for every variant that runs here;
-    and (name, reason) for those that cannot."""
+def variants(model, device, named=()):
+    """(name, callable, host_syncs(exit_id), thresholds as tensor?) for every variant that runs here
+    (those `named`, else the device's defaults); and (name, reason) for those that cannot."""
     runnable, skipped = [], []
     for name, variant in VARIANTS.items():
-        if variant.instead_of:
+        if variant.instead_of or (named and name not in named) or (not named and device not in variant.default_devices):
             continue
         try:
             runnable.append((name, *variant.make(model, device)))
@@ -337,12 +399,13 @@ def variants(model, device):
     return runnable, skipped
 
 
-class CondCudaGraph:
-    """torch.cond captured in a CUDA graph (PyTorch >= 2.12 turns it into conditional IF nodes):
-    the input is copied into the captured input and the graph replayed."""
+class CudaGraphed:
+    """A module captured once in a CUDA graph by torch.cuda.graph, as a user does without
+    torch.compile (torch.cond's since PyTorch 2.12 as conditional IF nodes): the input is copied
+    into the captured input and the graph replayed."""
 
-    def __init__(self, cond):
-        self.cond, self.graph, self.static = cond, None, None
+    def __init__(self, module):
+        self.module, self.graph, self.static = module, None, None
 
     @torch.no_grad()
     def __call__(self, x, thresholds):
@@ -352,11 +415,11 @@ class CondCudaGraph:
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
                 for _ in range(3):
-                    self.cond(*self.static)  # warm-up outside capture
+                    self.module(*self.static)  # warm-up outside capture
             torch.cuda.current_stream().wait_stream(side)
             self.graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(self.graph):
-                self.out = self.cond(*self.static)
+                self.out = self.module(*self.static)
         self.static[0].copy_(x)
         self.static[1].copy_(thresholds)
         self.graph.replay()
