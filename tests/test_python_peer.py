@@ -403,6 +403,22 @@ class PythonPeerDecoder(unittest.TestCase):
         self.assertEqual([key for _, key in found], [step])
         self.assertEqual(config_key(found[0][0]), step)  # --config names it the same
 
+    def test_the_static_cache_loop_runs_checked_when_named(self):
+        # Hugging Face's static cache under reduce-overhead: CUDA's by default, on a CPU when named;
+        # checked against the module's decoding on every sequence like the others
+        out = os.path.join(self.tmp.name, "peer-static.json")
+        result = subprocess.run([*PEER, "--workload", os.path.join(self.tmp.name, "workload"), "--out", out,
+                                 "--variants=py_masked_static_ro", "--scenarios=exit:1,mix:uniform", "--repetitions=2",
+                                 "--min-time=0.01", "--threads=1"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("not run", result.stdout)
+        with open(out) as f:
+            data = json.load(f)
+        runs = {b["run_name"]: b for b in data["benchmarks"] if b["run_type"] == "iteration"}
+        self.assertEqual(len(runs), 2)
+        first = next(b for name, b in runs.items() if "/py_masked_static_ro/exit:1/" in name)
+        self.assertEqual((first["host_syncs"], first["exit_1"]), (0.0, 1.0))
+
     def test_the_decode_loops_run_checked_and_named_as_condbenchs(self):
         out = os.path.join(self.tmp.name, "peer.json")
         result = subprocess.run([*PEER, "--workload",

@@ -14,6 +14,11 @@ with a key/value cache the way generation loops keep one:
                py_cond's step and masking's, both over the same fixed-size cache, under
                torch.compile (thresholds and position are tensors: one compile serves every token
                and scenario).
+  py_masked_static_ro
+               what Hugging Face users run: a static cache (fixed-size buffers at fixed addresses,
+               written in place at the position, marked static for dynamo) and the masked step under
+               torch.compile(mode="reduce-overhead"), CUDA graphs replayed per token. On a CPU it
+               runs only when named.
 
 Each variant is first checked against decoder.generate, the module's own decoding without a cache,
 on every sequence it will time: a variant that differs is not timed, and says where. peer.py times
@@ -169,6 +174,57 @@ def masked_step_tensors(model, heads, places, token, at, seen, thresholds, *cach
     return (*masked(model, h, run_layer, thresholds, places), *cache)
 
 
+def static_layer(layer, h, keys, values, position, seen, heads):
+    """cached_layer over a static cache: keys and values [1, heads, context, head_dim] written in place
+    at `position` (a one-element long tensor) with index_copy_, attention over the positions `seen`;
+    the buffers never move, so a CUDA graph replays over them."""
+    d = h.shape[-1]
+    q, k, v = layer.attn.qkv(layer.norm1(h)).chunk(3, -1)
+    keys.index_copy_(2, position, k.view(1, heads, 1, d // heads))
+    values.index_copy_(2, position, v.view(1, heads, 1, d // heads))
+    a = F.scaled_dot_product_attention(q.view(1, heads, 1, d // heads), keys, values,
+                                       attn_mask=seen[None, None, None, :])
+    x = h + layer.attn.out(a.reshape(1, d))
+    return x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x))))
+
+
+def static_masked_step_tensors(model, heads, places, token, position, seen, thresholds, *cache):
+    """masked_step over the static cache (keys_0, values_0, keys_1, ...), written in place."""
+    h = model.embed(token) + model.pos.weight.index_select(0, position)
+    return masked(model, h, lambda l, h: static_layer(model.layers[l], h, cache[2 * l], cache[2 * l + 1], position,
+                                                      seen, heads), thresholds, places)
+
+
+class StaticStep:
+    """A Generator step over its own cache as a static cache: the buffers marked static for dynamo
+    (torch._dynamo.mark_static_address, as Hugging Face's StaticCache does) and the step compiled
+    with mode="reduce-overhead", each token a new cudagraph-trees step. One compile per cache."""
+
+    def __init__(self):
+        variants.allow_recompiles()
+        self.fns, self.tables = {}, {}
+
+    def __call__(self, model, token, position, cache, thresholds, heads, places):
+        flat = [b for pair in cache for b in pair]
+        key = id(cache[0][0])
+        if key not in self.fns:
+            for b in flat:
+                torch._dynamo.mark_static_address(b)
+            self.fns[key] = torch.compile(functools.partial(static_masked_step_tensors, model, heads, places),
+                                          mode=variants.REDUCE_OVERHEAD, dynamic=False)
+        table = (tuple(thresholds), flat[0].device)
+        if table not in self.tables:
+            context, device = flat[0].shape[2], flat[0].device
+            positions = torch.arange(context, device=device)
+            self.tables[table] = (torch.tensor(thresholds, device=device),
+                                  [(torch.tensor([p], device=device), positions <= p) for p in range(context)])
+        limits, rows = self.tables[table]
+        at, seen = rows[position]
+        torch.compiler.cudagraph_mark_step_begin()  # the last token's outputs are read: a new step
+        token, exit_id, logits = self.fns[key](token, at, seen, limits, *flat)
+        return token.clone(), exit_id.clone(), logits.clone()
+
+
 class FixedStep:
     """A Generator step over the fixed-size cache: the list `cache` of (keys [1, heads, context, hd],
     values) is replaced, layer by layer, by the buffers the step returns. The one-hot positions and
@@ -247,6 +303,7 @@ class Variant(NamedTuple):
     make: Callable        # the variant's step, made once: its scenarios share it (and its compile)
     host_decides: bool    # one host read per exit reached (eager torch.cond, and Inductor's lowering
                           # of it, decide on the host at each cond reached)
+    default_devices: tuple = ("cpu", "cuda")  # where the peer runs it unless --variants names it
 
 
 VARIANTS = {
@@ -260,6 +317,9 @@ VARIANTS = {
                                lambda: FixedStep(cond_step_tensors, compiled=True), True),
     "py_masked_compile": Variant("masking over fixed-size cache buffers (a one-hot position) under torch.compile",
                                  lambda: FixedStep(masked_step_tensors, compiled=True), False),
+    "py_masked_static_ro": Variant(
+        'masking over a static cache written in place, under torch.compile(mode="reduce-overhead"): Hugging '
+        "Face's static-cache decoding, CUDA graphs replayed per token", StaticStep, False, ("cuda",)),
 }
 SUMMARIES = {name: v.summary for name, v in VARIANTS.items()}
 
@@ -331,7 +391,8 @@ def cases(directory, meta, device, wanted_variants, wanted_scenarios, sync):
     prompts = torch.load(os.path.join(directory, "prompts.pt")).to(device)
     found, notes = [], []
     for name, variant in VARIANTS.items():
-        if wanted_variants and name not in wanted_variants:
+        if (wanted_variants and name not in wanted_variants) or (not wanted_variants and
+                                                                 device not in variant.default_devices):
             continue
         step = variant.make()
         for scenario, values in meta["thresholds"].items():
