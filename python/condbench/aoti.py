@@ -6,7 +6,9 @@
     compile  torch._inductor.aoti_compile_and_package (compile_program: its one call), side by side
              in processes of their own where there are several (compile_side_by_side)
     check    the package loaded back and run against the module it was compiled from, within C++'s
-             tolerance (rules.COMPILE_CHECK); a package that fails its check is not kept (build)
+             tolerance (rules.COMPILE_CHECK); a package that fails its check is not kept (build).
+             A CUDA package is loaded and run in a process of its own (condbench.package_run, with
+             faulthandler on): a loader that crashes takes that process, not the compile.
 
 for both routes to a package: the built-in families' and decoders' (this module's command, below)
 and a model file's parts and whole-model modules (condbench.model_file compile). The whole-model
@@ -117,7 +119,11 @@ def own_inductor_cache():
 
     fresh = getattr(utils, "fresh_cache", None) or utils.fresh_inductor_cache  # its older name
     with fresh():
-        yield
+        folder = os.environ.get("TORCHINDUCTOR_CACHE_DIR", "?")
+        try:
+            yield
+        except Exception as e:  # Inductor keeps the folder of a compile that failed: say where
+            raise RuntimeError(f"{first_line(e)} (its Inductor folder is kept: {folder})") from e
 
 
 def load(path):
@@ -126,6 +132,57 @@ def load(path):
 
     with quiet():
         return torch._inductor.aoti_load_package(path)
+
+
+class Check(NamedTuple):
+    """How a package is checked (build): the calls to make of it, each a tuple of inputs, and
+    judge(outputs, one per call) -> None where they are its module's, else why not."""
+    calls: list
+    judge: Callable
+
+
+# Set, a CPU package is checked in a process of its own too (the tests' way to run that path).
+CHECK_APART_ENV = "CONDBENCH_AOTI_CHECK_APART"
+
+
+def outputs(package, calls):
+    """The package's outputs on each call."""
+    import torch
+
+    with torch.no_grad():
+        return [package(*call) for call in calls]
+
+
+def outputs_apart(path, calls):
+    """outputs(load(path), calls) in a fresh process with faulthandler on (condbench.package_run): the
+    loader of a CUDA package that crashes (a segfault seen on an H200 loading one in the process that
+    compiled it) ends that process alone, and the error says how it ended."""
+    import subprocess
+    import tempfile
+
+    import torch
+
+    with tempfile.TemporaryDirectory() as folder:
+        given, made = os.path.join(folder, "calls.pt"), os.path.join(folder, "outputs.pt")
+        torch.save(calls, given)
+        done = subprocess.run([sys.executable, "-X", "faulthandler", "-m", "condbench.package_run", path, given, made],
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
+            said = [line for line in done.stderr.strip().splitlines() if line.strip()]
+            raise RuntimeError(f"loading and running it in a process of its own ended with {how}: "
+                               f"{said[-1][:200] if said else 'nothing said'}")
+        return torch.load(made)
+
+
+def check_package(path, check):
+    """check's verdict on the package at `path`: run here, or apart where it runs on CUDA."""
+    import torch
+
+    tensors = [t for call in check.calls for t in torch.utils._pytree.tree_leaves(call) if isinstance(t, torch.Tensor)]
+    if any(t.is_cuda for t in tensors) or os.environ.get(CHECK_APART_ENV):
+        return check.judge(outputs_apart(path, check.calls))
+    return check.judge(outputs(load(path), check.calls))
 
 
 def _compile_saved(saved, path, options):
@@ -182,8 +239,8 @@ def compile_side_by_side(jobs, workers):
 
 def build(program, path, check, noun, options=None, fallback=None):
     """The exported `program` compiled into `path` (unless compile_side_by_side made it already),
-    loaded back and checked: check(package) is None where it computes what its module does, else
-    why not. Returns one of
+    loaded back and checked (check_package, with `check` a Check): None where it computes what its
+    module does, else why not. Returns one of
       {"package": file name, "compile_s": seconds}   accepted
       {"unavailable": why}                           `program` is why it could not be exported
                                                      (check None), or the compile or the check failed
@@ -207,7 +264,7 @@ def build(program, path, check, noun, options=None, fallback=None):
         try:
             if not os.path.isfile(path):
                 seconds += compile_program(program, path, opts)
-            return check(load(path)), None
+            return check_package(path, check), None
         except (KeyboardInterrupt, MemoryError):
             raise
         except Exception as e:
@@ -250,7 +307,7 @@ def whole_model_programs(view, x, inputs="example_input", modules=MODULES):
     its (exit id, logits) with the view's masked forward on the rows `x` (named `inputs` in what it
     says) at thresholds halfway between each exit's two middle scores, so that rows leave at every
     exit; a row whose score is within the tie margin of a threshold may go either way in compiled
-    code and is not compared."""
+    code and is not compared. The check is a Check."""
     import torch
 
     from .variants import DeployedCond, DeployedMasked, masked_forward
@@ -267,16 +324,17 @@ def whole_model_programs(view, x, inputs="example_input", modules=MODULES):
         expected_logits, expected_ids = masked_forward(view, x, thresholds)
         near = torch.stack([(s - t).abs() < COMPILE_CHECK["tie_margin"] for s, t in zip(scores, thresholds)], 1).any(1)
 
-    def check(package, calls):
-        with torch.no_grad():
-            for rows in calls:
-                ids, logits = package(x[rows], thresholds)
+    def check(slices):
+        def judge(outs):
+            for rows, (ids, logits) in zip(slices, outs):
                 keep = ~near[rows]
                 if not close(ids.to(torch.int32).reshape(-1)[keep], expected_ids[rows].to(torch.int32)[keep]) or \
                         not close(logits[keep], expected_logits[rows][keep]):
                     which = f"row {rows.start}" if rows.stop - rows.start == 1 else f"rows {rows.start}..{rows.stop - 1}"
                     return f"differs from the module on {inputs} {which}"
-        return None
+            return None
+
+        return Check([(x[rows], thresholds) for rows in slices], judge)
 
     programs = {}
     one_row_each = [slice(r, r + 1) for r in range(x.shape[0])]
@@ -286,8 +344,7 @@ def whole_model_programs(view, x, inputs="example_input", modules=MODULES):
         if module not in modules:
             continue
         try:
-            programs[module] = (export(deployed(view), example, dynamic),
-                                lambda package, calls=calls: check(package, calls))
+            programs[module] = (export(deployed(view), example, dynamic), check(calls))
         except (KeyboardInterrupt, MemoryError):
             raise
         except Exception as e:  # a model file's parts still run; the aoti engine's strategy says why it cannot
@@ -305,17 +362,18 @@ def step_program(step):
     samples = [step.sample_inputs(position, threshold) for position in (1, step.config["context"] - 1)
                for threshold in (0.0, 1.0)]
 
-    def check(package):
-        with torch.no_grad():
-            for inputs in samples:
-                want = torch.utils._pytree.tree_leaves(step(*inputs))
-                got = torch.utils._pytree.tree_leaves(package(*inputs))
-                if len(got) != len(want) or not all(close(g, w) for g, w in zip(got, want)):
-                    position = int(inputs[1].nonzero())
-                    return f"differs from the step on a token at position {position}, thresholds {float(inputs[3][0])}"
+    with torch.no_grad():
+        wanted = [torch.utils._pytree.tree_leaves(step(*inputs)) for inputs in samples]
+
+    def judge(outs):
+        for inputs, want, out in zip(samples, wanted, outs):
+            got = torch.utils._pytree.tree_leaves(out)
+            if len(got) != len(want) or not all(close(g, w) for g, w in zip(got, want)):
+                position = int(inputs[1].nonzero())
+                return f"differs from the step on a token at position {position}, thresholds {float(inputs[3][0])}"
         return None
 
-    return program, check
+    return program, Check(samples, judge)
 
 
 # --- the built-in route -----------------------------------------------------------------------------
@@ -445,7 +503,7 @@ class Job(NamedTuple):
     config: dict
     digest: str       # source_digest(config), for its record
     program: object   # the exported program
-    check: Callable   # check(package) -> None or why it differs (build)
+    check: Check      # how build checks the package
     export_s: float
 
     @property

@@ -427,16 +427,16 @@ def reference(model_file, view):
 
 
 def part_check(x, out, batch):
-    """A part's package against the part: its output on example_input(batch) (condbench.aoti.build's check)."""
-    def check(package):
-        got = package(x)
+    """A part's package against the part: its output on example_input(batch) (condbench.aoti.build's Check)."""
+    def judge(outs):
+        got = outs[0]
         if aoti.close(got, out):
             return None
         if got.shape != out.shape:
             return f"returns {shape_text(got)} where the module returns {shape_text(out)} on example_input({batch})"
         return f"differs from the module by {(got - out).abs().max().item():.3g} on example_input({batch})"
 
-    return check
+    return aoti.Check([(x,)], judge)
 
 
 def remember_source(folder, source, weights):

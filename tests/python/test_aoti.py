@@ -13,6 +13,13 @@ except ImportError:  # the package's readers without torch are tested elsewhere
     torch = None
 
 
+def verdict(check, package):
+    """What build's check says of `package` (anything callable as the module is), run here."""
+    from condbench import aoti
+
+    return check.judge(aoti.outputs(package, check.calls))
+
+
 @unittest.skipIf(torch is None, "no torch here: scripts/setup's .venv has it")
 class Checks(unittest.TestCase):
     """The checks build runs on a package, given the module itself (which passes) and a module that
@@ -31,9 +38,9 @@ class Checks(unittest.TestCase):
         for module, deployed in (("cond", DeployedCond(model)), ("masked", DeployedMasked(model))):
             program, check = programs[module]
             with self.subTest(module=module):
-                self.assertIsNone(check(deployed))
+                self.assertIsNone(verdict(check, deployed))
                 # the exported program itself is the module
-                self.assertIsNone(check(program.module()))
+                self.assertIsNone(verdict(check, program.module()))
 
                 def off_by_one_exit(x, thresholds, deployed=deployed):
                     ids, logits = deployed(x, thresholds)
@@ -44,7 +51,7 @@ class Checks(unittest.TestCase):
                     return ids, logits * (1 + 1e-2)
 
                 for wrong in (off_by_one_exit, off_logits):
-                    why = check(wrong)
+                    why = verdict(check, wrong)
                     self.assertIsNotNone(why, wrong.__name__)
                     self.assertTrue(why.startswith("differs from the module on random example row"), why)
 
@@ -65,7 +72,7 @@ class Checks(unittest.TestCase):
             seen.extend(int(i) for i in ids.reshape(-1))
             return ids.to(torch.int32), logits
 
-        self.assertIsNone(aoti.whole_model_programs(model, x)["masked"][1](recording))
+        self.assertIsNone(verdict(aoti.whole_model_programs(model, x)["masked"][1], recording))
         self.assertEqual(set(seen), {1, 2, 3})
 
     def test_a_decoder_step_is_checked_on_every_output(self):
@@ -77,8 +84,8 @@ class Checks(unittest.TestCase):
             with self.subTest(module=module):
                 step = decoder_peer.DecodeStep.of(config, module, "cpu")
                 program, check = aoti.step_program(step)
-                self.assertIsNone(check(step))
-                self.assertIsNone(check(program.module()))
+                self.assertIsNone(verdict(check, step))
+                self.assertIsNone(verdict(check, program.module()))
 
                 def other_token(*inputs):
                     token, *rest = step(*inputs)
@@ -89,7 +96,7 @@ class Checks(unittest.TestCase):
                     return (*head, keys, values + 1e-2)
 
                 for wrong in (other_token, other_cache):
-                    why = check(wrong)
+                    why = verdict(check, wrong)
                     self.assertIsNotNone(why, wrong.__name__)
                     self.assertIn("differs from the step on a token at position", why)
 
@@ -124,7 +131,8 @@ class Build(unittest.TestCase):
 
         def load(path):
             with open(path) as f:
-                return f.read()
+                options = f.read()
+            return lambda: options  # the stand-in package's output: the options it was compiled with
 
         inductor.aoti_compile_and_package, inductor.aoti_load_package = compile_, load
 
@@ -135,20 +143,20 @@ class Build(unittest.TestCase):
     def test_a_package_whose_check_passes_is_kept(self):
         from condbench import aoti
 
-        built = aoti.build("program", self.path, lambda package: None, "cond module", {"a": 1})
+        built = aoti.build("program", self.path, passes(), "cond module", {"a": 1})
         self.assertEqual(set(built), {"package", "compile_s"})
         self.assertEqual(built["package"], "cond.pt2")
         self.assertEqual(self.compiles, [{"a": 1}])
         self.assertTrue(os.path.isfile(self.path))
         # a package already there (compile_side_by_side's) is checked, not compiled again
-        self.assertEqual(aoti.build("program", self.path, lambda package: None, "cond module")["package"], "cond.pt2")
+        self.assertEqual(aoti.build("program", self.path, passes(), "cond module")["package"], "cond.pt2")
         self.assertEqual(len(self.compiles), 1)
 
     def test_a_package_whose_check_fails_is_removed_or_compiled_again_with_the_fallback(self):
         from condbench import aoti
 
-        def wrong_without_the_workaround(package):
-            return None if "layout_optimization" in package else "differs from the module on example_input row 4"
+        wrong_without_the_workaround = aoti.Check([()], lambda outs: None if "layout_optimization" in outs[0] else
+                                                  "differs from the module on example_input row 4")
 
         built = aoti.build("program", self.path, wrong_without_the_workaround, "cond module")
         self.assertEqual(built, {"unavailable": "the compiled cond module differs from the module on example_input row 4"})
@@ -159,7 +167,7 @@ class Build(unittest.TestCase):
                          ("cond.pt2", "layout_optimization=False",
                           "the compiled cond module differs from the module on example_input row 4"))
         self.assertEqual(self.compiles[-2:], [None, {"layout_optimization": False}])
-        built = aoti.build("program", self.path + "2", lambda package: "differs", "cond module",
+        built = aoti.build("program", self.path + "2", aoti.Check([()], lambda outs: "differs"), "cond module",
                            fallback={"layout_optimization": False})
         self.assertEqual(built, {"unavailable": "the compiled cond module differs, and with layout_optimization=False "
                                                 "too"})
@@ -197,12 +205,58 @@ class Build(unittest.TestCase):
     def test_a_check_that_raises_is_a_refusal_in_one_line(self):
         from condbench import aoti
 
-        def raises(package):
+        def raises(outs):
             raise RuntimeError("shape mismatch\nand more")
 
-        self.assertEqual(aoti.build("program", self.path, raises, "part"),
+        self.assertEqual(aoti.build("program", self.path, aoti.Check([()], raises), "part"),
                          {"unavailable": "AOTInductor cannot compile the part (RuntimeError: shape mismatch)"})
         self.assertFalse(os.path.exists(self.path))
+
+
+def passes():
+    from condbench import aoti
+
+    return aoti.Check([()], lambda outs: None)
+
+
+@unittest.skipIf(torch is None, "no torch here: scripts/setup's .venv has it")
+class CheckApart(unittest.TestCase):
+    """A CUDA package is loaded and run in a process of its own (condbench.package_run), so that a
+    loader that crashes (as one did on an H200, in the process that had compiled it) ends that process,
+    not the compile: here a real CPU package takes that path (CONDBENCH_AOTI_CHECK_APART), and a file
+    that is no package ends its process in one line of the refusal. One small Inductor compile."""
+
+    def test_a_package_checked_apart_gives_its_outputs_and_a_broken_one_a_refusal(self):
+        from condbench import aoti
+
+        torch.manual_seed(0)
+        module = torch.nn.Linear(4, 3).eval()
+        x = torch.randn(2, 4)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "linear.pt2")
+            aoti.compile_program(aoti.export(module, (x,)), path)
+            want = module(x).detach()
+            seen = []
+
+            def judge(outs):
+                seen.extend(outs)
+                return None if aoti.close(outs[0], want) else "differs"
+
+            os.environ[aoti.CHECK_APART_ENV] = "1"
+            try:
+                self.assertIsNone(aoti.check_package(path, aoti.Check([(x,)], judge)))
+                broken = os.path.join(d, "broken.pt2")
+                with open(broken, "w") as f:
+                    f.write("not a package")
+                built = aoti.build("program", broken, aoti.Check([(x,)], judge), "part")
+            finally:
+                del os.environ[aoti.CHECK_APART_ENV]
+            self.assertEqual(len(seen), 1)
+            self.assertTrue(torch.allclose(seen[0], want))
+            self.assertRegex(built["unavailable"], r"^AOTInductor cannot compile the part \(RuntimeError: loading and "
+                                                   r"running it in a process of its own ended with exit 1: .+\)$")
+            self.assertEqual(len(built["unavailable"].splitlines()), 1)
+            self.assertFalse(os.path.exists(broken))
 
 
 @unittest.skipIf(torch is None, "no torch here: scripts/setup's .venv has it")
