@@ -105,6 +105,8 @@ std::vector<std::pair<std::string, std::string>> runner_context(const RunnerOpti
   if (!slowdown.empty()) context.emplace_back("condbench_test_slowdown", slowdown);
   if (!twins.empty()) context.emplace_back("condbench_test_twin", twins);
   context.emplace_back("nvtx", nvtx::level_name(options.nvtx));
+  // The profiler costs every call: a file it recorded is for kernel tables, not for timings.
+  if (!options.kernel_trace_out.empty()) context.emplace_back("condbench_kernel_trace", options.kernel_trace_out);
   const bool seeded = std::any_of(options.models.begin(), options.models.end(),
                                   [](const ModelSelection& m) { return m.config.family->state_dict() != nullptr; });
   context.emplace_back("weights", !options.weights.empty() ? options.weights

@@ -53,6 +53,9 @@ constexpr FlagSpec kFlags[] = {
     {"--threads", "N", "LibTorch's intra-op threads (default: LibTorch's choice)"},
     {"--nvtx", "off|run|iter|stage", "NVTX ranges for Nsight Systems (default off)"},
     {"--trace", "FILE", "the NVTX ranges as a Chrome trace for Perfetto, without Nsight (--nvtx=stage unless given)"},
+    {"--kernel-trace", "FILE",
+     "LibTorch's profiler over the run (every ATen operator and GPU kernel) as a Chrome trace: for kernel tables, "
+     "not timings"},
     {"--require-quiet", nullptr, "refuse to start on a busy machine (exit 2)"},
     {"--progress", nullptr, "progress and the time left on stderr even when it is not a terminal (default: on one)"},
     {"--in-order", nullptr, "repetitions in registration order (default: randomly interleaved)"},
@@ -211,6 +214,7 @@ std::vector<OutputPath> runner_outputs(const RunnerOptions& options, const std::
   if (benchmark_out) outputs.push_back({"--benchmark_out", *benchmark_out});
   if (!options.checkpoint_out.empty()) outputs.push_back({"--checkpoint-out", options.checkpoint_out});
   if (!options.trace_out.empty()) outputs.push_back({"--trace", options.trace_out});
+  if (!options.kernel_trace_out.empty()) outputs.push_back({"--kernel-trace", options.kernel_trace_out});
   if (!options.export_dir.empty()) outputs.push_back({"--export-workload", options.export_dir, true});
   return outputs;
 }
@@ -259,7 +263,8 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     options.nvtx = nvtx::Level::stage;
   }
   if (given("--nvtx")) options.nvtx = nvtx::parse_level(flags.at("--nvtx"));
-  for (const char* output : {"--trace", "--export-workload", "--checkpoint-out"})
+  if (given("--kernel-trace")) options.kernel_trace_out = flags.at("--kernel-trace");
+  for (const char* output : {"--trace", "--kernel-trace", "--export-workload", "--checkpoint-out"})
     if (given(output) && flags.at(output).empty()) fail(std::string(output) + ": needs a name");
   if (given("--export-workload")) options.export_dir = flags.at("--export-workload");
   if (given("--checkpoint-out")) options.checkpoint_out = flags.at("--checkpoint-out");

@@ -25,6 +25,7 @@
 #include "cpu_primitives.h"
 #include "device_timing.h"
 #include "export_workload.h"
+#include "kernel_trace.h"
 #include "machine_check.h"
 #include "run_record.h"
 #include "test_slowdown.h"
@@ -237,6 +238,9 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
   record.aggregates_only(flags.display_aggregates_only, flags.report_aggregates_only);
   if (!options.checkpoint_out.empty()) record.checkpoint_to(options.checkpoint_out);
   const auto started = std::chrono::steady_clock::now();
+  std::optional<KernelTrace> kernels;
+  if (runs && !options.kernel_trace_out.empty())
+    kernels.emplace(options.kernel_trace_out, runs_on(options, Device::cuda));
   if (runs && options.rounds)
     run_rounds(record, flags, argv0);
   else
@@ -250,6 +254,7 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
     if (spent.rounds > 0)
       benchmark::AddCustomContext(report::kAnswerLooksContext, std::to_string(report::kAnswerLooks));
   }
+  if (kernels) kernels->finish();
   // What the machine did during the run goes into the files' context, written from the record now.
   if (runs)
     for (const auto& [key, value] : check_machine_after_run(at::get_num_threads()))

@@ -38,6 +38,7 @@ struct RunnerOptions {
   int threads = 0;                     // 0: LibTorch's default
   std::string export_dir;              // --export-workload: write the workloads and run nothing
   std::string trace_out;               // --trace: the NVTX ranges as a Chrome trace
+  std::string kernel_trace_out;        // --kernel-trace: LibTorch's profiler over the run (kernel_trace.h)
   std::string checkpoint_out;          // --checkpoint-out: JSON of every finished benchmark, as they finish
   bool require_quiet = false;          // refuse to start on a busy machine
   bool in_order = false;               // repetitions in registration order, not randomly interleaved

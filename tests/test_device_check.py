@@ -367,5 +367,28 @@ class Checkpoint(unittest.TestCase):
                     proc.kill()
 
 
+
+class KernelTrace(unittest.TestCase):
+    def test_a_kernel_trace_is_a_chrome_trace_the_device_check_tables(self):
+        # --kernel-trace: LibTorch's profiler over the run; on a CPU its host operators, which the
+        # device check's table falls back to where no GPU kernel ran
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kernels.json")
+            result = run(os.path.join(BUILD, "condbench"), "--device=cpu", "--strategy=masked", "--batch=1",
+                         "--hidden=16", "--scenario=exit:4", "--benchmark_repetitions=1", "--benchmark_min_time=0.002",
+                         "--benchmark_filter=^early_exit/cpu/torch/", f"--kernel-trace={path}",
+                         f"--benchmark_out={tmp}/run.json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(sorted(os.listdir(tmp)), ["kernels.json", "run.json"])  # no temporary left
+            with open(os.path.join(tmp, "run.json")) as f:
+                self.assertEqual(json.load(f)["context"]["condbench_kernel_trace"], path)
+            table = run(sys.executable, "-m", "condbench.device_check", "kernels", path, "--top", "3")
+            self.assertEqual(table.returncode, 0, table.stderr)
+            lines = table.stdout.splitlines()
+            self.assertRegex(lines[0], r"^host operators \(no GPU events in this trace\): \d+ events")
+            self.assertEqual(len(lines), 5)  # the heading, the columns, the top three
+            self.assertIn("aten::linear", table.stdout)  # masked runs every Linear
+
+
 if __name__ == "__main__":
     unittest.main()
