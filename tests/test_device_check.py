@@ -85,15 +85,18 @@ class Budget(unittest.TestCase):
         self.assertLess(max(order("gpu-tests-")), min(order("suite")))
         self.assertLess(max(order("suite")), first.index("report"))
         self.assertLess(first.index("report"), first.index("trace"))
-        # call 2: everything compiled before anything is tested or timed
+        # call 2: the compiles start first; beside them only GPU work that times nothing; everything
+        # compiled before anything that needs it is tested or timed
         self.assertEqual(second[0], "compile")
+        waited = second.index("compile-wait")
+        self.assertEqual(set(second[1:waited]), {"gpu-tests-decoder", "kernels"})
         self.assertEqual(second[-1], "memcheck")
 
     def test_every_step_the_script_runs_has_a_row(self):
         script = read(SCRIPT)
         table = script[script.index("<<'TABLE'"):script.index("\nTABLE\n")]
         rows = {line.split()[1] for line in table.splitlines()[1:] if line.strip()}
-        used = set(re.findall(r"^\s*(?:if )?(?:step|gpu_tests|report) ([a-z0-9-]+)(?: |$)", script, re.M))
+        used = set(re.findall(r"^\s*(?:if )?(?:step|gpu_tests|report|peer) ([a-z0-9-]+)(?: |$)", script, re.M))
         self.assertGreater(len(used), 15)
         self.assertEqual(used - rows, set())
         self.assertEqual(rows - used, set(), "a row no step uses")
@@ -154,27 +157,31 @@ class DryRun(unittest.TestCase):
             self.assertEqual(dry.returncode, 0, dry.stdout + dry.stderr)
             self.assertIn("call 1   step", dry.stdout)  # the budget table comes first
             # Exactly what the device tool can bring back: a few files, no folders.
-            self.assertEqual(sorted(os.listdir(out)), ["device-check.tar.gz", "h200.json", "summary.txt"])
+            self.assertEqual(sorted(os.listdir(out)), ["device-check.tar.gz", "dry-run.json", "summary.txt"])
             summary = read(os.path.join(out, "summary.txt"))
-            for part in ("recovery", "native", "torch", "graph-cond"):
+            for part in ("recovery", "native", "torch"):
                 self.assertIn(f"ok       gpu-tests-{part}", summary)
             self.assertIn("skipped  trace: no GPU", summary)
+            self.assertIn("skipped  peer: no GPU", summary)
             self.assertIn("ok       suite-cpu", summary)
             self.assertIn("ok       report", summary)
             self.assertNotIn("memcheck", summary)  # the second call's
-            result = json.loads(read(os.path.join(out, "h200.json")))
+            result = json.loads(read(os.path.join(out, "dry-run.json")))
+            self.assertEqual(result["context"]["condbench_interleaving"], "rounds")
             names = {b["run_name"] for b in result["benchmarks"]}
             self.assertIn("early_exit/cpu/native/fused/exit:1/batch:1/hidden:64/blocks:3/real_time", names)
             with tarfile.open(os.path.join(out, "device-check.tar.gz")) as archive:
                 members = archive.getnames()
-            self.assertTrue(any(m.endswith("logs/gpu-tests-graph-cond.log") for m in members), members)
+            self.assertTrue(any(m.endswith("logs/gpu-tests-torch.log") for m in members), members)
             self.assertTrue(any(m.endswith("report/report.md") for m in members), members)
 
             # Each suite step's estimate, from the cases its selection holds, within its limit
-            # (or said to be skipped where this build has no CUDA to list cases for).
-            for step in ("suite", "suite-graph-cond", "suite-transformer"):
+            # (or said to be skipped where this build has no CUDA to list cases for); the peer's
+            # from its variants.
+            for step in ("suite", "suite-transformer", "suite-decoder"):
                 self.assertRegex(summary, rf"(ok       estimate {step}: [1-9]\d* cases x [\d.]+ s \+ \d+ s = \d+ s, "
                                           rf"within its limit of \d+ s|skipped  estimate {step}: this build cannot)")
+            self.assertRegex(summary, r"ok       estimate peer: 5 variants, about \d+ s, within its limit of \d+ s")
 
             first_summary = summary
             second = run(SCRIPT, "--dry-run", "--call", "2", "--bundle", bundle, "--out", out)
@@ -183,7 +190,7 @@ class DryRun(unittest.TestCase):
             summary = read(os.path.join(out, "summary.txt"))
             self.assertIn("skipped  aoti: no GPU", summary)
             self.assertIn("skipped  memcheck: no GPU", summary)
-            for step in ("suite-aoti", "suite-model-file"):
+            for step in ("suite-aoti", "suite-model-file", "peer-compiled"):
                 self.assertRegex(summary, rf"(ok|skipped)  +estimate {step}: ")
 
             # A selection that outgrows its step fails the dry run: the same script with the
@@ -256,9 +263,18 @@ class CallTwoCompile(unittest.TestCase):
             self.assertEqual(read(os.path.join(work, "reproducer.rc")).strip(), "3")
             self.assertIn("verdict: present", read(os.path.join(work, "reproducer.out")))
 
-    def test_the_step_gives_the_compile_its_own_limit_inside_the_steps(self):
+    def test_the_compiles_own_limit_ends_inside_the_steps_that_wait_for_it(self):
+        # The compiles run in the background from the compile step to compile-wait's end: their own
+        # limit (device-compile's, with its 3 s to kill) must end before that span does.
         script = read(SCRIPT)
-        self.assertIn('step compile bash -c \'"$1/scripts/device-compile" "$2" $((STEP_LIMIT - 8))\'', script)
+        limit = int(re.search(r"^  compile_limit=(\d+)$", script, re.M).group(1))
+        self.assertIn('"$1/scripts/device-compile" "$2" "$3" > "$2/compile.log" 2>&1 & echo $! > "$2/compile.pid"',
+                      script)
+        self.assertIn('_ "$root" "$work" "$compile_limit"', script)
+        rows = [name_limit for name_limit in budget(2)[0]]
+        names = [name for name, *_ in rows]
+        span = sum(limit for _, limit, _ in rows[:names.index("compile-wait") + 1])
+        self.assertLessEqual(limit + 3, span)
         self.assertIn("STEP_LIMIT=$limit timeout", script)
 
     def test_without_a_bundle_it_stops_at_once_saying_so(self):
@@ -324,6 +340,7 @@ class Checkpoint(unittest.TestCase):
             path = os.path.join(tmp, "partial.json")
             proc = subprocess.Popen([os.path.join(BUILD, "condbench"), "--device=cpu",
                                      "--strategy=fused,eager_host,masked", "--batch=1", "--hidden=64",
+                                     "--benchmark_filter=^early_exit/cpu/(native|torch)/",
                                      "--scenario=exit:1", "--rounds", "--benchmark_repetitions=400",
                                      "--benchmark_min_time=0.01", f"--checkpoint-out={path}"],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

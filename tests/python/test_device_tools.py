@@ -90,5 +90,40 @@ class UnpackWheel(unittest.TestCase):
             self.assertEqual(command("unpack-wheel", not_a_wheel, out).returncode, 2)
 
 
+
+class KernelTable(unittest.TestCase):
+    def test_gpu_kernels_by_total_time_with_calls_and_mean(self):
+        events = [{"ph": "X", "cat": "kernel", "name": "gemv", "dur": 3.0},
+                  {"ph": "X", "cat": "kernel", "name": "gemv", "dur": 5.0},
+                  {"ph": "X", "cat": "kernel", "name": "exit_test", "dur": 2.0},
+                  {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "dur": 50.0}]  # the host's: not counted
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "k.json")
+            with open(path, "w") as f:
+                json.dump({"traceEvents": events}, f)
+            lines = device_check.kernel_table(path)
+        self.assertEqual(lines[0], "GPU kernels and copies: 3 events, 10 us in all")
+        self.assertEqual(lines[2].split(), ["8.0", "80.0%", "2", "4.00", "gemv"])
+        self.assertEqual(lines[3].split(), ["2.0", "20.0%", "1", "2.00", "exit_test"])
+
+
+class LoadExperiment(unittest.TestCase):
+    """condbench.load_experiment's verdict (its compiles need torch and a GPU: the device check runs it)."""
+
+    def test_the_verdict_names_the_one_way_that_failed(self):
+        try:
+            from condbench.load_experiment import verdict
+        except ImportError as e:  # it imports condbench.aoti, which needs no torch to import
+            self.fail(str(e))
+        ok = ["ok", "ok"]
+        self.assertTrue(verdict({"A": ["failed: signal 11", "ok"], "B": ok, "C": ["ok"], "C here": ["ok"]})
+                        .startswith("race:"))
+        self.assertTrue(verdict({"A": ok, "B": ok, "C": ["ok"], "C here": ["failed: ..."]}).startswith("load path:"))
+        self.assertTrue(verdict({"A": ["differs"], "B": ["failed"], "C": ["failed"], "C here": ["failed"]})
+                        .startswith("loader:"))
+        self.assertTrue(verdict({"A": ok, "B": ok, "C": ["ok"], "C here": ["ok"]}).startswith("none:"))
+        self.assertEqual(verdict({"A": ok, "B": ["differs", "ok"], "C": ["ok"], "C here": ["ok"]}),
+                         "unclear: B differs")
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
