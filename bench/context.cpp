@@ -1,5 +1,6 @@
 #include "context.h"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 
@@ -75,7 +76,12 @@ std::vector<std::pair<std::string, std::string>> run_context() {
     {"torch_conditional_capture", "none"},
 #endif
     {"threads", std::to_string(at::get_num_threads())},
+    // LibTorch's float32 matmuls (its cuBLAS calls): TF32 changes both the numerics and the speed.
+    {"torch_tf32_cublas", at::globalContext().allowTF32CuBLAS() ? "on" : "off"},
   };
+#if CONDBENCH_CUDA
+  for (const auto& entry : gpu.state) context.push_back(entry);
+#endif
   // So do the strategies (their registration's summary), for the report's glossary:
   // "strategy:cpu/native/fused" -> "the whole early-exit forward in one hand-written loop nest: ...".
   for (const StrategyInfo& info : StrategyRegistry::instance().entries())

@@ -28,15 +28,32 @@ std::string load_text(const ResultFile& f) {
   return text + (cpus.empty() ? "" : " on " + cpus + " CPUs");
 }
 
+// What the GPU's figures depend on, as the run recorded it: "132 SMs, SM clock 1980 of 1980 MHz,
+// persistence on, TF32 off"; "-" for a file without it (a CPU run, or one older than the record).
+std::string gpu_state(const ResultFile& f) {
+  auto get = [&](const char* key) {
+    const auto it = f.context.find(key);
+    return it == f.context.end() ? std::string() : it->second;
+  };
+  if (get("gpu_sm_count").empty()) return "-";
+  std::string text = get("gpu_sm_count") + " SMs, SM clock " + get("gpu_sm_clock_mhz") + " of " +
+                     get("gpu_sm_clock_peak_mhz") + " MHz, persistence " + get("gpu_persistence_mode");
+  if (!get("torch_tf32_cublas").empty()) text += ", TF32 " + get("torch_tf32_cublas");
+  return text;
+}
+
 void what_was_compared(const ReportInput& in, Charts& /*out*/, Document& doc) {
-  Table runs{{"file", "GPU", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision", "load"}, {}};
+  Table runs{
+      {"file", "GPU", "GPU state", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision", "load"},
+      {}};
   for (const ResultFile& f : in.files) {
     auto get = [&](const char* key) { return f.context.count(key) ? f.context.at(key) : std::string("-"); };
     // A CUDA version is the GPU's to claim: without one, the CUDA runtime LibTorch ships means nothing.
     const bool gpu = get("device_name") != "none" && get("device_name") != "-";
-    runs.rows.push_back({std::filesystem::path(f.path).filename().string(), get("device_name"), get("cpu_model"),
-                         get("threads"), get("torch_version"), gpu ? get("cuda_runtime_version") : "-",
-                         gpu ? get("cuda_driver_version") : "-", get("date"), get("git_revision"), load_text(f)});
+    runs.rows.push_back({std::filesystem::path(f.path).filename().string(), get("device_name"), gpu_state(f),
+                         get("cpu_model"), get("threads"), get("torch_version"),
+                         gpu ? get("cuda_runtime_version") : "-", gpu ? get("cuda_driver_version") : "-", get("date"),
+                         get("git_revision"), load_text(f)});
   }
   doc.table(runs);
 }

@@ -8,9 +8,12 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <regex>
 #include <stdexcept>
 
 #include "condbench/cuda/check.h"
+#include "condbench/cuda/device_info.h"
 #include "condbench/cuda/resources.h"
 #include "condbench/error.h"
 #include "gpu_test_support.h"
@@ -150,6 +153,24 @@ TEST(CudaRecovery, AnAbandonedConditionalBodyIsClosed) {
   expect_healthy();
 }
 #endif
+
+// The result file's context says what state the GPU was in (clocks, SMs, persistence), from the
+// runtime and the driver's management library; where the driver answers, nothing is unknown.
+TEST(CudaDeviceState, TheGpusStateIsReadForTheContext) {
+  skip_without_gpu();
+  const cuda::DeviceInfo info = cuda::device_info();
+  const std::map<std::string, std::string> state(info.state.begin(), info.state.end());
+  EXPECT_NE(info.device_name, "none");
+  EXPECT_GT(std::stoi(state.at("gpu_sm_count")), 0);
+  EXPECT_TRUE(std::regex_match(state.at("gpu_compute_capability"), std::regex(R"(\d+\.\d+)")))
+      << state.at("gpu_compute_capability");
+  EXPECT_GT(std::stoi(state.at("gpu_sm_clock_peak_mhz")), 100);
+  EXPECT_TRUE(state.at("gpu_ecc") == "on" || state.at("gpu_ecc") == "off") << state.at("gpu_ecc");
+  // NVML: nvidia-smi answers on the device machine, so the library it uses is there
+  EXPECT_TRUE(state.at("gpu_persistence_mode") == "on" || state.at("gpu_persistence_mode") == "off")
+      << state.at("gpu_persistence_mode");
+  EXPECT_GT(std::stoi(state.at("gpu_sm_clock_mhz")), 0) << state.at("gpu_sm_clock_mhz");
+}
 
 }  // namespace
 }  // namespace condbench::testing
