@@ -304,6 +304,14 @@ struct Floor {
 // nullopt where the cell lacks bytes_read or flops_executed, or the limits lack a rate.
 std::optional<Floor> floor_of(const CpuLimits& limits, const Cell& cell, const std::string& engine);
 
+// The least host time a GPU inference can take for what it issued, from the run's CUDA primitives:
+// each counted launch (a kernel or graph launch on the native engine, `launch`; an ATen call on the
+// torch and aoti engines, `torch_op`) and each host sync (a read back and a wait, read4_pinned_sync).
+// Beside the device time (gpu_us) it says whether the host or the device bounds a cell. nullopt
+// where the cell or the run lacks what it needs (a CPU cell, the peer's, a run without torch_op).
+std::optional<double> host_floor_us(const std::map<std::string, double>& primitives, const Cell& cell,
+                                    const std::string& engine);
+
 // "6.1×", "55×": speedups as the sentences and tables print them.
 std::string format_ratio(double ratio);
 // "1.18×", "1.7×": a drift allowance, to three figures.

@@ -23,6 +23,17 @@ std::map<std::string, std::map<std::string, double>> primitive_floors(const std:
   return floors;
 }
 
+std::optional<double> host_floor_us(const std::map<std::string, double>& primitives, const Cell& cell,
+                                    const std::string& engine) {
+  const auto launches = cell.counters.find("launches"), syncs = cell.counters.find("host_syncs");
+  const auto launch = primitives.find(engine == "native" ? "launch" : "torch_op");
+  const auto read = primitives.find("read4_pinned_sync");
+  if (engine == "python" || launches == cell.counters.end() || launch == primitives.end()) return std::nullopt;
+  const double waits = syncs == cell.counters.end() ? 0.0 : syncs->second;
+  if (waits > 0 && read == primitives.end()) return std::nullopt;
+  return launches->second * launch->second + (waits > 0 ? waits * read->second : 0.0);
+}
+
 std::optional<double> CpuLimits::read_rate(double bytes) const {
   if (read.empty()) return std::nullopt;
   const Read* largest_no_larger = &read.front();  // `read` is sorted by size

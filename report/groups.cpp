@@ -71,9 +71,11 @@ std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unst
       cell.looks = looks(file);
       cell.busy = busy[index];
       // a GPU time for every repetition or none: a file cut short or crafted may mix them
-      if (s.gpu_us.size() == s.times_us.size()) {
-        cell.gpu_us = s.gpu_us;
-        cell.gpu_interval = median_interval(s.gpu_us);
+      // one figure per repetition, or (files before it) one per case repeated in each: that is one figure
+      if (s.gpu_us.size() == s.times_us.size() && !s.gpu_us.empty()) {
+        const bool once = std::all_of(s.gpu_us.begin(), s.gpu_us.end(), [&](double v) { return v == s.gpu_us[0]; });
+        cell.gpu_us = once ? std::vector<double>{s.gpu_us[0]} : s.gpu_us;
+        cell.gpu_interval = median_interval(cell.gpu_us);
       }
       cell.bound = bound_of(cell);
       g.cells.emplace(std::make_pair(s.strategy_key(), s.scenario), std::move(cell));

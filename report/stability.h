@@ -33,9 +33,9 @@ bool same_work(const Cell& a, const Cell& b);
 struct DriftClass {
   size_t file = 0;  // index into the report's files
   Bound bound = Bound::cpu;
-  size_t pairs = 0;   // equal-work pairs judged
-  size_t claims = 0;  // of them, called faster at no allowance: false claims, the machine's
-  double shown = 1;   // the largest conservative factor of those claims; 1 when none
+  size_t pairs = 0;      // equal-work pairs judged
+  size_t claims = 0;     // of them, called faster at no allowance: false claims, the machine's
+  double shown = 1;      // the largest conservative factor of those claims; 1 when none
   std::string shown_by;  // the pair that showed it: "torch/masked · batch 64 · hidden 1024, 3 blocks: exit:4 / exit:1"
 };
 struct Calibration {

@@ -107,8 +107,8 @@ std::string verdict_text(const Judgement& j, const std::string& fast, const std:
                                                           : " for drift between separately timed cells")
                                   : "";
   if (j.withheld)
-    drift += "; withheld: the rule's allowance alone would call it " + std::string(to_string(*j.withheld)) +
-             ", but " + j.withheld_by + " drifted that much doing the same work";
+    drift += "; withheld: the rule's allowance alone would call it " + std::string(to_string(*j.withheld)) + ", but " +
+             j.withheld_by + " drifted that much doing the same work";
   switch (j.standing) {
     case Standing::faster:
       return fast + " is at least " + format_at_least(j.factor) + " faster than " + slow + " (ratio " +

@@ -126,6 +126,16 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
     if (spec.in_breakdown)
       legend.push_back(std::string(spec.name) + " (" + std::string(spec.unit) + "): " + std::string(spec.meaning));
   legend.push_back("wasted FLOPs: the share of flops_executed that no row needed (1 - flops_useful / flops_executed)");
+  const bool any_gpu = std::any_of(groups.begin(), groups.end(), [](const Group& g) {
+    return std::any_of(g.cells.begin(), g.cells.end(),
+                       [](const auto& entry) { return entry.second.bound != Bound::cpu; });
+  });
+  if (any_gpu)
+    legend.push_back(
+        "on a GPU, gpu_us is the median over the repetitions with its interval; host floor (µs): the least the host "
+        "takes to issue what the strategy did, launches × this run's launch primitive (native) or torch_op (an ATen "
+        "call, torch and aoti) plus host_syncs × read4_pinned_sync; bound: host where the host's share of the wall "
+        "time (wall less gpu_us) exceeds the device's, or the strategy waits on the host, else device");
   const bool any_limits = !in.limits.empty();
   if (any_limits)
     legend.push_back(
@@ -149,6 +159,12 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
     t.header.push_back("wasted FLOPs");
     const bool with_floor = in.limits.count(g.device_label) > 0;
     if (with_floor) t.header.insert(t.header.end(), {"floor (µs)", "bound", "× floor"});
+    const bool on_gpu =
+        std::any_of(g.cells.begin(), g.cells.end(), [](const auto& entry) { return entry.second.bound != Bound::cpu; });
+    static const std::map<std::string, double> kNoPrimitives;
+    const auto gpu_floors = floors.find(g.device_label);
+    const std::map<std::string, double>& primitives = gpu_floors == floors.end() ? kNoPrimitives : gpu_floors->second;
+    if (on_gpu) t.header.insert(t.header.end(), {"host floor (µs)", "bound"});
     std::ostringstream data;
     bool any_floor = false;
     double lo = INFINITY, hi = 0;  // the range the chart spans
@@ -161,7 +177,12 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
       };
       std::vector<std::string> row = {s, number(c->median_us) + (c->unstable ? " unstable" : "")};
       for (const CounterSpec& spec : kCounters)
-        if (spec.in_breakdown) row.push_back(number(counter(spec.name)));
+        if (spec.name == "gpu_us" && !c->gpu_us.empty()) {  // every repetition's: its median and interval
+          std::string gpu = number(median(c->gpu_us));
+          if (c->gpu_us.size() > 1) gpu.append(" ").append(interval_text(c->gpu_interval));
+          row.push_back(gpu);
+        } else if (spec.in_breakdown)
+          row.push_back(number(counter(spec.name)));
       const double executed = counter("flops_executed"), useful = counter("flops_useful");
       const double wasted = executed > 0 ? 1.0 - useful / executed : NAN;
       row.push_back(std::isfinite(wasted) ? number(100 * wasted, 3) + "%" : "-");
@@ -171,6 +192,10 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
           row.insert(row.end(), {number(floor->us), floor->bound(), number(c->median_us / floor->us, 2) + "×"});
         else
           row.insert(row.end(), {"-", "-", "-"});
+      }
+      if (on_gpu) {
+        const std::optional<double> host = host_floor_us(primitives, *c, s.substr(0, s.find('/')));
+        row.insert(row.end(), {host ? number(*host) : "-", c->bound == Bound::cpu ? "-" : to_string(c->bound)});
       }
       any_floor = any_floor || floor.has_value();
       t.rows.push_back(std::move(row));

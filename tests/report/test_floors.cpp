@@ -101,5 +101,21 @@ TEST(Floors, MemoryComputeAndCalls) {
   EXPECT_FALSE(floor_of(l, c, "torch"));
 }
 
+TEST(Floors, AGpuCellsHostFloorIsWhatItIssuedAtThePrimitivesCost) {
+  // The H200's: a bare launch 4.84 µs, a read back and its wait 8.04; torch_op as a run measures it
+  const std::map<std::string, double> primitives{{"launch", 4.84}, {"read4_pinned_sync", 8.04}, {"torch_op", 14.0}};
+  Cell c = make_cell({60, 61, 62});
+  c.counters = {{"launches", 12}, {"host_syncs", 0}};
+  EXPECT_NEAR(*host_floor_us(primitives, c, "native"), 12 * 4.84, 1e-9);
+  EXPECT_NEAR(*host_floor_us(primitives, c, "torch"), 12 * 14.0, 1e-9);
+  c.counters["host_syncs"] = 2.25;
+  EXPECT_NEAR(*host_floor_us(primitives, c, "torch"), 12 * 14.0 + 2.25 * 8.04, 1e-9);
+  // nothing to say without the primitive, for the peer's Python, or without launches counted
+  EXPECT_FALSE(host_floor_us({{"launch", 4.84}}, c, "torch"));
+  EXPECT_FALSE(host_floor_us(primitives, c, "python"));
+  c.counters.erase("launches");
+  EXPECT_FALSE(host_floor_us(primitives, c, "native"));
+}
+
 }  // namespace
 }  // namespace condbench::report

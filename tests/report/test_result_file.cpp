@@ -39,6 +39,26 @@ TEST(ResultFileTest, ReadsRepetitionsCountersAndErrors) {
   EXPECT_EQ(f.series.back().error, "skipped: no CUDA device on this machine");
 }
 
+TEST(ResultFileTest, TheGpuTimeOfEveryRepetitionIsReadAndAnOldSpanIsCalledASpan) {
+  const auto entry = [](const std::string& strategy, int rep, double gpu, double syncs) {
+    const std::string name = "early_exit/cuda/" + strategy + "/exit:1/batch:1/hidden:64/blocks:3";
+    return R"({"name": ")" + name + R"(", "run_name": ")" + name +
+           R"(", "run_type": "iteration", "repetition_index": )" + std::to_string(rep) +
+           R"(, "real_time": 50, "time_unit": "us", "gpu_us": )" + std::to_string(gpu) + R"(, "host_syncs": )" +
+           std::to_string(syncs) + "}";
+  };
+  const ResultFile f = parse_result_file("gpu.json", R"({"context": {"condbench_schema": "1"}, "benchmarks": [)" +
+                                                         entry("torch/masked_graph", 0, 44.5, 0) + "," +
+                                                         entry("torch/masked_graph", 1, 44.9, 0) + "," +
+                                                         entry("torch/eager_host", 0, 299, 2) + "]}");
+  ASSERT_EQ(f.series.size(), 2u);
+  EXPECT_EQ(f.series[0].gpu_us, (std::vector<double>{44.5, 44.9}));
+  // a host-deciding strategy's gpu_us, from before gpu_span_us had its own name, is a span
+  EXPECT_TRUE(f.series[1].gpu_us.empty());
+  EXPECT_FALSE(f.series[1].counters.count("gpu_us"));
+  EXPECT_DOUBLE_EQ(f.series[1].counters.at("gpu_span_us"), 299);
+}
+
 // The fixture, with every early_exit benchmark also under the name `rename` makes of its own.
 nlohmann::json fixture_with_copies(const std::function<std::string(std::string)>& rename) {
   std::ifstream in(kFixture);

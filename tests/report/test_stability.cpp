@@ -18,7 +18,8 @@ using test_support::one_series;
 
 // A result file as condbench writes one, in text: its context says how it was timed, and each series
 // is (name, times) with the counters every repetition carries (equal work: the same counters).
-std::string result_json(const std::string& interleaving, const std::vector<std::pair<std::string, std::vector<double>>>& series,
+std::string result_json(const std::string& interleaving,
+                        const std::vector<std::pair<std::string, std::vector<double>>>& series,
                         const std::string& extra_context = "") {
   std::string text = R"({"context": {"condbench_schema": "1", "condbench_interleaving": ")" + interleaving + "\"" +
                      extra_context + R"(}, "benchmarks": [)";
@@ -26,8 +27,8 @@ std::string result_json(const std::string& interleaving, const std::vector<std::
   for (const auto& [name, times] : series)
     for (size_t r = 0; r < times.size(); ++r) {
       text += (first ? "" : ",") + std::string(R"({"name": ")") + name + R"(", "run_name": ")" + name +
-              R"(", "run_type": "iteration", "repetition_index": )" + std::to_string(r) +
-              R"(, "real_time": )" + std::to_string(times[r]) +
+              R"(", "run_type": "iteration", "repetition_index": )" + std::to_string(r) + R"(, "real_time": )" +
+              std::to_string(times[r]) +
               R"(, "time_unit": "us", "flops_executed": 1000, "launches": 9, "host_syncs": 0})";
       first = false;
     }
@@ -48,10 +49,9 @@ std::string name(const std::string& strategy, const std::string& scenario) {
 // An in-order file: torch/masked doing the same work at exit:1 and exit:4, `drift` apart; and at exit:1
 // native/fused against strategies 1.5, 1.9, 2.2 and 3x slower (each an engine/name of its own).
 std::vector<Group> in_order_run(double drift) {
-  std::vector<std::pair<std::string, std::vector<double>>> series{
-      {name("torch/masked", "exit:1"), around(500)},
-      {name("torch/masked", "exit:4"), around(500 * drift)},
-      {name("native/fused", "exit:1"), around(100)}};
+  std::vector<std::pair<std::string, std::vector<double>>> series{{name("torch/masked", "exit:1"), around(500)},
+                                                                  {name("torch/masked", "exit:4"), around(500 * drift)},
+                                                                  {name("native/fused", "exit:1"), around(100)}};
   for (const char* slower : {"1.5", "1.9", "2.2", "3.0"})
     series.push_back({name(std::string("torch/slower_") + slower, "exit:1"), around(100 * std::stod(slower))});
   return make_groups({parse_result_file("run.json", result_json("in order", series))});
@@ -63,9 +63,9 @@ std::map<std::string, std::string> verdicts_against_fused(const Group& g) {
   for (const std::string& s : g.strategies)
     if (s.rfind("torch/slower_", 0) == 0) {
       const Judgement j = judge(*g.cell("native/fused", "exit:1"), *g.cell(s, "exit:1"));
-      out[s.substr(13)] = std::string(to_string(j.standing)) +
-                          (j.withheld ? " (withheld, " + std::string(to_string(*j.withheld)) + ", by " + j.withheld_by + ")"
-                                      : "");
+      out[s.substr(13)] =
+          std::string(to_string(j.standing)) +
+          (j.withheld ? " (withheld, " + std::string(to_string(*j.withheld)) + ", by " + j.withheld_by + ")" : "");
     }
   return out;
 }
@@ -186,7 +186,8 @@ TEST(Stability, ABusyMachineMarksItsCellsAndSilencesNoVerdict) {
   std::vector<std::pair<std::string, std::vector<double>>> series{{name("native/fused", "exit:1"), around(100)},
                                                                   {name("torch/slower", "exit:1"), around(150)}};
   const std::vector<Group> busy = make_groups({parse_result_file(
-      "run.json", result_json("random", series, R"(, "condbench_machine_busy": "no", "condbench_machine_busy_end": "yes")"))});
+      "run.json",
+      result_json("random", series, R"(, "condbench_machine_busy": "no", "condbench_machine_busy_end": "yes")"))});
   ASSERT_EQ(busy.size(), 1u);
   EXPECT_TRUE(busy[0].cell("native/fused", "exit:1")->busy);
   const Judgement j = judge(*busy[0].cell("native/fused", "exit:1"), *busy[0].cell("torch/slower", "exit:1"));
