@@ -354,6 +354,58 @@ class MachineChecks(unittest.TestCase):
                          "condbench: CONDBENCH_TEST_TWIN: 'cpu/native/nothing' is not a registered device/engine/strategy")
 
 
+class BusyMachine(unittest.TestCase):
+    """A real busy machine: a busy loop per CPU beside condbench. The run is marked busy, its report
+    still gives the verdicts its intervals support, and its twin check (each cell's odd repetitions
+    against its even ones, the same code interleaved in one run) claims no difference."""
+
+    def test_a_busy_run_gives_verdicts_and_its_twin_split_claims_nothing(self):
+        report_tool = os.path.join(os.path.dirname(CONDBENCH), "condbench-report")
+        burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+        try:
+            import time
+            time.sleep(3)  # long enough for the run queue to show them
+            with tempfile.TemporaryDirectory() as d:
+                out = os.path.join(d, "busy.json")
+                result = run(CONDBENCH, "--device=cpu", "--strategy=fused,eager_host", "--hidden=16", "--batch=1",
+                             "--scenario=exit:1,exit:4", "--benchmark_repetitions=12", "--benchmark_min_time=0.01",
+                             f"--benchmark_out={out}")
+                for b in burners:
+                    b.kill()
+                self.assertEqual(result.returncode, 0, result.stderr)
+                with open(out) as f:
+                    data = json.load(f)
+                self.assertEqual(data["context"]["condbench_machine_busy"], "yes")
+                made = run(report_tool, "--out", os.path.join(d, "report"), out)
+                self.assertEqual(made.returncode, 0, made.stderr)
+                with open(os.path.join(d, "report", "report.md")) as f:
+                    md = f.read()
+                self.assertIn("Recorded on a busy machine", md.split("## ")[0] + md.split("## ")[1])
+                self.assertIn("native/fused is at least", md)  # a 50x difference survives a busy machine
+                # the twin split: each cell's odd repetitions as a strategy of their own, in the same file
+                for b in data["benchmarks"]:
+                    if b.get("run_type") == "iteration" and b["run_name"].startswith("early_exit/") and \
+                            b.get("repetition_index", 0) % 2:
+                        parts = b["run_name"].split("/")
+                        parts[3] += "_odd"
+                        b["name"] = b["run_name"] = "/".join(parts)
+                data["benchmarks"] = [b for b in data["benchmarks"] if b.get("run_type") == "iteration"]
+                twins = os.path.join(d, "twins.json")
+                with open(twins, "w") as f:
+                    json.dump(data, f)
+                judged = run(report_tool, "--pairs", twins)
+                self.assertEqual(judged.returncode, 0, judged.stderr)
+                pairs = [p for p in json.loads(judged.stdout)["pairs"]
+                         if p["a"]["strategy"].removesuffix("_odd") == p["b"]["strategy"].removesuffix("_odd")
+                         and p["a"]["scenario"] == p["b"]["scenario"]]
+                self.assertEqual(len(pairs), 4)  # two strategies, two scenarios
+                self.assertEqual([p for p in pairs if p["standing"] == "faster"], [])
+        finally:
+            for b in burners:
+                b.kill()
+                b.wait()
+
+
 class BenchmarkOutput(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
