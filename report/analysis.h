@@ -173,8 +173,9 @@ struct Group {
   const Cell* cell(const std::string& strategy, const std::string& scenario) const;
   // median(eager_host) / median(strategy): > 1 means faster than eager_host (torch engine).
   std::optional<double> speedup_over_eager(const std::string& strategy, const std::string& scenario) const;
-  // "hidden 64, 3 blocks": condbench::model_text of its axes.
+  // "hidden 64, 3 blocks": condbench::model_text of its axes; "mlp h64 ×3": model_short.
   std::string model_text() const;
+  std::string model_short() const;
 };
 
 std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unstable_cv = kDefaultUnstableCv);
@@ -195,27 +196,59 @@ struct Winner {
 };
 std::vector<Winner> best_strategies(const std::vector<Group>& groups);
 
-// A few plain sentences per device, generated from the data, e.g. "At batch 1 (hidden 64, 3
-// blocks) on cpu · X, native/fused is at least 55× faster than torch/eager_host when most rows
-// exit late." The claim is judge()'s conservative factor; where judge() calls the two the same or
-// ambiguous, the sentence says so and why.
-std::vector<std::string> recommendations(const std::vector<Group>& groups);
+// Per group, at its two ends (mix:early and mix:late where they ran, else its first and last
+// scenario): the fastest strategy against eager_host (against the runner-up where eager_host is the
+// fastest or did not run), judged.
+struct Recommendation {
+  const Group* group = nullptr;
+  std::string scenario, best, other;
+  Judgement judgement;  // judge(best, other)
+};
+std::vector<Recommendation> recommendations(const std::vector<Group>& groups);
 
-// The question condbench exists for, answered from a run's data: what should a PyTorch user
-// write for an early exit? For a group at batch 1 where PyTorch options ran, at most four
-// sentences, one per question, each with a clause for the first exit and one for the full depth:
-// which PyTorch option is fastest and by how much; nested torch.cond against a plain Python if;
-// torch.cond deployed with AOTInductor against torch.cond in eager mode; condbench's fastest
-// strategy against the best PyTorch option. Every clause is judge()'s verdict with the medians,
-// intervals and ratio it rests on.
-std::vector<std::string> answer_sentences(const Group& g);
+// A verdict as a table shows it, from the first cell's side (judge(a, b)): "FASTER ≥46×" (a is at
+// least that much faster: the conservative factor, the only one shown), "SLOWER ≥2.1×" (b is), "SAME"
+// (inside the margin of sameness), "?" (ambiguous).
+std::string status_text(const Judgement& j);
+// What qualifies a verdict, a character each (verdict_legend says what): ‡ the cells were timed apart
+// (the drift allowance between processes), † a cell has outlying repetitions, ◊ the two strategies run
+// different kernels, ⚑ a cell was recorded on a busy machine, ⊘ withheld by the measured drift.
+std::string marks_text(const Judgement& j, const Cell& a, const Cell& b, const std::string& strategy_a,
+                       const std::string& strategy_b);
+// Whose kernels a strategy runs: condbench's own ("native"), ATen's (torch/..., eager Python),
+// Inductor's (aoti/..., torch.compile'd Python), ONNX Runtime's (python/ort_if). Two strategies of different kernels
+// compare their kernels as much as their control flow (◊).
+std::string kernels_of(const std::string& strategy);
+// The legend of the verdicts and their marks, once per report: a line each.
+std::vector<std::string> verdict_legend();
+
+// The questions condbench exists for, answered from a run's data (docs/design.md §5): per group,
+// each question a row and each of the answer's scenarios a verdict — which PyTorch option is
+// fastest; a plain Python if against nested torch.cond; torch.cond through AOTInductor against
+// eager; condbench's fastest against the best PyTorch option (batch 1); the decoder's per-token
+// questions (every batch); on a GPU, IF nodes against masking, against the host's decision and
+// against kernels that test a flag (every batch).
+struct AnswerVerdict {
+  std::string scenario, a, b;  // a is the side the status is told from
+  Judgement judgement;         // judge(a, b)
+};
+struct AnswerRow {
+  std::string label;  // the verdict table's row: "py_eager_if vs py_cond", "fastest with PyTorch"
+  std::string topic;  // the question in words (--explain)
+  bool fixed = true;  // the label names both cells (else each verdict names its own two)
+  std::vector<AnswerVerdict> verdicts;
+};
+std::vector<AnswerRow> answer_rows(const Group& g);
+// The full sentence of one verdict: the medians and intervals it rests on, the interval of their
+// ratio, the allowance, and for an ambiguous one what the data could and could not have called.
+std::string explain(const Group& g, const std::string& a, const std::string& b, const std::string& scenario);
 
 // The answer's table for a group (nullopt where the group has none: not batch 1, or no PyTorch
 // option; a decoder's has one at every batch, its rows every strategy): its rows are the PyTorch options, condbench's
 // fastest strategy of each answer scenario and LibTorch's eager_host, fastest first in the first scenario; each row
 // stands against the fastest of its column.
 struct AnswerTable {
-  std::vector<std::string> scenarios;  // answer_scenarios
+  std::vector<std::string> scenarios;  // answer_scenarios' exits: the first and the full depth
   std::vector<std::string> rows;
   std::vector<std::string> best;  // per scenario: the row with the lowest median
   std::string own_fastest;        // condbench's fastest in the first scenario (the floor's row)
@@ -253,17 +286,13 @@ struct BudgetSpent {
   double seconds = 0;
   std::string text() const;
 };
-// Whether "conditional graphs are impossible" holds, from the GPU groups: a device-side decision
-// in a graph (graph_cond, py_cond_cudagraph) against eager_host. Says it is unmeasured when the run
-// has no GPU figure for it.
-std::string conditional_graphs_sentence(const std::vector<Group>& groups);
 // What one exit test's trip to the host and back costs, from the CUDA primitives (a 4-byte read
 // into pinned memory and a synchronisation); unmeasured without them.
 std::string round_trip_sentence(const std::map<std::string, std::map<std::string, double>>& primitive_floors);
 // What a PyTorch user can write, in a group: the Python peer's variants ("python/...") and the
 // PyTorch modules deployed to C++ with torch.export and AOTInductor ("aoti/..."); and the
-// scenarios the answer looks at: the first exit and the full depth (exit:1 and exit:<blocks+1>)
-// where they ran.
+// scenarios the answer looks at: the first exit, the full depth (exit:1 and exit:<blocks+1>) and the
+// uniform mix, where they ran.
 bool is_pytorch_option(const std::string& strategy);
 // The strategies among `names` that ran `scenario`, fastest (lowest median) first.
 std::vector<std::string> by_median(const Group& g, const std::vector<std::string>& names, const std::string& scenario);

@@ -15,8 +15,8 @@
 
 namespace condbench::report {
 
-std::vector<std::string> recommendations(const std::vector<Group>& groups) {
-  std::vector<std::string> sentences;
+std::vector<Recommendation> recommendations(const std::vector<Group>& groups) {
+  std::vector<Recommendation> out;
   for (const Group& g : groups) {
     // The two ends of the question: most rows leaving early, most leaving late.
     std::vector<std::string> picks;
@@ -24,43 +24,20 @@ std::vector<std::string> recommendations(const std::vector<Group>& groups) {
       if (std::find(g.scenarios.begin(), g.scenarios.end(), s) != g.scenarios.end()) picks.push_back(s);
     if (picks.empty() && !g.scenarios.empty()) picks = {g.scenarios.front(), g.scenarios.back()};
     for (const std::string& scenario : picks) {
-      std::vector<std::pair<double, std::string>> ranked;
-      for (const std::string& s : g.strategies)
-        if (const Cell* c = g.cell(s, scenario)) ranked.push_back({c->median_us, s});
+      const std::vector<std::string> ranked = by_median(g, g.strategies, scenario);
       if (ranked.empty()) continue;
-      std::sort(ranked.begin(), ranked.end());
-      const std::string& best = ranked[0].second;
-      const std::string where =
-          "At batch " + std::to_string(g.batch) + " (" + g.model_text() + ") on " + g.device_label + ", ";
       // Compare the winner with eager_host where it ran, else with the runner-up.
-      const bool against_eager = best != kEagerHost && g.cell(kEagerHost, scenario);
+      const bool against_eager = ranked[0] != kEagerHost && g.cell(kEagerHost, scenario);
       if (!against_eager && ranked.size() < 2) continue;
-      const std::string other = against_eager ? kEagerHost : ranked[1].second;
-      const Cell& lead = *g.cell(best, scenario);
-      const Cell& second = *g.cell(other, scenario);
-      const std::string phrase = scenario_phrase(scenario);
-
-      const Judgement j = judge(lead, second);
-      std::string sentence;
-      if (j.standing == Standing::faster && against_eager)
-        sentence = where + best + " is at least " + format_at_least(j.factor) + " faster than " + kEagerHost + " " +
-                   phrase + ".";
-      else if (j.standing == Standing::faster)
-        sentence = where + best + " is the fastest " + phrase + ", at least " + format_at_least(j.factor) +
-                   " ahead of " + other + ".";
-      else
-        sentence = where + "no recommendation " + phrase + ": " + verdict_text(j, best, other, lead, second) + ".";
-      sentences.push_back(sentence);
+      Recommendation r{&g, scenario, ranked[0], against_eager ? kEagerHost : ranked[1], {}};
+      r.judgement = judge(*g.cell(r.best, scenario), *g.cell(r.other, scenario));
+      out.push_back(std::move(r));
     }
   }
-  return sentences;
+  return out;
 }
 
-namespace {
-
-// The verdict between a and b in words, with the medians and intervals it rests on: "A (m µs
-// [lo–hi]) is at least R× faster than B (…)", "A (…) and B (…) take the same time: …", or ambiguous and why.
-std::string claim(const Group& g, const std::string& a, const std::string& b, const std::string& scenario) {
+std::string explain(const Group& g, const std::string& a, const std::string& b, const std::string& scenario) {
   const Judgement j = judge(*g.cell(a, scenario), *g.cell(b, scenario));
   const std::string& fast = j.first_faster ? a : b;
   const std::string& slow = j.first_faster ? b : a;
@@ -68,8 +45,6 @@ std::string claim(const Group& g, const std::string& a, const std::string& b, co
   const Cell& s = *g.cell(slow, scenario);
   return verdict_text(j, fast + " (" + cell_figure(f) + ")", slow + " (" + cell_figure(s) + ")", f, s);
 }
-
-}  // namespace
 
 std::vector<std::string> by_median(const Group& g, const std::vector<std::string>& names, const std::string& scenario) {
   std::vector<std::pair<double, std::string>> ranked;
@@ -100,103 +75,152 @@ bool decodes(const Group& g) {
 
 std::vector<std::string> answer_scenarios(const Group& g) {
   std::vector<std::string> out;
-  for (const std::string& s : {std::string("exit:1"), "exit:" + std::to_string(g.blocks + 1)})
+  for (const std::string& s :
+       {std::string("exit:1"), "exit:" + std::to_string(g.blocks + 1), std::string("mix:uniform")})
     if (std::find(g.scenarios.begin(), g.scenarios.end(), s) != g.scenarios.end()) out.push_back(s);
   return out;
 }
 
 namespace {
 
-// One question the answer's sentences settle, and the pair of cells each scenario compares for it.
+// One question the answer asks, and the pair of cells each scenario compares for it.
 struct AnswerQuestion {
-  std::string topic;
-  std::vector<AnswerPair> pairs;
+  std::string label, topic;
+  bool fixed = true;
+  std::vector<AnswerPair> pairs;  // a first: the side its status is told from
 };
+
+bool on_gpu(const Group& g) { return g.device_label.rfind("cuda", 0) == 0; }
+
+// How a question picks its two cells in a scenario.
+enum class Pick {
+  pair,            // a against b, where both ran
+  fastest_two,     // the two fastest PyTorch options
+  ours_vs_theirs,  // condbench's fastest against the fastest PyTorch option
+  best_vs_eager,   // the fastest of all against eager_host
+};
+// Which groups a question is asked of.
+enum class Asked { batch_one, decoder, gpu };
+
+// The answer's questions, as data: each asked of some groups, its row's label, the question in words,
+// and how it picks its cells.
+struct QuestionSpec {
+  Asked asked;
+  const char* label;
+  const char* topic;
+  Pick pick;
+  const char* a = "";
+  const char* b = "";
+};
+const QuestionSpec kQuestions[] = {
+    {Asked::batch_one, "fastest with PyTorch", "the fastest way to write it with PyTorch", Pick::fastest_two},
+    {Asked::batch_one, "Python if vs nested torch.cond", "a plain Python if against nested torch.cond in eager mode",
+     Pick::pair, "python/py_eager_if", "python/py_cond"},
+    {Asked::batch_one, "torch.cond: AOTInductor vs eager",
+     "nested torch.cond exported with AOTInductor and run from C++ (which still decides each level on the host) "
+     "against torch.cond in eager mode",
+     Pick::pair, "aoti/cond", "python/py_cond"},
+    {Asked::batch_one, "condbench's fastest vs PyTorch's",
+     "condbench's fastest strategy against the best PyTorch option", Pick::ours_vs_theirs},
+    {Asked::decoder, "host's if vs masking (C++)", "per generated token, the host's if (eager_host) against masking",
+     Pick::pair, kEagerHost, "torch/masked"},
+    {Asked::decoder, "Python if vs masking",
+     "per token in Python, the host's if (.item() at each exit) against masking", Pick::pair, "python/py_eager_if",
+     "python/py_masked"},
+    {Asked::decoder, "Python if vs nested torch.cond", "per token in Python, the host's if against nested torch.cond",
+     Pick::pair, "python/py_eager_if", "python/py_cond"},
+    {Asked::decoder, "torch.cond: AOTInductor vs eager",
+     "per token, nested torch.cond exported with AOTInductor and run from C++ against torch.cond in eager mode",
+     Pick::pair, "aoti/cond", "python/py_cond"},
+    {Asked::decoder, "fastest with PyTorch", "per token, the fastest way to write it with PyTorch", Pick::fastest_two},
+    {Asked::decoder, "fastest vs the host's if", "per token, the fastest way written against the host's if",
+     Pick::best_vs_eager},
+    {Asked::gpu, "IF nodes vs masking (torch)",
+     "one CUDA graph of nested IF nodes against one CUDA graph that masks, both with LibTorch's kernels", Pick::pair,
+     "torch/graph_cond", "torch/masked_graph"},
+    {Asked::gpu, "device decides vs host decides (torch)",
+     "the exit decided on the device, in a CUDA graph's IF nodes, against the host reading every exit test back",
+     Pick::pair, "torch/graph_cond", kEagerHost},
+    {Asked::gpu, "IF nodes vs flag tests (native)",
+     "an IF node per level against kernels that test an on-device flag and return, in one graph of the same "
+     "kernels",
+     Pick::pair, "native/graph_cond", "native/device_flag_graph"},
+    {Asked::gpu, "torch.cond in a CUDA graph vs masking",
+     "torch.cond captured in a CUDA graph (IF nodes, PyTorch >= 2.12) against masking captured in one", Pick::pair,
+     "python/py_cond_cudagraph", "python/py_masked_cudagraph"},
+};
+
+bool asks(Asked asked, const Group& g) {
+  switch (asked) {
+    case Asked::batch_one:
+      return !decodes(g) && g.batch == 1;
+    case Asked::decoder:
+      return decodes(g);
+    case Asked::gpu:
+      return on_gpu(g);
+  }
+  return false;
+}
 
 std::vector<AnswerQuestion> answer_questions(const Group& g) {
   std::vector<AnswerQuestion> questions;
   const std::vector<std::string> python = pytorch_options(g);
-  const std::vector<std::string> scenarios = answer_scenarios(g);
-  // `pick` gives the two cells a scenario compares, or nothing where it has no such pair.
-  using Pair = std::optional<std::pair<std::string, std::string>>;
-  const auto ask = [&](const std::string& topic, const std::function<Pair(const std::string&)>& pick) {
-    AnswerQuestion q{topic, {}};
-    for (const std::string& scenario : scenarios)
-      if (const Pair p = pick(scenario)) q.pairs.push_back({p->first, p->second, scenario});
-    if (!q.pairs.empty()) questions.push_back(std::move(q));
-  };
-  const auto both = [&](const std::string& a, const std::string& b) {
-    return [&g, a, b](const std::string& scenario) -> Pair {
-      if (!g.cell(a, scenario) || !g.cell(b, scenario)) return std::nullopt;
-      return std::make_pair(a, b);
-    };
-  };
-  const auto fastest_two = [&g](const std::vector<std::string>& options) {
-    return [&g, options](const std::string& scenario) -> Pair {
-      const std::vector<std::string> ranked = by_median(g, options, scenario);
-      if (ranked.size() < 2) return std::nullopt;
-      return std::make_pair(ranked[0], ranked[1]);
-    };
-  };
-  if (decodes(g)) {
-    const std::string where = "On " + g.device_label + " at batch " + std::to_string(g.batch) + " (" + g.model_text() +
-                              "), per generated token, ";
-    ask(where + "the host's if (eager_host) against masking every row (masked)", both(kEagerHost, "torch/masked"));
-    ask(where + "in Python, the host's if (py_eager_if, .item() at each exit) against masking (py_masked)",
-        both("python/py_eager_if", "python/py_masked"));
-    ask(where + "in Python, nested torch.cond (py_cond) against the host's if (py_eager_if)",
-        both("python/py_cond", "python/py_eager_if"));
-    ask(where +
-            "nested torch.cond exported with AOTInductor and run from C++ (aoti/cond) against torch.cond in "
-            "eager mode (py_cond)",
-        both("aoti/cond", "python/py_cond"));
-    ask(where + "the fastest way to write it with PyTorch", fastest_two(python));
-    ask(where + "the fastest way written against the host's if", [&](const std::string& scenario) -> Pair {
-      const std::vector<std::string> ranked = by_median(g, g.strategies, scenario);
-      if (ranked.empty() || ranked[0] == kEagerHost || !g.cell(kEagerHost, scenario)) return std::nullopt;
-      return std::make_pair(ranked[0], std::string(kEagerHost));
-    });
-    return questions;
-  }
-  if (g.batch != 1 || python.empty() || scenarios.empty()) return questions;
-  std::vector<std::string> others;  // what condbench itself runs
+  std::vector<std::string> ours;  // what condbench itself runs
   for (const std::string& s : g.strategies)
-    if (!is_pytorch_option(s)) others.push_back(s);
-  ask("On " + g.device_label + " at batch 1 (" + g.model_text() + "), the fastest way to write it with PyTorch",
-      fastest_two(python));
-  ask("Nested torch.cond in eager mode against a plain Python if", both("python/py_cond", "python/py_eager_if"));
-  // torch.cond as deployed: exported, compiled by AOTInductor, run from C++ — against eager.
-  // AOTInductor lowers each torch.cond to a read of its predicate and a C++ if (through torch 2.15 at
-  // least; upstream's CUDA-graph work lists torch.cond as host-side control flow): the sentence says so.
-  ask("Nested torch.cond exported with AOTInductor and run from C++ (which still decides each level on the host) "
-      "against torch.cond in eager mode",
-      both("aoti/cond", "python/py_cond"));
-  ask("condbench's fastest strategy against the best PyTorch option", [&](const std::string& scenario) -> Pair {
-    const std::vector<std::string> ours = by_median(g, others, scenario);
-    const std::vector<std::string> theirs = by_median(g, python, scenario);
-    if (ours.empty() || theirs.empty()) return std::nullopt;
-    return std::make_pair(ours[0], theirs[0]);
-  });
+    if (!is_pytorch_option(s)) ours.push_back(s);
+  using Pair = std::optional<std::pair<std::string, std::string>>;
+  const auto pick = [&](const QuestionSpec& q, const std::string& scenario) -> Pair {
+    switch (q.pick) {
+      case Pick::pair:
+        if (g.cell(q.a, scenario) && g.cell(q.b, scenario)) return std::make_pair(q.a, q.b);
+        return std::nullopt;
+      case Pick::fastest_two: {
+        const std::vector<std::string> ranked = by_median(g, python, scenario);
+        if (ranked.size() < 2) return std::nullopt;
+        return std::make_pair(ranked[0], ranked[1]);
+      }
+      case Pick::ours_vs_theirs: {
+        const std::vector<std::string> mine = by_median(g, ours, scenario), theirs = by_median(g, python, scenario);
+        if (mine.empty() || theirs.empty()) return std::nullopt;
+        return std::make_pair(mine[0], theirs[0]);
+      }
+      case Pick::best_vs_eager: {
+        const std::vector<std::string> ranked = by_median(g, g.strategies, scenario);
+        if (ranked.empty() || ranked[0] == kEagerHost || !g.cell(kEagerHost, scenario)) return std::nullopt;
+        return std::make_pair(ranked[0], std::string(kEagerHost));
+      }
+    }
+    return std::nullopt;
+  };
+  // The batch-1 questions are the PyTorch user's: asked where a PyTorch option ran.
+  const bool pytorch = !python.empty();
+  for (const QuestionSpec& q : kQuestions) {
+    if (!asks(q.asked, g) || (q.asked == Asked::batch_one && !pytorch)) continue;
+    AnswerQuestion question{q.label, q.topic, q.pick == Pick::pair, {}};
+    for (const std::string& scenario : answer_scenarios(g))
+      if (const Pair p = pick(q, scenario)) question.pairs.push_back({p->first, p->second, scenario});
+    if (!question.pairs.empty()) questions.push_back(std::move(question));
+  }
   return questions;
 }
 
 }  // namespace
 
-std::vector<std::string> answer_sentences(const Group& g) {
-  // One sentence per question, each scenario a clause: "TOPIC: when …, CLAIM; when …, CLAIM."
-  std::vector<std::string> sentences;
+std::vector<AnswerRow> answer_rows(const Group& g) {
+  std::vector<AnswerRow> rows;
   for (const AnswerQuestion& q : answer_questions(g)) {
-    std::string clauses;
+    AnswerRow row{q.label, q.topic, q.fixed, {}};
     for (const AnswerPair& p : q.pairs)
-      clauses += (clauses.empty() ? "" : "; ") + scenario_phrase(p.scenario) + ", " + claim(g, p.a, p.b, p.scenario);
-    sentences.push_back(q.topic + ": " + clauses + ".");
+      row.verdicts.push_back({p.scenario, p.a, p.b, judge(*g.cell(p.a, p.scenario), *g.cell(p.b, p.scenario))});
+    rows.push_back(std::move(row));
   }
-  return sentences;
+  return rows;
 }
 
 std::optional<AnswerTable> answer_table(const Group& g) {
   AnswerTable t;
-  t.scenarios = answer_scenarios(g);
+  for (const std::string& sc : answer_scenarios(g))  // the two ends; the mix is the verdict table's
+    if (sc.rfind("exit:", 0) == 0) t.scenarios.push_back(sc);
   // A decoder's options are every way the run wrote it, at every batch (design.md §8).
   t.rows = decodes(g) ? g.strategies : pytorch_options(g);
   if ((g.batch != 1 && !decodes(g)) || t.rows.empty() || t.scenarios.empty()) return std::nullopt;
@@ -291,28 +315,6 @@ std::string BudgetSpent::text() const {
       << looks << " looks (verdicts at " << 100 * look_confidence(kAnswerLooks) << "%): " << undecided_at_start
       << " comparisons undecided before, " << undecided_at_end << " after";
   return out.str();
-}
-
-std::string conditional_graphs_sentence(const std::vector<Group>& groups) {
-  std::vector<std::string> said;
-  for (const Group& g : groups) {
-    if (g.device_label.rfind("cuda", 0) != 0 || !g.cell(kEagerHost, "mix:uniform")) continue;
-    for (const char* graph : {"torch/graph_cond", "native/graph_cond", "python/py_cond_cudagraph"})
-      if (g.cell(graph, "mix:uniform")) {
-        const bool graph_first = g.cell(graph, "mix:uniform")->median_us < g.cell(kEagerHost, "mix:uniform")->median_us;
-        said.push_back(
-            "at batch " + std::to_string(g.batch) + " (" + g.model_text() + ") on " + g.device_label + ", " +
-            (graph_first ? claim(g, graph, kEagerHost, "mix:uniform") : claim(g, kEagerHost, graph, "mix:uniform")));
-      }
-  }
-  if (said.empty())
-    return "Whether conditional graphs are impossible is unmeasured here: this run has no GPU figures for a graph "
-           "with conditional nodes (graph_cond, py_cond_cudagraph) beside eager_host.";
-  std::string text =
-      "Conditional graphs run, deciding on the device with no host round trip, when exits are spread "
-      "evenly: ";
-  for (size_t i = 0; i < said.size(); ++i) text += (i ? "; " : "") + said[i];
-  return text + ".";
 }
 
 }  // namespace condbench::report

@@ -141,10 +141,15 @@ void Document::table(const Table& t) {
   for (const auto& row : t.rows) {
     md_ << "|";
     html_ << "<tr>";
+    const size_t r = static_cast<size_t>(&row - t.rows.data());
     for (size_t i = 0; i < shown.size(); ++i) {
       const std::string& cell = shown[i] < row.size() ? row[shown[i]] : std::string();
       md_ << " " << escape_markdown(cell) << " |";
-      html_ << (text[i] ? "<td class=\"t\">" : "<td>") << escape_html(cell) << "</td>";
+      const std::string* note = r < t.notes.size() && shown[i] < t.notes[r].size() && !t.notes[r][shown[i]].empty()
+                                    ? &t.notes[r][shown[i]]
+                                    : nullptr;
+      html_ << "<td" << (text[i] ? " class=\"t\"" : "") << (note ? " title=\"" + escape_html(*note) + "\"" : "") << ">"
+            << escape_html(cell) << "</td>";
     }
     md_ << "\n";
     html_ << "</tr>\n";

@@ -16,6 +16,9 @@ struct Table {
   std::vector<std::vector<std::string>> rows;
   // Leave out the columns with no value in any row ("-" throughout: gpu_us on a CPU run).
   bool drop_empty_columns = true;
+  // Where given (the shape of `rows`, or shorter), what a cell says at length: the HTML shows it when
+  // the reader points at the cell (a title); Markdown has no such place and leaves it out.
+  std::vector<std::vector<std::string>> notes = {};
 };
 
 class Document {

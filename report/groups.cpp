@@ -29,6 +29,8 @@ std::optional<double> Group::speedup_over_eager(const std::string& strategy, con
 
 std::string Group::model_text() const { return condbench::model_text(model); }
 
+std::string Group::model_short() const { return condbench::model_short(model); }
+
 namespace {
 
 bool interleaved(const ResultFile& file) {

@@ -3,6 +3,9 @@
 //   condbench-report --out DIR RESULT.json... [--unstable-cv PCT]   report.md, report.html, charts/ in DIR
 //   condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]
 //   condbench-report --table RESULT.json...     the median latency table, in Markdown, on stdout
+//   condbench-report --explain "A vs B [at SCENARIO] [in TEXT]" RESULT.json...
+//                                               the sentence behind a verdict: its medians, intervals,
+//                                               ratio, allowance, and what the data could call
 //
 // Bad input gets one line naming the file and what is wrong, exit code 2, and nothing half
 // written: the report is built in a temporary directory beside DIR and renamed into place. DIR is
@@ -43,6 +46,7 @@ const char* const kUsage =
     "usage: condbench-report --out DIR [--force] [--unstable-cv PCT] RESULT.json...\n"
     "       condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]\n"
     "       condbench-report --table RESULT.json...\n"
+    "       condbench-report --explain \"A vs B [at SCENARIO] [in TEXT]\" RESULT.json...\n"
     "       condbench-report --undecided [--repetitions N] [--spent R,C,S,L,U] RESULT.json... OWN.json\n"
     "       condbench-report --pairs RESULT.json...  |  --pairs --across A.json B.json\n"
     "  --force             replace DIR even if it is not a previous condbench report\n"
@@ -56,6 +60,9 @@ const char* const kUsage =
     "                      cells of the last file that the answer's undecided comparisons need more of;\n"
     "                      --repetitions N (the run's own) adds the rounds before each next look, --spent\n"
     "                      ROUNDS,CELLS,SECONDS,LOOKS,UNDECIDED_AT_START what the budget did, in words\n"
+    "  --explain QUERY     the full sentence behind the verdicts of A against B (a strategy as engine/name or\n"
+    "                      name), in every group and scenario where both ran, or only at SCENARIO, or in the\n"
+    "                      groups whose title holds TEXT (\"cpu · AMD EPYC · mlp h64 ×3 · batch 1\")\n"
     "  --pairs             JSON of the verdict rule's judgement of every two cells of a group, each file on its\n"
     "                      own; with --across, of each benchmark in A against itself in B (two runs): the\n"
     "                      interval, its order statistic, the drift allowance and the verdict, for the\n"
@@ -135,6 +142,7 @@ void write_atomically(const std::vector<ResultFile>& files, const fs::path& dir,
 struct Args {
   std::string out, fail_on, unstable_cv, min_effect;
   std::string repetitions, spent;  // --undecided's, for the peer's answer budget
+  std::string explain;             // --explain's query
   bool fail_on_given = false;      // "--fail-on-regression=" is given, and empty: refused, not ignored
   bool help = false, compare = false, undecided = false, table = false, force = false, pairs = false, across = false;
   std::vector<std::string> inputs;
@@ -177,6 +185,9 @@ Args read_args(int argc, char** argv) {
       r.pairs = true;
     } else if (a == "--across") {
       r.across = true;
+    } else if (is("--explain")) {
+      r.explain = value("--explain");
+      if (r.explain.empty()) fail("--explain: needs a query, \"A vs B [at SCENARIO] [in TEXT]\"");
     } else if (is("--repetitions")) {
       r.repetitions = value("--repetitions");
     } else if (is("--spent")) {
@@ -211,6 +222,51 @@ int print_pairs(const Args& args) {
   if (args.across && args.inputs.size() != 2) fail("--pairs --across takes exactly two result files");
   const std::vector<ResultFile> files = load_inputs(args, "--pairs");
   std::cout << pairs_json(args.across ? pairs_across(files[0], files[1]) : pairs_within(files)).dump() << "\n";
+  return 0;
+}
+
+// --explain "A vs B [at SCENARIO] [in TEXT]": the verdict's sentence, wherever both ran.
+int print_explanations(const Args& args) {
+  if (args.compare || args.undecided || args.table || args.pairs || args.report_options())
+    fail("--explain takes result files only");
+  std::string query = args.explain, within, scenario;
+  const auto take = [&](const std::string& word) {
+    const size_t at = query.rfind(word);
+    if (at == std::string::npos) return std::string();
+    std::string tail = query.substr(at + word.size());
+    query.erase(at);
+    return tail;
+  };
+  within = take(" in ");
+  scenario = take(" at ");
+  const size_t vs = query.find(" vs ");
+  if (vs == std::string::npos || vs == 0 || vs + 4 >= query.size())
+    fail("--explain: '" + printable(args.explain, 120) + "' is not \"A vs B [at SCENARIO] [in TEXT]\"");
+  const std::string a = query.substr(0, vs), b = query.substr(vs + 4);
+  // "py_cond" names python/py_cond; "torch/masked" names itself
+  const auto named = [](const Group& g, const std::string& name) {
+    for (const std::string& s : g.strategies)
+      if (s == name || (s.size() > name.size() && s.compare(s.size() - name.size(), name.size(), name) == 0 &&
+                        s[s.size() - name.size() - 1] == '/'))
+        return s;
+    return std::string();
+  };
+  size_t said = 0;
+  for (const Group& g : make_groups(load_inputs(args, "--explain"))) {
+    const std::string title = g.device_label + " · " + g.model_short() + " · batch " + std::to_string(g.batch);
+    if (!within.empty() && title.find(within) == std::string::npos) continue;
+    const std::string sa = named(g, a), sb = named(g, b);
+    if (sa.empty() || sb.empty()) continue;
+    for (const std::string& sc : g.scenarios)
+      if ((scenario.empty() || sc == scenario) && g.cell(sa, sc) && g.cell(sb, sc)) {
+        std::cout << title << " · " << sc << ": " << explain(g, sa, sb, sc) << ".\n";
+        ++said;
+      }
+  }
+  if (said == 0)
+    fail("--explain: no group has both " + printable(a, 60) + " and " + printable(b, 60) +
+         (scenario.empty() ? "" : " at " + printable(scenario, 40)) +
+         (within.empty() ? "" : " in '" + printable(within, 60) + "'"));
   return 0;
 }
 
@@ -336,6 +392,7 @@ int run(int argc, char** argv) {
     std::cout << kUsage;
     return 0;
   }
+  if (!args.explain.empty()) return print_explanations(args);
   if (args.pairs) return print_pairs(args);
   if (args.table) return print_table(args);
   if (args.undecided) return print_undecided(args);

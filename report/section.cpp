@@ -29,8 +29,14 @@ std::vector<Section> report_sections() {
   return sections;
 }
 
-std::string group_title(const Group& g) {
-  return g.device_label + " · batch " + std::to_string(g.batch) + " · " + g.model_text();
+std::string group_title(const Group& g) { return g.device_label + " · " + group_heading(g); }
+
+std::string group_heading(const Group& g) { return g.model_short() + " · batch " + std::to_string(g.batch); }
+
+void machine_heading(Document& doc, int level, const Group& g, std::string& last) {
+  if (g.device_label == last) return;
+  last = g.device_label;
+  doc.heading(level, g.device_label);
 }
 
 // Only the characters a file name and an HTML id take safely: a value from another machine may

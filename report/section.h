@@ -43,8 +43,13 @@ std::vector<Section> report_sections();
       ::condbench::report::register_section({title, order, applies, write})
 
 // What several sections say alike.
-// "cpu · X · batch 1 · hidden 64, 3 blocks": a group's heading.
+// "cpu · X · mlp h64 ×3 · batch 1": a group in full (a chart's caption).
 std::string group_title(const Group& g);
+// "mlp h64 ×3 · batch 1": a group's heading, under its machine's (each fact once).
+std::string group_heading(const Group& g);
+// Before the first group of each machine (device label), that machine's heading at `level`; `last`
+// is the label headed last, kept by the caller.
+void machine_heading(Document& doc, int level, const Group& g, std::string& last);
 // A chart's file name and anchor, unique in the report: its kind, the group's place, batch and sizes.
 std::string chart_id(const Group& g, const char* kind, size_t index);
 // "[1.2–2.1]": the interval of a median, or "-" without one.

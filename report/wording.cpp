@@ -133,6 +133,51 @@ std::string verdict_text(const Judgement& j, const std::string& fast, const std:
   return between + "the ratio " + ratio_text(j.ratio) + " is below what this data can call" + drift + limits;
 }
 
+std::string status_text(const Judgement& j) {
+  switch (j.standing) {
+    case Standing::faster:
+      return (j.first_faster ? "FASTER ≥" : "SLOWER ≥") + format_at_least(j.factor);
+    case Standing::same:
+      return "SAME";
+    case Standing::ambiguous:
+      break;
+  }
+  return "?";
+}
+
+std::string kernels_of(const std::string& strategy) {
+  if (strategy.rfind("native/", 0) == 0) return "native";
+  if (strategy.rfind("aoti/", 0) == 0) return "Inductor";
+  if (strategy == "python/ort_if") return "ONNX Runtime";
+  if (strategy.rfind("python/", 0) == 0 && strategy.find("compile") != std::string::npos) return "Inductor";
+  return "ATen";
+}
+
+std::string marks_text(const Judgement& j, const Cell& a, const Cell& b, const std::string& strategy_a,
+                       const std::string& strategy_b) {
+  std::string marks;
+  if (rule_drift(a, b) > 1) marks += "‡";
+  if (j.outliers > 0) marks += "†";
+  if (kernels_of(strategy_a) != kernels_of(strategy_b)) marks += "◊";
+  if (a.busy || b.busy) marks += "⚑";
+  if (j.withheld) marks += "⊘";
+  return marks;
+}
+
+std::vector<std::string> verdict_legend() {
+  return {
+      "FASTER ≥N×: the first is at least N× faster (the low edge of the 99% interval of the ratio, over the "
+      "drift allowance: the only factor shown); SLOWER ≥N×: the second is; SAME: the whole interval lies "
+      "inside " +
+          format_ratio(kEquivalenceMargin) + "; ?: neither (docs/statistics.md)",
+      "‡ timed in different processes or runs (a drift allowance of " + format_drift(kDriftBetweenProcesses) +
+          "); † outlying repetitions; ⚑ recorded on a busy machine",
+      "◊ different kernels (condbench's own, ATen's, Inductor's or ONNX Runtime's): the kernels differ as well "
+      "as the control flow",
+      "⊘ withheld: the drift this run's equal-work pairs showed flips it (\"The drift allowance\")",
+      "condbench-report --explain \"A vs B at SCENARIO\" FILE... gives any cell's sentence (the HTML: its title)"};
+}
+
 std::string round_trip_sentence(const std::map<std::string, std::map<std::string, double>>& primitive_floors) {
   std::vector<std::string> said;
   for (const auto& [device, prims] : primitive_floors) {

@@ -39,30 +39,38 @@ def run(*args):
 
 
 def answer_blocks(build, files, page_dir):
-    """The report's answer blocks, each its table, chart and verdicts up to the next heading, with
-    its title in bold and the chart's link pointed at the committed report."""
+    """The report's answer blocks, each a group's options table, chart and verdict table under its
+    machine's heading, titled "machine · group" in bold, the chart's link pointed at the committed
+    report; and the report's legend of statuses and marks (a line each)."""
     report_dir = os.path.relpath(os.path.join(ROOT, os.path.splitext(files[0])[0] + "-report"), page_dir)
     with tempfile.TemporaryDirectory() as tmp:
         run(os.path.join(build, "condbench-report"), "--out", os.path.join(tmp, "report"), *files)
         with open(os.path.join(tmp, "report", "report.md")) as f:
             report = f.read()
     section = report.split("\n## The answer", 1)[1].split("\n## ", 1)[0]
+    legend = [line for line in section.split("\n### ", 1)[0].splitlines() if line.startswith("- ")]
     blocks = []
-    for block in section.split("\n### ")[1:]:
-        title, body = block.split("\n", 1)
-        body = body.replace("](charts/", f"]({report_dir}/charts/")
-        blocks.append((title, f"**{title}**\n{body.rstrip()}\n"))
-    return blocks
+    for machine_part in section.split("\n### ")[1:]:
+        machine = machine_part.split("\n", 1)[0]
+        for block in machine_part.split("\n#### ")[1:]:
+            title, body = block.split("\n", 1)
+            body = body.replace("](charts/", f"]({report_dir}/charts/")
+            # the round trip's sentence closes the section, not a group
+            body = "\n".join(line for line in body.rstrip().splitlines() if not line.startswith("What one exit test"))
+            blocks.append((f"{machine} · {title}", f"**{machine} · {title}**\n{body.rstrip()}\n"))
+    return blocks, legend
 
 
 def answer(build, files, page_dir):
-    """The report's first answer block."""
-    return answer_blocks(build, files, page_dir)[0][1]
+    """The report's first answer block, and the legend's lines that say what its statuses and marks mean."""
+    blocks, legend = answer_blocks(build, files, page_dir)
+    return blocks[0][1] + "\n" + "\n".join(legend[:2]) + "\n"
 
 
 def decoder(build, files, page_dir):
     """Every answer block of the decoder (docs/design.md §8), one a batch."""
-    return "\n".join(text for title, text in answer_blocks(build, files, page_dir) if "· decoder:" in title)
+    blocks, _ = answer_blocks(build, files, page_dir)
+    return "\n".join(text for title, text in blocks if " · decoder " in title)
 
 
 def table(build, files):

@@ -1,5 +1,7 @@
 #include "condbench/result_format.h"
 
+#include <algorithm>
+
 #include "condbench/error.h"
 
 namespace condbench {
@@ -135,18 +137,54 @@ std::string BenchmarkId::without_axes() const {
   return primitive ? "primitive/" + device + "/" + primitive_name : "early_exit/" + device + "/" + strategy_key();
 }
 
+namespace {
+
+// A model whose depth is its layers (the decoder) names its blocks axis for the exits before the
+// final one, which its layers and exit_every already say: not a depth to print.
+bool depth_in_layers(const std::vector<BenchmarkName::Part>& model) {
+  return std::any_of(model.begin(), model.end(), [](const BenchmarkName::Part& p) { return p.key == "layers"; });
+}
+
+}  // namespace
+
 std::string model_text(const std::vector<BenchmarkName::Part>& model) {
   std::string family, sizes, depth;
+  const bool layered = depth_in_layers(model);
   for (const BenchmarkName::Part& p : model) {
     if (p.key == "model" && family.empty())
       family = p.value + ": ";
     else if (p.key == "blocks" && depth.empty())
-      depth = p.value + " blocks";
+      depth = layered ? "" : p.value + " blocks";
     else
       sizes += (sizes.empty() ? "" : ", ") + p.key + " " + p.value;
   }
   if (!depth.empty()) sizes += (sizes.empty() ? "" : ", ") + depth;
   return family + sizes;
+}
+
+std::string model_short(const std::vector<BenchmarkName::Part>& model) {
+  static const std::pair<std::string_view, std::string_view> kLetters[] = {
+      {"hidden", "h"}, {"d_model", "d"}, {"heads", "a"},      {"ffn", "f"},    {"seq", "s"},      {"layers", "L"},
+      {"vocab", "v"},  {"context", "c"}, {"exit_every", "e"}, {"prompt", "p"}, {"generate", "g"}, {"in_features", "i"}};
+  std::string family = "mlp", sizes, depth;
+  const bool layered = depth_in_layers(model);
+  bool named = false;
+  for (const BenchmarkName::Part& p : model) {
+    if (p.key == "model" && !named) {
+      family = p.value;
+      named = true;
+      continue;
+    }
+    if (p.key == "blocks" && depth.empty()) {
+      depth = layered ? "" : " ×" + p.value;
+      continue;
+    }
+    std::string part = p.key + "=" + p.value;  // an axis no reader knows, as the name has it
+    for (const auto& [key, letter] : kLetters)
+      if (p.key == key) part = std::string(letter) + p.value;
+    sizes += " " + part;
+  }
+  return family + sizes + depth;
 }
 
 std::string model_order(const std::vector<BenchmarkName::Part>& model) {

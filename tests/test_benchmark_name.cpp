@@ -48,3 +48,30 @@ TEST(BenchmarkName, RefusesWhatIsNotPartsAndAxes) {
 
 }  // namespace
 }  // namespace condbench
+
+namespace condbench {
+namespace {
+
+std::vector<BenchmarkName::Part> axes_of(const std::string& name) { return BenchmarkId::read(name)->model; }
+
+TEST(ModelWords, EachModelInFullAndInAHeadingsFewCharacters) {
+  const auto mlp = axes_of("early_exit/cpu/native/fused/exit:1/batch:1/hidden:64/blocks:3");
+  EXPECT_EQ(model_text(mlp), "hidden 64, 3 blocks");
+  EXPECT_EQ(model_short(mlp), "mlp h64 ×3");
+  const auto transformer = axes_of(
+      "early_exit/cpu/torch/masked/exit:1/batch:1/model:transformer/d_model:256/heads:4/ffn:1024/seq:32/blocks:6");
+  EXPECT_EQ(model_short(transformer), "transformer d256 a4 f1024 s32 ×6");
+  // a decoder's depth is its layers: its blocks axis (the exits before the final one) is never called blocks
+  const auto decoder = axes_of(
+      "early_exit/cpu/torch/masked/exit:1/batch:1/model:decoder/vocab:512/d_model:256/heads:4/layers:8/ffn:1024/"
+      "context:64/exit_every:2/prompt:16/generate:32/blocks:3");
+  EXPECT_EQ(model_text(decoder),
+            "decoder: vocab 512, d_model 256, heads 4, layers 8, ffn 1024, context 64, exit_every 2, prompt 16, "
+            "generate 32");
+  EXPECT_EQ(model_short(decoder), "decoder v512 d256 a4 L8 f1024 c64 e2 p16 g32");
+  // a model file's module is named by its file
+  EXPECT_EQ(model_short(axes_of("early_exit/cpu/aoti/cond/exit:1/batch:1/model:cnn.py/blocks:3")), "cnn.py ×3");
+}
+
+}  // namespace
+}  // namespace condbench

@@ -31,6 +31,7 @@ class BenchmarkName {
   struct Part {
     std::string key;  // empty for a label
     std::string value;
+    bool operator==(const Part&) const = default;
   };
 
   BenchmarkName& label(std::string value);
@@ -90,6 +91,10 @@ struct BenchmarkId {
 // "transformer: d_model 256, heads 4, ffn 1024, seq 32, 6 blocks". An axis keyed model names the
 // family; blocks is the depth; any other axis reads "key value", in the name's order.
 std::string model_text(const std::vector<BenchmarkName::Part>& model);
+// The same in a heading's few characters: "mlp h64 ×3", "transformer d256 a4 f1024 s32 ×6",
+// "decoder v512 d256 a4 L8 f1024 c64 e2 p16 g32" (a letter per known size, an unknown axis as
+// key=value, ×N the blocks, none for a model whose depth is its layers).
+std::string model_short(const std::vector<BenchmarkName::Part>& model);
 // A key that sorts models by their axes in the name's order, numbers by value (64 before 256).
 std::string model_order(const std::vector<BenchmarkName::Part>& model);
 // exit:1, exit:2, ... then mix:early, mix:uniform, mix:late, then any other mix: the order of depth.

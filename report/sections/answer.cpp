@@ -1,5 +1,7 @@
-// The answer, first in the report: what a PyTorch user should write for an early exit, per model
-// at batch 1 — a table of the options with their standings, a chart, and the verdicts in words.
+// The answer, first in the report: what a PyTorch user should write for an early exit, per model —
+// a table of the options with their standings, a chart, and a table of verdicts, one a question and
+// scenario; the sentences behind them are condbench-report --explain's (and the HTML's titles).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -11,22 +13,69 @@ namespace condbench::report {
 
 namespace {
 
-// An option's standing against the fastest row of its column, in the answer's words.
+// An option's standing against the fastest row of its column: "fastest", "≥46× slower", "SAME" or
+// "?", with the verdict's marks.
 std::string standing_text(const Group& g, const std::string& best, const std::string& option,
                           const std::string& scenario) {
   if (option == best) return "fastest";
-  const Judgement j = judge(*g.cell(best, scenario), *g.cell(option, scenario));
-  switch (j.standing) {
-    case Standing::faster:
-      return "≥" + format_at_least(j.factor) + " slower";
-    case Standing::same:
-      return "same as " + best;
-    case Standing::ambiguous:
-      break;
+  const Cell &fast = *g.cell(best, scenario), &other = *g.cell(option, scenario);
+  const Judgement j = judge(fast, other);
+  const std::string status = j.standing == Standing::faster ? "≥" + format_at_least(j.factor) + " slower"
+                             : j.standing == Standing::same ? "SAME"
+                                                            : "?";
+  std::string text = status;
+  // ◊ left out: condbench's own fastest is in every table, and every other row runs other kernels
+  std::string marks = marks_text(j, fast, other, best, option);
+  if (const size_t at = marks.find("◊"); at != std::string::npos) marks.erase(at, std::string("◊").size());
+  if (!marks.empty()) text.append(" ").append(marks);
+  return text;
+}
+
+// A verdict table's cell: the status from the row's side, its marks; where the row's label does not
+// name the two cells, the cell does ("aoti/cond vs python/ort_if: FASTER ≥1.2× ‡").
+std::string verdict_cell(const Group& g, const AnswerRow& row, const AnswerVerdict& v) {
+  std::string text = row.fixed ? std::string() : v.a;
+  if (!row.fixed) text.append(" vs ").append(v.b).append(": ");
+  text.append(status_text(v.judgement));
+  const std::string marks = marks_text(v.judgement, *g.cell(v.a, v.scenario), *g.cell(v.b, v.scenario), v.a, v.b);
+  if (!marks.empty()) text.append(" ").append(marks);
+  return text;
+}
+
+// A scenario as a column's heading: "exit 1", "exit 4 (full depth)", "mix:uniform".
+std::string column(const std::string& scenario, const std::vector<std::string>& scenarios, const Group& g) {
+  if (scenario.rfind("exit:", 0) != 0) return scenario;
+  const bool full = scenario == "exit:" + std::to_string(g.blocks + 1) && scenario != scenarios.front();
+  return "exit " + scenario.substr(5) + (full ? " (full depth)" : "");
+}
+
+// The verdict table of a group: a row a question, a column a scenario.
+void verdict_table(const Group& g, Document& doc) {
+  const std::vector<AnswerRow> rows = answer_rows(g);
+  if (rows.empty()) return;
+  const std::vector<std::string> scenarios = answer_scenarios(g);
+  Table t{{"question"}, {}};
+  for (const std::string& sc : scenarios) t.header.push_back(column(sc, scenarios, g));
+  for (const AnswerRow& row : rows) {
+    // a fixed row names its two cells once, by their names alone ("py_eager_if vs py_cond")
+    std::string label = row.label;
+    if (row.fixed) {
+      const AnswerVerdict& v = row.verdicts.front();
+      const auto shown = [](const std::string& s) { return s.rfind("python/", 0) == 0 ? s.substr(7) : s; };
+      label.append(" (").append(shown(v.a)).append(" vs ").append(shown(v.b));
+      label.append(")");
+    }
+    std::vector<std::string> cells{label}, notes{row.topic};
+    for (const std::string& sc : scenarios) {
+      const auto v = std::find_if(row.verdicts.begin(), row.verdicts.end(),
+                                  [&](const AnswerVerdict& x) { return x.scenario == sc; });
+      cells.push_back(v == row.verdicts.end() ? "-" : verdict_cell(g, row, *v));
+      notes.push_back(v == row.verdicts.end() ? "" : explain(g, v->a, v->b, sc));
+    }
+    t.rows.push_back(std::move(cells));
+    t.notes.push_back(std::move(notes));
   }
-  return std::isfinite(j.detectable)
-             ? "ambiguous (could show ≥" + number(j.detectable) + "×, cannot exclude " + number(j.cannot_exclude) + "×)"
-             : "ambiguous (too few repetitions)";
+  doc.table(t);
 }
 
 // The answer's chart: each option a dot at its median with the interval of the median as a
@@ -94,24 +143,25 @@ void answer_budget(const ReportInput& in, Document& doc) {
     if (const auto it = f.context.find(kAnswerBudgetContext); it != f.context.end())
       said.push_back(std::filesystem::path(f.path).filename().string() + ": " + printable(it->second, 300));
   if (said.empty()) return;
-  std::vector<std::string> open;
-  for (const Group& g : in.groups)
+  // A row per comparison, its group named on the first of the group's rows; the ratio's interval and
+  // what it cannot exclude are --explain's (and the HTML's title).
+  Table open{{"group", "scenario", "pair (faster first)", "could have called"}, {}};
+  for (const Group& g : in.groups) {
+    bool named = false;
     for (const AnswerPair& p : answer_pairs(g)) {
       const Judgement j = judge(*g.cell(p.a, p.scenario), *g.cell(p.b, p.scenario));
       if (j.standing != Standing::ambiguous) continue;
-      const std::string& fast = j.first_faster ? p.a : p.b;
-      const std::string& slow = j.first_faster ? p.b : p.a;
-      open.push_back(g.model_text() + ", " + p.scenario + ": " + fast + " against " + slow +
-                     (std::isfinite(j.detectable) ? " (could have called ≥" + number(j.detectable) + "×)"
-                                                  : " (too few repetitions)"));
+      open.rows.push_back({named ? "" : g.device_label + " · " + group_heading(g), p.scenario,
+                           (j.first_faster ? p.a : p.b) + " vs " + (j.first_faster ? p.b : p.a),
+                           std::isfinite(j.detectable) ? "≥" + number(j.detectable) + "×" : "too few repetitions"});
+      open.notes.push_back({"", "", explain(g, p.a, p.b, p.scenario), ""});
+      named = true;
     }
-  std::string text =
-      "This run had an answer budget: interleaved rounds over the cells of the answer's undecided comparisons "
-      "until each was decided (" +
-      join(said, "; ") + "). ";
-  text += open.empty() ? "Every comparison of the answer was decided."
-                       : std::to_string(open.size()) + " stayed ambiguous: " + join(open, "; ") + ".";
-  doc.paragraph(text);
+  }
+  doc.paragraph("Answer budget: " + join(said, "; ") + ".");
+  doc.paragraph(open.rows.empty() ? "Every comparison of the answer was decided."
+                                  : std::to_string(open.rows.size()) + " comparisons stayed undecided:");
+  if (!open.rows.empty()) doc.table(open);
 }
 
 // Correct before it is fast: where a compiled form computed other results than the module and a
@@ -139,79 +189,74 @@ void correctness_notes(const ReportInput& in, Document& doc) {
 }
 
 // First in the report: what a PyTorch user should write for an early exit, from this run's data.
-// Per model at batch 1: one table (each option's median and its standing against the fastest),
-// one chart, and at most four sentences that state the verdicts.
+// Per machine, per model and batch: the options table (each option's median and its standing against
+// the fastest), a chart, and the verdict table; the legend once.
 void the_answer(const ReportInput& in, Charts& out, Document& doc) {
   doc.paragraph(
-      "What should a PyTorch user write for an early exit? Every row leaves at exit 1, or runs to the full depth. "
-      "The PyTorch options (python/...: the peer's ways to write it; aoti/...: the same modules through "
-      "torch.export and AOTInductor, run from C++), LibTorch's eager_host, condbench's fastest strategy and its "
-      "one-core floor: median µs per inference [interval of the median] and the standing against the fastest "
-      "(≥ N× slower; same, when the whole interval of the ratio lies inside the " +
-      format_ratio(kEquivalenceMargin) +
-      " margin; or ambiguous: docs/statistics.md, \"Verdicts\"). Cells timed in different processes or "
-      "runs (condbench's against the peer's) are judged with a drift allowance of " +
-      format_ratio(kDriftBetweenProcesses) +
-      " (so they are never the same), cells of one interleaved run with none. A cell's outlying repetitions (far "
-      "outside its own spread: a busy moment) are counted beside it and kept in its figures.");
+      "What should a PyTorch user write for an early exit? Per model and batch: the options (python/...: the "
+      "peer's Python; aoti/...: the same modules through AOTInductor, run from C++; eager_host; condbench's "
+      "fastest), each standing against its column's fastest; then a verdict per question.");
+  doc.paragraph(
+      "Median µs per inference (a decoder's: per token) [interval of the median], every row leaving at exit 1 or "
+      "at the full depth; the verdicts add the uniform mix.");
+  doc.bullets(verdict_legend());
   answer_budget(in, doc);
   correctness_notes(in, doc);
   bool any = false;
+  std::string machine;
   for (size_t gi = 0; gi < in.groups.size(); ++gi) {
     const Group& g = in.groups[gi];
     const std::optional<AnswerTable> table = answer_table(g);
-    if (!table) continue;
+    if (!table && answer_rows(g).empty()) continue;
     any = true;
-    doc.heading(3, group_title(g));
-    if (decodes(g))
-      doc.paragraph(
-          "A decoder (docs/design.md §8): each cell is one decode step, one generated token for every row of the "
-          "batch, in µs; the options are every way this run wrote the per-token exit.");
-    const std::vector<std::string>& scenarios = table->scenarios;
-    const std::vector<std::string>& rows = table->rows;
-    const std::vector<std::string>& best = table->best;
-    const std::string& fastest = table->own_fastest;
-    Table t{{"option"}, {}};
-    for (const std::string& sc : scenarios) {
-      // "exit 1", "exit 4 (full depth)": every row leaves there
-      t.header.push_back("exit " + sc.substr(sc.find(':') + 1) +
-                         (sc == scenarios.back() && sc != scenarios.front() ? " (full depth)" : ""));
-      t.header.push_back("standing");
-    }
-    for (const std::string& s : rows) {
-      std::vector<std::string> row{s};
-      for (size_t i = 0; i < scenarios.size(); ++i) {
-        const Cell* c = g.cell(s, scenarios[i]);
-        row.push_back(c ? number(c->median_us) + " " + interval_text(c->interval) +
-                              (c->outliers ? " (" + outliers_text(c->outliers) + ")" : "")
-                        : "-");
-        row.push_back(c ? standing_text(g, best[i], s, scenarios[i]) : "-");
-      }
-      t.rows.push_back(row);
-    }
-    if (!fastest.empty()) {
-      std::vector<std::string> row{"one-core floor of " + fastest};
+    machine_heading(doc, 3, g, machine);
+    doc.heading(4, group_heading(g));
+    if (table) {
+      const std::vector<std::string>& scenarios = table->scenarios;
+      const std::string& fastest = table->own_fastest;
+      Table t{{"option"}, {}};
       for (const std::string& sc : scenarios) {
-        const Cell* c = g.cell(fastest, sc);
-        const std::optional<Floor> f = c ? cell_floor(in, g, fastest, *c) : std::nullopt;
-        row.push_back(f ? number(f->us) : "-");
-        row.push_back("-");
+        t.header.push_back(column(sc, scenarios, g));
+        t.header.push_back("standing");
       }
-      t.rows.push_back(row);
+      for (const std::string& s : table->rows) {
+        std::vector<std::string> row{s}, notes{""};
+        for (size_t i = 0; i < scenarios.size(); ++i) {
+          const Cell* c = g.cell(s, scenarios[i]);
+          row.push_back(c ? number(c->median_us) + " " + interval_text(c->interval) : "-");
+          row.push_back(c ? standing_text(g, table->best[i], s, scenarios[i]) : "-");
+          notes.push_back("");
+          notes.push_back(c && s != table->best[i] ? explain(g, table->best[i], s, scenarios[i]) : "");
+        }
+        t.rows.push_back(std::move(row));
+        t.notes.push_back(std::move(notes));
+      }
+      if (!fastest.empty() && std::any_of(scenarios.begin(), scenarios.end(), [&](const std::string& sc) {
+            const Cell* c = g.cell(fastest, sc);
+            return c && cell_floor(in, g, fastest, *c);
+          })) {
+        std::vector<std::string> row{"one-core floor of " + fastest};
+        for (const std::string& sc : scenarios) {
+          const Cell* c = g.cell(fastest, sc);
+          const std::optional<Floor> f = c ? cell_floor(in, g, fastest, *c) : std::nullopt;
+          row.push_back(f ? number(f->us) : "-");
+          row.push_back("-");
+        }
+        t.rows.push_back(row);
+      }
+      doc.begin_side_by_side();
+      doc.table(t);
+      answer_chart(in, out, doc, g, gi, table->rows, scenarios, fastest);
+      doc.end_side_by_side();
     }
-    doc.begin_side_by_side();
-    doc.table(t);
-    answer_chart(in, out, doc, g, gi, rows, scenarios, fastest);
-    doc.end_side_by_side();
-    doc.bullets(answer_sentences(g));
+    verdict_table(g, doc);
   }
   if (!any)
     doc.paragraph(
         "This report has no figures of the PyTorch peer or the aoti engine at batch 1, so it cannot say what to "
-        "write with PyTorch: "
-        "scripts/run runs the peer with condbench (--no-python skips it); give its result file to condbench-report "
-        "beside condbench's.");
-  doc.bullets({conditional_graphs_sentence(in.groups), round_trip_sentence(in.floors)});
+        "write with PyTorch: scripts/run runs the peer with condbench (--no-python skips it); give its result file "
+        "to condbench-report beside condbench's.");
+  doc.paragraph(round_trip_sentence(in.floors));
 }
 
 }  // namespace

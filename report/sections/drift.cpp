@@ -15,12 +15,12 @@ bool interleaved(const ResultFile& file) {
 
 void drift_allowance_section(const ReportInput& in, Charts& /*out*/, Document& doc) {
   doc.paragraph(
-      "A strategy that does the same work in two scenarios (every work counter equal) is an A/A test: a "
-      "verdict between its two cells is the machine drifting. Each such pair is judged at no allowance; the "
-      "largest conservative factor of their false claims is the drift its file showed for cells of that "
-      "bound, and every verdict on those cells allows at least that much (beside the rule's " +
-      format_ratio(kDriftBetweenProcesses) +
-      " between cells timed apart). A verdict the measured drift flips is withheld and marked, not hidden.");
+      "A strategy doing the same work in two scenarios (every work counter equal) is an A/A test: a verdict "
+      "between its cells is the machine drifting. Each such pair is judged at no allowance.");
+  doc.paragraph(
+      "The largest factor their false claims show is the drift of their file and bound; every verdict on those "
+      "cells allows at least that (the rule allows " +
+      format_drift(kDriftBetweenProcesses) + " between cells timed apart). What it flips is withheld (⊘).");
   Table t{{"file", "bound", "timed", "equal-work pairs", "false claims", "drift shown", "shown by", "allowance"}, {}};
   for (const DriftClass& c : in.check.calibration.classes) {
     const ResultFile& f = in.files.at(c.file);

@@ -30,21 +30,15 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
   const auto& groups = in.groups;
   const auto& unstable_cv = in.unstable_cv;
   const std::string confidence = confidence_text(groups), threshold = number(100 * unstable_cv, 3);
-  doc.paragraph(
-      "Median wall time per inference in µs over the repetitions, in brackets the distribution-free "
-      "confidence interval of the median (" +
-      confidence +
-      "), the coefficient of variation, \"unstable\" "
-      "where that exceeds " +
-      threshold +
-      "% (a label that says to read the cell with care; the verdicts rest on the intervals of ratios, not on cv), "
-      "and in parentheses the speedup of medians over "
-      "torch/eager_host on the same device (above 1× is faster). Where the run measured the CPU "
-      "primitives, \"× floor\" is the median over the strategy's one-core floor (see \"Where the time "
-      "goes\").");
+  doc.paragraph("Median wall time per inference in µs; each median's distribution-free interval (" + confidence +
+                ") is its cell's title in the HTML, the chart draws the quartiles.");
+  doc.paragraph("\"unstable\": the coefficient of variation exceeds " + threshold +
+                "%; a label, since the verdicts rest on intervals of ratios, which hold the spread.");
+  std::string machine;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const Group& g = groups[gi];
-    doc.heading(3, group_title(g));
+    machine_heading(doc, 3, g, machine);
+    doc.heading(4, group_heading(g));
     Table t{{"strategy"}, {}};
     for (const std::string& sc : g.scenarios) t.header.push_back(sc);
     std::ostringstream data;
@@ -54,25 +48,23 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
     data << "\n";
     double lo = INFINITY, hi = 0;
     for (const std::string& s : g.strategies) {
-      std::vector<std::string> row{s};
+      std::vector<std::string> row{s}, notes{""};
       for (const std::string& sc : g.scenarios) {
         const Cell* c = g.cell(s, sc);
         if (!c) {
           row.push_back("-");
+          notes.push_back("");
           continue;
         }
         lo = std::min(lo, c->median_us);
         hi = std::max(hi, c->median_us);
-        std::string text =
-            number(c->median_us) + " " + interval_text(c->interval) + " ±" + number(100 * c->cv, 2) + "%";
-        if (c->unstable) text += " unstable";
-        if (auto up = g.speedup_over_eager(s, sc); up && s != "torch/eager_host")
-          text += " (" + format_ratio(*up) + ")";
-        if (const auto floor = cell_floor(in, g, s, *c))
-          text += " · " + number(c->median_us / floor->us, 2) + "× floor";
-        row.push_back(text);
+        row.push_back(number(c->median_us) + (c->unstable ? " unstable" : ""));
+        notes.push_back("interval of the median " + interval_text(c->interval) + " µs, " +
+                        std::to_string(c->repetitions) + " repetitions, cv " + number(100 * c->cv, 2) + "%" +
+                        (c->outliers ? ", " + outliers_text(c->outliers) : ""));
       }
-      t.rows.push_back(row);
+      t.rows.push_back(std::move(row));
+      t.notes.push_back(std::move(notes));
     }
     for (const std::string& sc : g.scenarios) {
       data << gnuplot_label(sc);
@@ -118,9 +110,8 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
   const auto& groups = in.groups;
   const auto& floors = in.floors;
   doc.paragraph(
-      "Per strategy at the uniform mix (or the first scenario run): latency beside host syncs and launches "
-      "per inference and the share of executed FLOPs no row needed. Where the run has the primitive "
-      "microbenchmarks, the chart draws them as floors. The columns:");
+      "Each strategy at the uniform mix (or the first scenario) beside what it did per inference; the chart draws "
+      "the run's primitives as floors. The columns:");
   std::vector<std::string> legend;
   for (const CounterSpec& spec : kCounters)
     if (spec.in_breakdown)
@@ -131,27 +122,29 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
                        [](const auto& entry) { return entry.second.bound != Bound::cpu; });
   });
   if (any_gpu)
-    legend.push_back(
-        "on a GPU, gpu_us is the median over the repetitions with its interval; host floor (µs): the least the host "
-        "takes to issue what the strategy did, launches × this run's launch primitive (native) or torch_op (an ATen "
-        "call, torch and aoti) plus host_syncs × read4_pinned_sync; bound: host where the host's share of the wall "
-        "time (wall less gpu_us) exceeds the device's, or the strategy waits on the host, else device");
+    legend.insert(legend.end(),
+                  {"on a GPU, gpu_us: the median over the repetitions, with its interval",
+                   "host floor (µs): the least the host takes to issue it: launches × the launch primitive (native) "
+                   "or torch_op (torch, aoti), plus host_syncs × read4_pinned_sync",
+                   "bound: host where the host's time (wall less gpu_us) exceeds the device's, or it waits on the "
+                   "host; else device"});
   const bool any_limits = !in.limits.empty();
   if (any_limits)
-    legend.push_back(
-        "floor (µs): the least one core can take for what the strategy did, from this run's CPU primitives: "
-        "the larger of bytes_read over the read bandwidth (the read of the largest buffer no larger than "
-        "those bytes) and "
-        "flops_executed over fma_peak, plus launches × torch_op for the torch engine; bound: which of the three "
-        "dominates; × floor: the median over the floor (1× is the machine's limit; with more threads than one a "
-        "strategy can go below it)");
+    legend.insert(legend.end(),
+                  {"floor (µs): the least one core takes for it, from this run's CPU primitives: the larger of "
+                   "bytes_read at the read bandwidth (of the largest buffer no larger) and flops_executed at "
+                   "fma_peak, plus launches × torch_op (torch)",
+                   "bound: which of the three dominates; × floor: the median over the floor (1× is the machine's "
+                   "limit; more threads than one can go below it)"});
   doc.bullets(legend);
+  std::string machine;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const Group& g = groups[gi];
     const std::string scenario = std::find(g.scenarios.begin(), g.scenarios.end(), "mix:uniform") != g.scenarios.end()
                                      ? "mix:uniform"
                                      : g.scenarios.front();
-    doc.heading(3, group_title(g) + " · " + scenario);
+    machine_heading(doc, 3, g, machine);
+    doc.heading(4, group_heading(g) + " · " + scenario);
     // The counters' own descriptions (condbench/counters.h) make the columns.
     Table t{{"strategy", "median (µs)"}, {}};
     for (const CounterSpec& spec : kCounters)

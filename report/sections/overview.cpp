@@ -95,42 +95,91 @@ void strategy_glossary(const ReportInput& in, Charts& /*out*/, Document& doc) {
   }
 }
 
+// Per machine, a row per group and end of the question (most rows leaving early, most late): the
+// fastest strategy and its verdict against eager_host (or the runner-up).
 void recommendations_section(const ReportInput& in, Charts& /*out*/, Document& doc) {
-  const std::vector<std::string> sentences = recommendations(in.groups);
-  if (sentences.empty()) {
+  const std::vector<Recommendation> all = recommendations(in.groups);
+  if (all.empty()) {
     doc.paragraph("No group has two strategies to compare.");
-  } else {
-    doc.bullets(sentences);
+    return;
   }
+  doc.paragraph("The fastest strategy at each end of each group against " + std::string(kEagerHost) +
+                " (or, where that is the fastest or did not run, the runner-up).");
+  std::string machine;
+  Table t{{"model · batch", "scenario", "fastest", "against", "verdict"}, {}};
+  for (const Recommendation& r : all) {
+    if (r.group->device_label != machine) {
+      if (!t.rows.empty()) doc.table(t);
+      t.rows.clear();
+      t.notes.clear();
+      machine_heading(doc, 3, *r.group, machine);
+    }
+    const Group& g = *r.group;
+    const std::string marks =
+        marks_text(r.judgement, *g.cell(r.best, r.scenario), *g.cell(r.other, r.scenario), r.best, r.other);
+    t.rows.push_back(
+        {group_heading(g), r.scenario, r.best, r.other, status_text(r.judgement) + (marks.empty() ? "" : " " + marks)});
+    t.notes.push_back({"", "", "", "", explain(g, r.best, r.other, r.scenario)});
+  }
+  doc.table(t);
 }
 
+// Per machine, one table: a row per model and batch, a column per scenario, each cell the fastest
+// strategy and its margin over the runner-up (what the rule could not separate from it behind "?",
+// what it calls the same behind "="); the runner-up and the rest in the HTML's title.
 void best_strategy(const ReportInput& in, Charts& /*out*/, Document& doc) {
   doc.paragraph(
-      "The fastest strategy (lowest median wall time) for each device, model, batch and scenario, the "
-      "interval of its median, and its margin over the runner-up: the conservative factor of the verdict rule "
-      "(the low edge of the 99% interval of their ratio, over the drift allowance; see \"Verdicts\" in "
-      "docs/statistics.md). Where the rule calls others the same as the winner (their whole interval inside "
-      "the " +
-      format_ratio(kEquivalenceMargin) +
-      " margin), the cell says so and names them; where it cannot "
-      "separate them either way, it says so.");
-  Table best{{"device", "batch", "model", "scenario", "winner", "median (µs)", "interval (µs)", "margin", "runner-up"},
-             {}};
-  for (const Winner& w : best_strategies(in.groups)) {
-    std::string winner = w.strategy + (w.unstable ? " (unstable)" : "");
-    for (const std::string& t : w.same) winner += ", " + t;
-    if (!w.same.empty()) winner = "same: " + winner;
-    if (!w.ambiguous.empty()) {
-      std::string names;
-      for (const std::string& a : w.ambiguous) names += (names.empty() ? "" : ", ") + a;
-      winner += " (not separated from " + names + ")";
+      "The fastest strategy of each scenario and its margin over the runner-up, the conservative factor "
+      "(\"≥N×\"); \"?\" where the rule cannot separate it from the runner-up, \"= X\" where it calls X the same.");
+  const std::vector<Winner> winners = best_strategies(in.groups);
+  std::string machine;
+  std::vector<std::string> scenarios;  // of the machine's groups, in order of depth
+  Table t;
+  const auto flush = [&] {
+    if (!t.rows.empty()) doc.table(t);
+    t = Table{};
+  };
+  for (size_t gi = 0; gi < in.groups.size(); ++gi) {
+    const Group& g = in.groups[gi];
+    if (g.device_label != machine) {
+      flush();
+      machine_heading(doc, 3, g, machine);
+      std::set<std::string> seen;
+      for (const Group& other : in.groups)
+        if (other.device_label == machine) seen.insert(other.scenarios.begin(), other.scenarios.end());
+      scenarios.assign(seen.begin(), seen.end());
+      std::sort(scenarios.begin(), scenarios.end(),
+                [](const std::string& a, const std::string& b) { return scenario_rank(a) < scenario_rank(b); });
+      t.header = {"model · batch"};
+      t.header.insert(t.header.end(), scenarios.begin(), scenarios.end());
     }
-    best.rows.push_back({w.device_label, std::to_string(w.batch), model_text(w.model), w.scenario, winner,
-                         number(w.median_us), interval_text(w.interval),
-                         w.margin > 0 ? "≥" + format_at_least(w.margin) : "-",
-                         w.runner_up.empty() ? "-" : w.runner_up});
+    std::vector<std::string> row{group_heading(g)}, notes{""};
+    for (const std::string& sc : scenarios) {
+      const auto w = std::find_if(winners.begin(), winners.end(), [&](const Winner& x) {
+        return x.device_label == g.device_label && x.batch == g.batch && x.model == g.model && x.scenario == sc;
+      });
+      if (w == winners.end()) {
+        row.push_back("-");
+        notes.push_back("");
+        continue;
+      }
+      std::string cell = w->strategy;
+      if (!w->same.empty())
+        cell.append(" = ").append(w->same.front());
+      else if (w->margin > 0)
+        cell.append(" ≥").append(format_at_least(w->margin));
+      else if (!w->runner_up.empty())
+        cell.append(" ?");
+      row.push_back(cell);
+      std::string note = w->runner_up.empty() ? "ran alone" : "runner-up " + w->runner_up;
+      for (const std::string& a : w->ambiguous) note += "; not separated from " + a;
+      for (const std::string& x : w->same) note += "; the same as " + x;
+      notes.push_back(note);
+    }
+    t.rows.push_back(std::move(row));
+    t.notes.push_back(std::move(notes));
   }
-  doc.table(best);
+  flush();
 }
 
 void skipped_benchmarks(const ReportInput& in, Charts& /*out*/, Document& doc) {

@@ -52,17 +52,36 @@ TEST(Analysis, TablesSpeedupsAndWinners) {
   EXPECT_DOUBLE_EQ(winners[1].margin, 0.0);
 }
 
+// A recommendation as its table shows it, and its sentence (--explain's, the HTML's title).
+std::vector<std::string> said(const std::vector<Recommendation>& all) {
+  std::vector<std::string> out;
+  for (const Recommendation& r : all)
+    out.push_back(r.best + " vs " + r.other + " at " + r.scenario + ": " + status_text(r.judgement) + " · " +
+                  explain(*r.group, r.best, r.other, r.scenario));
+  return out;
+}
+
+// Each verdict of a group's answer: "LABEL · SCENARIO · A vs B: STATUS MARKS".
+std::vector<std::string> verdicts(const Group& g) {
+  std::vector<std::string> out;
+  for (const AnswerRow& row : answer_rows(g))
+    for (const AnswerVerdict& v : row.verdicts) {
+      const std::string marks = marks_text(v.judgement, *g.cell(v.a, v.scenario), *g.cell(v.b, v.scenario), v.a, v.b);
+      out.push_back(row.label + " · " + v.scenario + " · " + v.a + " vs " + v.b + ": " + status_text(v.judgement) +
+                    (marks.empty() ? "" : " " + marks));
+    }
+  return out;
+}
+
 TEST(Analysis, SentencesAreGeneratedFromTheData) {
   // The fixture has 3 and 1 repetitions: too few for any claim, and each sentence says why.
-  const std::vector<std::string> sentences = recommendations(make_groups({load_result_file(kFixture)}));
-  EXPECT_EQ(sentences,
+  EXPECT_EQ(said(recommendations(make_groups({load_result_file(kFixture)}))),
             (std::vector<std::string>{
-                "At batch 1 (hidden 64, 3 blocks) on cpu · Test CPU, no recommendation when most rows exit early: "
-                "ambiguous between native/fused and torch/eager_host: 3 and 3 repetitions are too few for a 99% "
-                "interval of their ratio.",
-                "At batch 1 (hidden 64, 3 blocks) on cpu · Test CPU, no recommendation when most rows exit late: "
-                "ambiguous between native/fused and torch/eager_host: 1 and 1 repetitions are too few for a 99% "
-                "interval of their ratio."}));
+                "native/fused vs torch/eager_host at mix:early: ? · ambiguous between native/fused (1.5 µs [1–2]) and "
+                "torch/eager_host (11 µs [10–12]): 3 and 3 repetitions are too few for a 99% interval of their ratio",
+                "native/fused vs torch/eager_host at mix:late: ? · ambiguous between native/fused (5 µs [5–5]) and "
+                "torch/eager_host (30 µs [30–30]): 1 and 1 repetitions are too few for a 99% interval of their "
+                "ratio"}));
   EXPECT_EQ(format_ratio(55.4), "55×");
   EXPECT_EQ(format_ratio(1.04), "1.0×");
   EXPECT_EQ(format_ratio(0.0213), "0.021×");
@@ -73,15 +92,15 @@ TEST(Analysis, SentencesAreGeneratedFromTheData) {
   EXPECT_EQ(format_at_least(1.0399), "3%");
 }
 
-const std::string kWhere = "At batch 1 (hidden 64, 3 blocks) on cuda · X, ";
-
 TEST(Analysis, ClaimsAtTheConservativeEdgeOfTheRatio) {
   // Five repetitions each, cv about 1%: intervals [min, max] at 93.75%, far apart.
   Group g = group_of({{{"native/graph_cond", "mix:late"}, {1.00, 1.01, 1.02, 0.99, 1.005}},
                       {{"torch/eager_host", "mix:late"}, {10.0, 10.1, 9.9, 10.05, 9.95}}});
   // 9.9 / 1.02 = 9.705...: "at least 9.7×", not the 9.95 of the medians.
-  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{kWhere + "native/graph_cond is at least 9.7× faster than "
-                                                                     "torch/eager_host when most rows exit late."}));
+  EXPECT_EQ(said(recommendations({g})),
+            (std::vector<std::string>{"native/graph_cond vs torch/eager_host at mix:late: FASTER ≥9.7× · "
+                                      "native/graph_cond (1 µs [0.99–1.02]) is at least 9.7× faster than "
+                                      "torch/eager_host (10 µs [9.9–10.1]) (ratio [9.7–10.3]×)"}));
   const std::vector<Winner> winners = best_strategies({g});
   ASSERT_EQ(winners.size(), 1u);
   EXPECT_NEAR(winners[0].margin, 9.9 / 1.02, 1e-12);
@@ -91,19 +110,21 @@ TEST(Analysis, ClaimsAtTheConservativeEdgeOfTheRatio) {
   // eager_host wins, named against the runner-up; a small lead is quoted in percent.
   g = group_of({{{"native/graph_cond", "mix:late"}, {10.7, 10.8, 10.75, 10.72, 10.78}},
                 {{"torch/eager_host", "mix:late"}, {10.0, 10.1, 10.05, 10.02, 10.08}}});
-  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{kWhere + "torch/eager_host is the fastest when most rows "
-                                                                     "exit late, at least 5% ahead of "
-                                                                     "native/graph_cond."}));
+  EXPECT_EQ(
+      said(recommendations({g})),
+      (std::vector<std::string>{"torch/eager_host vs native/graph_cond at mix:late: FASTER ≥5% · torch/eager_host "
+                                "(10.1 µs [10–10.1]) is at least 5% faster than native/graph_cond (10.8 µs "
+                                "[10.7–10.8]) (ratio [1.05–1.08]×)"}));
 
   // Apart, but by less than the minimum effect (10.5 / 10.1 = 1.04), and the whole interval inside the
   // margin of sameness: the same within 1.2x, which the sentence says with the interval.
   g = group_of({{{"native/graph_cond", "mix:late"}, {10.5, 10.6, 10.55, 10.52, 10.58}},
                 {{"torch/eager_host", "mix:late"}, {10.0, 10.1, 10.05, 10.02, 10.08}}});
-  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{kWhere + "no recommendation when most rows exit late: "
-                                                                     "torch/eager_host and native/graph_cond are the "
-                                                                     "same within 1.2×: the interval of their ratio, "
-                                                                     "[1.03–1.06]×, lies inside that margin of "
-                                                                     "sameness."}));
+  EXPECT_EQ(said(recommendations({g})),
+            (std::vector<std::string>{"torch/eager_host vs native/graph_cond at mix:late: SAME · torch/eager_host "
+                                      "(10.1 µs [10–10.1]) and native/graph_cond (10.6 µs [10.5–10.6]) are the same "
+                                      "within 1.2×: the interval of their ratio, [1.03–1.06]×, lies inside that "
+                                      "margin of sameness"}));
   Judgement j = judge(*g.cell("torch/eager_host", "mix:late"), *g.cell("native/graph_cond", "mix:late"));
   EXPECT_EQ(j.standing, Standing::same);
   EXPECT_DOUBLE_EQ(j.ratio.low, 10.5 / 10.1);
@@ -118,12 +139,12 @@ TEST(Analysis, ClaimsAtTheConservativeEdgeOfTheRatio) {
   EXPECT_DOUBLE_EQ(j.ratio.high, 12.6 / 10.0);
   EXPECT_NEAR(j.detectable, 1.05 * j.ratio.median / (9.5 / 10.1), 1e-9);
   EXPECT_DOUBLE_EQ(j.cannot_exclude, 12.6 / 10.0);
-  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{kWhere + "no recommendation when most rows exit late: "
-                                                                     "ambiguous between torch/eager_host and "
-                                                                     "native/graph_cond: the ratio [0.94–1.26]× holds "
-                                                                     "1 but reaches past the 1.2× margin of sameness "
-                                                                     "(it would have called 1.17× or more, and cannot "
-                                                                     "exclude up to 1.3×)."}));
+  EXPECT_EQ(said(recommendations({g})),
+            (std::vector<std::string>{"torch/eager_host vs native/graph_cond at mix:late: ? · ambiguous between "
+                                      "torch/eager_host (10.1 µs [10–10.1]) and native/graph_cond (10.6 µs "
+                                      "[9.5–12.6]): the ratio [0.94–1.26]× holds 1 but reaches past the 1.2× margin "
+                                      "of sameness (it would have called 1.17× or more, and cannot exclude up to "
+                                      "1.3×)"}));
 }
 
 TEST(Analysis, OverlappingTightIntervalsAreTheSameNotAWin) {
@@ -131,11 +152,11 @@ TEST(Analysis, OverlappingTightIntervalsAreTheSameNotAWin) {
   // their ratio lies inside the 1.2x margin: the same.
   const Group g = group_of({{{"native/graph_cond", "mix:late"}, {9.9, 10.0, 10.3, 9.95, 10.05}},
                             {{"torch/eager_host", "mix:late"}, {10.1, 10.2, 10.25, 10.15, 10.22}}});
-  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{kWhere + "no recommendation when most rows exit late: "
-                                                                     "native/graph_cond and torch/eager_host are "
-                                                                     "the same within 1.2×: the interval of their "
-                                                                     "ratio, [0.98–1.04]×, lies inside that margin "
-                                                                     "of sameness."}));
+  EXPECT_EQ(said(recommendations({g})),
+            (std::vector<std::string>{"native/graph_cond vs torch/eager_host at mix:late: SAME · native/graph_cond (10 "
+                                      "µs [9.9–10.3]) and torch/eager_host (10.2 µs [10.1–10.2]) are the same within "
+                                      "1.2×: the interval of their ratio, [0.98–1.04]×, lies inside that margin of "
+                                      "sameness"}));
   const std::vector<Winner> winners = best_strategies({g});
   ASSERT_EQ(winners.size(), 1u);
   EXPECT_EQ(winners[0].strategy, "native/graph_cond");
@@ -151,8 +172,8 @@ TEST(Analysis, UnstableIsALabelNotAVeto) {
   const Cell& eager = *g.cell("torch/eager_host", "mix:late");
   EXPECT_TRUE(eager.unstable);
   EXPECT_FALSE(g.cell("native/graph_cond", "mix:late")->unstable);
-  EXPECT_EQ(recommendations({g}), (std::vector<std::string>{kWhere + "native/graph_cond is at least 3.9× faster than "
-                                                                     "torch/eager_host when most rows exit late."}));
+  ASSERT_EQ(recommendations({g}).size(), 1u);
+  EXPECT_EQ(status_text(recommendations({g})[0].judgement), "FASTER ≥3.9×");
   // The threshold is the caller's: at 60% the same data is stable.
   EXPECT_FALSE(make_cell({10, 20, 9.5, 10.5, 4}, 0.6).unstable);
 }
@@ -247,45 +268,41 @@ TEST(Answer, WhatToWriteIsDecidedWhereverTheDataSupportsIt) {
   EXPECT_EQ(answer_scenarios(g), (std::vector<std::string>{"exit:1", "exit:4"}));
   EXPECT_EQ(pytorch_options(g),
             (std::vector<std::string>{"python/py_cond", "python/py_cond_compile", "python/py_eager_if"}));
-  // One sentence per question, a clause per scenario; no aoti/cond here, so no sentence on it.
-  const std::vector<std::string> s = answer_sentences(g);
-  ASSERT_EQ(s.size(), 3u);
-  // exit:1: 149 / 82 = 1.817, "at least 1.8×"; exit:4: 1490 / 400 = 3.7 (the Python if is unstable,
-  // cv 38%, and still every repetition of it beats every one of py_cond); figures without exponents
-  EXPECT_EQ(s[0],
-            "On cpu · X at batch 1 (hidden 64, 3 blocks), the fastest way to write it with PyTorch: when every row "
-            "leaves at exit 1, python/py_eager_if (80.5 µs [79–82]) is at least 1.8× faster than "
-            "python/py_cond_compile (150 µs [149–152]) (ratio [1.81–1.93]×); when every row leaves at exit 4, "
-            "python/py_eager_if (250 µs [150–400]) is at least 3.7× faster than python/py_cond (1500 µs "
-            "[1490–1510]) (ratio [3.72–10.1]×).");
-  EXPECT_EQ(s[1],
-            "Nested torch.cond in eager mode against a plain Python if: when every row leaves at exit 1, "
-            "python/py_eager_if (80.5 µs [79–82]) is at least 16× faster than python/py_cond (1400 µs "
-            "[1390–1410]) (ratio [16.9–17.9]×); when every row leaves at exit 4, python/py_eager_if (250 µs "
-            "[150–400]) is at least 3.7× faster than python/py_cond (1500 µs [1490–1510]) (ratio [3.72–10.1]×).");
-  // 150 / 1.42 = 105
-  EXPECT_EQ(s[2],
-            "condbench's fastest strategy against the best PyTorch option: when every row leaves at exit 1, "
-            "native/fused (0.37 µs [0.369–0.372]) is at least 212× faster than python/py_eager_if (80.5 µs "
-            "[79–82]) (ratio [212–223]×); when every row leaves at exit 4, native/fused (1.41 µs [1.39–1.42]) is "
-            "at least 105× faster than python/py_eager_if (250 µs [150–400]) (ratio [105–288]×).");
+  // A verdict per question and scenario; no aoti/cond here, so no row on it. exit:1: 149 / 82 = 1.817,
+  // "≥1.8×"; exit:4: 1490 / 400 = 3.7 (the Python if is unstable, cv 38%, and still every repetition of
+  // it beats every one of py_cond); 79 / 0.372 = 212; 150 / 1.42 = 105.
+  EXPECT_EQ(verdicts(g),
+            (std::vector<std::string>{
+                "fastest with PyTorch · exit:1 · python/py_eager_if vs python/py_cond_compile: FASTER ≥1.8× ◊",
+                "fastest with PyTorch · exit:4 · python/py_eager_if vs python/py_cond: FASTER ≥3.7×",
+                "Python if vs nested torch.cond · exit:1 · python/py_eager_if vs python/py_cond: FASTER ≥16×",
+                "Python if vs nested torch.cond · exit:4 · python/py_eager_if vs python/py_cond: FASTER ≥3.7×",
+                "condbench's fastest vs PyTorch's · exit:1 · native/fused vs python/py_eager_if: FASTER ≥212× ◊",
+                "condbench's fastest vs PyTorch's · exit:4 · native/fused vs python/py_eager_if: FASTER ≥105× ◊"}));
+  // The sentence behind a cell, with the figures it rests on (no exponents).
+  EXPECT_EQ(explain(g, "python/py_eager_if", "python/py_cond_compile", "exit:1"),
+            "python/py_eager_if (80.5 µs [79–82]) is at least 1.8× faster than python/py_cond_compile (150 µs "
+            "[149–152]) (ratio [1.81–1.93]×)");
+  EXPECT_EQ(explain(g, "python/py_eager_if", "python/py_cond", "exit:4"),
+            "python/py_eager_if (250 µs [150–400]) is at least 3.7× faster than python/py_cond (1500 µs [1490–1510]) "
+            "(ratio [3.72–10.1]×)");
 
   // The peer's cells from another process than condbench's: the allowance for drift between them
-  // divides the factor (0.37 µs against 80.5: 79 / 0.372 / 1.7 = 124); the peer's own cells,
+  // divides the factor (0.37 µs against 80.5: 79 / 0.372 / 1.7 = 124), marked; the peer's own cells,
   // interleaved in one file, still need none.
   for (auto& [key, cell] : g.cells)
     if (is_pytorch_option(key.first)) cell.file = 1;
-  const std::vector<std::string> apart = answer_sentences(g);
-  EXPECT_EQ(apart[1], s[1]);
-  EXPECT_NE(apart[2].find("native/fused (0.37 µs [0.369–0.372]) is at least 124× faster than python/py_eager_if "
-                          "(80.5 µs [79–82]) (ratio [212–223]×, allowing 1.7× for drift between separately timed "
-                          "cells)"),
-            std::string::npos)
-      << apart[2];
+  const std::vector<std::string> apart = verdicts(g);
+  EXPECT_EQ(apart[2], "Python if vs nested torch.cond · exit:1 · python/py_eager_if vs python/py_cond: FASTER ≥16×");
+  EXPECT_EQ(apart[4],
+            "condbench's fastest vs PyTorch's · exit:1 · native/fused vs python/py_eager_if: FASTER ≥124× ‡◊");
+  EXPECT_NE(explain(g, "native/fused", "python/py_eager_if", "exit:1")
+                .find("(ratio [212–223]×, allowing 1.7× for drift between separately timed cells)"),
+            std::string::npos);
 
   // Not batch 1, or no Python option: nothing to answer.
   g.batch = 64;
-  EXPECT_TRUE(answer_sentences(g).empty());
+  EXPECT_TRUE(answer_rows(g).empty());
 }
 
 // A decoder (docs/design.md §8) without the peer: its answer is every strategy the run
@@ -307,17 +324,11 @@ TEST(Answer, ADecodersTableIsAtEveryBatchWithEveryStrategy) {
   EXPECT_EQ(t->scenarios, (std::vector<std::string>{"exit:1", "exit:4"}));
   EXPECT_EQ(t->rows, (std::vector<std::string>{"native/fused", "torch/eager_host", "torch/masked"}));
   EXPECT_EQ(t->best, (std::vector<std::string>{"native/fused", "native/fused"}));
-  const std::vector<std::string> s = answer_sentences(g);
-  ASSERT_EQ(s.size(), 2u);
-  EXPECT_EQ(s[0].rfind("On cpu · X at batch 8 (decoder: d_model 256, 3 blocks), per generated token, the host's if "
-                       "(eager_host) against masking every row (masked): when every row leaves at exit 1, "
-                       "torch/eager_host (1300 µs [1290–1310]) is at least 3.2× faster than torch/masked",
-                       0),
-            0u)
-      << s[0];
-  EXPECT_NE(s[1].find("the fastest way written against the host's if: when every row leaves at exit 1, native/fused"),
-            std::string::npos)
-      << s[1];
+  EXPECT_EQ(verdicts(g), (std::vector<std::string>{
+                             "host's if vs masking (C++) · exit:1 · torch/eager_host vs torch/masked: FASTER ≥3.2×",
+                             "host's if vs masking (C++) · exit:4 · torch/eager_host vs torch/masked: FASTER ≥1.4×",
+                             "fastest vs the host's if · exit:1 · native/fused vs torch/eager_host: FASTER ≥7.5× ◊",
+                             "fastest vs the host's if · exit:4 · native/fused vs torch/eager_host: FASTER ≥3.5× ◊"}));
   // Not a decoder at batch 8: no answer.
   g.model = {{"hidden", "64"}, {"blocks", "3"}};
   EXPECT_FALSE(answer_table(g));
@@ -333,20 +344,11 @@ TEST(Answer, ADecodersPythonLoopsAreAskedTheirOwnQuestions) {
   g.device_label = "cpu · X";
   g.batch = 1;
   g.model = {{"model", "decoder"}, {"d_model", "256"}, {"blocks", "3"}};
-  const std::vector<std::string> s = answer_sentences(g);
-  ASSERT_EQ(s.size(), 3u);
-  EXPECT_NE(s[0].find("in Python, nested torch.cond (py_cond) against the host's if (py_eager_if): when every row "
-                      "leaves at exit 1, python/py_eager_if (2000 µs [1990–2010]) is at least 4."),
-            std::string::npos)
-      << s[0];
-  EXPECT_NE(s[1].find("the fastest way to write it with PyTorch: when every row leaves at exit 1, "
-                      "python/py_masked_compile (700 µs [699–701]) is at least 2."),
-            std::string::npos)
-      << s[1];
-  EXPECT_NE(s[2].find("the fastest way written against the host's if: when every row leaves at exit 1, "
-                      "python/py_masked_compile"),
-            std::string::npos)
-      << s[2];
+  EXPECT_EQ(verdicts(g),
+            (std::vector<std::string>{
+                "Python if vs nested torch.cond · exit:1 · python/py_eager_if vs python/py_cond: FASTER ≥4.4×",
+                "fastest with PyTorch · exit:1 · python/py_masked_compile vs python/py_eager_if: FASTER ≥2.8× ◊",
+                "fastest vs the host's if · exit:1 · python/py_masked_compile vs torch/eager_host: FASTER ≥1.2× ◊"}));
 }
 
 // torch.cond deployed to C++ (engine aoti) is one of the ways a PyTorch user writes it, set against
@@ -358,34 +360,38 @@ TEST(Answer, TorchCondDeployedWithAotInductorIsAPyTorchOption) {
                       {{"native/fused", "exit:1"}, {0.37, 0.371, 0.372, 0.369, 0.3705}}});
   g.device_label = "cpu · X";
   EXPECT_EQ(pytorch_options(g), (std::vector<std::string>{"aoti/cond", "aoti/masked", "python/py_cond"}));
-  const std::vector<std::string> s = answer_sentences(g);
-  ASSERT_EQ(s.size(), 3u);
-  EXPECT_NE(s[0].find("the fastest way to write it with PyTorch: when every row leaves at exit 1, aoti/cond (4.3 µs "
-                      "[4.2–4.4]) is at least"),
-            std::string::npos)
-      << s[0];
-  // 1390 / 4.4 = 315.9
-  EXPECT_EQ(s[1],
-            "Nested torch.cond exported with AOTInductor and run from C++ (which still decides each level on the host) "
-            "against torch.cond in eager mode: when "
-            "every row leaves at exit 1, aoti/cond (4.3 µs [4.2–4.4]) is at least 315× faster than python/py_cond "
-            "(1400 µs [1390–1410]) (ratio [315–336]×).");
-  EXPECT_NE(s[2].find("native/fused (0.37 µs [0.369–0.372]) is at least 11× faster than aoti/cond"), std::string::npos)
-      << s[2];
+  // 8.9 / 4.4 = 2.02; 1390 / 4.4 = 315.9; 4.2 / 0.372 = 11.3
+  EXPECT_EQ(verdicts(g), (std::vector<std::string>{
+                             "fastest with PyTorch · exit:1 · aoti/cond vs aoti/masked: FASTER ≥2.0×",
+                             "torch.cond: AOTInductor vs eager · exit:1 · aoti/cond vs python/py_cond: FASTER ≥315× ◊",
+                             "condbench's fastest vs PyTorch's · exit:1 · native/fused vs aoti/cond: FASTER ≥11× ◊"}));
+  EXPECT_EQ(explain(g, "aoti/cond", "python/py_cond", "exit:1"),
+            "aoti/cond (4.3 µs [4.2–4.4]) is at least 315× faster than python/py_cond (1400 µs [1390–1410]) (ratio "
+            "[315–336]×)");
 }
 
-TEST(Answer, GraphsAndTheRoundTripAreUnmeasuredWithoutAGpu) {
-  const Group cpu = group_of({{{"torch/eager_host", "mix:uniform"}, {10, 10.1, 9.9, 10.05, 9.95}}});
-  EXPECT_NE(conditional_graphs_sentence({cpu}).find("unmeasured here"), std::string::npos);
+TEST(Answer, OnAGpuEveryBatchIsAskedWhatTheConditionalGraphsDo) {
+  Group cpu = group_of({{{"torch/eager_host", "mix:uniform"}, {10, 10.1, 9.9, 10.05, 9.95}},
+                        {{"torch/graph_cond", "mix:uniform"}, {12, 12.1, 11.9, 12.05, 11.95}}});
+  cpu.device_label = "cpu · X";
+  EXPECT_TRUE(answer_rows(cpu).empty());  // no GPU, no question of graphs
   EXPECT_NE(round_trip_sentence({}).find("unmeasured here"), std::string::npos);
 
   Group gpu = group_of({{{"torch/eager_host", "mix:uniform"}, {50, 50.5, 49.5, 50.2, 49.8}},
-                        {{"torch/graph_cond", "mix:uniform"}, {12, 12.1, 11.9, 12.05, 11.95}}});
+                        {{"torch/graph_cond", "mix:uniform"}, {12, 12.1, 11.9, 12.05, 11.95}},
+                        {{"torch/masked_graph", "mix:uniform"}, {11, 11.1, 10.9, 11.05, 10.95}},
+                        {{"native/graph_cond", "mix:uniform"}, {7, 7.05, 6.95, 7.02, 6.98}},
+                        {{"native/device_flag_graph", "mix:uniform"}, {5, 5.05, 4.95, 5.02, 4.98}}});
   gpu.device_label = "cuda · H200";
-  const std::string graphs = conditional_graphs_sentence({gpu});
-  EXPECT_NE(graphs.find("torch/graph_cond (12 µs [11.9–12.1]) is at least 4.0× faster than torch/eager_host"),
-            std::string::npos)
-      << graphs;
+  gpu.batch = 64;
+  // 11.9 / 11.1 = 1.07: IF nodes lose to masking by at least 7%; 49.5 / 12.1 = 4.09; 6.95 / 5.05 = 1.376
+  EXPECT_EQ(verdicts(gpu),
+            (std::vector<std::string>{
+                "IF nodes vs masking (torch) · mix:uniform · torch/graph_cond vs torch/masked_graph: SLOWER ≥7%",
+                "device decides vs host decides (torch) · mix:uniform · torch/graph_cond vs torch/eager_host: FASTER "
+                "≥4.0×",
+                "IF nodes vs flag tests (native) · mix:uniform · native/graph_cond vs native/device_flag_graph: "
+                "SLOWER ≥1.3×"}));
   EXPECT_EQ(round_trip_sentence({{"cuda · H200", {{"read4_pinned_sync", 8.25}, {"launch_sync", 5.5}}}}),
             "The host round trip each exit test pays when decided on the host: on cuda · H200, reading one exit test "
             "back to the host costs 8.25 µs (read4_pinned_sync), against 5.5 µs for a launch and its synchronisation "

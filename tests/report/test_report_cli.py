@@ -39,19 +39,22 @@ class Report(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         md = open(os.path.join(out, "report.md")).read()
         html = open(os.path.join(out, "report.html")).read()
-        # 3 and 1 repetitions: no claim, and the report says why
-        self.assertIn("no recommendation when most rows exit early: ambiguous between native/fused and "
-                      "torch/eager_host: 3 and 3 repetitions are too few for a 99% interval of their ratio", md)
-        self.assertNotIn("faster than", md)
-        # median, interval of the median, cv, unstable mark, speedup of medians
-        self.assertIn("| native/fused | 1.5 \\[1–2\\] ±33% unstable (7.3×) | 5 \\[5–5\\] ±0% (6.0×) |", md)
+        # 3 and 1 repetitions: no claim, a "?" in the table; its sentence (the HTML's title) says why
+        self.assertIn("| mlp h64 ×3 · batch 1 | mix:early | native/fused | torch/eager_host | ? ‡◊ |", md)
+        self.assertIn('title="ambiguous between native/fused (1.5 µs [1–2]) and torch/eager_host (11 µs [10–12]): 3 '
+                      'and 3 repetitions are too few for a 99% interval of their ratio"', html.replace("&#39;", "'"))
+        self.assertNotRegex(md, r"FASTER ≥\d")
+        # the median and the unstable mark; the interval of the median, the cv, the repetitions in the title
+        self.assertIn("| native/fused | 1.5 unstable | 5 |", md)
+        self.assertIn('title="interval of the median [1–2] µs, 3 repetitions, cv 33%"', html)
         self.assertIn("75% with 3 repetitions", md)
-        # one repetition each: no interval of a ratio, so no margin, and the winner says so
-        self.assertIn("| cpu · Test CPU | 1 | hidden 64, 3 blocks | mix:late | native/fused (not separated from torch/masked, "
-                      "torch/eager_host) | 5 | \\[5–5\\] | torch/masked |", md)
-        self.assertNotIn("disturbed", md)
+        # one repetition each: no interval of a ratio, so no margin; the runner-up and the rest in its title
+        self.assertIn("| mlp h64 ×3 · batch 1 | native/fused ? | native/fused ? |", md)
+        self.assertIn('title="runner-up torch/masked; not separated from torch/masked; not separated from '
+                      'torch/eager_host"', html)
         # 1 - 9000/25600 wasted; bytes_read_back and gpu_us, measured by none, are left out
         self.assertIn("| torch/masked | 21 | 0 | 25 | 64.8% |", md)
+        self.assertEqual([line for line in md.splitlines() if len(line) > 300 and not line.startswith("|")], [])
         # self-contained: nothing fetched from anywhere
         self.assertNotRegex(html, r"<script[^>]*src=|<link[^>]*href=|src=\"https?:|url\(https?:")
         if shutil.which("gnuplot"):
@@ -323,10 +326,15 @@ class Report(unittest.TestCase):
         self.assertIn("| option | exit 1 | standing | exit 4 (full depth) | standing |", answer)
         self.assertRegex(answer, r"\| native/fused \| 0\.2\d* \\\[[^|]*\] \| fastest \|")
         self.assertRegex(answer, r"\| python/py_cond \| [^|]* \| ≥\d+× slower \|")
-        self.assertIn("Nested torch.cond in eager mode against a plain Python if: when every row leaves at exit 1, "
-                      "python/py_eager_if", answer)
-        self.assertIn("is at least", answer)
-        self.assertLessEqual(answer.count("\n- "), 6)  # four verdict sentences, then graphs and round trip
+        # the verdict table: a row a question, a column a scenario, one status each
+        self.assertIn("| question | exit 1 | exit 4 (full depth) |", answer)
+        self.assertIn("| Python if vs nested torch.cond (py_eager_if vs py_cond) | FASTER ≥16× | FASTER ≥17× |", answer)
+        self.assertIn("| condbench's fastest vs PyTorch's | native/fused vs aoti/cond: FASTER ≥48× ◊ | ", answer)
+        # the legend once, and no sentence restating the tables
+        self.assertEqual(md.count("FASTER ≥N×: the first is at least N× faster"), 1)
+        self.assertNotIn("is at least", answer.split("### ", 1)[1])
+        # the options table, its chart and the verdict table fit a screen
+        self.assertLessEqual(len(answer.split("#### mlp h64 ×3 · batch 1")[1].strip().splitlines()), 40)
         if shutil.which("gnuplot"):
             self.assertIn("answer-0-b1-64-3.svg", answer)
             self.assertTrue(os.path.exists(os.path.join(out, "charts", "answer-0-b1-64-3.svg")))
@@ -344,10 +352,30 @@ class Report(unittest.TestCase):
         self.assertIn("Recorded on a busy machine", md.split("## The answer")[0])
         # the load marks the run; the intervals and the measured drift decide, as on a quiet machine
         answer = md.split("## The answer: what to write for an early exit")[1].split("\n## ")[0]
-        self.assertIn("python/py_eager_if (40", answer)
-        self.assertIn("is at least", answer)
+        self.assertIn("| Python if vs nested torch.cond (py_eager_if vs py_cond) | FASTER ≥16× ⚑ | FASTER ≥17× ⚑ |",
+                      answer)
         best = md.split("## Best strategy")[1].split("\n## ")[0]
-        self.assertRegex(best, r"\| ≥\d+× \|")
+        self.assertRegex(best, r"\| native/fused ≥\d+× \|")
+
+    def test_explain_gives_the_sentence_behind_a_cell(self):
+        path = self.write_json("explain.json", self.answer_run(1))
+        result = run("--explain", "py_eager_if vs py_cond at exit:1", path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r"^cpu · Test CPU · mlp h64 ×3 · batch 1 · exit:1: python/py_eager_if \([\d.]+ µs "
+                                        r"\[[\d.]+–[\d.]+\]\) is at least 16× faster than python/py_cond \([\d.]+ µs "
+                                        r"\[[\d.]+–[\d.]+\]\) \(ratio \[[\d.]+–[\d.]+\]×\)\.\n$")
+        # every scenario where both ran, and a group named by its title; engine/name or name alike
+        both = run("--explain", "python/py_eager_if vs py_cond in mlp h64", path)
+        self.assertEqual(both.returncode, 0, both.stderr)
+        self.assertEqual([line.split(":")[0] for line in both.stdout.splitlines()],
+                         ["cpu · Test CPU · mlp h64 ×3 · batch 1 · exit"] * 2)
+        for query, names in (("py_eager_if py_cond", "is not"), ("py_eager_if vs nothing", "no group has both"),
+                             ("py_eager_if vs py_cond at exit:9", "at exit:9"), ("", "needs a query")):
+            with self.subTest(query=query):
+                bad = run(f"--explain={query}", path)
+                self.assertEqual(bad.returncode, 2, bad.stderr)
+                self.assertEqual(len(bad.stderr.strip().splitlines()), 1, bad.stderr)
+                self.assertIn(names, bad.stderr)
 
     def test_undecided_names_the_cells_an_answer_budget_runs_again(self):
         full = self.answer_run(1)
@@ -405,10 +433,11 @@ class Report(unittest.TestCase):
         result = run("--out", out, self.dir + "/ours.json", self.write_json("peer.json", peer))
         self.assertEqual(result.returncode, 0, result.stderr)
         md = open(os.path.join(out, "report.md")).read()
-        self.assertIn("This run had an answer budget: interleaved rounds over the cells of the answer's undecided "
-                      "comparisons until each was decided (peer.json: 3 rounds over 4 cells in 1.5 s). 6 stayed "
-                      "ambiguous: hidden 64, 3 blocks, exit:1: ", md)
-        self.assertIn("python/py_eager_if against python/py_cond (too few repetitions)", md)
+        self.assertIn("Answer budget: peer.json: 3 rounds over 4 cells in 1.5 s.\n\n6 comparisons stayed undecided:", md)
+        # a table, its group named once
+        self.assertIn("| cpu · Test CPU · mlp h64 ×3 · batch 1 | exit:1 | native/fused vs python/py_eager_if | too few "
+                      "repetitions |", md)
+        self.assertIn("|  | exit:1 | python/py_eager_if vs python/py_cond | too few repetitions |", md)
         for args in (["--undecided"], ["--undecided", "--out", out, self.dir + "/ours.json"],
                      ["--undecided", "--compare", self.dir + "/ours.json", self.dir + "/peer.json"]):
             result = run(*args)
@@ -422,7 +451,8 @@ class Report(unittest.TestCase):
         self.assertEqual(run("--out", out, self.write_json("quiet.json", quiet)).returncode, 0)
         md = open(os.path.join(out, "report.md")).read()
         self.assertNotIn("Recorded on a busy machine", md)
-        self.assertIn("native/fused is at least", md)  # a quiet, stable run gives advice
+        # a quiet, stable run gives advice
+        self.assertIn("| mlp h64 ×3 · batch 1 | mix:early | native/fused | torch/eager_host | FASTER ≥4.2× ‡◊ |", md)
         busy = copy.deepcopy(quiet)
         busy["context"].update({"condbench_machine_busy": "yes", "condbench_machine_busy_end": "no",
                                 "condbench_running_start": "2.0", "condbench_loadavg_start": "6.20 5.10 4.00",
@@ -436,13 +466,13 @@ class Report(unittest.TestCase):
         self.assertIn("Recorded on a busy machine", top)
         self.assertIn("busy.json: busy when the run started (2.0 other tasks running, load average 6.20 5.10 4.00 "
                       "on 2 CPUs)", top)
-        self.assertIn("native/fused is at least", md)
+        self.assertIn("| mlp h64 ×3 · batch 1 | mix:early | native/fused | torch/eager_host | FASTER ≥4.2× ‡◊⚑ |", md)
 
     def test_unstable_threshold_is_configurable(self):
         out = os.path.join(self.dir, "loose")
         self.assertEqual(run("--out", out, SMALL, "--unstable-cv", "50").returncode, 0)
         md = open(os.path.join(out, "report.md")).read()
-        self.assertIn("| native/fused | 1.5 \\[1–2\\] ±33% (7.3×) |", md)
+        self.assertIn("| native/fused | 1.5 | 5 |", md)  # 33% is under 50: not marked unstable
         self.assertEqual(run("--out", os.path.join(self.dir, "x"), SMALL, "--unstable-cv", "many").returncode, 2)
 
     @unittest.skipUnless(shutil.which("chromium") and shutil.which("gnuplot"),
@@ -467,6 +497,61 @@ class Report(unittest.TestCase):
             self.assertGreater(w, 0)
             self.assertGreater(h, 0)
 
+
+
+class ReferenceVerdicts(unittest.TestCase):
+    """Nothing decided before is lost: every verdict the committed reference run's report made before the
+    verdict tables (its standings and its sentences, kept as fixtures/verdicts-cpu-2026-12-05.json) is a
+    status in the report of the same files now, with the same factor."""
+
+    def test_every_verdict_of_the_reference_report_is_a_status_in_todays(self):
+        root = os.path.join(FIXTURES, "..", "..", "..")
+        with open(os.path.join(FIXTURES, "verdicts-cpu-2026-12-05.json")) as f:
+            golden = json.load(f)
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "report")
+            made = run("--out", out, *(os.path.join(root, "results", f"cpu-2026-12-05{s}.json") for s in ("", "-python")))
+            self.assertEqual(made.returncode, 0, made.stderr)
+            with open(os.path.join(out, "report.md")) as f:
+                md = f.read()
+        answer = md.split("## The answer: what to write for an early exit")[1].split("\n## ")[0]
+        standings, verdicts = {}, {}  # (group, scenario, option) -> standing; (group, scenario, {a, b}) -> (a, status)
+        for section in answer.split("\n#### ")[1:]:
+            group = section.split("\n")[0]
+            for table in re.split(r"\n\n(?=\| )", section)[1:]:
+                rows = [[c.strip() for c in line.strip().strip("|").split("|")]
+                        for line in table.split("\n") if line.startswith("| ")]
+                header = rows[0]
+                scenarios = ["exit:" + re.match(r"exit (\d+)", h).group(1) if h.startswith("exit") else h
+                             for h in header]
+                for row in rows[1:]:  # (the separator line begins "|:" or "|-")
+                    if header[0] == "option":
+                        for k in range(1, len(header), 2):
+                            standings[(group, scenarios[k], row[0])] = row[k + 1]
+                    elif header[0] == "question":
+                        fixed = re.search(r"\((\S+) vs (\S+)\)$", row[0])
+                        for k in range(1, len(header)):
+                            cell = re.match(r"(?:(\S+) vs (\S+): )?(\S+)", row[k])
+                            a, b = (fixed.groups() if fixed else cell.group(1, 2))
+                            a, b = (x if "/" in x else "python/" + x for x in (a, b))
+                            verdicts[(group, scenarios[k], frozenset((a, b)))] = (a, row[k].split(": ")[-1])
+        self.assertGreater(len(golden["tables"]), 70)
+        for e in golden["tables"]:
+            with self.subTest(**e):
+                now = standings[(e["group"], e["scenario"], e["option"])]
+                if e["standing"] == "faster":
+                    self.assertTrue(now.startswith("≥" + e["factor"] + " slower"), now)
+                elif e["standing"] == "same":
+                    self.assertTrue(now.startswith("SAME"), now)
+        self.assertGreater(len(golden["sentences"]), 35)
+        for e in golden["sentences"]:
+            with self.subTest(**e):
+                a, status = verdicts[(e["group"], e["scenario"], frozenset((e["fast"], e["slow"])))]
+                if e["standing"] == "faster":
+                    word = "FASTER" if a == e["fast"] else "SLOWER"
+                    self.assertTrue(status.startswith(f"{word} ≥{e['factor']}"), status)
+                elif e["standing"] == "same":
+                    self.assertTrue(status.startswith("SAME"), status)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -313,15 +313,16 @@ class Bounded(Case):
         with open(os.path.join(out, "report.md")) as f:
             text = f.read()
         note = re.search(r"This report shows the first 512 of the 600 groups \(device, model and batch\), up to "
-                         r"(.*?) · batch 512 · [^:]*: a report shows at most 512\. condbench-report --table FILE\.\.\. "
-                         r"prints every cell\.", text)
+                         r"(.*?) · mlp h64 ×3 · batch 512: a report shows at most 512\. condbench-report --table "
+                         r"FILE\.\.\. prints every cell\.", text)
         self.assertIsNotNone(note, text[:2000])
         self.assertIn("condbench-report: This report shows the first 512 of the 600 groups", result.stderr)
-        # each per-group section heads the groups it shows: 512 in "Latency by scenario"
+        # each per-group section heads the groups it shows: 512 in "Latency by scenario", under their machine's
         latency = text.split("## Latency by scenario")[1].split("\n## ")[0]
-        self.assertEqual(len(re.findall(r"^### ", latency, re.M)), 512)
-        self.assertIn("· batch 512 ·", latency)
-        self.assertNotIn("· batch 513 ·", text)
+        self.assertEqual(len(re.findall(r"^### ", latency, re.M)), 1)
+        self.assertEqual(len(re.findall(r"^#### ", latency, re.M)), 512)
+        self.assertIn("#### mlp h64 ×3 · batch 512\n", latency)
+        self.assertNotIn("· batch 513", text)
         # the table mode leaves nothing out
         table = run("--table", path, timeout=300)
         self.assertEqual(table.returncode, 0, table.stderr)

@@ -150,8 +150,10 @@ TEST(ResultFileTest, AFamilyNoReaderKnowsIsGroupedSortedAndPrintedByItsAxes) {
   write_report({f}, dir.string(), "");
   const std::string md = read_text(dir / "report.md");
   std::filesystem::remove_all(dir);
-  EXPECT_NE(md.find("### cpu · Test CPU · batch 1 · rnn: units 128, cell gru, 2 blocks"), std::string::npos) << md;
-  EXPECT_NE(md.find("| cpu · Test CPU | 1 | rnn: units 128, cell gru, 2 blocks | mix:early |"), std::string::npos);
+  // its heading's short form: its family and each axis no reader knows as key=value, ×N its blocks
+  EXPECT_EQ(groups[1].model_short(), "rnn units=128 cell=gru ×2");
+  EXPECT_NE(md.find("#### rnn units=128 cell=gru ×2 · batch 1"), std::string::npos) << md;
+  EXPECT_NE(md.find("| rnn units=128 cell=gru ×2 · batch 1 | mix:early |"), std::string::npos);
 }
 
 }  // namespace
