@@ -168,10 +168,12 @@ void Document::chart(const std::string& file, const std::string& svg, const std:
 std::string Document::html(const std::string& title) const {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape_html(title) +
          "</title>\n<style>body{font-family:sans-serif;max-width:1340px;margin:1em auto;padding:0 1em;color:#222}"
-         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-         "td.t,th.t{text-align:left}th{background:#f3f3f3}figure.chart svg{max-width:100%;"
-         "height:auto}figcaption{color:#666;font-size:90%}div.pair{display:flex;flex-wrap:wrap;gap:0 1.5em;"
-         "align-items:flex-start}div.pair table{font-size:14px}div.pair figure{margin:1em 0;flex:1 1 440px}"
+         "h1,h2,h3,h4{margin:0.6em 0 0.3em}p{margin:0.4em 0}"
+         "table{border-collapse:collapse;margin:0.5em 0;font-size:14px}td,th{border:1px solid #ccc;padding:2px 8px;"
+         "text-align:right}td.t,th.t{text-align:left}th{background:#f3f3f3}td[title]{cursor:help}"
+         "figure.chart svg{max-width:100%;height:auto}figcaption{color:#666;font-size:90%}div.pair{display:flex;"
+         "flex-wrap:wrap;gap:0 1.5em;align-items:flex-start}div.pair figure{margin:0.5em 0;flex:1 1 400px;"
+         "max-width:560px}"
          "</style></head><body>\n" +
          html_.str() + "</body></html>\n";
 }

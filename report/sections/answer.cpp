@@ -195,12 +195,11 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
   doc.paragraph(
       "What should a PyTorch user write for an early exit? Per model and batch: the options (python/...: the "
       "peer's Python; aoti/...: the same modules through AOTInductor, run from C++; eager_host; condbench's "
-      "fastest), each standing against its column's fastest; then a verdict per question.");
+      "fastest), each standing against its column's fastest; then a verdict per question (FASTER ≥N×, SAME, ?, and "
+      "marks: \"Reading the verdicts\", below).");
   doc.paragraph(
       "Median µs per inference (a decoder's: per token) [interval of the median], every row leaving at exit 1 or "
       "at the full depth; the verdicts add the uniform mix.");
-  doc.bullets(verdict_legend());
-  answer_budget(in, doc);
   correctness_notes(in, doc);
   bool any = false;
   std::string machine;
@@ -256,7 +255,11 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
         "This report has no figures of the PyTorch peer or the aoti engine at batch 1, so it cannot say what to "
         "write with PyTorch: scripts/run runs the peer with condbench (--no-python skips it); give its result file "
         "to condbench-report beside condbench's.");
+  // The legend after the tables, so that the first one is on the first screen; then what stayed open.
+  doc.heading(3, "Reading the verdicts");
+  doc.bullets(verdict_legend());
   doc.paragraph(round_trip_sentence(in.floors));
+  answer_budget(in, doc);
 }
 
 }  // namespace
