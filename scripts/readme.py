@@ -48,10 +48,13 @@ def answer_blocks(build, files, page_dir):
         with open(os.path.join(tmp, "report", "report.md")) as f:
             report = f.read()
     section = report.split("\n## The answer", 1)[1].split("\n## ", 1)[0]
-    legend = [line for line in section.split("\n### ", 1)[0].splitlines() if line.startswith("- ")]
+    legend = []
     blocks = []
     for machine_part in section.split("\n### ")[1:]:
         machine = machine_part.split("\n", 1)[0]
+        if machine == "Reading the verdicts":
+            legend = [line for line in machine_part.splitlines() if line.startswith("- ")]
+            continue
         for block in machine_part.split("\n#### ")[1:]:
             title, body = block.split("\n", 1)
             body = body.replace("](charts/", f"]({report_dir}/charts/")

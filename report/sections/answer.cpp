@@ -195,11 +195,11 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
   doc.paragraph(
       "What should a PyTorch user write for an early exit? Per model and batch: the options (python/...: the "
       "peer's Python; aoti/...: the same modules through AOTInductor, run from C++; eager_host; condbench's "
-      "fastest), each standing against its column's fastest; then a verdict per question (FASTER ≥N×, SAME, ?, and "
-      "marks: \"Reading the verdicts\", below).");
+      "fastest), each standing against its column's fastest.");
   doc.paragraph(
-      "Median µs per inference (a decoder's: per token) [interval of the median], every row leaving at exit 1 or "
-      "at the full depth; the verdicts add the uniform mix.");
+      "Then a verdict per question: FASTER ≥N×, SAME or ?, with marks (\"Reading the verdicts\", below). Median "
+      "µs per inference (a decoder's: per token) [interval of the median]; every row leaves at exit 1, at the full "
+      "depth, or as the uniform mix.");
   correctness_notes(in, doc);
   bool any = false;
   std::string machine;
