@@ -13,6 +13,7 @@
 #include "analysis.h"
 #include "benchmark_flags.h"
 #include "condbench/error.h"
+#include "lockstep.h"
 #include "result_file.h"
 
 namespace condbench {
@@ -75,6 +76,7 @@ BudgetSpent spend_answer_budget(RunRecord& record, double budget_s, int first_re
         out_of_time = true;
         break;
       }
+      if (Lockstep* turns = lockstep()) turns->wait_turn();
       const Clock::time_point round_start = Clock::now();
       const size_t before = record.repetitions();
       benchmark::RunSpecifiedBenchmarks(&record, filter);

@@ -13,6 +13,7 @@
 #include "condbench/decoder/strategy.h"
 #include "condbench/nvtx.h"
 #include "condbench/result_format.h"
+#include "lockstep.h"
 #include "revision.h"
 #include "runner_options.h"
 
@@ -110,6 +111,8 @@ std::vector<std::pair<std::string, std::string>> runner_context(const RunnerOpti
   context.emplace_back("condbench_selection", selection.empty() ? "suite" : "part: " + selection);
   if (!slowdown.empty()) context.emplace_back("condbench_test_slowdown", slowdown);
   if (!twins.empty()) context.emplace_back("condbench_test_twin", twins);
+  // Timed in turns with another process (the peer): the report judges the two files' cells together.
+  if (const Lockstep* turns = lockstep()) context.emplace_back("condbench_lockstep", turns->id());
   context.emplace_back("nvtx", nvtx::level_name(options.nvtx));
   // The profiler costs every call: a file it recorded is for kernel tables, not for timings.
   if (!options.kernel_trace_out.empty()) context.emplace_back("condbench_kernel_trace", options.kernel_trace_out);

@@ -26,6 +26,7 @@
 #include "device_timing.h"
 #include "export_workload.h"
 #include "kernel_trace.h"
+#include "lockstep.h"
 #include "machine_check.h"
 #include "run_record.h"
 #include "test_slowdown.h"
@@ -112,6 +113,7 @@ void run_rounds(RunRecord& record, const BenchmarkFlags& flags, char* argv0) {
   one_repetition_per_call(argv0);
   record.begin_rounds();
   for (long round = 0; round < rounds; ++round) {
+    if (Lockstep* turns = lockstep()) turns->wait_turn();
     set_round(round);
     const size_t before = record.repetitions();
     benchmark::RunSpecifiedBenchmarks(&record);
@@ -168,6 +170,7 @@ bool start_run(const RunnerOptions& options, const BenchmarkFlags& flags, Benchm
   if (!flags.initialize()) return false;
   if (options.threads > 0) at::set_num_threads(options.threads);
   test_slowdown("");  // a malformed CONDBENCH_TEST_SLOWDOWN is a startup error, not a skipped benchmark
+  lockstep();         // and a malformed CONDBENCH_LOCKSTEP
   check_answer_budget(options, flags);
   nvtx::set_level(options.nvtx);
   for (const auto& [key, value] : runner_context(options, flags, test_slowdown_setting(), twins))
@@ -241,10 +244,12 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
   std::optional<KernelTrace> kernels;
   if (runs && !options.kernel_trace_out.empty())
     kernels.emplace(options.kernel_trace_out, runs_on(options, Device::cuda));
-  if (runs && options.rounds)
+  if (runs && options.rounds) {
     run_rounds(record, flags, argv0);
-  else
+  } else {
+    if (Lockstep* turns = runs ? lockstep() : nullptr) turns->wait_turn();  // the whole run one turn
     benchmark::RunSpecifiedBenchmarks(&record);
+  }
   if (runs && options.answer_budget_s > 0) {
     const BudgetSpent spent =
         spend_answer_budget(record, options.answer_budget_s, std::atoi(flags.repetitions.c_str()),

@@ -215,6 +215,27 @@ class PythonPeer(unittest.TestCase):
         self.assertIn("a Python if on each exit's confidence", md)
 
 
+    def test_the_peer_and_condbench_in_lockstep_are_judged_as_one_run(self):
+        # condbench.lockstep: condbench's rounds and the peer's in turns; both files name the lockstep,
+        # and a pair across them is judged with no drift allowance, as cells of one interleaved run
+        ours, theirs = os.path.join(self.tmp.name, "ls-ours.json"), os.path.join(self.tmp.name, "ls-peer.json")
+        result = subprocess.run([sys.executable, "-m", "condbench.lockstep", "--", CONDBENCH, "--device=cpu",
+                                 "--hidden=24", "--blocks=3", "--batch=1", "--scenario=exit:1", "--strategy=fused",
+                                 "--benchmark_filter=^early_exit/cpu/native/", "--rounds", "--benchmark_repetitions=5",
+                                 "--benchmark_min_time=0.01", f"--benchmark_out={ours}", "::", *PEER, "--workload",
+                                 os.path.join(self.tmp.name, "workload"), "--out", theirs, "--variants=py_eager_if",
+                                 "--scenarios=exit:1", "--repetitions=5", "--min-time=0.01", "--threads=1"],
+                                capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        contexts = [json.load(open(f))["context"] for f in (ours, theirs)]
+        self.assertEqual(contexts[0]["condbench_lockstep"], contexts[1]["condbench_lockstep"])
+        self.assertEqual([c["condbench_interleaving"] for c in contexts], ["rounds", "rounds"])
+        explained = subprocess.run([REPORT, "--explain", "py_eager_if vs fused at exit:1", ours, theirs],
+                                   capture_output=True, text=True, timeout=60)
+        self.assertEqual(explained.returncode, 0, explained.stderr)
+        self.assertIn("is at least", explained.stdout)
+        self.assertNotIn("allowing", explained.stdout)  # no allowance for drift between them
+
     def test_the_peers_output_follows_condbenchs_output_policy(self):
         precious = os.path.join(self.tmp.name, "precious.json")
         with open(precious, "w") as f:

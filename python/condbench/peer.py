@@ -30,7 +30,7 @@ import time
 
 import torch
 
-from . import decoder_peer, names, results
+from . import decoder_peer, lockstep, names, results
 from .families import load_model
 from .variants import SUMMARIES, VARIANTS, WORKAROUND_DOC, cudagraph_skips, variants, workarounds
 from .rules import exit_fires
@@ -159,14 +159,17 @@ class Rounds:
     does the same for its own cases). Per case: [(per-inference µs, round, sequence)], sequence
     counting every repetition of the run in the order they ran."""
 
-    def __init__(self, cases, rng):
+    def __init__(self, cases, rng, turns=None):
         self.samples = {id(c): [] for c in cases}
         self.rng = rng
         self.round = 0
         self.sequence = 0
+        self.turns = turns  # in lockstep with condbench (condbench.lockstep): a turn a round
 
     def run(self, cases, count):
         for _ in range(count):
+            if self.turns:
+                self.turns.wait()
             order = list(cases)
             self.rng.shuffle(order)
             for case in order:
@@ -231,6 +234,10 @@ def main():
                   for f in workload_files(meta)] +
                  [i for _, meta in load_workloads(args.workload) if "model_file" in meta
                   for i in model_file_inputs(meta["model_file"])])
+    # In lockstep with condbench, the models' loading, compiles and untimed passes are a turn of their own.
+    turns = lockstep.turns()
+    if turns:
+        turns.wait()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     wanted_variants = [v for v in args.variants.split(",") if v]
@@ -300,7 +307,7 @@ def main():
                 cases.append(case)
 
     notes += [f"{name}: {cudagraph_note(args.device, skips)}" for name, skips in graph_skips.items()]
-    rounds = Rounds(cases, random.Random())
+    rounds = Rounds(cases, random.Random(), turns)
     rounds.run(cases, args.repetitions)
     document = Document(args, cases, rounds, twins)
     if args.answer_budget > 0:
@@ -372,6 +379,7 @@ class Document:
 
     def __init__(self, args, cases, rounds, twins):
         self.args, self.cases, self.rounds, self.twins = args, cases, rounds, twins
+        self.turns_id = rounds.turns.id if rounds.turns else ""
         self.context = {}  # added by the answer budget
 
     def build(self):
@@ -395,6 +403,7 @@ class Document:
                 "host_name": socket.gethostname(), "executable": "python -m condbench.peer",
                 "num_cpus": os.cpu_count(), "library_build_type": "release",
                 "condbench_schema": SCHEMA, "peer": "python", "condbench_interleaving": "rounds",
+                **({"condbench_lockstep": self.turns_id} if self.turns_id else {}),
                 "python_version": platform.python_version(),
                 "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda or "none",
                 "device_name": device_name, "cpu_model": cpu_model(), "threads": str(torch.get_num_threads()),

@@ -1,0 +1,33 @@
+#pragma once
+// Lockstep with another process (python -m condbench.lockstep, docs/statistics.md "Lockstep"): the
+// coordinator hands out turns, one process at a time, so that condbench and the PyTorch peer time
+// their rounds alternately on the same machine and neither is timed while the other runs. The
+// coordinator gives each process CONDBENCH_LOCKSTEP=GO_FD,DONE_FD,ID: before each turn the process
+// writes a byte to DONE_FD (its startup or last turn is over) and waits for one on GO_FD; its last
+// turn ends when it exits. Without the variable a run is as it always was.
+#include <optional>
+#include <string>
+
+namespace condbench {
+
+class Lockstep {
+ public:
+  // The lockstep this process was started in, or nullopt; throws condbench::Error for a malformed
+  // CONDBENCH_LOCKSTEP.
+  static std::optional<Lockstep> from_environment();
+
+  // Ends the turn this process holds (or its startup) and waits for the next. Throws condbench::Error
+  // when the coordinator is gone (its end of the pipes closed): the run stops, it does not hang.
+  void wait_turn();
+  const std::string& id() const { return id_; }
+
+ private:
+  Lockstep(int go, int done, std::string id) : go_(go), done_(done), id_(std::move(id)) {}
+  int go_ = -1, done_ = -1;
+  std::string id_;
+};
+
+// The process's lockstep, read once (nullptr without one); the runner waits for its turn through it.
+Lockstep* lockstep();
+
+}  // namespace condbench
