@@ -33,11 +33,6 @@ std::string Group::model_short() const { return condbench::model_short(model); }
 
 namespace {
 
-bool interleaved(const ResultFile& file) {
-  const auto it = file.context.find("condbench_interleaving");
-  return it != file.context.end() && (it->second == "random" || it->second == "rounds");
-}
-
 // The looks a file's verdicts are split over: its context's count, 1 without one. A file from another
 // machine may say anything: a count that is not a small whole number counts as the most there can be.
 size_t looks(const ResultFile& file) {
@@ -68,10 +63,11 @@ std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unst
       Cell cell = make_cell(s.times_us, unstable_cv);
       cell.counters = s.counters;
       cell.file = index;
-      cell.interleaved = interleaved(file);
+      cell.interleaved = file.interleaved();
       cell.name = s.name;
       cell.looks = looks(file);
       cell.busy = busy[index];
+      cell.lockstep = file.lockstep();
       // a GPU time for every repetition or none: a file cut short or crafted may mix them
       // one figure per repetition, or (files before it) one per case repeated in each: that is one figure
       if (s.gpu_us.size() == s.times_us.size() && !s.gpu_us.empty()) {

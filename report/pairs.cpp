@@ -46,7 +46,11 @@ std::vector<JudgedPair> pairs_across(const ResultFile& a, const ResultFile& b) {
     if (s.primitive || s.times_us.empty() || it == in_b.end()) continue;
     Cell first = make_cell(s.times_us), second = make_cell(it->second->times_us);
     first.name = second.name = s.name;
-    second.file = 1;  // two runs: two processes
+    second.file = 1;  // two runs: two processes, timed in lockstep or apart
+    first.interleaved = a.interleaved();
+    second.interleaved = b.interleaved();
+    first.lockstep = a.lockstep();
+    second.lockstep = b.lockstep();
     const std::string group =
         a.device_label(s.device) + ", " + model_text(s.model) + ", batch " + std::to_string(s.batch);
     out.push_back({a.path, group, side(first, s.strategy_key(), s.scenario), side(second, s.strategy_key(), s.scenario),

@@ -82,6 +82,16 @@ std::string ResultFile::device_label(const std::string& device) const {
   return machine.empty() || machine == "none" ? device : device + " · " + machine;
 }
 
+bool ResultFile::interleaved() const {
+  const auto it = context.find("condbench_interleaving");
+  return it != context.end() && (it->second == "random" || it->second == "rounds");
+}
+
+std::string ResultFile::lockstep() const {
+  const auto it = context.find("condbench_lockstep");
+  return it == context.end() ? std::string() : it->second;
+}
+
 ResultFile load_result_file(const std::string& path) {
   // Opening a FIFO waits for a writer, which may never come; a device or a folder reads as nothing
   // useful: only regular files (a link to one is one) are result files.

@@ -26,6 +26,10 @@ struct ResultFile {
 
   // "cpu · AMD EPYC" or "cuda · NVIDIA H200": the machine a series ran on.
   std::string device_label(const std::string& device) const;
+  // Whether its repetitions were interleaved with every other cell's (condbench's random order or
+  // rounds, the peer's rounds), and the lockstep it was timed in ("" for none).
+  bool interleaved() const;
+  std::string lockstep() const;
 };
 
 // Result files come from other machines: the reader refuses one larger than this...

@@ -29,7 +29,8 @@ Cell make_cell(const std::vector<double>& times_us, double unstable_cv) {
 }
 
 double rule_drift(const Cell& a, const Cell& b) {
-  return a.file == b.file && a.interleaved && b.interleaved ? 1.0 : kDriftBetweenProcesses;
+  const bool together = a.file == b.file || (!a.lockstep.empty() && a.lockstep == b.lockstep);
+  return together && a.interleaved && b.interleaved ? 1.0 : kDriftBetweenProcesses;
 }
 
 double drift_allowance(const Cell& a, const Cell& b) {

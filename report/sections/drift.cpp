@@ -8,11 +8,6 @@ namespace condbench::report {
 
 namespace {
 
-bool interleaved(const ResultFile& file) {
-  const auto it = file.context.find("condbench_interleaving");
-  return it != file.context.end() && (it->second == "random" || it->second == "rounds");
-}
-
 void drift_allowance_section(const ReportInput& in, Charts& /*out*/, Document& doc) {
   doc.paragraph(
       "A strategy doing the same work in two scenarios (every work counter equal) is an A/A test: a verdict "
@@ -24,9 +19,9 @@ void drift_allowance_section(const ReportInput& in, Charts& /*out*/, Document& d
   Table t{{"file", "bound", "timed", "equal-work pairs", "false claims", "drift shown", "shown by", "allowance"}, {}};
   for (const DriftClass& c : in.check.calibration.classes) {
     const ResultFile& f = in.files.at(c.file);
-    const double rule = interleaved(f) ? 1.0 : kDriftBetweenProcesses;
+    const double rule = f.interleaved() ? 1.0 : kDriftBetweenProcesses;
     t.rows.push_back({std::filesystem::path(f.path).filename().string(), to_string(c.bound),
-                      interleaved(f) ? "interleaved" : "in order", std::to_string(c.pairs), std::to_string(c.claims),
+                      f.interleaved() ? "interleaved" : "in order", std::to_string(c.pairs), std::to_string(c.claims),
                       c.claims ? format_drift(c.shown) : "-", c.claims ? c.shown_by : "-",
                       format_drift(std::max(rule, c.shown)) + (c.shown > rule ? " (measured)" : " (the rule's)")});
   }
