@@ -1,7 +1,9 @@
 // Every CUDA strategy, native and torch engine, on a GPU: one test per (strategy, config) pair —
 // so a strategy that fails cannot hide the others — over every scenario and batch {1, 7, 70, 200},
 // against the double-precision reference, plus the counters each must report and the re-pointing
-// of captured graphs at new inputs. Without a GPU every test skips with the reason; a strategy
+// of captured graphs at new inputs. The native Linear kernels run both ways there: the GEMV at
+// batch 1 and 7, the GEMM at 70 and 200, split-K where a layer's tiles are few (hidden 1024, the
+// heads). Without a GPU every test skips with the reason; a strategy
 // that cannot run a config skips with "unsupported: " and its own reason (scripts/device-check
 // fails a step on any other skip).
 #include <gtest/gtest.h>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "condbench/cuda/early_exit_kernels.h"
+#include "condbench/cuda/linear_plan.h"
 #include "condbench/cuda/stream_hold.h"
 #include "condbench/cuda/stuck_condition.h"
 #include "condbench/flops.h"
@@ -42,8 +45,9 @@ struct Config {
 };
 void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
 // Partial tiles in every kernel: hidden 100 and 4100 (outputs and inputs past a tile), batch 7,
-// 70 and 200 (rows past a group). hidden4100 at batch 200 runs the tiled Linear kernel on an H200
-// (65 x 4 tiles >= 132 multiprocessors); every other case the sliced one.
+// 70 and 200 (rows past a group). The GEMM splits its sum at hidden 1024 (batch 70 and 200 on an
+// H200: 32 and 64 tiles for 132 multiprocessors) and in every head; hidden4100 at batch 200 has
+// 65 x 4 tiles, no split.
 // The transformer (d_model 64, 4 heads, ffn 128, 16 tokens) runs on the torch engine only.
 const Config kConfigs[] = {{"default", 64, 3},      {"hidden100", 100, 3}, {"hidden1024", 1024, 3},
                            {"hidden4100", 4100, 3}, {"blocks12", 64, 12},  {"transformer", 64, 2, true}};
@@ -58,6 +62,7 @@ class CudaStrategies : public ::testing::TestWithParam<Case> {
     if (const Unsupported why = info().unsupported(source().config, 1)) GTEST_SKIP() << "unsupported: " << *why;
   }
   void check_counters(int64_t batch, bool clustered);
+  void check_every_scenario_and_batch();
   // The test's batch, or a skip where the strategy cannot run it (aoti/cond takes one row).
   bool runs(int64_t batch) const { return !info().unsupported(source().config, batch); }
   const StrategyInfo& info() const { return *std::get<0>(GetParam()); }
@@ -101,7 +106,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& param) {
   return name;
 }
 
-TEST_P(CudaStrategies, EveryScenarioAndBatchMatchesTheReference) {
+void CudaStrategies::check_every_scenario_and_batch() {
   const Config c = config();
   const ReferenceHeads& heads = reference_for(source());
   for (int64_t batch : {1, 7, 70, 200}) {
@@ -119,6 +124,8 @@ TEST_P(CudaStrategies, EveryScenarioAndBatchMatchesTheReference) {
     }
   }
 }
+
+TEST_P(CudaStrategies, EveryScenarioAndBatchMatchesTheReference) { check_every_scenario_and_batch(); }
 
 // FLOPs of computing rows in groups, each layer over every group holding a row that still runs
 // it: rows leaving at exit e run blocks and heads 1..min(e, blocks), and the final head when
@@ -228,14 +235,15 @@ void CudaStrategies::check_counters(int64_t batch, bool clustered) {
     EXPECT_TRUE(skipped_as_declared(info(), counters, deepest, c.blocks));
     if (info().engine == Engine::native) {
       EXPECT_EQ(counters.host_syncs, 0);
-      // The stage kernels compute each layer in its own row groups (cuda::linear_group_rows: 64
-      // where the tiled kernel runs, else 4); fused computes each thread block's rows (4 from batch
-      // 4, where they fit in shared memory) as deep as the deepest of them goes.
-      const int sms = multiprocessors();
-      const int fused_rows = fused_block_rows(static_cast<int>(batch), workload->config());
+      // The stage kernels compute each layer in the row groups of its plan (linear_plan.h: the
+      // batch up to 8 rows, 64-row tiles above); fused computes each thread block's rows (4 from
+      // batch 4, where they fit in shared memory) as deep as the deepest of them goes.
+      const ModelConfig& m = workload->config();
+      const int sms = multiprocessors(), rows = static_cast<int>(batch);
       const bool fused = info().name == "fused";
-      EXPECT_DOUBLE_EQ(counters.flops_executed, grouped_flops(workload->config(), ids, [&](int outputs) {
-                         return fused ? fused_rows : cuda::linear_group_rows(static_cast<int>(batch), outputs, sms);
+      const int fused_rows = fused_block_rows(rows, m);
+      EXPECT_DOUBLE_EQ(counters.flops_executed, grouped_flops(m, ids, [&](int outputs) {
+                         return fused ? fused_rows : cuda::plan_linear(rows, m.size("hidden"), outputs, sms).group_rows;
                        }));
     }
     EXPECT_EQ(counters.host_syncs, info().host_decides ? blocks_reached : 0);
@@ -248,10 +256,12 @@ void CudaStrategies::check_counters(int64_t batch, bool clustered) {
 TEST_P(CudaStrategies, CountersSayWhatTheStrategyDoes) {
   if (!runs(7)) GTEST_SKIP() << "unsupported: " << info().key() << " runs one row at a time";
   check_counters(7, /*clustered=*/false);
-  // At hidden 4100 and batch 200 the tiled kernel runs the blocks in 64-row groups (on a GPU with
-  // up to 260 multiprocessors); clustered rows leave a whole group behind, which it must skip.
-  if (config().hidden == 4100) {
-    ASSERT_EQ(cuda::linear_group_rows(200, 4100, multiprocessors()), 64);
+  // At batch 200 the GEMM runs the blocks in 64-row tiles; clustered rows leave whole tiles behind,
+  // which it must skip: without a split at hidden 4100, with every part of a split sum skipping
+  // alike at hidden 1024 (a part that counted its arrival alone would leave the tile's count wrong
+  // for the next launch; the native kernels only, the others have no split of theirs to check).
+  if (config().hidden == 4100 || (config().hidden == 1024 && info().engine == Engine::native)) {
+    ASSERT_EQ(cuda::plan_linear(200, config().hidden, config().hidden, multiprocessors()).group_rows, 64);
     check_counters(200, /*clustered=*/true);
   }
 }
