@@ -3,7 +3,8 @@
 // against the double-precision reference, plus the counters each must report and the re-pointing
 // of captured graphs at new inputs. The native Linear kernels run both ways there: the GEMV at
 // batch 1 and 7, the GEMM at 70 and 200, split-K where a layer's tiles are few (hidden 1024, the
-// heads). Without a GPU every test skips with the reason; a strategy
+// heads); fused's two kernels each at every width (OtherFusedKernel runs the one the rule does
+// not pick). Without a GPU every test skips with the reason; a strategy
 // that cannot run a config skips with "unsupported: " and its own reason (scripts/device-check
 // fails a step on any other skip).
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -235,15 +237,19 @@ void CudaStrategies::check_counters(int64_t batch, bool clustered) {
     EXPECT_TRUE(skipped_as_declared(info(), counters, deepest, c.blocks));
     if (info().engine == Engine::native) {
       EXPECT_EQ(counters.host_syncs, 0);
-      // The stage kernels compute each layer in the row groups of its plan (linear_plan.h: the
-      // batch up to 8 rows, 64-row tiles above); fused computes each thread block's rows (4 from
-      // batch 4, where they fit in shared memory) as deep as the deepest of them goes.
+      // The stage kernels and the persistent fused kernel compute each layer in the row groups of
+      // its plan (linear_plan.h: the batch up to 8 rows, 64-row tiles above); the single-block
+      // fused kernel computes each thread block's rows (4 from batch 4, where they fit in shared
+      // memory) as deep as the deepest of them goes.
       const ModelConfig& m = workload->config();
       const int sms = multiprocessors(), rows = static_cast<int>(batch);
-      const bool fused = info().name == "fused";
+      const bool single_block =
+          info().name == "fused" &&
+          cuda::fused_choice(m.size("hidden"), m.num_classes, rows).kernel == cuda::FusedKernel::single_block;
       const int fused_rows = fused_block_rows(rows, m);
       EXPECT_DOUBLE_EQ(counters.flops_executed, grouped_flops(m, ids, [&](int outputs) {
-                         return fused ? fused_rows : cuda::plan_linear(rows, m.size("hidden"), outputs, sms).group_rows;
+                         return single_block ? fused_rows
+                                             : cuda::plan_linear(rows, m.size("hidden"), outputs, sms).group_rows;
                        }));
     }
     EXPECT_EQ(counters.host_syncs, info().host_decides ? blocks_reached : 0);
@@ -377,6 +383,42 @@ std::vector<Case> stuck_conditional_cases() {
   return cases;
 }
 INSTANTIATE_TEST_SUITE_P(Strategies, StuckConditionals, ::testing::ValuesIn(stuck_conditional_cases()), case_name);
+
+// fused on CUDA has two kernels, and the rule (linear_plan.h's choose_fused_kernel) gives each only
+// some widths: here each runs at the widths it does not get, so both are checked at every one —
+// the persistent kernel at hidden 64 and 100 and with 12 blocks (25 grid barriers), the
+// single-block kernel at hidden 1024 (hidden 4100 adds only time: its arithmetic is the same).
+class OtherFusedKernel : public CudaStrategies {
+ protected:
+  void SetUp() override {
+    const int hidden = config().hidden;
+    forced_.emplace(hidden <= cuda::kSingleBlockMaxHidden ? cuda::FusedKernel::persistent
+                                                          : cuda::FusedKernel::single_block);
+    CudaStrategies::SetUp();
+  }
+  void TearDown() override { forced_.reset(); }
+
+ private:
+  std::optional<cuda::testing::ForcedFusedKernel> forced_;
+};
+
+TEST_P(OtherFusedKernel, EveryScenarioAndBatchMatchesTheReference) { check_every_scenario_and_batch(); }
+
+TEST_P(OtherFusedKernel, CountersSayWhatTheKernelComputes) {
+  check_counters(7, /*clustered=*/false);
+  // The persistent kernel's GEMM skipping a tile every row of which has left.
+  if (config().hidden <= cuda::kSingleBlockMaxHidden) check_counters(70, /*clustered=*/true);
+}
+
+std::vector<Case> other_fused_kernel_cases() {
+  std::vector<Case> cases;
+  for (const StrategyInfo* info : strategies_on(Device::cuda))
+    if (info->engine == Engine::native && info->name == "fused")
+      for (const Config& c : kConfigs)
+        if (!c.transformer && c.hidden != 4100) cases.emplace_back(info, c);
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(Strategies, OtherFusedKernel, ::testing::ValuesIn(other_fused_kernel_cases()), case_name);
 
 // The registry holds every CUDA strategy this test file knows about: a strategy that failed to
 // register would otherwise just have no tests.
