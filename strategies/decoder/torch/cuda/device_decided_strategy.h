@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "condbench/cuda/stuck_condition.h"
 #include "condbench/torch_cuda.h"
 #include "decoder/torch/conditional_step.h"
 #include "decoder/torch/cuda/fixed_step_strategy.h"
@@ -72,7 +73,10 @@ class DeviceDecidedStrategy : public FixedStepStrategy {
     }
     graph_->capture(side, [&] {
       step({[&](const at::Tensor& predicate, int depth, const Body& then, const Body& otherwise) {
-              graph_->if_else(predicate, depth, then, otherwise);
+              // A fault the tests inject (cuda::testing::StuckCondition): the IF-ELSE after exit
+              // test `level` held on its first branch, which then runs a segment for nothing.
+              const bool stuck = depth - 1 == cuda::testing::stuck_condition_level();
+              graph_->if_else(stuck ? at::ones_like(predicate) : predicate, depth, then, otherwise);
             },
             [&](const at::Tensor& index, int depth, int cases, const std::function<void(int)>& body) {
               std::vector<Body> bodies;
