@@ -590,11 +590,12 @@ class BenchmarkOutput(unittest.TestCase):
         result = run(CONDBENCH, "--device=cuda", "--benchmark_list_tests=true")
         self.assertEqual(result.returncode, 0, result.stderr)
         for strategy in ["native/device_flag", "native/device_flag_graph", "native/graph_cond", "native/graph_while",
-                         "native/fused", "torch/eager_host", "torch/eager_host_pinned", "torch/masked",
-                         "torch/masked_graph", "torch/segmented_graph", "torch/graph_cond"]:
+                         "native/fused", "native/masked_graph_cublas", "torch/eager_host", "torch/eager_host_pinned",
+                         "torch/masked", "torch/masked_graph", "torch/segmented_graph", "torch/graph_cond"]:
             self.assertIn(f"early_exit/cuda/{strategy}/exit:1/batch:1/hidden:64/blocks:3", result.stdout)
-        for primitive in ["launch", "launch_sync", "graph_launch_sync", "if_taken_sync", "if_not_taken_sync",
-                          "read4_pageable_sync", "read4_pinned_sync"]:
+        for primitive in ["launch", "launch_sync", "graph_launch_sync", "graph_two_kernels_sync", "if_taken_sync",
+                          "if_not_taken_sync", "if_else_then_sync", "if_else_else_sync", "switch_taken_sync",
+                          "switch_none_sync", "torch_op", "read4_pageable_sync", "read4_pinned_sync"]:
             self.assertIn(f"primitive/cuda/{primitive}", result.stdout)
 
     def test_list_is_the_registry_and_the_docs_tables_match_it(self):

@@ -97,8 +97,8 @@ TEST(DecoderStrategy, RefusesAStepBeforeStartAndPastTheContext) {
   }
 }
 
-// graph_cond's and graph_while's steps (CUDA: IF nodes at each exit, or WHILE loops over the
-// exits) with their branches decided on the host instead: the same fixed-size steps, the same
+// graph_cond's and graph_while's steps (CUDA: an IF-ELSE node at each exit, or WHILE loops over the
+// exits with a SWITCH on the next) with their branches decided on the host instead: the same fixed-size steps, the same
 // in-place outputs and device-side counts, so the CPU checks what the graphs will compute. Not
 // registered: they are no strategies of their own.
 template <bool kLoop>
@@ -121,13 +121,15 @@ class HostDecidedStep final : public DecoderStrategy {
     const StepParts parts{[&](int l, const at::Tensor& h) { return decoder_->layer_at(l, h, cache_, where, visible); },
                           [&](int l, const at::Tensor& h) { decoder_->propagate_at(l, h, cache_, where); },
                           [&](int exit) { return at::scalar_tensor(thresholds[exit - 1]); }};
-    const auto when = [](const at::Tensor& predicate, int /*depth*/, const auto& body) {
-      if (predicate.item<bool>()) body();
-    };
     const at::Tensor h = decoder_->embed_at(input, where);
     if constexpr (kLoop) {
       int passes = 0;
-      loop_step(*decoder_, h, state_, parts, when, [&](const at::Tensor& predicate, int /*depth*/, const auto& body) {
+      // A SWITCH: the case the index names, none outside [0, cases) (the graph's node does the same).
+      const auto pick = [](const at::Tensor& index, int /*depth*/, int cases, const auto& body) {
+        const int i = index.item<int>();
+        if (i >= 0 && i < cases) body(i);
+      };
+      loop_step(*decoder_, h, state_, parts, pick, [&](const at::Tensor& predicate, int /*depth*/, const auto& body) {
         // Each loop runs at most once per exit: a predicate that never falls would hang the graph.
         for (; predicate.item<bool>(); ++passes) {
           if (passes == config().num_exits()) throw std::logic_error("the step's loops ran past the exits");
@@ -135,7 +137,13 @@ class HostDecidedStep final : public DecoderStrategy {
         }
       });
     } else {
-      conditional_step(*decoder_, h, state_, parts, when);
+      conditional_step(*decoder_, h, state_, parts,
+                       [](const at::Tensor& predicate, int /*depth*/, const auto& then, const auto& otherwise) {
+                         if (predicate.item<bool>())
+                           then();
+                         else
+                           otherwise();
+                       });
     }
     output_ = {state_.logits.argmax(-1), state_.exit_id.clone(), state_.logits.clone()};
     return output_;

@@ -87,13 +87,23 @@ CONDBENCH_HD inline void linear_row(const float* __restrict__ wt, const float* _
   for (; o < out; o += 8) detail::linear_tile<8, 4>(wt, bias, x, in, pitch, o, out - o, y, relu);
 }
 
-// max(softmax(logits)) without forming the softmax: exp(l_max - l_max) / sum_j exp(l_j - l_max).
-CONDBENCH_HD inline float max_softmax(const float* logits, int n) {
-  float m = logits[0];
-  for (int j = 1; j < n; ++j) m = logits[j] > m ? logits[j] : m;
+// max(softmax) of the n logits logit(0) .. logit(n - 1) without forming the softmax:
+// exp(l_max - l_max) / sum_j exp(l_j - l_max). Read through a callable so that a kernel can say how
+// (the persistent fused kernel reads logits other blocks of the same launch wrote, through L2).
+template <typename Logit>
+CONDBENCH_HD inline float max_softmax_of(const Logit& logit, int n) {
+  float m = logit(0);
+  for (int j = 1; j < n; ++j) {
+    const float l = logit(j);
+    m = l > m ? l : m;
+  }
   float sum = 0.0f;
-  for (int j = 0; j < n; ++j) sum += expf(logits[j] - m);
+  for (int j = 0; j < n; ++j) sum += expf(logit(j) - m);
   return 1.0f / sum;
+}
+
+CONDBENCH_HD inline float max_softmax(const float* logits, int n) {
+  return max_softmax_of([logits](int j) { return logits[j]; }, n);
 }
 
 // docs/design.md §1: an exit fires when its confidence is strictly greater than its threshold, so a

@@ -82,17 +82,23 @@ cudaGraphConditionalHandle make_condition(cudaStream_t capturing) {
 
 cudaGraph_t add_conditional(cudaStream_t capturing, cudaGraphConditionalHandle handle,
                             cudaGraphConditionalNodeType type) {
+  return add_conditional(capturing, handle, type, 1).front();
+}
+
+std::vector<cudaGraph_t> add_conditional(cudaStream_t capturing, cudaGraphConditionalHandle handle,
+                                         cudaGraphConditionalNodeType type, unsigned bodies) {
   const CaptureInfo info = capture_info(capturing);
   cudaGraphNodeParams params{};
   params.type = cudaGraphNodeTypeConditional;
   params.conditional.handle = handle;
   params.conditional.type = type;
-  params.conditional.size = 1;
+  params.conditional.size = bodies;
   cudaGraphNode_t node = nullptr;
   CONDBENCH_CUDA_CHECK(cudaGraphAddNode(&node, info.graph, info.dependencies, info.edges, info.count, &params));
   CONDBENCH_CUDA_CHECK(
       cudaStreamUpdateCaptureDependencies(capturing, &node, nullptr, 1, cudaStreamSetCaptureDependencies));
-  return params.conditional.phGraph_out[0];
+  // phGraph_out is the runtime's array, filled by cudaGraphAddNode: one body graph per entry.
+  return {params.conditional.phGraph_out, params.conditional.phGraph_out + bodies};
 }
 
 }  // namespace condbench::cuda

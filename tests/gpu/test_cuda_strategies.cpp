@@ -1,7 +1,10 @@
 // Every CUDA strategy, native and torch engine, on a GPU: one test per (strategy, config) pair —
 // so a strategy that fails cannot hide the others — over every scenario and batch {1, 7, 70, 200},
 // against the double-precision reference, plus the counters each must report and the re-pointing
-// of captured graphs at new inputs. Without a GPU every test skips with the reason; a strategy
+// of captured graphs at new inputs. The native Linear kernels run both ways there: the GEMV at
+// batch 1 and 7, the GEMM at 70 and 200, split-K where a layer's tiles are few (hidden 1024, the
+// heads); fused's two kernels each at every width (OtherFusedKernel runs the one the rule does
+// not pick). Without a GPU every test skips with the reason; a strategy
 // that cannot run a config skips with "unsupported: " and its own reason (scripts/device-check
 // fails a step on any other skip).
 #include <gtest/gtest.h>
@@ -13,10 +16,12 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
 #include "condbench/cuda/early_exit_kernels.h"
+#include "condbench/cuda/linear_plan.h"
 #include "condbench/cuda/stream_hold.h"
 #include "condbench/cuda/stuck_condition.h"
 #include "condbench/flops.h"
@@ -42,8 +47,9 @@ struct Config {
 };
 void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
 // Partial tiles in every kernel: hidden 100 and 4100 (outputs and inputs past a tile), batch 7,
-// 70 and 200 (rows past a group). hidden4100 at batch 200 runs the tiled Linear kernel on an H200
-// (65 x 4 tiles >= 132 multiprocessors); every other case the sliced one.
+// 70 and 200 (rows past a group). The GEMM splits its sum at hidden 1024 (batch 70 and 200 on an
+// H200: 32 and 64 tiles for 132 multiprocessors) and in every head; hidden4100 at batch 200 has
+// 65 x 4 tiles, no split.
 // The transformer (d_model 64, 4 heads, ffn 128, 16 tokens) runs on the torch engine only.
 const Config kConfigs[] = {{"default", 64, 3},      {"hidden100", 100, 3}, {"hidden1024", 1024, 3},
                            {"hidden4100", 4100, 3}, {"blocks12", 64, 12},  {"transformer", 64, 2, true}};
@@ -58,6 +64,7 @@ class CudaStrategies : public ::testing::TestWithParam<Case> {
     if (const Unsupported why = info().unsupported(source().config, 1)) GTEST_SKIP() << "unsupported: " << *why;
   }
   void check_counters(int64_t batch, bool clustered);
+  void check_every_scenario_and_batch();
   // The test's batch, or a skip where the strategy cannot run it (aoti/cond takes one row).
   bool runs(int64_t batch) const { return !info().unsupported(source().config, batch); }
   const StrategyInfo& info() const { return *std::get<0>(GetParam()); }
@@ -101,7 +108,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& param) {
   return name;
 }
 
-TEST_P(CudaStrategies, EveryScenarioAndBatchMatchesTheReference) {
+void CudaStrategies::check_every_scenario_and_batch() {
   const Config c = config();
   const ReferenceHeads& heads = reference_for(source());
   for (int64_t batch : {1, 7, 70, 200}) {
@@ -119,6 +126,8 @@ TEST_P(CudaStrategies, EveryScenarioAndBatchMatchesTheReference) {
     }
   }
 }
+
+TEST_P(CudaStrategies, EveryScenarioAndBatchMatchesTheReference) { check_every_scenario_and_batch(); }
 
 // FLOPs of computing rows in groups, each layer over every group holding a row that still runs
 // it: rows leaving at exit e run blocks and heads 1..min(e, blocks), and the final head when
@@ -228,15 +237,24 @@ void CudaStrategies::check_counters(int64_t batch, bool clustered) {
     EXPECT_TRUE(skipped_as_declared(info(), counters, deepest, c.blocks));
     if (info().engine == Engine::native) {
       EXPECT_EQ(counters.host_syncs, 0);
-      // The stage kernels compute each layer in its own row groups (cuda::linear_group_rows: 64
-      // where the tiled kernel runs, else 4); fused computes each thread block's rows (4 from batch
-      // 4, where they fit in shared memory) as deep as the deepest of them goes.
-      const int sms = multiprocessors();
-      const int fused_rows = fused_block_rows(static_cast<int>(batch), workload->config());
-      const bool fused = info().name == "fused";
-      EXPECT_DOUBLE_EQ(counters.flops_executed, grouped_flops(workload->config(), ids, [&](int outputs) {
-                         return fused ? fused_rows : cuda::linear_group_rows(static_cast<int>(batch), outputs, sms);
-                       }));
+      // The stage kernels and the persistent fused kernel compute each layer in the row groups of
+      // its plan (linear_plan.h: the batch up to 8 rows, 64-row tiles above); the single-block
+      // fused kernel computes each thread block's rows (4 from batch 4, where they fit in shared
+      // memory) as deep as the deepest of them goes; cuBLAS computes every layer for every row.
+      const ModelConfig& m = workload->config();
+      const int sms = multiprocessors(), rows = static_cast<int>(batch);
+      const bool single_block =
+          info().name == "fused" &&
+          cuda::fused_choice(m.size("hidden"), m.num_classes, rows).kernel == cuda::FusedKernel::single_block;
+      const int fused_rows = fused_block_rows(rows, m);
+      if (info().name == "masked_graph_cublas") {
+        EXPECT_DOUBLE_EQ(counters.flops_executed, static_cast<double>(batch) * useful_flops(m, m.final_exit()));
+      } else {
+        EXPECT_DOUBLE_EQ(counters.flops_executed, grouped_flops(m, ids, [&](int outputs) {
+                           return single_block ? fused_rows
+                                               : cuda::plan_linear(rows, m.size("hidden"), outputs, sms).group_rows;
+                         }));
+      }
     }
     EXPECT_EQ(counters.host_syncs, info().host_decides ? blocks_reached : 0);
     // One launch: a graph or the fused kernel, plus the input copy (an ATen call) on the torch engine.
@@ -248,10 +266,12 @@ void CudaStrategies::check_counters(int64_t batch, bool clustered) {
 TEST_P(CudaStrategies, CountersSayWhatTheStrategyDoes) {
   if (!runs(7)) GTEST_SKIP() << "unsupported: " << info().key() << " runs one row at a time";
   check_counters(7, /*clustered=*/false);
-  // At hidden 4100 and batch 200 the tiled kernel runs the blocks in 64-row groups (on a GPU with
-  // up to 260 multiprocessors); clustered rows leave a whole group behind, which it must skip.
-  if (config().hidden == 4100) {
-    ASSERT_EQ(cuda::linear_group_rows(200, 4100, multiprocessors()), 64);
+  // At batch 200 the GEMM runs the blocks in 64-row tiles; clustered rows leave whole tiles behind,
+  // which it must skip: without a split at hidden 4100, with every part of a split sum skipping
+  // alike at hidden 1024 (a part that counted its arrival alone would leave the tile's count wrong
+  // for the next launch; the native kernels only, the others have no split of theirs to check).
+  if (config().hidden == 4100 || (config().hidden == 1024 && info().engine == Engine::native)) {
+    ASSERT_EQ(cuda::plan_linear(200, config().hidden, config().hidden, multiprocessors()).group_rows, 64);
     check_counters(200, /*clustered=*/true);
   }
 }
@@ -368,9 +388,45 @@ std::vector<Case> stuck_conditional_cases() {
 }
 INSTANTIATE_TEST_SUITE_P(Strategies, StuckConditionals, ::testing::ValuesIn(stuck_conditional_cases()), case_name);
 
+// fused on CUDA has two kernels, and the rule (linear_plan.h's choose_fused_kernel) gives each only
+// some widths: here each runs at the widths it does not get, so both are checked at every one —
+// the persistent kernel at hidden 64 and 100 and with 12 blocks (25 grid barriers), the
+// single-block kernel at hidden 1024 (hidden 4100 adds only time: its arithmetic is the same).
+class OtherFusedKernel : public CudaStrategies {
+ protected:
+  void SetUp() override {
+    const int hidden = config().hidden;
+    forced_.emplace(hidden <= cuda::kSingleBlockMaxHidden ? cuda::FusedKernel::persistent
+                                                          : cuda::FusedKernel::single_block);
+    CudaStrategies::SetUp();
+  }
+  void TearDown() override { forced_.reset(); }
+
+ private:
+  std::optional<cuda::testing::ForcedFusedKernel> forced_;
+};
+
+TEST_P(OtherFusedKernel, EveryScenarioAndBatchMatchesTheReference) { check_every_scenario_and_batch(); }
+
+TEST_P(OtherFusedKernel, CountersSayWhatTheKernelComputes) {
+  check_counters(7, /*clustered=*/false);
+  // The persistent kernel's GEMM skipping a tile every row of which has left.
+  if (config().hidden <= cuda::kSingleBlockMaxHidden) check_counters(70, /*clustered=*/true);
+}
+
+std::vector<Case> other_fused_kernel_cases() {
+  std::vector<Case> cases;
+  for (const StrategyInfo* info : strategies_on(Device::cuda))
+    if (info->engine == Engine::native && info->name == "fused")
+      for (const Config& c : kConfigs)
+        if (!c.transformer && c.hidden != 4100) cases.emplace_back(info, c);
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(Strategies, OtherFusedKernel, ::testing::ValuesIn(other_fused_kernel_cases()), case_name);
+
 // The registry holds every CUDA strategy this test file knows about: a strategy that failed to
 // register would otherwise just have no tests.
-TEST(CudaRegistry, HoldsEveryCudaStrategy) { EXPECT_GE(strategies_on(Device::cuda).size(), 11u); }
+TEST(CudaRegistry, HoldsEveryCudaStrategy) { EXPECT_GE(strategies_on(Device::cuda).size(), 12u); }
 
 // The fused kernel's shared memory is all dynamic and all counted, so a model within a few bytes
 // of the device's limit falls back to one row per block (or is declared unsupported) instead of

@@ -6,21 +6,28 @@
 //
 // device_flag launches it as it stands; device_flag_graph captures it; graph_cond nests each
 // stage after the first in an IF node set by the previous exit test; graph_while runs the stages
-// as the body of one WHILE node. Block and head kernels compute rows in groups (linear_group_rows)
-// and skip a group whose rows have all exited, store only rows still active, and return at once
-// when no row is active, so the same kernels serve all four.
+// as the body of one WHILE node. Block and head kernels (a warp-per-output GEMV up to 8 rows, a
+// tiled GEMM above: linear_plan.h) compute rows in groups and skip a group whose rows have all
+// exited, store only rows still active, and return at once when no row is active, so the same
+// kernels serve all four and they differ only in control flow. Heads write head_logits; the exit
+// test copies a leaving row's logits into the result, so masked_graph_cublas, whose cuBLAS heads
+// write every row, runs the same exit tests.
 #include <cuda_runtime_api.h>
 
 #include "condbench/cuda/device_model.h"
+#include "condbench/cuda/linear_plan.h"
 
 namespace condbench::cuda {
 
-// Device buffers of one inference (all pointers are device memory).
+// Device buffers of one inference (all pointers are device memory). Activation rows are padded to
+// a whole number of float4 (input_pitch, hidden_pitch), the padding zero: the Linear kernels read
+// them as vectors.
 struct InferenceState {
   const float* input;       // the caller's [batch][in_features], copied by begin
-  float* staged_input;      // [batch][in_features]: block 0 reads this, so graphs hold one address
-  float* hidden[2];         // [batch][hidden]: block s writes hidden[s % 2]
-  float* logits;            // [batch][num_classes]: the result (heads write active rows only)
+  float* staged_input;      // [batch][input_pitch]: block 0 reads this, so graphs hold one address
+  float* hidden[2];         // [batch][hidden_pitch]: block s writes hidden[s % 2]
+  float* head_logits;       // [batch][num_classes]: the last head's logits, for every row it computed
+  float* logits;            // [batch][num_classes]: the result; a row's exit test copies its head's logits here
   int* exit_id;             // [batch]: the result
   int* active;              // [batch]: 1 while the row runs
   int* active_count;        // rows still running
@@ -29,8 +36,11 @@ struct InferenceState {
   int* heads_run;           // heads run, exit heads (with their tests) and the final head (finish)
   double* flops;            // Linear FLOPs executed (a counter read outside the timed region)
   const float* thresholds;  // [blocks]
+  float* split_partials;    // GEMM split-K: one partial tile per work item (linear_plan.h)
+  int* split_arrivals;      // GEMM split-K: per tile, the parts done so far (0 between launches)
   int batch, blocks, in_features, hidden_size, num_classes;
-  int multiprocessors;  // the GPU's SM count: which Linear kernel fills it (linear_group_rows)
+  int input_pitch, hidden_pitch;
+  LinearPlan block_plan, head_plan;  // how the blocks' and the heads' Linears are launched
 };
 
 // The stage a kernel works on: fixed at capture, or read from device memory (the WHILE body,
@@ -52,22 +62,17 @@ struct ConditionSink {
 
 constexpr ConditionSink kNoCondition{0, 0, 0, 0};
 
-// Rows the Linear kernels compute as one group at a batch: 64 where the tiled kernel runs (from 64
-// rows, when its 64 x 64 tiles are at least one per multiprocessor), else 4. Every row of a group
-// holding an active row is computed, rows that left included; the FLOP counter counts those.
-int linear_group_rows(int batch, int outputs, int multiprocessors);
-
 // Resets the per-inference state and stages the input; sets `loop` (the WHILE handle) to run.
 void launch_begin(const InferenceState& state, ConditionSink loop, cudaStream_t stream);
 // Block `stage` (ReLU) for every active row.
 void launch_block(const InferenceState& state, const DeviceLinear* table, StageRef stage, cudaStream_t stream);
-// Exit head `stage` (stage == blocks: the final head) for every active row, into state.logits.
+// Exit head `stage` (stage == blocks: the final head) for every active row, into state.head_logits.
 void launch_head(const InferenceState& state, const DeviceLinear* table, StageRef stage, cudaStream_t stream);
 // The exit test after head `stage`: rows whose confidence exceeds the threshold leave with exit
-// id stage+1; publishes whether any row is left to `next`.
+// id stage+1 and their head's logits; publishes whether any row is left to `next`.
 void launch_exit_test(const InferenceState& state, const DeviceLinear* table, StageRef stage, ConditionSink next,
                       cudaStream_t stream);
-// Rows still active after the final head leave with exit id blocks+1.
+// Rows still active after the final head leave with exit id blocks+1 and its logits.
 void launch_finish(const InferenceState& state, const DeviceLinear* table, cudaStream_t stream);
 
 // The begin kernel's launch as a graph kernel node's parameters, so a graph can be pointed at a

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "condbench/cuda/check.h"
 
@@ -124,5 +125,10 @@ cudaGraphConditionalHandle make_condition(cudaStream_t capturing);
 // captured work depend on it, and returns its body graph (owned by the node) to capture into.
 cudaGraph_t add_conditional(cudaStream_t capturing, cudaGraphConditionalHandle handle,
                             cudaGraphConditionalNodeType type);
+// The same for a node of `bodies` bodies (CUDA 12.8+): an IF-ELSE (cudaGraphCondTypeIf, 2 bodies:
+// the first runs when the handle is non-zero, the second when it is zero) or a SWITCH (body i runs
+// when the handle is i, none when it is `bodies` or more). Returns the bodies in that order.
+std::vector<cudaGraph_t> add_conditional(cudaStream_t capturing, cudaGraphConditionalHandle handle,
+                                         cudaGraphConditionalNodeType type, unsigned bodies);
 
 }  // namespace condbench::cuda

@@ -1,6 +1,9 @@
-// fused (engine native, CUDA): the floor. The whole early-exit forward in one kernel launch, one
-// thread block per row (per 4 rows from batch 4), each block stopping when its rows have left: no
-// host decision, no per-stage launches, nothing captured.
+// fused (engine native, CUDA): the floor. The whole early-exit forward in one kernel launch, every
+// exit decided on the device: no host decision, no per-stage launches, nothing captured. Up to
+// hidden 128 a thread block per row (per 4 rows from batch 4), each block stopping when its rows
+// have left; wider, one persistent cooperative grid over every multiprocessor with a grid-wide
+// barrier between dependent layers, which returns as a whole once no row runs (fused.h,
+// linear_plan.h's choose_fused_kernel).
 #include "native/cuda/fused.h"
 
 #include <algorithm>
@@ -16,26 +19,28 @@ class FusedCuda final : public NativeCudaStrategy {
   using NativeCudaStrategy::NativeCudaStrategy;
   static constexpr bool kSingleLaunch = true;
 
-  static Unsupported supports(const ModelConfig& config, Device /*device*/, int64_t /*batch*/) {
+  static Unsupported supports(const ModelConfig& config, Device /*device*/, int64_t batch) {
     if (Unsupported why = mlp_only(config)) return why;
-    return fused_unsupported(config.size("hidden"), config.num_classes);
+    return fused_unsupported(config.size("hidden"), config.num_classes, static_cast<int>(batch));
   }
 
  protected:
-  void build() override { launch_ = fused_prepare(state().batch, state().hidden_size, state().num_classes); }
+  void build() override { launch_ = fused_prepare(state(), multiprocessors()); }
 
   int64_t enqueue() override {
     launch_fused(launch_, state(), table(), stream());
     return 1;
   }
 
-  // Each block computes its rows as far as the deepest of them goes (no device counter to reset
-  // per launch). A last block short of rows computes row 0 again in their place; not counted.
-  // Blocks and heads are not counted: each thread block stops on its own, and no kernel resets a
-  // counter.
+  // Blocks and heads are not counted: the single-block kernel's thread blocks each stop on their
+  // own, and neither kernel keeps the stage counters.
   void read_stage_counts(InferenceCounters& /*record*/) const override {}
 
+  // The persistent kernel counts its FLOPs on the device, as the stage kernels do. The single-block
+  // kernel computes each block's rows as far as the deepest of them goes (no device counter to
+  // reset per launch); a last block short of rows computes row 0 again in their place, not counted.
   double executed_flops() const override {
+    if (launch_.kernel == FusedKernel::persistent) return NativeCudaStrategy::executed_flops();
     const at::Tensor ids = exit_ids().to(at::kCPU);
     ModelConfig config = model_config("mlp");
     config.set("in_features", state().in_features).set("hidden", state().hidden_size);
@@ -59,6 +64,6 @@ class FusedCuda final : public NativeCudaStrategy {
 }  // namespace
 
 CONDBENCH_REGISTER_STRATEGY(FusedCuda, "fused", Engine::native, Device::cuda,
-                            "the whole early-exit forward in one kernel: the GPU floor");
+                            "the whole early-exit forward in one kernel, every exit decided on the device");
 
 }  // namespace condbench::cuda

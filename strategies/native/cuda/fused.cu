@@ -1,13 +1,19 @@
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <cstdint>
+
 #include "condbench/cuda/check.h"
+#include "condbench/cuda/linear_kernels.cuh"
 #include "condbench/error.h"
 #include "condbench/exit_math.h"
 #include "native/cuda/fused.h"
 
-#include <algorithm>
-
 namespace condbench::cuda {
 
 namespace {
+
+// --- the single-block kernel ------------------------------------------------------------------------
 
 constexpr int kTileOutputs = 32;
 constexpr int kSlices = 8;
@@ -121,6 +127,153 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(InferenceState st, cons
   if (r < rows && live[r]) leave(r, st.blocks + 1);
 }
 
+// --- the persistent kernel --------------------------------------------------------------------------
+
+namespace cg = cooperative_groups;
+
+// Which rows still run, as each block of the persistent kernel keeps it: a bit per row in its
+// shared memory. Every block takes every exit decision itself, from the same logits with the same
+// arithmetic, so all hold the same bits and return together without a barrier to share them.
+struct RowBits {
+  const unsigned* bits;
+  __device__ bool operator()(int row) const { return (bits[row / kWarpSize] >> (row % kWarpSize)) & 1u; }
+};
+
+__device__ inline float* hidden_buffer(const InferenceState& st, int s) { return s & 1 ? st.hidden[1] : st.hidden[0]; }
+
+// One Linear over the whole grid: each block takes every gridDim.x-th item of the plan. Rows is
+// the GEMV's rows per warp, or 0 for the GEMM.
+template <int Rows>
+__device__ void grid_linear(const device::LinearOperands& op, const LinearPlan& plan, const InferenceState& st,
+                            const RowBits& live) {
+  if constexpr (Rows == 0) {
+    __shared__ device::GemmShared shared;
+    for (int item = static_cast<int>(blockIdx.x); item < plan.items; item += static_cast<int>(gridDim.x))
+      device::gemm_item<device::Coherent>(op, plan, item, st.batch, live, shared, st.split_partials, st.split_arrivals);
+  } else {
+    __shared__ device::GemvShared shared;
+    for (int item = static_cast<int>(blockIdx.x); item < plan.items; item += static_cast<int>(gridDim.x))
+      device::gemv_item<Rows, device::Coherent>(op, plan, item, st.batch, live, shared);
+  }
+}
+
+// A row leaving takes its head's logits (written by other blocks of this launch: read through L2).
+__device__ inline void take_head_logits(const InferenceState& st, int row) {
+  const size_t at = static_cast<size_t>(row) * st.num_classes;
+  for (int c = 0; c < st.num_classes; ++c) st.logits[at + c] = __ldcg(st.head_logits + at + c);
+}
+
+// Exit test s in one block: each warp takes 32 rows at a time, a lane per row; a running row whose
+// confidence exceeds the threshold leaves (block 0, `writes`, stores its result), and the bits of
+// those staying replace the word. Returns the rows still running, the same in every block.
+__device__ int exit_test(const InferenceState& st, unsigned* bits, int s, bool writes, int* total) {
+  const float threshold = st.thresholds[s];
+  const int words = (st.batch + kWarpSize - 1) / kWarpSize;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize, lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  int staying = 0;
+  for (int w = warp; w < words; w += kLinearWarps) {
+    const int row = w * kWarpSize + lane;
+    const bool running = row < st.batch && ((bits[w] >> lane) & 1u);
+    bool stays = running;
+    if (running) {
+      const float* logits = st.head_logits + static_cast<size_t>(row) * st.num_classes;
+      const float confidence = math::max_softmax_of([logits](int j) { return __ldcg(logits + j); }, st.num_classes);
+      if (math::exit_fires(confidence, threshold)) {
+        stays = false;
+        if (writes) {
+          take_head_logits(st, row);
+          st.exit_id[row] = s + 1;
+        }
+      }
+    }
+    const unsigned still = __ballot_sync(0xffffffffu, stays);
+    if (lane == 0) {
+      bits[w] = still;
+      staying += __popc(still);
+    }
+  }
+  return device::block_sum(staying, total);  // its barriers also publish the new bits to the block
+}
+
+// The whole forward in one cooperative launch:
+//
+//   [block s | grid barrier | head s | grid barrier | exit test s in every block] for each block s,
+//   then the final head | grid barrier | the rows left take the final exit
+//
+// returning as soon as no row runs. Block 0 writes the results and the FLOP counter (the rows of
+// every group computed, as the stage kernels count them). input_vector: the caller's input rows can
+// be read as float4.
+template <int Rows>
+__global__ void __launch_bounds__(kLinearThreads, 1)
+    persistent_kernel(InferenceState st, const DeviceLinear* table, int input_vector) {
+  const cg::grid_group grid = cg::this_grid();
+  extern __shared__ unsigned live_bits[];
+  __shared__ int total;
+  const int words = (st.batch + kWarpSize - 1) / kWarpSize;
+  for (int w = static_cast<int>(threadIdx.x); w < words; w += static_cast<int>(blockDim.x)) {
+    const int rows = st.batch - w * kWarpSize;
+    live_bits[w] = rows >= kWarpSize ? 0xffffffffu : (1u << rows) - 1u;
+  }
+  __syncthreads();
+  const RowBits live{live_bits};
+  const bool writes = blockIdx.x == 0;
+  double flops = 0.0;
+  for (int s = 0; s < st.blocks; ++s) {
+    const DeviceLinear block = table[s], head = table[st.blocks + s];
+    float* h = hidden_buffer(st, s);
+    const device::LinearOperands block_op =
+        s == 0
+            ? device::LinearOperands{block, st.input, st.in_features, input_vector != 0, h, st.hidden_pitch, true}
+            : device::LinearOperands{block, hidden_buffer(st, s - 1), st.hidden_pitch, true, h, st.hidden_pitch, true};
+    grid_linear<Rows>(block_op, st.block_plan, st, live);
+    grid.sync();
+    grid_linear<Rows>({head, h, st.hidden_pitch, true, st.head_logits, st.num_classes, false}, st.head_plan, st, live);
+    grid.sync();
+    if (writes) {
+      const double block_rows = device::computed_rows(live, st.batch, st.block_plan.group_rows, &total);
+      const double head_rows = device::computed_rows(live, st.batch, st.head_plan.group_rows, &total);
+      flops += 2.0 * (block_rows * block.in * block.out + head_rows * head.in * head.out);
+    }
+    if (exit_test(st, live_bits, s, writes, &total) == 0) {
+      if (writes && threadIdx.x == 0) *st.flops = flops;
+      return;  // every block alike: no barrier is left waiting
+    }
+  }
+  const DeviceLinear final_head = table[2 * st.blocks];
+  grid_linear<Rows>(
+      {final_head, hidden_buffer(st, st.blocks - 1), st.hidden_pitch, true, st.head_logits, st.num_classes, false},
+      st.head_plan, st, live);
+  grid.sync();
+  if (!writes) return;
+  const double rows = device::computed_rows(live, st.batch, st.head_plan.group_rows, &total);
+  for (int r = static_cast<int>(threadIdx.x); r < st.batch; r += static_cast<int>(blockDim.x))
+    if (live(r)) {
+      take_head_logits(st, r);
+      st.exit_id[r] = st.blocks + 1;
+    }
+  if (threadIdx.x == 0) *st.flops = flops + rows * 2.0 * final_head.in * final_head.out;
+}
+
+// The persistent kernel's instantiation for a plan: the GEMV's rows per warp, or the GEMM.
+const void* persistent_function(const LinearPlan& plan) {
+  if (plan.kernel == LinearKernel::gemm) return reinterpret_cast<const void*>(&persistent_kernel<0>);
+  switch (plan.group_rows) {
+    case 1:
+      return reinterpret_cast<const void*>(&persistent_kernel<1>);
+    case 2:
+      return reinterpret_cast<const void*>(&persistent_kernel<2>);
+    case 4:
+      return reinterpret_cast<const void*>(&persistent_kernel<4>);
+    default:
+      return reinterpret_cast<const void*>(&persistent_kernel<kGemvMaxRows>);
+  }
+}
+
+// A bit per row.
+size_t persistent_shared_bytes(int batch) {
+  return static_cast<size_t>((batch + kWarpSize - 1) / kWarpSize) * sizeof(unsigned);
+}
+
 }  // namespace
 
 FusedLaunch fused_launch(int batch, int hidden, int num_classes, size_t shared_limit) {
@@ -137,34 +290,81 @@ size_t fused_static_shared_bytes() {
 }
 
 namespace {
-// The dynamic shared memory a block may ask for: the device's opt-in limit less what the kernel
-// declares statically (nothing, today), or nullopt without a GPU.
-std::optional<size_t> shared_limit() {
+std::optional<FusedKernel> forced_kernel;  // testing::ForcedFusedKernel; prepared on one thread
+
+bool have_gpu() {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     (void)cudaGetLastError();  // no GPU: nothing to say here; the harness skips for that itself
-    return std::nullopt;
+    return false;
   }
-  int device = 0, limit = 0;
+  return true;
+}
+
+int current_device() {
+  int device = 0;
   CONDBENCH_CUDA_CHECK(cudaGetDevice(&device));
-  CONDBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return device;
+}
+
+// The dynamic shared memory a block of the single-block kernel may ask for: the device's opt-in
+// limit less what the kernel declares statically (nothing, today).
+size_t shared_limit() {
+  int limit = 0;
+  CONDBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, current_device()));
   const size_t fixed = fused_static_shared_bytes();
   return static_cast<size_t>(limit) > fixed ? static_cast<size_t>(limit) - fixed : 0;
 }
+
+// Persistent blocks that fit on one multiprocessor at a batch (the occupancy API, with the kernel's
+// registers and shared memory), 0 where the device cannot launch cooperatively at all.
+int persistent_blocks_per_sm(int batch) {
+  int cooperative = 0;
+  CONDBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, current_device()));
+  if (!cooperative) return 0;
+  // The instantiation depends on the batch alone (the GEMV's rows, or the GEMM).
+  const LinearPlan shape = plan_linear(batch, 1, 1, 1);
+  int blocks = 0;
+  CONDBENCH_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, persistent_function(shape),
+                                                                     kLinearThreads, persistent_shared_bytes(batch)));
+  return blocks;
+}
 }  // namespace
 
-std::optional<std::string> fused_unsupported(int hidden, int num_classes) {
-  const std::optional<size_t> limit = shared_limit();
-  if (!limit) return std::nullopt;
-  const size_t bytes = SharedLayout::of(1, hidden, num_classes).bytes();
-  if (bytes <= *limit) return std::nullopt;
-  return "hidden " + std::to_string(hidden) + " needs " + std::to_string(bytes) +
-         " bytes of shared memory per block; this GPU allows " + std::to_string(*limit);
+FusedChoice fused_choice(int hidden, int num_classes, int batch) {
+  const bool gpu = have_gpu();
+  const size_t single_bytes = SharedLayout::of(1, hidden, num_classes).bytes();
+  const bool single_fits = !gpu || single_bytes <= shared_limit();
+  const bool persistent_fits = !gpu || persistent_blocks_per_sm(batch) > 0;
+  if (forced_kernel) {
+    const bool fits = *forced_kernel == FusedKernel::single_block ? single_fits : persistent_fits;
+    if (fits) return {forced_kernel, {}};
+  }
+  if (const std::optional<FusedKernel> kernel = choose_fused_kernel(hidden, single_fits, persistent_fits))
+    return {kernel, {}};
+  return {std::nullopt, "hidden " + std::to_string(hidden) + " needs " + std::to_string(single_bytes) +
+                            " bytes of shared memory per block in the single-block kernel (this GPU allows " +
+                            std::to_string(shared_limit()) + "), and this GPU cannot launch the persistent one"};
 }
 
-FusedLaunch fused_prepare(int batch, int hidden, int num_classes) {
-  if (const std::optional<std::string> why = fused_unsupported(hidden, num_classes)) fail("fused (cuda): " + *why);
-  const FusedLaunch launch = fused_launch(batch, hidden, num_classes, *shared_limit());
+std::optional<std::string> fused_unsupported(int hidden, int num_classes, int batch) {
+  FusedChoice choice = fused_choice(hidden, num_classes, batch);
+  if (choice.kernel && forced_kernel && *choice.kernel != *forced_kernel)
+    return std::string(fused_kernel_name(*forced_kernel)) + " kernel does not fit this model on this GPU";
+  if (choice.kernel) return std::nullopt;
+  return std::move(choice.why_not);
+}
+
+FusedLaunch fused_prepare(const InferenceState& state, int multiprocessors) {
+  if (const std::optional<std::string> why = fused_unsupported(state.hidden_size, state.num_classes, state.batch))
+    fail("fused (cuda): " + *why);
+  const FusedKernel kernel = *fused_choice(state.hidden_size, state.num_classes, state.batch).kernel;
+  if (kernel == FusedKernel::persistent) {
+    const int most_items = std::max(state.block_plan.items, state.head_plan.items);
+    const int grid = persistent_grid(multiprocessors, persistent_blocks_per_sm(state.batch), most_items);
+    return {1, persistent_shared_bytes(state.batch), kernel, grid};
+  }
+  const FusedLaunch launch = fused_launch(state.batch, state.hidden_size, state.num_classes, shared_limit());
   const int bytes = static_cast<int>(launch.shared_bytes);
   if (launch.rows == 1) {
     CONDBENCH_CUDA_CHECK(cudaFuncSetAttribute(fused_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
@@ -177,6 +377,16 @@ FusedLaunch fused_prepare(int batch, int hidden, int num_classes) {
 
 void launch_fused(const FusedLaunch& launch, const InferenceState& state, const DeviceLinear* table,
                   cudaStream_t stream) {
+  if (launch.kernel == FusedKernel::persistent) {
+    // The caller's input, read in place: as float4 where its rows allow (a host check per run).
+    int input_vector = state.in_features % kVectorWidth == 0 && reinterpret_cast<uintptr_t>(state.input) % 16 == 0;
+    InferenceState st = state;
+    const DeviceLinear* layers = table;
+    void* args[] = {&st, &layers, &input_vector};
+    CONDBENCH_CUDA_CHECK(cudaLaunchCooperativeKernel(persistent_function(state.block_plan), dim3(launch.grid),
+                                                     dim3(kLinearThreads), args, launch.shared_bytes, stream));
+    return;
+  }
   const int grid = (state.batch + launch.rows - 1) / launch.rows;
   if (launch.rows == 1) {
     fused_kernel<1><<<grid, kThreads, launch.shared_bytes, stream>>>(state, table);
@@ -185,5 +395,10 @@ void launch_fused(const FusedLaunch& launch, const InferenceState& state, const 
   }
   CONDBENCH_CUDA_CHECK_LAUNCH();
 }
+
+namespace testing {
+ForcedFusedKernel::ForcedFusedKernel(FusedKernel kernel) : previous_(forced_kernel) { forced_kernel = kernel; }
+ForcedFusedKernel::~ForcedFusedKernel() { forced_kernel = previous_; }
+}  // namespace testing
 
 }  // namespace condbench::cuda

@@ -1,5 +1,7 @@
 #include "native/cuda/native_cuda_strategy.h"
 
+#include <algorithm>
+
 #include "condbench/cuda/check.h"
 #include "condbench/error.h"
 
@@ -10,9 +12,31 @@ void NativeCudaStrategy::prepare(const EarlyExitModel& model, int64_t batch) {
   stream_ = make_stream();
   model_ = std::make_unique<DeviceModel>(model->native(), stream_.get());
   const int in_features = config.size("in_features"), hidden = config.size("hidden");
-  staged_input_ = DeviceBuffer<float>(static_cast<size_t>(batch) * in_features);
-  hidden_[0] = DeviceBuffer<float>(static_cast<size_t>(batch) * hidden);
-  hidden_[1] = DeviceBuffer<float>(static_cast<size_t>(batch) * hidden);
+  int device = 0, multiprocessors = 0;
+  CONDBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  CONDBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  const int rows = static_cast<int>(batch);
+  // One plan for the blocks (the widest input of any: block 0 reads in_features), one for the heads.
+  const LinearPlan block_plan = plan_linear(rows, std::max(in_features, hidden), hidden, multiprocessors);
+  const LinearPlan head_plan = plan_linear(rows, hidden, config.num_classes, multiprocessors);
+  const int input_pitch = vector_padded(in_features), hidden_pitch = vector_padded(hidden);
+
+  // Zeroed once: the rows' padding is never written, and the kernels read it as part of a float4.
+  const auto zeroed = [this](size_t count) {
+    DeviceBuffer<float> buffer(count);
+    CONDBENCH_CUDA_CHECK(cudaMemsetAsync(buffer.get(), 0, count * sizeof(float), stream_.get()));
+    return buffer;
+  };
+  staged_input_ = zeroed(static_cast<size_t>(batch) * input_pitch);
+  hidden_[0] = zeroed(static_cast<size_t>(batch) * hidden_pitch);
+  hidden_[1] = zeroed(static_cast<size_t>(batch) * hidden_pitch);
+  head_logits_ = zeroed(static_cast<size_t>(batch) * config.num_classes);
+  split_partials_ =
+      DeviceBuffer<float>(std::max(split_workspace_floats(block_plan), split_workspace_floats(head_plan)));
+  split_arrivals_ = DeviceBuffer<int>(std::max(split_counters(block_plan), split_counters(head_plan)));
+  if (split_arrivals_.size() > 0)  // every count starts at 0; the last part of each tile resets its own
+    CONDBENCH_CUDA_CHECK(
+        cudaMemsetAsync(split_arrivals_.get(), 0, split_arrivals_.size() * sizeof(int), stream_.get()));
   thresholds_ = DeviceBuffer<float>(config.blocks);
   threshold_upload_ = PinnedBuffer<float>(config.blocks);
   uploaded_thresholds_.clear();
@@ -29,6 +53,7 @@ void NativeCudaStrategy::prepare(const EarlyExitModel& model, int64_t batch) {
   state_.staged_input = staged_input_.get();
   state_.hidden[0] = hidden_[0].get();
   state_.hidden[1] = hidden_[1].get();
+  state_.head_logits = head_logits_.get();
   state_.logits = logits_.data_ptr<float>();
   state_.exit_id = exit_id_.data_ptr<int>();
   state_.active = active_.get();
@@ -38,14 +63,18 @@ void NativeCudaStrategy::prepare(const EarlyExitModel& model, int64_t batch) {
   state_.heads_run = counts_.get() + 3;
   state_.flops = flops_.get();
   state_.thresholds = thresholds_.get();
-  state_.batch = static_cast<int>(batch);
+  state_.split_partials = split_partials_.get();
+  state_.split_arrivals = split_arrivals_.get();
+  state_.batch = rows;
   state_.blocks = config.blocks;
   state_.in_features = in_features;
   state_.hidden_size = hidden;
   state_.num_classes = config.num_classes;
-  int device = 0;
-  CONDBENCH_CUDA_CHECK(cudaGetDevice(&device));
-  CONDBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&state_.multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  state_.input_pitch = input_pitch;
+  state_.hidden_pitch = hidden_pitch;
+  state_.block_plan = block_plan;
+  state_.head_plan = head_plan;
+  multiprocessors_ = multiprocessors;
   // at::empty may have run on torch's stream: make the buffers' allocation visible to ours.
   CONDBENCH_CUDA_CHECK(cudaDeviceSynchronize());
   build();

@@ -39,6 +39,8 @@ class NativeCudaStrategy : public Strategy {
 
   const InferenceState& state() const { return state_; }
   const DeviceLinear* table() const { return model_->table(); }
+  const DeviceModel& model() const { return *model_; }
+  int multiprocessors() const { return multiprocessors_; }
   cudaStream_t stream() const { return stream_.get(); }
   int blocks() const { return state_.blocks; }
 
@@ -56,13 +58,14 @@ class NativeCudaStrategy : public Strategy {
  private:
   Stream stream_;
   std::unique_ptr<DeviceModel> model_;
-  DeviceBuffer<float> staged_input_, hidden_[2], thresholds_;
-  DeviceBuffer<int> active_, counts_;  // counts_: active_count, stage, blocks_run, heads_run
+  DeviceBuffer<float> staged_input_, hidden_[2], head_logits_, thresholds_, split_partials_;
+  DeviceBuffer<int> active_, counts_, split_arrivals_;  // counts_: active_count, stage, blocks_run, heads_run
   DeviceBuffer<double> flops_;
   PinnedBuffer<float> threshold_upload_;
   std::vector<float> uploaded_thresholds_;
   at::Tensor exit_id_, logits_;
   InferenceState state_{};
+  int multiprocessors_ = 0;
 };
 
 // A captured inference: the graph, its executable and the begin kernel's node. The graph reads

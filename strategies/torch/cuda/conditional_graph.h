@@ -1,10 +1,13 @@
 #pragma once
-// A CUDA graph of LibTorch ops with conditional IF and WHILE nodes whose predicates are device
-// tensors: what the graph_cond strategies (strategies/torch/cuda/graph_cond.cpp) and the decoder's
-// graph_cond and graph_while (strategies/decoder/torch/cuda/device_decided_strategy.h) capture,
-// and what torch.cond and while_loop under CUDA-graph capture do in PyTorch 2.12+. One class, two
-// routes, chosen at configure time by a compile check (CMakeLists.txt; the
-// CONDBENCH_TORCH_CONDITIONAL_ROUTE option forces one), not by a version string:
+// A CUDA graph of LibTorch ops with conditional nodes whose predicates are device tensors: IF and
+// WHILE (what the graph_cond strategies, strategies/torch/cuda/graph_cond.cpp, capture, and what
+// torch.cond and while_loop under CUDA-graph capture do in PyTorch 2.12+), and IF-ELSE and SWITCH
+// (CUDA 12.8+: the decoder's graph_cond and graph_while,
+// strategies/decoder/torch/cuda/device_decided_strategy.h). One class, two routes. A graph of IF
+// and WHILE nodes takes the one chosen at configure time by a compile check (CMakeLists.txt; the
+// CONDBENCH_TORCH_CONDITIONAL_ROUTE option forces one), not by a version string; LibTorch's
+// capture has no IF-ELSE or SWITCH, so a graph that holds them (Nodes::any) takes the runtime
+// route on every LibTorch:
 //  - native_api: at::cuda::CUDAGraph::begin_capture_to_if_node / begin_capture_to_while_node /
 //    end_capture_to_conditional_node (LibTorch sets the handle from a 0-dim predicate tensor, a
 //    WHILE body's end sets it again through set_conditional_handle_for_current_node, and
@@ -19,7 +22,8 @@
 //    launched with the runtime API. CUDAGraph is not used there at all: its pool() answers only
 //    after a capture has ended, and beginAllocateToPool on the pool an open CUDAGraph capture
 //    records to throws.
-// Only conditional_graph.cpp differs by route; this header is the same for both.
+// Only conditional_graph.cpp differs by route (the native one is compiled only where LibTorch has
+// it); this header is the same for both.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 
@@ -39,9 +43,12 @@ class ConditionalGraph {
     virtual void end() = 0;
   };
 
+  // Which nodes a graph holds: IF and WHILE only, or IF-ELSE and SWITCH too.
+  enum class Nodes { if_while, any };
+
   // Bodies nest at most `levels` deep (the runtime route captures each level on a stream of
   // its own: a body is captured while its parent's capture is open).
-  explicit ConditionalGraph(int levels);
+  explicit ConditionalGraph(int levels, Nodes nodes = Nodes::if_while);
   ~ConditionalGraph();
   ConditionalGraph(const ConditionalGraph&) = delete;
   ConditionalGraph& operator=(const ConditionalGraph&) = delete;
@@ -61,11 +68,24 @@ class ConditionalGraph {
   // that outlives the graph (a member of the strategy's state), never a temporary, whose block
   // the allocator would hand to something else.
   std::unique_ptr<Body> open_while(const at::Tensor& predicate, int level);
+  // Within capture() of a Nodes::any graph: one IF-ELSE node, `then` captured into its first body
+  // and `otherwise` into its second; at replay the first runs where `predicate` (bool, one
+  // element, on the device) is true, else the second. Both bodies `level` deep.
+  void if_else(const at::Tensor& predicate, int level, const std::function<void()>& then,
+               const std::function<void()>& otherwise);
+  // Within capture() of a Nodes::any graph: one SWITCH node on `index` (int32, one element, on the
+  // device), body i captured from cases[i]; at replay body `index` runs, none where the index is
+  // outside [0, cases.size()). Every body `level` deep.
+  void switch_on(const at::Tensor& index, int level, const std::vector<std::function<void()>>& cases);
   // Replays the graph on the current stream.
   void launch();
+  // How the graph is built: "native_api" (LibTorch's conditional capture) or "runtime_api".
+  const char* route() const;
+
+  // The routes' interface (conditional_graph.cpp).
+  struct Route;
 
  private:
-  struct Route;
   std::unique_ptr<Route> route_;
 };
 
