@@ -325,8 +325,8 @@ TEST(Answer, ADecodersTableIsAtEveryBatchWithEveryStrategy) {
   EXPECT_EQ(t->rows, (std::vector<std::string>{"native/fused", "torch/eager_host", "torch/masked"}));
   EXPECT_EQ(t->best, (std::vector<std::string>{"native/fused", "native/fused"}));
   EXPECT_EQ(verdicts(g), (std::vector<std::string>{
-                             "host's if vs masking (C++) · exit:1 · torch/eager_host vs torch/masked: FASTER ≥3.2×",
-                             "host's if vs masking (C++) · exit:4 · torch/eager_host vs torch/masked: FASTER ≥1.4×",
+                             "host's if vs masking · exit:1 · torch/eager_host vs torch/masked: FASTER ≥3.2×",
+                             "host's if vs masking · exit:4 · torch/eager_host vs torch/masked: FASTER ≥1.4×",
                              "fastest vs the host's if · exit:1 · native/fused vs torch/eager_host: FASTER ≥7.5× ◊",
                              "fastest vs the host's if · exit:4 · native/fused vs torch/eager_host: FASTER ≥3.5× ◊"}));
   // Not a decoder at batch 8: no answer.
@@ -387,10 +387,10 @@ TEST(Answer, OnAGpuEveryBatchIsAskedWhatTheConditionalGraphsDo) {
   // 11.9 / 11.1 = 1.07: IF nodes lose to masking by at least 7%; 49.5 / 12.1 = 4.09; 6.95 / 5.05 = 1.376
   EXPECT_EQ(verdicts(gpu),
             (std::vector<std::string>{
-                "IF nodes vs masking (torch) · mix:uniform · torch/graph_cond vs torch/masked_graph: SLOWER ≥7%",
-                "device decides vs host decides (torch) · mix:uniform · torch/graph_cond vs torch/eager_host: FASTER "
+                "IF nodes vs masking · mix:uniform · torch/graph_cond vs torch/masked_graph: SLOWER ≥7%",
+                "device decides vs host decides · mix:uniform · torch/graph_cond vs torch/eager_host: FASTER "
                 "≥4.0×",
-                "IF nodes vs flag tests (native) · mix:uniform · native/graph_cond vs native/device_flag_graph: "
+                "IF nodes vs flag tests · mix:uniform · native/graph_cond vs native/device_flag_graph: "
                 "SLOWER ≥1.3×"}));
   EXPECT_EQ(round_trip_sentence({{"cuda · H200", {{"read4_pinned_sync", 8.25}, {"launch_sync", 5.5}}}}),
             "The host round trip each exit test pays when decided on the host: on cuda · H200, reading one exit test "
