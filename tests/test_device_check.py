@@ -286,6 +286,22 @@ class CallTwoCompile(unittest.TestCase):
             self.assertIn("run scripts/device-check --prepare on the CPU machine and carry", result.stdout)
 
 
+def checkpoint_when(path, proc, enough, tries=1200):
+    """The checkpoint at `path` once enough(its JSON) holds, read while the run `proc` goes on; None
+    when the run ended first or no such checkpoint appeared."""
+    for _ in range(tries):
+        try:
+            data = json.loads(read(path))
+            if enough(data):
+                return data
+        except (OSError, ValueError):
+            pass
+        if proc.poll() is not None:
+            return None
+        time.sleep(0.05)
+    return None
+
+
 class Checkpoint(unittest.TestCase):
     def test_the_checkpoint_is_valid_json_of_what_ran(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -311,18 +327,7 @@ class Checkpoint(unittest.TestCase):
                                      "--benchmark_min_time=2", f"--checkpoint-out={path}"],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
-                seen = None
-                for _ in range(600):
-                    try:
-                        data = json.loads(read(path))
-                        if data["benchmarks"]:
-                            seen = data
-                            break
-                    except (OSError, ValueError):
-                        pass
-                    if proc.poll() is not None:
-                        break
-                    time.sleep(0.05)
+                seen = checkpoint_when(path, proc, lambda data: data["benchmarks"])
                 proc.kill()
                 proc.wait()
                 self.assertIsNotNone(seen, "no checkpoint with a finished benchmark appeared")
@@ -345,20 +350,9 @@ class Checkpoint(unittest.TestCase):
                                      "--benchmark_min_time=0.01", f"--checkpoint-out={path}"],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
-                seen = None
-                for _ in range(1200):
-                    try:
-                        data = json.loads(read(path))
-                        cells = [b for b in data["benchmarks"]
-                                 if b["run_name"].startswith("early_exit/") and not b.get("error_occurred")]
-                        if len(cells) >= 3 * 6:  # six rounds or more
-                            seen = data
-                            break
-                    except (OSError, ValueError):
-                        pass
-                    if proc.poll() is not None:
-                        break
-                    time.sleep(0.05)
+                seen = checkpoint_when(path, proc, lambda data: len([
+                    b for b in data["benchmarks"]
+                    if b["run_name"].startswith("early_exit/") and not b.get("error_occurred")]) >= 3 * 6)  # 6 rounds
                 proc.kill()
                 proc.wait()
                 self.assertIsNotNone(seen, "no checkpoint of six rounds appeared")

@@ -22,17 +22,20 @@ def should_exit(logits, threshold, confidence=max_softmax):
     return exit_fires(confidence(logits), threshold)
 
 
-class EagerIf:
-    """`if confidence > t: return` in plain Python: one host read per exit test reached."""
+class EagerIf(nn.Module):
+    """`if confidence > t: return` in plain Python: one host read per exit test reached. Under
+    torch.compile each read breaks the graph; with mode="reduce-overhead" cudagraph trees record one
+    graph per path the tests take."""
 
     def __init__(self, model):
+        super().__init__()
         self.model = model
 
     def host_syncs(self, exit_id):
         return min(exit_id, self.model.blocks)
 
     @torch.no_grad()
-    def __call__(self, x, thresholds):
+    def forward(self, x, thresholds):
         m, h = self.model, x
         for k in range(m.blocks):
             h = m.block(k, h)
@@ -304,28 +307,6 @@ def _compiled(module, **options):
     return torch.compile(module, **options), module.host_syncs, True
 
 
-class EagerIfModule(nn.Module):
-    """EagerIf as a module, for torch.compile: the .item() of each exit test breaks the graph, and
-    under mode="reduce-overhead" cudagraph trees record one graph per path the tests take."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def host_syncs(self, exit_id):
-        return min(exit_id, self.model.blocks)
-
-    @torch.no_grad()
-    def forward(self, x, thresholds):
-        m, h = self.model, x
-        for k in range(m.blocks):
-            h = m.block(k, h)
-            logits = m.head(k)(h)
-            if bool(should_exit(logits, thresholds[k], m.confidence)):
-                return logits, k + 1
-        return m.final(h), m.blocks + 1
-
-
 # torch.compile's mode for CUDA graphs through cudagraph trees: a GPU user's first move. On a CPU
 # Inductor makes no CUDA graph, so there it compiles what py_*_compile does.
 REDUCE_OVERHEAD = "reduce-overhead"
@@ -373,7 +354,7 @@ VARIANTS = {
     "py_eager_if_compile_ro": Variant(
         'the Python if under torch.compile(mode="reduce-overhead"): the .item() breaks the graph, one graph '
         "per path taken",
-        lambda m, d: _compiled(EagerIfModule(m), mode=REDUCE_OVERHEAD), default_devices=("cuda",),
+        lambda m, d: _compiled(EagerIf(m), mode=REDUCE_OVERHEAD), default_devices=("cuda",),
         cudagraph_trees=True),
 }
 SUMMARIES = {name: v.summary for name, v in VARIANTS.items()}
