@@ -49,6 +49,7 @@ void Lockstep::wait_turn() {
   do n = ::read(go_, &go, 1);
   while (n < 0 && errno == EINTR);
   if (n != 1) fail("lockstep: the coordinator is gone (its pipe closed); stopping");
+  holding_ = true;
 }
 
 Lockstep* lockstep() {

@@ -19,12 +19,18 @@ class Lockstep {
   // Ends the turn this process holds (or its startup) and waits for the next. Throws condbench::Error
   // when the coordinator is gone (its end of the pipes closed): the run stops, it does not hang.
   void wait_turn();
+  // The run's first round: the turn taken for the machine check before the run (run_benchmarks) is
+  // that round's; every later round waits for one of its own.
+  void round_turn(long round) {
+    if (round > 0 || !holding_) wait_turn();
+  }
   const std::string& id() const { return id_; }
 
  private:
   Lockstep(int go, int done, std::string id) : go_(go), done_(done), id_(std::move(id)) {}
   int go_ = -1, done_ = -1;
   std::string id_;
+  bool holding_ = false;
 };
 
 // The process's lockstep, read once (nullptr without one); the runner waits for its turn through it.

@@ -113,7 +113,7 @@ void run_rounds(RunRecord& record, const BenchmarkFlags& flags, char* argv0) {
   one_repetition_per_call(argv0);
   record.begin_rounds();
   for (long round = 0; round < rounds; ++round) {
-    if (Lockstep* turns = lockstep()) turns->wait_turn();
+    if (Lockstep* turns = lockstep()) turns->round_turn(round);
     set_round(round);
     const size_t before = record.repetitions();
     benchmark::RunSpecifiedBenchmarks(&record);
@@ -215,6 +215,9 @@ std::vector<std::string> register_benchmarks(const RunnerOptions& options, const
 int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, BenchmarkOut& out,
                    const std::vector<std::string>& registered, char* argv0) {
   const bool runs = !flags.list_tests;
+  // In lockstep the machine is checked in this process's first turn, when the other is idle (its
+  // startup, a compile say, is a turn of its own); that turn is the run's first round.
+  if (Lockstep* turns = runs ? lockstep() : nullptr) turns->wait_turn();
   // Last before the run, so a flag error is never preceded by warnings.
   if (runs)
     for (const auto& [key, value] : check_machine_before_run(at::get_num_threads(), options.require_quiet))
@@ -247,8 +250,7 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
   if (runs && options.rounds) {
     run_rounds(record, flags, argv0);
   } else {
-    if (Lockstep* turns = runs ? lockstep() : nullptr) turns->wait_turn();  // the whole run one turn
-    benchmark::RunSpecifiedBenchmarks(&record);
+    benchmark::RunSpecifiedBenchmarks(&record);  // in lockstep, the whole run one turn: the one taken above
   }
   if (runs && options.answer_budget_s > 0) {
     const BudgetSpent spent =
