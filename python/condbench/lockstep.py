@@ -2,7 +2,7 @@
 is timed while the other runs and both see the machine alike, round by round (docs/statistics.md,
 "Lockstep"). Pairs of their cells are then judged as cells of one interleaved run.
 
-usage: python -m condbench.lockstep [--log FILE] -- COMMAND... :: COMMAND...
+usage: python -m condbench.lockstep [--log FILE] [--id ID] [--keep-going] -- COMMAND... :: COMMAND...
 
 The coordinator starts both commands with CONDBENCH_LOCKSTEP=GO_FD,DONE_FD,ID. A process writes a
 byte to DONE_FD when its startup or its turn is over and waits for a byte on GO_FD before its next
@@ -10,6 +10,8 @@ turn; its last turn ends when it exits. Once both are ready, each round gives ev
 running one turn, in a new random order. A process that ends with exit 0 or 1 (condbench: some
 benchmarks failed, the rest ran) has finished; one killed by a signal or ending with another code
 ends the run: the other is stopped, the coordinator says so in one line and exits with that code.
+With --keep-going the other runs on, alone, to its end (the GPU check: a failing peer must not cost
+the suite its rounds); the coordinator still says so at once and exits with the failed code.
 Only the standard library: the coordinator times nothing and imports nothing that does.
 """
 import argparse
@@ -117,7 +119,7 @@ def exit_code(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
-def coordinate(commands: List[List[str]], log: Optional[IO[str]], ident: str) -> int:
+def coordinate(commands: List[List[str]], log: Optional[IO[str]], ident: str, keep_going: bool = False) -> int:
     workers = [start(c, ident) for c in commands]
     stopping = []
 
@@ -129,10 +131,18 @@ def coordinate(commands: List[List[str]], log: Optional[IO[str]], ident: str) ->
         signal.signal(number, on_signal)
     began = time.monotonic()
     outcome = 0
+    failure = 0  # with --keep-going, the first failed worker's exit, returned at the end
 
     def ended(w: Worker) -> Optional[int]:
         """A worker whose pipe closed: its exit, or the run's if it failed."""
+        nonlocal failure
         code = w.process.wait()
+        if fatal(code) and not stopping and keep_going:
+            alone = [o.name for o in workers if o is not w and o.process.poll() is None]
+            going = f"; {', '.join(alone)} keeps going" if alone else ""
+            print(f"lockstep: {w.name} ended with {how(code)}{going}", file=sys.stderr, flush=True)
+            failure = failure or exit_code(code)
+            return None
         if fatal(code) and not stopping:
             others = [o for o in workers if o is not w and o.process.poll() is None]
             stop(others)
@@ -174,7 +184,7 @@ def coordinate(commands: List[List[str]], log: Optional[IO[str]], ident: str) ->
             turn += 1
     if stopping:
         return 128 + stopping[0]
-    return outcome
+    return failure or outcome
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -183,6 +193,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--log", help="a line per turn: turn, process (0 or 1), start and end in seconds")
     parser.add_argument("--id", default=None, help="the lockstep's name in the result files (default: made here)")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="a failed command leaves the other running alone; the exit is still the failure's")
     if "--" not in argv:
         parser.error("give the commands after --: -- COMMAND... :: COMMAND...")
     at = argv.index("--")
@@ -194,7 +206,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ident = args.id or f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
     log = open(args.log, "w", encoding="utf-8") if args.log else None
     try:
-        return coordinate([rest[:split], rest[split + 1:]], log, ident)
+        return coordinate([rest[:split], rest[split + 1:]], log, ident, args.keep_going)
     except OSError as e:
         print(f"lockstep: cannot start {e.filename or 'a command'}: {e.strerror}", file=sys.stderr)
         return 2

@@ -11,12 +11,15 @@ import time
 import unittest
 
 # A stand-in for condbench or the peer: ROUNDS rounds, each a turn, recording its turns' spans; with
-# CRASH_AT it dies of SIGSEGV in that round, with HANG_AT it waits there for ever.
+# CRASH_AT it dies of SIGSEGV in that round (only the one named CRASH_NAME, where that is set), with
+# HANG_AT it waits there for ever.
 STAND_IN = r"""
 import os, sys, time
 from condbench import lockstep
 name, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 crash_at, hang_at = int(os.environ.get("CRASH_AT", "-1")), int(os.environ.get("HANG_AT", "-1"))
+if os.environ.get("CRASH_NAME", name) != name:
+    crash_at = -1
 turns = lockstep.turns()
 with open(out, "w") as f:
     for r in range(rounds):
@@ -33,8 +36,8 @@ with open(out, "w") as f:
 """
 
 
-def coordinate(*commands, env=None, timeout=60):
-    argv = [sys.executable, "-m", "condbench.lockstep", "--"]
+def coordinate(*commands, env=None, timeout=60, options=()):
+    argv = [sys.executable, "-m", "condbench.lockstep", *options, "--"]
     for i, c in enumerate(commands):
         argv += ([lockstep_separator()] if i else []) + c
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
@@ -84,6 +87,14 @@ class Coordinator(unittest.TestCase):
         lines = result.stderr.strip().splitlines()
         self.assertEqual(len(lines), 1, result.stderr)
         self.assertIn(lines[0], ("lockstep: stand_in.py ended with signal SIGSEGV; stopped stand_in.py",))
+
+    def test_keep_going_leaves_the_other_its_rounds_and_exits_with_the_failure(self):
+        env = {**os.environ, "CRASH_AT": "2", "CRASH_NAME": "b"}
+        result = coordinate(self.command("a", 6), self.command("b", 6), env=env, options=("--keep-going",))
+        self.assertEqual(result.returncode, 128 + signal.SIGSEGV, result.stderr)
+        self.assertEqual(result.stderr.strip(), "lockstep: stand_in.py ended with signal SIGSEGV; stand_in.py keeps going")
+        self.assertEqual([r for _, r, _, _ in self.spans("a")], list(range(6)))  # every round of the survivor
+        self.assertEqual([r for _, r, _, _ in self.spans("b")], [0, 1])
 
     def test_a_killed_one_ends_the_run_and_a_hanging_one_is_stopped(self):
         # b hangs in its round 1; a is killed from outside while b holds the turn: the coordinator,
