@@ -8,6 +8,10 @@ and gives its context and rows.
     python -m condbench.results merge OUT PART...      one file: the first part's context, every
                                                        part's benchmarks (parts that do not exist are
                                                        left out; none: exit 1), written atomically
+    python -m condbench.results keep FILE TO           a run kept in results/: FILE checked, written
+                                                       to TO in its compact form (one line: the
+                                                       tree a GPU call carries stays small); TO is
+                                                       never replaced
     python -m condbench.results missing-gpu-us FILE    a warning line naming the CUDA cases that came
                                                        back without gpu_us, or nothing
     python -m condbench.results gtest-skips LOG        of a gtest log: "SKIPPED UNDECLARED NAMES...",
@@ -47,12 +51,18 @@ def read(path):
     return doc
 
 
-def write(path, doc):
-    """Writes `doc` to `path` whole or not at all (a temporary beside it, then renamed)."""
+def write(path, doc, compact=False):
+    """Writes `doc` to `path` whole or not at all (a temporary beside it, then renamed); compact:
+    without spaces or line breaks, as committed results are kept (the same numbers: floats
+    round-trip)."""
     temporary = f"{path}.tmp-{os.getpid()}"
     try:
         with open(temporary, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
+            if compact:
+                json.dump(doc, f, separators=(",", ":"), ensure_ascii=False)
+                f.write("\n")
+            else:
+                json.dump(doc, f, indent=1)
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):
@@ -96,10 +106,10 @@ def main(argv):
     if command in ("-h", "--help"):
         print(__doc__.strip())
         return 0
-    wanted = {"context": 2, "missing-gpu-us": 1, "gtest-skips": 1}
+    wanted = {"context": 2, "keep": 2, "missing-gpu-us": 1, "gtest-skips": 1}
     if command not in wanted and command != "merge" or command in wanted and len(args) != wanted[command] \
             or command == "merge" and len(args) < 2:
-        print("results: usage: python -m condbench.results context FILE KEY | merge OUT PART... | "
+        print("results: usage: python -m condbench.results context FILE KEY | merge OUT PART... | keep FILE TO | "
               "missing-gpu-us FILE | gtest-skips LOG (see --help)", file=sys.stderr)
         return 2
     try:
@@ -113,6 +123,12 @@ def main(argv):
             if not parts:
                 return 1
             write(args[0], merge(parts))
+        elif command == "keep":
+            doc = read(args[0])
+            if os.path.lexists(args[1]):
+                print(f"results: {args[1]}: exists; a kept run is never replaced (remove it first)", file=sys.stderr)
+                return 2
+            write(args[1], doc, compact=True)
         elif command == "missing-gpu-us":
             missing, cases = cases_without_gpu_us(read(args[0]))
             if missing:

@@ -45,6 +45,34 @@ class Results(unittest.TestCase):
                 doc = results.read(os.path.join(folder, name))
                 self.assertTrue(results.iterations(doc))
 
+    def test_committed_results_are_kept_compact(self):
+        # results/ travels with every GPU call (64 MiB in all, the bundle included): a run is kept
+        # with `condbench.results keep`, one line, not as condbench printed it
+        folder = os.path.join(ROOT, "results")
+        for name in sorted(os.listdir(folder)):
+            path = os.path.join(folder, name)
+            if name.endswith(".json") and not os.path.islink(path):
+                with self.subTest(file=name), open(path, encoding="utf-8") as f:
+                    self.assertEqual(sum(1 for _ in f), 1)
+
+    def test_keep_writes_the_same_numbers_compact_and_never_replaces(self):
+        doc = {"context": {"condbench_schema": "2"},
+               "benchmarks": [{"run_name": "a", "run_type": "iteration", "real_time": 0.1 + 0.2, "x": "µ"}]}
+        source = self.file("run.json", json.dumps(doc, indent=2))
+        kept = os.path.join(self.tmp.name, "kept.json")
+        ran = cli("keep", source, kept)
+        self.assertEqual(ran.returncode, 0, ran.stderr)
+        with open(kept, encoding="utf-8") as f:
+            text = f.read()
+        self.assertEqual(json.loads(text), doc)
+        self.assertEqual(text.count("\n"), 1)
+        again = cli("keep", source, kept)
+        self.assertEqual((again.returncode, len(again.stderr.strip().splitlines())), (2, 1), again.stderr)
+        self.assertIn("never replaced", again.stderr)
+        bad = cli("keep", self.file("bad.json", "{"), os.path.join(self.tmp.name, "other.json"))
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "other.json")))
+
     def test_refuses_what_condbench_did_not_write_in_one_line(self):
         context = {"condbench_schema": "1"}
         for doc, said in [("{", "not JSON"), ("[]", "no context object"), ({"context": {}}, "no condbench_schema"),
