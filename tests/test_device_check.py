@@ -97,7 +97,8 @@ class Budget(unittest.TestCase):
         script = read(SCRIPT)
         table = script[script.index("<<'TABLE'"):script.index("\nTABLE\n")]
         rows = {line.split()[1] for line in table.splitlines()[1:] if line.strip()}
-        used = set(re.findall(r"^\s*(?:if )?(?:step|gpu_tests|report|peer) ([a-z0-9-]+)(?: |$)", script, re.M))
+        used = set(re.findall(r"^\s*(?:if )?(?:step|gpu_tests|report|suite_in_lockstep) ([a-z0-9-]+)(?: |$)", script,
+                              re.M))
         self.assertGreater(len(used), 15)
         self.assertEqual(used - rows, set())
         self.assertEqual(rows - used, set(), "a row no step uses")
@@ -158,11 +159,11 @@ class DryRun(unittest.TestCase):
             self.assertEqual(dry.returncode, 0, dry.stdout + dry.stderr)
             self.assertIn("call 1   step", dry.stdout)  # the budget table comes first
             # Exactly what the device tool can bring back: a few files, no folders.
-            self.assertEqual(sorted(os.listdir(out)), ["device-check.tar.gz", "dry-run.json", "summary.txt"])
+            self.assertEqual(sorted(os.listdir(out)),
+                             ["device-check.tar.gz", "dry-run-peer.json", "dry-run.json", "summary.txt"])
             summary = read(os.path.join(out, "summary.txt"))
             self.assertIn("ok       gpu-tests-native", summary)
             self.assertIn("skipped  trace: no GPU", summary)
-            self.assertIn("skipped  peer: no GPU", summary)
             self.assertIn("ok       suite-cpu", summary)
             self.assertIn("ok       report", summary)
             self.assertNotIn("memcheck", summary)  # the second call's
@@ -170,6 +171,12 @@ class DryRun(unittest.TestCase):
             self.assertEqual(result["context"]["condbench_interleaving"], "rounds")
             names = {b["run_name"] for b in result["benchmarks"]}
             self.assertIn("early_exit/cpu/native/fused/exit:1/batch:1/hidden:64/blocks:3/real_time", names)
+            # the stand-in suite and the peer were one lockstep: the same id in both files, 5 rounds each
+            peer = json.loads(read(os.path.join(out, "dry-run-peer.json")))
+            self.assertTrue(result["context"]["condbench_lockstep"])
+            self.assertEqual(peer["context"]["condbench_lockstep"], result["context"]["condbench_lockstep"])
+            peer_names = {b["run_name"] for b in peer["benchmarks"] if b.get("run_type") == "iteration"}
+            self.assertEqual({n.split("/")[3] for n in peer_names}, {"py_eager_if", "py_masked"})
             with tarfile.open(os.path.join(out, "device-check.tar.gz")) as archive:
                 members = archive.getnames()
             self.assertTrue(any(m.endswith("logs/gpu-tests-native.log") for m in members), members)
@@ -179,9 +186,10 @@ class DryRun(unittest.TestCase):
             # (or said to be skipped where this build has no CUDA to list cases for); the peer's
             # from its variants.
             for step in ("suite", "suite-transformer", "suite-decoder"):
-                self.assertRegex(summary, rf"(ok       estimate {step}: [1-9]\d* cases x [\d.]+ s \+ \d+ s = \d+ s, "
-                                          rf"within its limit of \d+ s|skipped  estimate {step}: this build cannot)")
-            self.assertRegex(summary, r"ok       estimate peer: 5 variants, about \d+ s, within its limit of \d+ s")
+                self.assertRegex(summary, rf"(ok       estimate {step}: [1-9]\d* cases x [\d.]+ s \+ \d+ s(?: \+ "
+                                          rf"the peer's \d+ s)? = \d+ s, within its limit of \d+ s|"
+                                          rf"skipped  estimate {step}: this build cannot)")
+            self.assertRegex(summary, r"estimate suite: .* \+ the peer's 23 s = ")  # 5 eager variants on the mlp
 
             first_summary = summary
             second = run(SCRIPT, "--dry-run", "--call", "2", "--bundle", bundle, "--out", out)
@@ -190,7 +198,7 @@ class DryRun(unittest.TestCase):
             summary = read(os.path.join(out, "summary.txt"))
             self.assertIn("skipped  aoti: no GPU", summary)
             self.assertIn("skipped  memcheck: no GPU", summary)
-            for step in ("suite-aoti", "suite-model-file", "peer-compiled"):
+            for step in ("suite-aoti", "suite-model-file"):
                 self.assertRegex(summary, rf"(ok|skipped)  +estimate {step}: ")
 
             # A selection that outgrows its step fails the dry run: the same script with the
@@ -206,7 +214,8 @@ class DryRun(unittest.TestCase):
                 cut = run(copy, "--dry-run", "--bundle", bundle, "--out", out)
                 self.assertEqual(cut.returncode, 1, cut.stdout + cut.stderr)
                 self.assertRegex(read(os.path.join(out, "summary.txt")),
-                                 r"FAILED   estimate suite: \d+ cases x [\d.]+ s \+ \d+ s = \d+ s, over its limit of 10 s")
+                                 r"FAILED   estimate suite: \d+ cases x [\d.]+ s \+ \d+ s \+ the peer's \d+ s = \d+ s, "
+                                 r"over its limit of 10 s")
 
     def test_prepare_refuses_a_bundle_a_device_call_could_not_carry(self):
         with tempfile.TemporaryDirectory() as tmp:
