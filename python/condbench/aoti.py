@@ -64,9 +64,15 @@ CHECK_ROWS = 8  # the example rows a whole-model module is checked on
 
 # --- the path: export, compile, check --------------------------------------------------------------
 
+class Described(RuntimeError):
+    """An error whose message is already one line naming its cause's type (first_line keeps it)."""
+
+
 def first_line(error):
     """An exception as one line of at most 300 characters: its type and its message's first line."""
     text = str(error).strip().splitlines()
+    if isinstance(error, Described):
+        return (text[0] if text else "")[:300]
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")[:300]
 
 
@@ -123,7 +129,7 @@ def own_inductor_cache():
         try:
             yield
         except Exception as e:  # Inductor keeps the folder of a compile that failed: say where
-            raise RuntimeError(f"{first_line(e)} (its Inductor folder is kept: {folder})") from e
+            raise Described(f"{first_line(e)} (its Inductor folder is kept: {folder})") from e
 
 
 def load(path):

@@ -7,6 +7,8 @@ import contextlib
 import io
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -181,6 +183,13 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
                 self.assertIn(message, lines[0])
                 self.assertEqual(result.stdout, "")
 
+    def assertKeptFolder(self, said, text):
+        """text says `said`, then where Inductor kept the failed compile's folder, which is there."""
+        kept = re.search(re.escape(f"{said} (its Inductor folder is kept: ") + r"([^)]+)\)\)$", text)
+        self.assertTrue(kept, text)
+        self.assertTrue(os.path.isdir(kept[1]), kept[1])
+        shutil.rmtree(kept[1])
+
     def test_compile_makes_each_part_a_checked_package_once_and_whole(self):
         from condbench import model_file
         # the file notes each time it is loaded (run), where the test asks it to; its seed is $SEED's
@@ -277,8 +286,8 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         finally:
             torch._inductor.aoti_compile_and_package = real
         self.assertEqual(result.returncode, 2)
-        self.assertIn(f"{other}: exits[0]: AOTInductor cannot compile the part (RuntimeError: inductor broke)",
-                      result.stderr)
+        self.assertKeptFolder(f"{other}: exits[0]: AOTInductor cannot compile the part (RuntimeError: inductor broke",
+                              result.stderr)
         self.assertEqual(os.listdir(os.path.join(cache, "models")), [os.path.basename(folder)])
         # a whole-model module that does not compile or export: the manifest says why, no package
         from condbench import aoti
@@ -289,8 +298,10 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         torch._inductor.aoti_compile_and_package = failing_cond
         try:
             path_cond = os.path.join(self.dir.name, "cond.pt2")
-            self.assertEqual(aoti.build("program", path_cond, lambda package: None, "cond module"),
-                             {"unavailable": "AOTInductor cannot compile the cond module (RuntimeError: no cond today)"})
+            made = aoti.build("program", path_cond, lambda package: None, "cond module")
+            self.assertEqual(list(made), ["unavailable"])
+            self.assertKeptFolder("AOTInductor cannot compile the cond module (RuntimeError: no cond today",
+                                  made["unavailable"])
         finally:
             torch._inductor.aoti_compile_and_package = real
         self.assertFalse(os.path.exists(path_cond))
@@ -303,6 +314,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         self.write("helper.py", "SCALE = 1.0\n")
         path = self.write("uses_helper.py", HEADER + """
 import os
+import re
 import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helper
