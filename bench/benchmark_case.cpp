@@ -15,7 +15,6 @@
 #include "condbench/result_format.h"
 #include "condbench/torch_device.h"
 #include "device_timing.h"
-#include "test_slowdown.h"
 
 namespace condbench {
 
@@ -41,15 +40,11 @@ std::string BenchmarkCase::name() const {
 
 namespace {
 
-constexpr int kGpuTimedInferences = 200;
-constexpr int kGpuTimedInferencesMin = 16;
 // walked_batches: the most full-depth work one pass over the inputs a case walks may hold (FLOPs),
 // and the fewest rows: the default mlp walks its whole pool, the default transformer 64 rows of it
 // (batch 1), a BERT-base encoder 64.
 constexpr double kWalkFlops = 2e10;
 constexpr int64_t kMinWalkRows = 64;
-// With --trace, this many inferences of each case are also placed on the trace's GPU track.
-constexpr int kTracedGpuInferences = 16;
 
 // What one inference on one pool batch did, learnt in the untimed pass.
 struct BatchRecord {
@@ -105,41 +100,14 @@ void report_counters(benchmark::State& state, const std::vector<BatchRecord>& re
   state.SetItemsProcessed(iterations * batch);  // rows per second
 }
 
-// The timed inferences, walking the pool. kSlowdown: spin after each inference until it has taken
-// `factor` times as long (CONDBENCH_TEST_SLOWDOWN; the clock reads make it a little more).
-template <bool kSlowdown>
-void timed_loop(benchmark::State& state, Strategy& strategy, const std::vector<at::Tensor>& inputs,
-                const std::vector<float>& thresholds, double factor) {
-  using Clock = std::chrono::steady_clock;
-  const size_t n = inputs.size();
-  size_t next = 0;
-  for (auto _ : state) {
-    [[maybe_unused]] Clock::time_point start;
-    if constexpr (kSlowdown) start = Clock::now();
-    const nvtx::ScopedRange iteration(nvtx::Level::iter, nvtx::inference_string());
-    const ExitOutput* out = &strategy.run(inputs[next], thresholds);
-    strategy.finish();
-    benchmark::DoNotOptimize(out);  // a non-const lvalue: Google Benchmark 1.8 deprecates the const& overload
-    if (++next == n) next = 0;
-    if constexpr (kSlowdown) {
-      const auto until = start + std::chrono::duration_cast<Clock::duration>((Clock::now() - start) * factor);
-      while (Clock::now() < until) {
-      }
-    }
-  }
-}
-
-int64_t current_round = -1;  // set_round
-
-// What one case's untimed pass learnt, kept for the run: the records of each pool batch and the GPU
-// time. Google Benchmark calls a benchmark's function once per iteration count it tries and once
-// per repetition; interleaved, the case changes between calls and is made again, and its second
-// and later repetitions take this from the first instead of walking the pool again (a
-// transformer's walk takes longer than a repetition's timed loop). Small: a few counters per batch.
+// What one case's untimed pass learnt, kept for the run: the records of each pool batch. Google
+// Benchmark calls a benchmark's function once per iteration count it tries and once per
+// repetition; interleaved, the case changes between calls and is made again, and its second and
+// later repetitions take this from the first instead of walking the pool again (a transformer's
+// walk takes longer than a repetition's timed loop). Small: a few counters per batch.
 struct CaseRecord {
   std::vector<BatchRecord> records;
-  std::optional<InferenceShape> shape;  // how its GPU time is taken, from the records
-  bool traced = false;                  // --trace's GPU spans recorded
+  InferenceShape shape;  // how its GPU time is taken, from the records
 };
 
 std::map<std::string, CaseRecord>& case_records() {
@@ -147,122 +115,90 @@ std::map<std::string, CaseRecord>& case_records() {
   return records;
 }
 
-// A case made ready to time: the strategy prepared, the pool on its device, and what each inference
-// does. In order, every call of a case finds it made; interleaved, it is made again. One case is
-// kept at a time, so memory holds one strategy's buffers.
-struct PreparedCase {
-  std::string name;
-  std::shared_ptr<const Workload> workload;
-  std::vector<float> thresholds;
-  std::unique_ptr<Strategy> strategy;
-  std::vector<at::Tensor> inputs;
-  CaseRecord* record = nullptr;  // in case_records()
-};
-
-PreparedCase& current_case() {
-  static PreparedCase current;
-  return current;
-}
-
 // Inferences run before a remade case is timed again: its caches and lazy state warm, as the untimed
 // pass left them the first time.
 constexpr size_t kWarmupInferences = 8;
 
-PreparedCase& prepared(const BenchmarkCase& c) {
-  PreparedCase& current = current_case();
+// A family's case made ready to time: the strategy prepared, the pool on its device, and what each
+// inference does. The timed unit is one inference, walking the pool.
+class InferenceCase final : public PreparedCase {
+ public:
+  explicit InferenceCase(const BenchmarkCase& c);
+
+  void time(benchmark::State& state, double slowdown) override {
+    time_units(state, slowdown, [] {}, [this] { run_one(); });
+  }
+  void write_counters(benchmark::State& state) const override {
+    report_counters(state, record_->records, workload_->config(), batch_);
+  }
+  InferenceShape shape() const override { return record_->shape; }
+  std::optional<void*> cuda_stream() override { return strategy_->cuda_stream(); }
+  void run_next() override { strategy_->run(inputs_[next_++ % inputs_.size()], thresholds_); }
+  void finish() override { strategy_->finish(); }
+
+ private:
+  void run_one() {
+    const nvtx::ScopedRange iteration(nvtx::Level::iter, nvtx::inference_string());
+    const ExitOutput* out = &strategy_->run(inputs_[next_], thresholds_);
+    strategy_->finish();
+    benchmark::DoNotOptimize(out);  // a non-const lvalue: Google Benchmark 1.8 deprecates the const& overload
+    if (++next_ == inputs_.size()) next_ = 0;
+  }
+
+  std::shared_ptr<const Workload> workload_;
+  int64_t batch_;
+  std::vector<float> thresholds_;
+  std::unique_ptr<Strategy> strategy_;
+  std::vector<at::Tensor> inputs_;
+  size_t next_ = 0;
+  const CaseRecord* record_ = nullptr;  // in case_records()
+};
+
+InferenceCase::InferenceCase(const BenchmarkCase& c) : batch_(c.batch) {
   const std::string name = c.name();
-  if (current.name == name && current.strategy) return current;
-  current = PreparedCase{};  // the previous case's buffers go before the next one's are made
   const Device device = c.strategy->device;
-  current.workload = shared_workload(c.source, c.batch);
-  const ModelConfig& config = current.workload->config();
-  current.thresholds = current.workload->thresholds(c.scenario);
-  current.strategy = c.strategy->make();
-  current.strategy->prepare(current.workload->model(), c.batch);
+  workload_ = shared_workload(c.source, c.batch);
+  const ModelConfig& config = workload_->config();
+  thresholds_ = workload_->thresholds(c.scenario);
+  strategy_ = c.strategy->make();
+  strategy_->prepare(workload_->model(), c.batch);
 
   // The pool goes to the device before anything is timed: all of it, or for a model whose pass
   // over the pool would take long (a transformer) the prefix of the walk that holds kWalkFlops of
   // full-depth work. Any prefix of the walk holds the scenario's exit shares (batches_for).
-  const std::vector<at::Tensor> walk = current.workload->batches_for(c.scenario);
+  const std::vector<at::Tensor> walk = workload_->batches_for(c.scenario);
   const size_t walked = walked_batches(config, c.batch, walk.size());
-  for (size_t i = 0; i < walked; ++i) current.inputs.push_back(walk[i].to(torch_device(device)).contiguous());
+  for (size_t i = 0; i < walked; ++i) inputs_.push_back(walk[i].to(torch_device(device)).contiguous());
   if (device == Device::cuda) synchronize_cuda_device();
 
   // One inference first, so that the thresholds' upload is not counted as part of the first. Then,
   // the first time, the untimed pass over the whole pool: warms caches and lazy initialisation, and
   // records what each inference does, so the timed loop holds nothing but the inferences. A case
   // made again only warms up.
-  current.strategy->run(current.inputs.front(), current.thresholds);
-  current.strategy->finish();
+  strategy_->run(inputs_.front(), thresholds_);
+  strategy_->finish();
   const auto known = case_records().find(name);
-  // A model file's strategies are checked against the module's own forward before they are first
-  // timed (a case made again was checked then).
-  if (known == case_records().end()) config.family->check_before_use(*current.strategy, current.thresholds, c.batch);
   if (known != case_records().end()) {
-    for (size_t i = 0; i < std::min(kWarmupInferences, current.inputs.size()); ++i) {
-      current.strategy->run(current.inputs[i], current.thresholds);
-      current.strategy->finish();
+    for (size_t i = 0; i < std::min(kWarmupInferences, inputs_.size()); ++i) {
+      strategy_->run(inputs_[i], thresholds_);
+      strategy_->finish();
     }
-    current.record = &known->second;
-  } else {
-    CaseRecord learnt;
-    for (const at::Tensor& input : current.inputs)
-      learnt.records.push_back(record(current.strategy->observed_run(input, current.thresholds), config));
-    current.record = &case_records().emplace(name, std::move(learnt)).first->second;
-  }
-  current.name = name;  // complete: a failure above leaves no half-made case behind
-  return current;
-}
-
-void run_case(benchmark::State& state, const BenchmarkCase& c) {
-  const Device device = c.strategy->device;
-  if (const Unsupported why = why_skipped(c)) {
-    state.SkipWithError(("skipped: " + *why).c_str());
+    record_ = &known->second;
     return;
   }
-  PreparedCase& p = prepared(c);
-  Strategy& strategy = *p.strategy;
-
-  const nvtx::ScopedRange run_range(nvtx::Level::run, c.name());
-  const double slowdown =
-      test_slowdown(std::string(to_string(device)) + "/" + to_string(c.strategy->engine) + "/" + c.strategy->name);
-  // Two instantiations, so an ordinary run's loop holds no test for the knob.
-  if (slowdown > 1.0)
-    timed_loop<true>(state, strategy, p.inputs, p.thresholds, slowdown);
-  else
-    timed_loop<false>(state, strategy, p.inputs, p.thresholds, 1.0);
-  CaseRecord& rec = *p.record;
-  report_counters(state, rec.records, p.workload->config(), c.batch);
-  // Where this repetition stands in the run's order: Google Benchmark calls run_case once per
-  // iteration count it tries and once per repetition, and keeps the last call's counters, so the
-  // numbers that reach the file rise with time (not by one).
-  static int64_t sequence = 0;
-  state.counters["sequence"] = static_cast<double>(sequence++);
-  if (current_round >= 0) state.counters["round"] = static_cast<double>(current_round);
-  // GPU time from CUDA events, measured after each repetition's timed loop so the events cost it
-  // nothing: a figure per repetition, so the report has an interval of it as of wall time. A quarter
-  // of the repetition's inferences, within [kGpuTimedInferencesMin, kGpuTimedInferences].
-  if (!rec.shape) {
-    InferenceShape shape;
-    shape.engine = c.strategy->engine;
-    for (const BatchRecord& batch : rec.records) {
-      shape.waits_on_host |= batch.counters.host_syncs > 0;
-      shape.launches_per_inference =
-          std::max(shape.launches_per_inference, static_cast<int64_t>(std::ceil(batch.counters.launches)));
-    }
-    rec.shape = shape;
+  // A model file's strategies are checked against the module's own forward before they are first
+  // timed (a case made again was checked then).
+  config.family->check_before_use(*strategy_, thresholds_, c.batch);
+  CaseRecord learnt;
+  learnt.shape.engine = c.strategy->engine;
+  for (const at::Tensor& input : inputs_) {
+    learnt.records.push_back(record(strategy_->observed_run(input, thresholds_), config));
+    const InferenceCounters& counted = learnt.records.back().counters;
+    learnt.shape.waits_on_host |= counted.host_syncs > 0;
+    learnt.shape.launches_per_inference =
+        std::max(learnt.shape.launches_per_inference, static_cast<int64_t>(std::ceil(counted.launches)));
   }
-  const int gpu_inferences = static_cast<int>(
-      std::clamp<int64_t>(static_cast<int64_t>(state.iterations()) / 4, kGpuTimedInferencesMin, kGpuTimedInferences));
-  if (const std::optional<double> gpu = gpu_time_us(strategy, p.inputs, p.thresholds, gpu_inferences, *rec.shape))
-    // One name per meaning: device time back to back, or a host-waiting inference's span on the GPU's timeline.
-    state.counters[rec.shape->waits_on_host ? "gpu_span_us" : "gpu_us"] = *gpu;
-  // --trace: a few inferences' spans on the GPU, on a track of their own beside the host's ranges; once per case
-  if (!rec.traced && nvtx::records_spans() && nvtx::level() >= nvtx::Level::iter) {
-    rec.traced = true;
-    for (const auto& [start, end] : gpu_spans_ns(strategy, p.inputs, p.thresholds, kTracedGpuInferences))
-      nvtx::record_span(nvtx::kGpuTrack, "inference", start, end);
-  }
+  record_ = &case_records().emplace(name, std::move(learnt)).first->second;
 }
 
 }  // namespace
@@ -278,29 +214,15 @@ size_t walked_batches(const ModelConfig& config, int64_t batch, size_t available
   return std::min(available, std::max(least, static_cast<size_t>(kWalkFlops / batch_flops)));
 }
 
-void run_benchmark_case(benchmark::State& state, const BenchmarkCase& c) {
-  // Cases whose strategy found in prepare() that it cannot run the model, and why: Google Benchmark
-  // calls a case again for each repetition, and the answer will not change.
-  static std::map<std::string, std::string> not_runnable;
-  const std::string name = c.name();
-  if (const auto known = not_runnable.find(name); known != not_runnable.end()) {
-    state.SkipWithError(("skipped: " + known->second).c_str());
-    return;
-  }
-  try {
-    run_case(state, c);
-  } catch (const NotRunnable& e) {
-    current_case() = PreparedCase{};
-    state.SkipWithError(("skipped: " + not_runnable.emplace(name, one_line(e)).first->second).c_str());
-  } catch (const std::exception& e) {
-    current_case() = PreparedCase{};  // a case that failed is made afresh if it is run again
-    std::string what = e.what();
-    state.SkipWithError(("error: " + what.substr(0, what.find('\n'))).c_str());
-  }
+TimedCase timed_case(const BenchmarkCase& c) {
+  TimedCase timed;
+  timed.name = c.name();
+  timed.device = c.strategy->device;
+  timed.strategy_path =
+      std::string(to_string(c.strategy->device)) + "/" + to_string(c.strategy->engine) + "/" + c.strategy->name;
+  timed.why_skipped = [c] { return why_skipped(c); };
+  timed.make = [c]() -> std::unique_ptr<PreparedCase> { return std::make_unique<InferenceCase>(c); };
+  return timed;
 }
-
-void set_round(int64_t round) { current_round = round; }
-
-void release_prepared_case() { current_case() = PreparedCase{}; }
 
 }  // namespace condbench

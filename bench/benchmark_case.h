@@ -1,12 +1,11 @@
 #pragma once
-// One registered benchmark: a strategy on a workload under a scenario (docs/design.md §4), and the
-// function Google Benchmark times.
-#include <benchmark/benchmark.h>
-
+// One registered benchmark of a model family: a strategy on a workload under a scenario
+// (docs/design.md §4), whose timed unit is one inference, walking the pool; case_runner.h runs it.
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "case_runner.h"
 #include "condbench/strategy.h"
 #include "condbench/workload.h"
 
@@ -35,22 +34,12 @@ std::string case_name(Device device, Engine engine, const std::string& strategy,
 // shares show. The exported workload carries the batch-1 walk cut to it, for the peer.
 size_t walked_batches(const ModelConfig& config, int64_t batch, size_t available);
 
-// Prepares the strategy, runs every pool batch once untimed to learn what each inference does
-// (counters, exit ids), then times inferences walking the pool. Errors become SkipWithError.
-void run_benchmark_case(benchmark::State& state, const BenchmarkCase& c);
-
 // Why a case cannot run on this machine (no CUDA device, or what its strategy declares), or
 // nothing: the case is skipped with the reason, not failed.
 Unsupported why_skipped(const BenchmarkCase& c);
 
-// --rounds: the round the calls of Google Benchmark from now on belong to (0, 1, ...), written on each
-// repetition as the "round" counter; -1: not in rounds, no counter.
-void set_round(int64_t round);
-
-// Destroys the case kept prepared between calls (its strategy, its inputs on the device). Called
-// once the benchmarks have run, before main returns: left to static destruction, a CUDA strategy
-// would outlive the CUDA runtime and crash the exit (seen on an H200: SIGSEGV after the last
-// benchmark, or LibTorch's "CUDA error" abort from a CUDA graph's destructor).
-void release_prepared_case();
+// The case as the runner runs it: made ready by preparing the strategy and running every pool batch
+// once untimed to learn what each inference does (counters, exit ids); timed walking the pool.
+TimedCase timed_case(const BenchmarkCase& c);
 
 }  // namespace condbench

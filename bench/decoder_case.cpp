@@ -3,8 +3,10 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "benchmark_case.h"
 #include "cli.h"
@@ -124,20 +126,6 @@ struct DecodeRecord {
   std::vector<double> exits;  // the share of row-tokens leaving at each exit
 };
 
-struct PreparedDecoder {
-  std::string name;
-  std::unique_ptr<DecoderStrategy> strategy;
-  std::vector<at::Tensor> prompts;  // [batch, prompt] per sequence, on the strategy's device
-  std::vector<at::Tensor> first;    // each sequence's first input: its prompts' last tokens
-  std::vector<float> thresholds;
-  DecodeRecord record;
-};
-
-PreparedDecoder& current_decoder() {
-  static PreparedDecoder current;
-  return current;
-}
-
 // Every sequence once, untimed: what each step did, averaged over the steps.
 DecodeRecord record_sequences(DecoderStrategy& strategy, const std::vector<at::Tensor>& prompts,
                               const std::vector<at::Tensor>& first, const std::vector<float>& thresholds,
@@ -168,20 +156,77 @@ DecodeRecord record_sequences(DecoderStrategy& strategy, const std::vector<at::T
   return rec;
 }
 
-PreparedDecoder& prepared(const DecoderCase& c) {
-  PreparedDecoder& p = current_decoder();
+// A decoder case made ready to time: the strategy prepared, its sequences' prompts on the device,
+// and what each step does. The timed unit is one generated token for every row; a new sequence
+// starts (its prefill outside the timed region) when the last one has generated all its tokens.
+class TokenCase final : public PreparedCase {
+ public:
+  explicit TokenCase(const DecoderCase& c);
+
+  void time(benchmark::State& state, double slowdown) override {
+    time_units(
+        state, slowdown,
+        [&] {
+          if (ready() > 0) return;
+          state.PauseTiming();
+          restart();
+          strategy_->finish();
+          state.ResumeTiming();
+        },
+        [this] {
+          const nvtx::ScopedRange token(nvtx::Level::iter, nvtx::inference_string());
+          run_next();
+          strategy_->finish();
+        });
+  }
+  void write_counters(benchmark::State& state) const override;
+  InferenceShape shape() const override {
+    InferenceShape shape;
+    shape.engine = engine_;
+    shape.waits_on_host = record_.per_step.host_syncs > 0;
+    shape.launches_per_inference = static_cast<int64_t>(std::ceil(record_.per_step.launches));
+    return shape;
+  }
+  std::optional<void*> cuda_stream() override { return strategy_->cuda_stream(); }
+  int64_t ready() const override { return generate_ - made_; }
+  void restart() override {
+    strategy_->start(prompts_[next_]);
+    input_ = &first_[next_];
+    next_ = (next_ + 1) % prompts_.size();
+    made_ = 0;
+  }
+  void run_next() override {
+    input_ = &strategy_->step(*input_, thresholds_).token;  // read by the next step before it writes its own
+    ++made_;
+  }
+  void finish() override { strategy_->finish(); }
+
+ private:
+  Engine engine_;
+  int64_t batch_;
+  int generate_;
+  std::unique_ptr<DecoderStrategy> strategy_;
+  std::vector<at::Tensor> prompts_;  // [batch, prompt] per sequence, on the strategy's device
+  std::vector<at::Tensor> first_;    // each sequence's first input: its prompts' last tokens
+  std::vector<float> thresholds_;
+  DecodeRecord record_;
+  size_t next_ = 0;                   // the sequence restart() starts
+  int made_ = 0;                      // tokens the current sequence has generated (generate_: none started)
+  const at::Tensor* input_ = nullptr;  // the next step's input
+};
+
+TokenCase::TokenCase(const DecoderCase& c)
+    : engine_(c.strategy->engine), batch_(c.batch), generate_(c.config.generate), made_(c.config.generate) {
   const std::string name = c.name();
-  if (p.name == name && p.strategy) return p;
-  p = PreparedDecoder{};  // the previous case's buffers go first
   DecoderWorkload& workload = workload_for(c.config);
-  p.thresholds = workload.thresholds_for(c.scenario);
-  p.strategy = c.strategy->make();
-  p.strategy->prepare(workload.model, c.batch);
+  thresholds_ = workload.thresholds_for(c.scenario);
+  strategy_ = c.strategy->make();
+  strategy_->prepare(workload.model, c.batch);
   const at::Device device = torch_device(c.strategy->device);
   const at::Tensor sequences = decoder_case_prompts(c.config, c.batch);
   for (const at::Tensor& prompt : sequences.unbind(0)) {
-    p.prompts.push_back(prompt.to(device));
-    p.first.push_back(p.prompts.back().select(1, c.config.prompt - 1).contiguous());
+    prompts_.push_back(prompt.to(device));
+    first_.push_back(prompts_.back().select(1, c.config.prompt - 1).contiguous());
   }
   // The first time, the untimed pass: every sequence once, recording what each step did. Google
   // Benchmark calls a case once per repetition, interleaved with the others, and it is made again
@@ -189,93 +234,54 @@ PreparedDecoder& prepared(const DecoderCase& c) {
   static std::map<std::string, DecodeRecord> records;
   const auto known = records.find(name);
   if (known != records.end()) {
-    p.strategy->start(p.prompts.front());
-    at::Tensor input = p.first.front();
-    for (int t = 0; t < std::min(c.config.generate, kWarmupSteps); ++t) {
-      input = p.strategy->step(input, p.thresholds).token.clone();
-      p.strategy->finish();
+    restart();
+    for (int t = 0; t < std::min(generate_, kWarmupSteps); ++t) {
+      run_next();
+      strategy_->finish();
     }
-    p.record = known->second;
+    record_ = known->second;
   } else {
-    p.record = record_sequences(*p.strategy, p.prompts, p.first, p.thresholds, c);
-    records.emplace(name, p.record);
+    record_ = record_sequences(*strategy_, prompts_, first_, thresholds_, c);
+    records.emplace(name, record_);
   }
-  p.name = name;  // complete: a failure above leaves no half-made case behind
-  return p;
+  made_ = generate_;  // the timed loop starts a sequence of its own
 }
 
-void run_case(benchmark::State& state, const DecoderCase& c) {
-  if (const Unsupported why = cli::device_unavailable(c.strategy->device)) {
-    state.SkipWithError(("skipped: " + *why).c_str());
-    return;
-  }
-  if (const Unsupported why = c.strategy->supports(c.config, c.strategy->device, c.batch)) {
-    state.SkipWithError(("skipped: " + *why).c_str());
-    return;
-  }
-  PreparedDecoder& p = prepared(c);
-  DecoderStrategy& strategy = *p.strategy;
-  const nvtx::ScopedRange run_range(nvtx::Level::run, c.name());
-  // One iteration is one generated token for every row; a new sequence starts (its prefill
-  // outside the timed region) when the last one has generated all its tokens.
-  const int generate = c.config.generate;
-  const size_t sequences = p.prompts.size();
-  size_t next = 0;
-  int made = generate;
-  const at::Tensor* input = nullptr;
-  for (auto _ : state) {
-    if (made == generate) {
-      state.PauseTiming();
-      strategy.start(p.prompts[next]);
-      strategy.finish();
-      input = &p.first[next];
-      next = (next + 1) % sequences;
-      made = 0;
-      state.ResumeTiming();
-    }
-    const nvtx::ScopedRange token(nvtx::Level::iter, nvtx::inference_string());
-    const DecodeOutput& out = strategy.step(*input, p.thresholds);
-    strategy.finish();
-    input = &out.token;  // read by the next step before it writes its own tokens
-    ++made;
-  }
-  const DecodeRecord& rec = p.record;
-  const double batch = static_cast<double>(c.batch);
-  state.counters["host_syncs"] = rec.per_step.host_syncs;
-  state.counters["flops_executed"] = rec.per_step.flops_executed;
-  state.counters["bytes_read"] = rec.per_step.bytes_read;
-  state.counters["launches"] = rec.per_step.launches;
-  state.counters["layers_run"] = rec.per_step.layers_run / batch;
-  state.counters["layers_propagated"] = rec.per_step.layers_propagated / batch;
-  state.counters["exits_evaluated"] = rec.per_step.heads_run / batch;
+void TokenCase::write_counters(benchmark::State& state) const {
+  const double batch = static_cast<double>(batch_);
+  state.counters["host_syncs"] = record_.per_step.host_syncs;
+  state.counters["flops_executed"] = record_.per_step.flops_executed;
+  state.counters["bytes_read"] = record_.per_step.bytes_read;
+  state.counters["launches"] = record_.per_step.launches;
+  state.counters["layers_run"] = record_.per_step.layers_run / batch;
+  state.counters["layers_propagated"] = record_.per_step.layers_propagated / batch;
+  state.counters["exits_evaluated"] = record_.per_step.heads_run / batch;
   double exit_mean = 0;
-  for (size_t k = 0; k < rec.exits.size(); ++k) {
-    state.counters["exit_" + std::to_string(k + 1)] = rec.exits[k];
-    exit_mean += static_cast<double>(k + 1) * rec.exits[k];
+  for (size_t k = 0; k < record_.exits.size(); ++k) {
+    state.counters["exit_" + std::to_string(k + 1)] = record_.exits[k];
+    exit_mean += static_cast<double>(k + 1) * record_.exits[k];
   }
   state.counters["exit_mean"] = exit_mean;
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * c.batch);  // tokens per second
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * batch_);  // tokens per second
 }
 
 }  // namespace
 
 void register_decoder_cases(const std::vector<DecoderCase>& cases) {
-  for (const DecoderCase& c : cases)
-    benchmark::RegisterBenchmark(c.name().c_str(),
-                                 [c](benchmark::State& state) {
-                                   try {
-                                     run_case(state, c);
-                                   } catch (const std::exception& e) {
-                                     current_decoder() = PreparedDecoder{};
-                                     const std::string what = e.what();
-                                     state.SkipWithError(("error: " + what.substr(0, what.find('\n'))).c_str());
-                                   }
-                                 })
-        ->UseRealTime()
-        ->Unit(benchmark::kMicrosecond);
+  for (const DecoderCase& c : cases) {
+    TimedCase timed;
+    timed.name = c.name();
+    timed.device = c.strategy->device;
+    timed.strategy_path =
+        std::string(to_string(c.strategy->device)) + "/" + to_string(c.strategy->engine) + "/" + c.strategy->name;
+    timed.why_skipped = [c]() -> Unsupported {
+      if (const Unsupported why = cli::device_unavailable(c.strategy->device)) return why;
+      return c.strategy->supports(c.config, c.strategy->device, c.batch);
+    };
+    timed.make = [c]() -> std::unique_ptr<PreparedCase> { return std::make_unique<TokenCase>(c); };
+    register_timed_case(std::move(timed));
+  }
 }
-
-void release_prepared_decoder_case() { current_decoder() = PreparedDecoder{}; }
 
 const DecoderModel& decoder_model(const DecoderConfig& config) { return workload_for(config).model; }
 

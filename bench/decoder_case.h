@@ -1,8 +1,6 @@
 #pragma once
 // One registered decoder benchmark (docs/design.md §8): a decoder strategy generating tokens under a
-// scenario, timed per generated token, and the flags that select them.
-#include <benchmark/benchmark.h>
-
+// scenario, timed per generated token (case_runner.h runs it), and the flags that select them.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,7 +37,5 @@ const DecoderModel& decoder_model(const DecoderConfig& config);
 const std::vector<float>& decoder_thresholds(const DecoderConfig& config, const Scenario& scenario);
 at::Tensor decoder_case_prompts(const DecoderConfig& config, int64_t batch);
 
-// Destroys the decoder case kept prepared between calls; before main returns, as release_prepared_case.
-void release_prepared_decoder_case();
 
 }  // namespace condbench

@@ -46,58 +46,65 @@ double elapsed_ms(const cuda::Event& start, const cuda::Event& stop) {
   return ms;
 }
 
+// Readies the next unit, with a restart where the units ready have run out (outside any events,
+// and finished, so that a held stream never waits behind a prefill).
+void ready_one(DeviceUnits& units) {
+  if (units.ready() > 0) return;
+  units.restart();
+  units.finish();
+}
+
 }  // namespace
 
-std::optional<double> gpu_time_us(Strategy& strategy, const std::vector<at::Tensor>& inputs,
-                                  const std::vector<float>& thresholds, int count, const InferenceShape& shape) {
-  const std::optional<void*> handle = strategy.cuda_stream();
-  if (!handle || inputs.empty() || count <= 0) return std::nullopt;
+std::optional<double> gpu_time_us(DeviceUnits& units, int count, const InferenceShape& shape) {
+  const std::optional<void*> handle = units.cuda_stream();
+  if (!handle || count <= 0) return std::nullopt;
   const auto stream = static_cast<cudaStream_t>(*handle);
   const cuda::Event start = cuda::make_event(true), stop = cuda::make_event(true);
   double total_ms = 0.0;
-  size_t next = 0;
   if (shape.waits_on_host) {
     for (int i = 0; i < count; ++i) {
+      ready_one(units);
       CONDBENCH_CUDA_CHECK(cudaEventRecord(start.get(), stream));
-      strategy.run(inputs[next++ % inputs.size()], thresholds);
+      units.run_next();
       CONDBENCH_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
       CONDBENCH_CUDA_CHECK(cudaEventSynchronize(stop.get()));
       total_ms += elapsed_ms(start, stop);
     }
-    strategy.finish();
+    units.finish();
     return 1000.0 * total_ms / count;
   }
   const int64_t group = held_group(shape, count);
   cuda::StreamHold hold;
   for (int done = 0; done < count;) {
-    const int n = static_cast<int>(std::min<int64_t>(group, count - done));
+    ready_one(units);
+    const int n = static_cast<int>(std::min({group, static_cast<int64_t>(count - done), units.ready()}));
     {
-      // Released on every way out: a run() that throws must not leave the stream held until the
+      // Released on every way out: a unit that throws must not leave the stream held until the
       // kernel's timeout.
       PairedScope held([&] { hold.hold(stream, hold_timeout_s(shape, n)); }, [&] { hold.release(); },
                        [&]() noexcept { hold.release(); });
       CONDBENCH_CUDA_CHECK(cudaEventRecord(start.get(), stream));
-      for (int i = 0; i < n; ++i) strategy.run(inputs[next++ % inputs.size()], thresholds);
+      for (int i = 0; i < n; ++i) units.run_next();
       CONDBENCH_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
       held.close();
     }
     CONDBENCH_CUDA_CHECK(cudaEventSynchronize(stop.get()));
     if (hold.timed_out()) {
-      strategy.finish();
+      units.finish();
       return std::nullopt;  // the host blocked while the stream was held: not a GPU-only time
     }
     total_ms += elapsed_ms(start, stop);
     done += n;
   }
-  strategy.finish();
+  units.finish();
   return 1000.0 * total_ms / count;
 }
 
-std::vector<std::pair<int64_t, int64_t>> gpu_spans_ns(Strategy& strategy, const std::vector<at::Tensor>& inputs,
-                                                      const std::vector<float>& thresholds, int count) {
+std::vector<std::pair<int64_t, int64_t>> gpu_spans_ns(DeviceUnits& units, int count) {
   std::vector<std::pair<int64_t, int64_t>> spans;
-  const std::optional<void*> handle = strategy.cuda_stream();
-  if (!handle || inputs.empty() || count <= 0) return spans;
+  const std::optional<void*> handle = units.cuda_stream();
+  if (!handle || count <= 0) return spans;
   const auto stream = static_cast<cudaStream_t>(*handle);
   const cuda::Event reference = cuda::make_event(true);
   std::vector<cuda::Event> starts, stops;
@@ -105,17 +112,18 @@ std::vector<std::pair<int64_t, int64_t>> gpu_spans_ns(Strategy& strategy, const 
     starts.push_back(cuda::make_event(true));
     stops.push_back(cuda::make_event(true));
   }
-  strategy.finish();
+  units.finish();
   CONDBENCH_CUDA_CHECK(cudaEventRecord(reference.get(), stream));
   CONDBENCH_CUDA_CHECK(cudaEventSynchronize(reference.get()));
   const int64_t reference_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
   for (int i = 0; i < count; ++i) {
+    ready_one(units);
     CONDBENCH_CUDA_CHECK(cudaEventRecord(starts[i].get(), stream));
-    strategy.run(inputs[static_cast<size_t>(i) % inputs.size()], thresholds);
+    units.run_next();
     CONDBENCH_CUDA_CHECK(cudaEventRecord(stops[i].get(), stream));
   }
-  strategy.finish();
+  units.finish();
   for (int i = 0; i < count; ++i)
     spans.emplace_back(reference_ns + std::llround(elapsed_ms(reference, starts[i]) * 1e6),
                        reference_ns + std::llround(elapsed_ms(reference, stops[i]) * 1e6));
@@ -126,15 +134,9 @@ std::vector<std::pair<int64_t, int64_t>> gpu_spans_ns(Strategy& strategy, const 
 
 void synchronize_cuda_device() {}
 
-std::vector<std::pair<int64_t, int64_t>> gpu_spans_ns(Strategy&, const std::vector<at::Tensor>&,
-                                                      const std::vector<float>&, int) {
-  return {};
-}
+std::vector<std::pair<int64_t, int64_t>> gpu_spans_ns(DeviceUnits&, int) { return {}; }
 
-std::optional<double> gpu_time_us(Strategy&, const std::vector<at::Tensor>&, const std::vector<float>&, int,
-                                  const InferenceShape&) {
-  return std::nullopt;
-}
+std::optional<double> gpu_time_us(DeviceUnits&, int, const InferenceShape&) { return std::nullopt; }
 
 std::vector<std::string> register_cuda_primitives() { return {}; }
 

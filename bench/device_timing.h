@@ -4,6 +4,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -22,6 +23,24 @@ struct InferenceShape {
   Engine engine = Engine::native;      // what a counted launch is (held_group)
 };
 
+// Units (inferences, or a decoder's generated tokens) as the device timing runs them: one after
+// another on one CUDA stream. A case kind's prepared case is one (case_runner.h).
+class DeviceUnits {
+ public:
+  virtual ~DeviceUnits() = default;
+  // The stream its units run on; nullopt for a strategy without one (the CPU's).
+  virtual std::optional<void*> cuda_stream() = 0;
+  // How many units may be enqueued back to back from here. At 0, restart() readies more outside
+  // any timing: a decoder's sequence has generated its tokens, and a new one is started (its
+  // prefill run and finished).
+  virtual int64_t ready() const { return std::numeric_limits<int64_t>::max(); }
+  virtual void restart() {}
+  // Enqueues the next unit.
+  virtual void run_next() = 0;
+  // Waits for the last unit's work.
+  virtual void finish() = 0;
+};
+
 // Inferences enqueued behind one hold: as many as keep the kernels they queue under what a
 // stream takes before the host blocks in a launch. A counted launch is one kernel or graph on the
 // native engine, an ATen call (which may launch several kernels) on the torch engine, and on the
@@ -35,9 +54,8 @@ int64_t held_group(const InferenceShape& shape, int64_t count);
 // 0.06 s for a full group of 256 kernels.
 double hold_timeout_s(const InferenceShape& shape, int64_t inferences);
 
-// Mean GPU time in microseconds per inference over `count` inferences walking `inputs`, from CUDA
-// events on the strategy's stream; nullopt for a strategy without one, or when the measurement
-// failed (the hold timed out).
+// Mean GPU time in microseconds per unit over `count` units, from CUDA events on the units'
+// stream; nullopt for units without one, or when the measurement failed (the hold timed out).
 //
 // A strategy that never waits on the host is timed as nvbench does: the stream is held by a
 // spinning kernel while the start event, the inferences and the stop event are enqueued, then
@@ -45,15 +63,13 @@ double hold_timeout_s(const InferenceShape& shape, int64_t inferences);
 // host's enqueueing. A strategy that waits on the host mid-inference cannot be held (the wait
 // would never end); its GPU time is the span of each inference on the GPU's timeline, start to
 // stop event, which includes the device's idle gaps while the host decides.
-std::optional<double> gpu_time_us(Strategy& strategy, const std::vector<at::Tensor>& inputs,
-                                  const std::vector<float>& thresholds, int count, const InferenceShape& shape);
+std::optional<double> gpu_time_us(DeviceUnits& units, int count, const InferenceShape& shape);
 
-// Where `count` inferences, one after another, ran on the GPU: each one's start and end between
-// two CUDA events on the strategy's stream, placed on the host's std::chrono::steady_clock (in
+// Where `count` units, one after another, ran on the GPU: each one's start and end between
+// two CUDA events on the units' stream, placed on the host's std::chrono::steady_clock (in
 // ns) from a reference event the host waited for (so a span may sit a few µs late, the time the
-// host took to wake). For --trace's GPU track; empty for a strategy without a CUDA stream.
-std::vector<std::pair<int64_t, int64_t>> gpu_spans_ns(Strategy& strategy, const std::vector<at::Tensor>& inputs,
-                                                      const std::vector<float>& thresholds, int count);
+// host took to wake). For --trace's GPU track; empty for units without a CUDA stream.
+std::vector<std::pair<int64_t, int64_t>> gpu_spans_ns(DeviceUnits& units, int count);
 
 // Registers the primitive/cuda/... microbenchmarks (docs/design.md §4).
 std::vector<std::string> register_cuda_primitives();  // the names registered

@@ -9,7 +9,6 @@
 #include "benchmark_case.h"
 #include "condbench/error.h"
 #include "condbench/output_file.h"
-#include "decoder_case.h"
 #include "runner.h"
 #include "test_slowdown.h"
 
@@ -44,7 +43,6 @@ int main(int argc, char** argv) {
   struct ReleasedOnReturn {
     ~ReleasedOnReturn() {
       condbench::release_prepared_case();
-      condbench::release_prepared_decoder_case();
     }
   } const release_case;
   try {

@@ -462,10 +462,7 @@ void print_strategies(const RunnerOptions& options, std::ostream& out) {
 }
 
 void register_cases(const std::vector<BenchmarkCase>& cases) {
-  for (const BenchmarkCase& c : cases)
-    benchmark::RegisterBenchmark(c.name().c_str(), [c](benchmark::State& state) { run_benchmark_case(state, c); })
-        ->UseRealTime()
-        ->Unit(benchmark::kMicrosecond);
+  for (const BenchmarkCase& c : cases) register_timed_case(timed_case(c));
 }
 
 }  // namespace condbench

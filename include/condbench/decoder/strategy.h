@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,8 @@ class DecoderStrategy {
   }
   // Waits for the last step's result: nothing on the CPU.
   virtual void finish() {}
+  // The CUDA stream its steps run on, for the device timing (gpu_us); nullopt on the CPU.
+  virtual std::optional<void*> cuda_stream() const { return std::nullopt; }
   // The last step's, after finish(): what the host recorded, and what a strategy that decides on
   // the device reads back from it (a copy: for the untimed passes only).
   DecodeCounters counters() const {

@@ -12,12 +12,12 @@ class TorchDecoderStrategy : public DecoderStrategy {
  public:
   using DecoderStrategy::DecoderStrategy;
   void finish() override;
+  // LibTorch's current CUDA stream, where the strategy runs on CUDA (what AOTInductor's runner is
+  // given); nullopt on the CPU.
+  std::optional<void*> cuda_stream() const override;
 
  protected:
   bool launches_are_aten_calls() const final { return true; }
-  // LibTorch's current CUDA stream, where the strategy runs on CUDA (what AOTInductor's runner is
-  // given); nullopt on the CPU.
-  std::optional<void*> cuda_stream() const;
 };
 
 }  // namespace condbench

@@ -1,0 +1,154 @@
+// The one runner of every timed case (bench/case_runner.h), on cases of the test's own: what it asks
+// of a case — its GPU time wherever the case is a CUDA one, never elsewhere —, what it writes on
+// every repetition, and how a case that cannot run, or fails, is skipped.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "case_runner.h"
+#include "condbench/error.h"
+
+namespace condbench {
+namespace {
+
+// What the runner did with one test case.
+struct Seen {
+  int made = 0;
+  int timed = 0;
+  int counters_written = 0;
+  int streams_asked = 0;
+  double slowdown = 0;
+};
+
+class CountingCase final : public PreparedCase {
+ public:
+  explicit CountingCase(Seen& seen, bool throws_in_time) : seen_(seen), throws_(throws_in_time) {}
+  void time(benchmark::State& state, double slowdown) override {
+    ++seen_.timed;
+    seen_.slowdown = slowdown;
+    if (throws_) throw Error("the unit failed\nsecond line");
+    time_units(state, slowdown, [] {}, [this] { ++units_; });
+  }
+  void write_counters(benchmark::State& state) const override {
+    ++seen_.counters_written;
+    state.counters["units_seen"] = static_cast<double>(units_);
+  }
+  InferenceShape shape() const override { return {}; }
+  // No stream: the runner asks, and records no GPU time.
+  std::optional<void*> cuda_stream() override {
+    ++seen_.streams_asked;
+    return std::nullopt;
+  }
+  void run_next() override {}
+  void finish() override {}
+
+ private:
+  Seen& seen_;
+  bool throws_;
+  int64_t units_ = 0;
+};
+
+// Collects every run the benchmarks report: name -> the last run's counters and error.
+class Collector : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.run_type != Run::RT_Iteration) continue;
+      Result& r = results[run.run_name.function_name];
+      ++r.repetitions;
+      r.error = run.error_message;
+      for (const auto& [key, counter] : run.counters) r.counters[key].push_back(counter.value);
+    }
+  }
+  struct Result {
+    int repetitions = 0;
+    std::string error;
+    std::map<std::string, std::vector<double>> counters;
+  };
+  std::map<std::string, Result> results;
+};
+
+class CaseRunner : public ::testing::Test {
+ protected:
+  // Registers a case named test/<name> (Google Benchmark's registry is global: each test's names
+  // are its own), three iterations a repetition, `repetitions` of them.
+  void add(const std::string& name, Device device, Seen& seen, std::function<Unsupported()> why_skipped = {},
+           bool not_runnable = false, bool throws_in_time = false) {
+    TimedCase c;
+    c.name = "case_runner_test/" + name;
+    c.device = device;
+    c.strategy_path = "cpu/native/none";
+    c.why_skipped = why_skipped ? why_skipped : [] { return Unsupported{}; };
+    c.make = [&seen, not_runnable, throws_in_time]() -> std::unique_ptr<PreparedCase> {
+      ++seen.made;
+      if (not_runnable) throw NotRunnable("the model has no such part");
+      return std::make_unique<CountingCase>(seen, throws_in_time);
+    };
+    register_timed_case(std::move(c))->Iterations(3)->Repetitions(repetitions);
+  }
+  Collector run(const std::string& filter) {
+    Collector collector;
+    benchmark::RunSpecifiedBenchmarks(&collector, "^case_runner_test/" + filter + "(/|$)");  // then /iterations:3
+    release_prepared_case();
+    return collector;
+  }
+  int repetitions = 2;
+};
+
+TEST_F(CaseRunner, AsksEveryCudaCaseForItsGpuTimeAndNoOtherCase) {
+  Seen cuda, cpu;
+  add("gpu_asked/cuda", Device::cuda, cuda);
+  add("gpu_asked/cpu", Device::cpu, cpu);
+  const Collector ran = run("gpu_asked/.*");
+  EXPECT_EQ(cuda.streams_asked, 2);  // once a repetition
+  EXPECT_EQ(cpu.streams_asked, 0);
+  for (const char* name : {"case_runner_test/gpu_asked/cuda", "case_runner_test/gpu_asked/cpu"}) {
+    const Collector::Result& r = ran.results.at(name);
+    EXPECT_EQ(r.repetitions, 2) << name;
+    EXPECT_EQ(r.error, "") << name;
+    EXPECT_EQ(r.counters.count("gpu_us") + r.counters.count("gpu_span_us"), 0U) << name;  // no stream, no time
+    EXPECT_EQ(r.counters.at("units_seen"), (std::vector<double>{3, 6})) << name;  // one case, kept made
+    ASSERT_EQ(r.counters.at("sequence").size(), 2U) << name;
+    EXPECT_LT(r.counters.at("sequence")[0], r.counters.at("sequence")[1]) << name;
+    EXPECT_EQ(r.counters.count("round"), 0U) << name;
+  }
+  EXPECT_EQ(cuda.slowdown, 1.0);  // no knob set
+}
+
+TEST_F(CaseRunner, WritesTheRoundInRounds) {
+  Seen seen;
+  repetitions = 1;
+  add("round", Device::cpu, seen);
+  set_round(3);
+  const Collector ran = run("round");
+  set_round(-1);
+  EXPECT_EQ(ran.results.at("case_runner_test/round").counters.at("round"), std::vector<double>{3});
+}
+
+TEST_F(CaseRunner, ACaseThatCannotRunIsSkippedWithItsReasonAndNotRemade) {
+  Seen declared, found;
+  add("skip/declared", Device::cpu, declared, [] { return Unsupported("runs one row at a time"); });
+  add("skip/found", Device::cpu, found, {}, /*not_runnable=*/true);
+  const Collector ran = run("skip/.*");
+  EXPECT_EQ(declared.made, 0);
+  EXPECT_EQ(ran.results.at("case_runner_test/skip/declared").error, "skipped: runs one row at a time");
+  EXPECT_EQ(found.made, 1);  // what a case found while being made is remembered across repetitions
+  EXPECT_EQ(ran.results.at("case_runner_test/skip/found").error, "skipped: the model has no such part");
+}
+
+TEST_F(CaseRunner, AFailingCaseIsAnErrorOfOneLineAndMadeAfreshNextTime) {
+  Seen seen;
+  add("fails", Device::cpu, seen, {}, false, /*throws_in_time=*/true);
+  const Collector ran = run("fails");
+  EXPECT_EQ(ran.results.at("case_runner_test/fails").error, "error: the unit failed");
+  EXPECT_EQ(seen.made, 2);  // each repetition made it again
+  EXPECT_EQ(seen.counters_written, 0);
+}
+
+}  // namespace
+}  // namespace condbench
