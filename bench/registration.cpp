@@ -201,6 +201,24 @@ std::vector<ModelSelection> select_models(const std::map<std::string, std::strin
   return models;
 }
 
+// The memory budget (memory_budget.h) of every model at every batch the run selects, before
+// anything is made: a case holds its model, its input pool and a batch's working memory.
+void require_memory_budget(const RunnerOptions& options) {
+  for (const ModelSelection& m : options.models)
+    for (const int64_t batch : m.batches) {
+      MemoryNeed need = m.config.memory_need(batch);
+      const double pool = static_cast<double>(Workload::pool_rows_for(batch)) * m.config.row_elements();
+      need.add("the input pool",
+               std::to_string(Workload::pool_rows_for(batch)) + " rows x " + std::to_string(m.config.row_elements()) +
+                   " values",
+               pool);
+      need.require("--batch " + std::to_string(batch) + " of " + m.config.describe());
+    }
+  for (const DecoderConfig& c : options.decoders)
+    for (const int64_t batch : options.decoder_batches)
+      c.memory_need(batch).require("--batch " + std::to_string(batch) + " of the decoder " + c.describe());
+}
+
 }  // namespace
 
 std::vector<OutputPath> runner_outputs(const RunnerOptions& options, const std::optional<std::string>& benchmark_out) {
@@ -350,6 +368,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
   }
   if (model_file && !model_file_alone) options.models.push_back(*model_file);
   if (given("--decoder") && options.decoders.empty()) fail("--decoder: --model does not select the decoder");
+  require_memory_budget(options);
   if (given("--scenario")) {
     int deepest = 0;
     for (const ModelSelection& m : options.models) deepest = std::max(deepest, m.config.blocks);

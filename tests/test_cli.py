@@ -915,7 +915,7 @@ class TransformerInterop(unittest.TestCase):
                 self.assertEqual(json.loads(result.stdout)["rows"], rows)
             for args, message in [([f"--weights={mlp}", "--heads=4", "--batch=2"], "--heads: the transformer's"),
                                   (["--model=transformer", "--d-model=16384", "--ffn=65536", "--blocks=256"],
-                                   "weights; condbench takes at most 2^31")]:
+                                   "over condbench's memory budget of 8 GiB (docs/input.md): the weights")]:
                 with self.subTest(args=args):
                     result = run(INFER, "--device=cpu", *args, "--thresholds=0.5,0.5")
                     self.assertEqual(result.returncode, 2, result.stderr)
