@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "condbench/error.h"
+#include "condbench/input_file.h"
 #include "zip_directory.h"
 
 namespace condbench::detail {
@@ -574,6 +575,7 @@ SavedObject read_torch_save(const std::string& what, const std::string& path, st
 }
 
 SavedObject read_torch_save_file(const std::string& what, const std::string& path, const HeaderCheck& check) {
+  require_regular_file(what, path);  // a FIFO's open would wait for a writer for ever
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(what + " '" + path + "': cannot open: " + std::strerror(errno));
   const std::streamoff size = in.tellg();
