@@ -11,12 +11,12 @@ const std::vector<DecoderSize>& decoder_sizes() {
   // The limits keep a typo from allocating tens of gigabytes (the caches are batch x layers x
   // context x d_model floats), as every family's axes do.
   static const std::vector<DecoderSize> sizes = {
-      {"vocab", "vocabulary: token ids 0..vocab-1", &DecoderConfig::vocab, 1 << 18},
-      {"d_model", "width", &DecoderConfig::d_model, 1 << 14},
+      {"vocab", "vocabulary: token ids 0..vocab-1", &DecoderConfig::vocab, 1 << 18, false, true},
+      {"d_model", "width", &DecoderConfig::d_model, 1 << 14, false, true},
       {"heads", "attention heads (divide d_model)", &DecoderConfig::heads, 1024},
-      {"layers", "transformer layers", &DecoderConfig::layers, 256},
-      {"ffn", "MLP width", &DecoderConfig::ffn, 1 << 16},
-      {"context", "positions the cache holds", &DecoderConfig::context, 1 << 14},
+      {"layers", "transformer layers", &DecoderConfig::layers, 256, false, true},
+      {"ffn", "MLP width", &DecoderConfig::ffn, 1 << 16, false, true},
+      {"context", "positions the cache holds", &DecoderConfig::context, 1 << 14, false, true},
       {"exit_every", "an exit after every N-th layer", &DecoderConfig::exit_every, 256},
       {"prompt", "prompt tokens per row", &DecoderConfig::prompt, 1 << 14, /*per_sequence=*/true},
       {"generate", "generated tokens per sequence", &DecoderConfig::generate, 1 << 14, /*per_sequence=*/true},

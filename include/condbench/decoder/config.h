@@ -87,6 +87,7 @@ struct DecoderSize {
   int DecoderConfig::*field;
   int max;
   bool per_sequence = false;  // what a sequence is (prompt, generate), not the model or its step
+  bool from_weights = false;  // a state_dict's shapes say it (heads and exit_every it cannot)
 };
 const std::vector<DecoderSize>& decoder_sizes();
 
