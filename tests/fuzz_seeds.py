@@ -77,7 +77,7 @@ def manifest_seeds():
     def part(name, row_in, row_out, package):
         return {"name": name, "input": ["rows", *row_in], "output": ["rows", *row_out], "flops_per_row": 1536,
                 "bytes": 4096.0, "package": package}
-    good = {"format": 5, "torch": "2.15.0", "device": "cpu", "file": "cnn.py", "digest": "0123456789abcdef",
+    good = {"format": 6, "torch": "2.15.0", "device": "cpu", "file": "cnn.py", "digest": "0123456789abcdef",
             "stages": 2, "classes": 10, "confidence": "confidence()",
             "parts": [part("stages[0]", [3, 8, 8], [16, 4, 4], "stage0.pt2"),
                       part("exits[0]", [16, 4, 4], [10], "exit0.pt2"), part("stages[1]", [16, 4, 4], [32], "stage1.pt2"),

@@ -326,10 +326,12 @@ def fail(message):
 
 
 def cache_root():
+    """condbench's cache, absolute: a relative $CONDBENCH_AOTI_DIR is the working folder's now, before
+    any module's code could change the working folder."""
     if os.environ.get("CONDBENCH_AOTI_DIR"):
-        return os.environ["CONDBENCH_AOTI_DIR"]
+        return os.path.abspath(os.environ["CONDBENCH_AOTI_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "condbench", "aoti")
+    return os.path.abspath(os.path.join(base, "condbench", "aoti"))
 
 
 def config_key(config):
