@@ -184,6 +184,9 @@ int run_decoder(int argc, char** argv) {
     std::unique_ptr<DecoderStrategy> strategy = info.make();
     try {
       strategy->prepare(options.model, options.prompt.size(0));
+    } catch (const NotRunnable& e) {  // found only in prepare (a capture refused): skipped, with why
+      out["skipped"].push_back({{"strategy", info.key()}, {"reason", one_line(e)}});
+      continue;
     } catch (const Error& e) {  // an aoti package that computes another model: said, and no agreement
       std::cerr << "condbench-infer: " << info.key() << ": " << e.what() << "\n";
       agree = false;

@@ -274,7 +274,14 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
   if (given("--nvtx")) options.nvtx = nvtx::parse_level(flags.at("--nvtx"));
   for (const char* output : {"--trace", "--export-workload", "--checkpoint-out"})
     if (given(output) && flags.at(output).empty()) fail(std::string(output) + ": needs a name");
-  if (given("--export-workload")) options.export_dir = flags.at("--export-workload");
+  if (given("--export-workload")) {
+    // An export runs nothing: a result file, a checkpoint or a trace asked beside it would never be written.
+    for (const char* output : {"--checkpoint-out", "--trace"})
+      if (given(output))
+        fail(std::string("--export-workload: runs nothing, so ") + output + " would write nothing; drop one");
+    if (benchmark_out) fail("--export-workload: runs nothing, so --benchmark_out would write nothing; drop one");
+    options.export_dir = flags.at("--export-workload");
+  }
   if (given("--checkpoint-out")) options.checkpoint_out = flags.at("--checkpoint-out");
   if (given("--answer-budget")) {
     options.answer_budget_s = cli::parse_float("--answer-budget", flags.at("--answer-budget"), 0, 86400);

@@ -141,6 +141,10 @@ std::string package_path(const ModelConfig& config, Device device, const std::st
   return cached(config, device, module).package.string();
 }
 
+std::string package_path(const DecoderConfig& config, Device device, const std::string& module) {
+  return cached(config, device, module).package.string();
+}
+
 Unsupported package_unusable(const ModelConfig& config, Device device, const std::string& module) {
   if (const std::optional<WholeModelPackage> own = config.family->whole_model(module)) {  // the family's, or why not
     if (own->path.empty()) return own->unavailable;

@@ -33,6 +33,7 @@ namespace condbench::aoti {
 
 // The package of `module` for `config` on `device`, and its description.
 std::string package_path(const ModelConfig& config, Device device, const std::string& module);
+std::string package_path(const DecoderConfig& config, Device device, const std::string& module);
 
 // Why the package cannot be used (absent, made by another torch, unreadable description), with
 // the command that makes it; nullopt when it can.
