@@ -26,7 +26,7 @@ os.environ["CONDBENCH_AOTI_DIR"] = _no_packages.name
 
 REQUIRED_CONTEXT = ["condbench_version", "condbench_schema", "git_revision", "build_type", "torch_version",
                     "cuda_runtime_version", "cuda_driver_version", "device_name", "cpu_model", "threads",
-                    "torch_conditional_capture"]
+                    "torch_conditional_capture", "condbench_peak_resident_memory"]
 REQUIRED_COUNTERS = ["host_syncs", "launches", "flops_executed", "flops_useful", "exit_mean"]
 
 try:
@@ -655,6 +655,11 @@ class Console(unittest.TestCase):
         self.assertEqual(rows["torch/eager_host"][4], "1")  # one host sync: every row leaves at exit 1
         self.assertNotRegex(result.stdout, r"nan|e\+|e-0")
         self.assertNotIn("[1/", result.stderr)  # stderr is not a terminal here
+        # the last line: what the run held at its peak (#59), well under the memory budget for this run
+        peak = re.fullmatch(r"condbench: peak resident memory ([0-9.]+) (MiB|GiB) \(([0-9]+) kB, getrusage maxrss\)",
+                            lines[-1])
+        self.assertIsNotNone(peak, lines[-1])
+        self.assertTrue(100_000 < int(peak.group(3)) < 4_000_000, peak.group(0))
 
     def test_progress_counts_the_repetitions_and_states_the_least_time_first(self):
         result = run(CONDBENCH, *self.BASE, "--strategy=fused,eager_host", "--hidden=16", "--batch=1",

@@ -65,7 +65,8 @@ class Package {
   void load(const std::string& path, Device device, const std::string& module,
             const std::unordered_map<std::string, at::Tensor>& weights);
 
-  std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader_;
+  // Lent for this Package's life by a process-wide keeper (aoti_package.cpp, lend_loader).
+  std::shared_ptr<torch::inductor::AOTIModelPackageLoader> loader_;
 };
 
 // Thresholds as the compiled forward takes them, a float tensor [blocks] on the device, rewritten
