@@ -6,6 +6,7 @@
 #include <torch/version.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -189,6 +190,8 @@ Package::Package(const DecoderModel& model, Device device, const std::string& mo
 
 namespace {
 
+std::atomic<size_t> made_loaders{0};
+
 // The loader of the package at `path` on `device`, kept for the process and lent to one Package at a
 // time. AOTInductor's loader extracts a package into a folder of its own and loads its library on
 // every load, and what a load holds is not all given back when it goes: about the package's weights
@@ -211,11 +214,14 @@ std::shared_ptr<torch::inductor::AOTIModelPackageLoader> lend_loader(const std::
   // stream (the harness's gpu_us) would block the host until the hold gave up.
   auto made = std::make_shared<torch::inductor::AOTIModelPackageLoader>(
       path, "model", /*run_single_threaded=*/true, /*num_runners=*/1, /*device_index=*/device == Device::cuda ? 0 : -1);
+  ++made_loaders;
   if (!slot) slot = made;
   return made;
 }
 
 }  // namespace
+
+size_t loaders_made() { return made_loaders; }
 
 void Package::load(const std::string& path, Device device, const std::string& module,
                    const std::unordered_map<std::string, at::Tensor>& weights) {

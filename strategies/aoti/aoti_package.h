@@ -46,6 +46,10 @@ std::optional<std::string> package_description(const ModelConfig& config, Device
 // The same for a decoder's step package.
 Unsupported package_unusable(const DecoderConfig& config, Device device, const std::string& module);
 
+// How many AOTInductor loaders the process has made: one per package used, however often its
+// strategies are made again (a loader is lent again; tests hold the keeper to it).
+size_t loaders_made();
+
 // A loaded package running the model's weights.
 class Package {
  public:
