@@ -7,8 +7,9 @@
 
 namespace condbench {
 
-void apply_decoder_sizes(const std::string& sizes, DecoderConfig& config) {
-  if (sizes.empty()) return;
+std::vector<std::string> apply_decoder_sizes(const std::string& sizes, DecoderConfig& config) {
+  std::vector<std::string> given;
+  if (sizes.empty()) return given;
   for (const std::string& item : cli::split_list("--decoder", sizes)) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
@@ -19,8 +20,12 @@ void apply_decoder_sizes(const std::string& sizes, DecoderConfig& config) {
       for (const DecoderSize& s : decoder_sizes()) known += (known.empty() ? "" : ", ") + std::string(s.key);
       fail("--decoder: '" + printable(item) + "' is not SIZE=N with SIZE one of " + known);
     }
+    // --decoder=vocab=8,vocab=16 would keep the last in silence
+    if (std::find(given.begin(), given.end(), key) != given.end()) fail("--decoder: " + key + " is given twice");
+    given.push_back(key);
     config.*size->field = static_cast<int>(cli::parse_int("--decoder " + key, item.substr(eq + 1), 1, size->max));
   }
+  return given;
 }
 
 std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes) {

@@ -12,8 +12,9 @@ namespace condbench {
 // The default decoder, or with --full also one with GPT-2 small's layer shape; `sizes`
 // (--decoder=SIZE=N,...) overrides those sizes of each. Throws condbench::Error naming the flag.
 std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes);
-// Sets the sizes --decoder=SIZE=N,... names in `config`, each in its range; checks nothing across sizes.
-void apply_decoder_sizes(const std::string& sizes, DecoderConfig& config);
+// Sets the sizes --decoder=SIZE=N,... names in `config`, each in its range and once; checks nothing
+// across sizes. Returns the sizes it set, by key.
+std::vector<std::string> apply_decoder_sizes(const std::string& sizes, DecoderConfig& config);
 // The batches a run decodes at without --batch.
 std::vector<int64_t> decoder_batches(bool full);
 

@@ -85,6 +85,17 @@ std::string whose(const std::string& key) {
   return text;
 }
 
+// The memory budget (memory_budget.h) of `rows` rows of the model, and of their logits as this
+// tool keeps and prints them (two strategies' at once, then as JSON: a number node and its text),
+// before the rows are made.
+void require_memory_budget(const ModelConfig& config, int64_t rows, const std::string& who) {
+  MemoryNeed need = config.memory_need(rows);
+  need.add("the logits kept and printed",
+           std::to_string(rows) + " rows x " + std::to_string(config.num_classes) + " num_classes x 12",
+           12.0 * static_cast<double>(rows) * config.num_classes);
+  need.require(who + " of " + config.describe());
+}
+
 Options parse_options(int argc, char** argv) {
   std::vector<std::string> names = {"--weights",  "--seed",       "--model",         "--num-classes",    "--blocks",
                                     "--input",    "--batch",      "--input-seed",    "--thresholds",     "--device",
@@ -187,10 +198,12 @@ Options parse_options(int argc, char** argv) {
            std::string(c10::toString(input.scalar_type())) + " " + shape_text(input.sizes()));
     }
     if (input.size(0) < 1) fail("--input: the tensor has no rows");
+    require_memory_budget(config, input.size(0), "--input " + shape_text(input.sizes()));
     if (!input.isfinite().all().item<bool>()) fail("--input: the tensor holds NaN or infinite values");
     options.input = input.to(at::kCPU, at::kFloat).contiguous();
   } else {
     const int64_t rows = given("--batch") ? cli::parse_batch(flags.at("--batch")) : 8;
+    require_memory_budget(config, rows, "--batch " + std::to_string(rows));
     const uint64_t seed =
         given("--input-seed")
             ? static_cast<uint64_t>(cli::parse_int("--input-seed", flags.at("--input-seed"), 0, INT64_MAX))
@@ -217,6 +230,10 @@ int run(int argc, char** argv) {
   const Options options = parse_options(argc, argv);
   const EarlyExitModel model = shared_model(options.source);
   const int64_t rows = options.input.size(0);
+  // The exit rule's score on these rows, as condbench checks it on its pool: a model file's
+  // confidence() outside (0, 1] would send rows out at threshold 1 ("no row leaves here").
+  // (Non-finite scores are weights or rows that overflow float32: said below, with the strategy.)
+  exit_scores_in_range(model, options.input, "the rows given (--input or --batch)", /*pass_non_finite=*/true);
 
   Json out;
   out["model"] = model->config().describe();

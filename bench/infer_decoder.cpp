@@ -41,17 +41,22 @@ DecoderOptions parse(int argc, char** argv) {
   DecoderOptions options;
   // Sizes the weights cannot say (heads, exit_every), or every size with seeded weights.
   DecoderConfig config;
-  apply_decoder_sizes(given("--decoder") ? flags.at("--decoder") : "", config);
+  const std::vector<std::string> set = apply_decoder_sizes(given("--decoder") ? flags.at("--decoder") : "", config);
+  const auto set_by_decoder = [&](const char* key) { return std::find(set.begin(), set.end(), key) != set.end(); };
+  // Two flags for one size: neither may be dropped in silence.
+  if (given("--prompt") && set_by_decoder("prompt"))
+    fail("--decoder: prompt: --prompt gives the prompt's tokens per row; drop one");
+  if (given("--generate") && set_by_decoder("generate")) fail("--decoder: generate: given by --generate too; drop one");
   if (given("--weights")) {
     if (given("--seed")) fail("--seed: not with --weights (the file gives the weights)");
+    for (const DecoderSize& size : decoder_sizes())
+      if (size.from_weights && set_by_decoder(size.key))
+        fail(std::string("--decoder: ") + size.key + ": the weights give it (--weights); drop it");
     DecoderConfig sizes = config;
     sizes.prompt = sizes.generate = 1;  // the run's lengths are checked below, against the flags that give them
     options.model = load_decoder_file(flags.at("--weights"), sizes);
-    config.vocab = options.model.config.vocab;
-    config.d_model = options.model.config.d_model;
-    config.ffn = options.model.config.ffn;
-    config.layers = options.model.config.layers;
-    config.context = options.model.config.context;
+    for (const DecoderSize& size : decoder_sizes())
+      if (size.from_weights) config.*size.field = options.model.config.*size.field;
   } else {
     DecoderConfig sizes = config;
     sizes.prompt = sizes.generate = 1;
@@ -60,33 +65,16 @@ DecoderOptions parse(int argc, char** argv) {
     } catch (const Error& e) {
       fail(std::string("--decoder: ") + e.what());
     }
-    const uint64_t seed =
-        given("--seed") ? static_cast<uint64_t>(cli::parse_int("--seed", flags.at("--seed"), 0, INT64_MAX)) : 1;
-    options.model = {config, seeded_decoder_parameters(config, seed)};
   }
+  int64_t rows = 4;
+  at::Tensor prompt;  // given; else seeded below, once the budget allows
   if (given("--prompt")) {
     if (given("--batch") || given("--prompt-seed")) fail("--prompt: not with --batch or --prompt-seed");
-    const at::Tensor prompt = load_tensor_file(flags.at("--prompt"));
-    if (prompt.dim() != 2 || prompt.size(0) < 1 || prompt.size(1) < 1 ||
-        !(prompt.scalar_type() == at::kLong || prompt.scalar_type() == at::kInt))
-      fail("--prompt: expected token ids, an int64 tensor [rows, tokens]");
-    if (prompt.size(0) > 1 << 16) fail("--prompt: at most 65536 rows");
-    if (prompt.size(1) > config.context)
-      fail("--prompt: " + std::to_string(prompt.size(1)) + " tokens, longer than the context of " +
-           std::to_string(config.context));
-    options.prompt = prompt.to(at::kLong).contiguous();
-    const int64_t low = options.prompt.min().item<int64_t>(), high = options.prompt.max().item<int64_t>();
-    if (low < 0 || high >= config.vocab)
-      fail("--prompt: token id " + std::to_string(low < 0 ? low : high) + " is outside the vocabulary 0.." +
-           std::to_string(config.vocab - 1));
-    config.prompt = static_cast<int>(options.prompt.size(1));
-  } else {
-    const int64_t rows = given("--batch") ? cli::parse_batch(flags.at("--batch")) : 4;
-    const uint64_t seed =
-        given("--prompt-seed")
-            ? static_cast<uint64_t>(cli::parse_int("--prompt-seed", flags.at("--prompt-seed"), 0, INT64_MAX))
-            : 0;
-    options.prompt = at::tensor(seeded_prompts(config, rows, seed), at::kLong).reshape({rows, config.prompt});
+    prompt = load_prompt_file(flags.at("--prompt"), config);
+    rows = prompt.size(0);
+    config.prompt = static_cast<int>(prompt.size(1));
+  } else if (given("--batch")) {
+    rows = cli::parse_batch(flags.at("--batch"));
   }
   if (given("--generate"))
     config.generate = static_cast<int>(cli::parse_int("--generate", flags.at("--generate"), 1, 1 << 14));
@@ -94,6 +82,26 @@ DecoderOptions parse(int argc, char** argv) {
     fail("--generate: " + std::to_string(config.generate) + " tokens after a prompt of " +
          std::to_string(config.prompt) + " go beyond the context of " + std::to_string(config.context));
   config.validate();
+  // Before the weights are seeded, the prompts made, or any strategy's cache: a flag of a few
+  // characters (--batch=65536) or a small file cannot ask for more than the budget.
+  MemoryNeed need = config.memory_need(rows);
+  need.add_all(decoder_output_terms(), config.memory_sizes(rows));
+  need.require((given("--prompt") ? "--prompt of " : "--batch of ") + std::to_string(rows) + " rows, the decoder " +
+               config.describe());
+  if (!given("--weights")) {
+    const uint64_t seed =
+        given("--seed") ? static_cast<uint64_t>(cli::parse_int("--seed", flags.at("--seed"), 0, INT64_MAX)) : 1;
+    options.model = {config, seeded_decoder_parameters(config, seed)};
+  }
+  if (prompt.defined()) {
+    options.prompt = prompt;
+  } else {
+    const uint64_t seed =
+        given("--prompt-seed")
+            ? static_cast<uint64_t>(cli::parse_int("--prompt-seed", flags.at("--prompt-seed"), 0, INT64_MAX))
+            : 0;
+    options.prompt = at::tensor(seeded_prompts(config, rows, seed), at::kLong).reshape({rows, config.prompt});
+  }
   options.model.config = config;
 
   const int exits = config.num_exits() - 1;
@@ -174,7 +182,16 @@ int run_decoder(int argc, char** argv) {
       continue;
     }
     std::unique_ptr<DecoderStrategy> strategy = info.make();
-    strategy->prepare(options.model, options.prompt.size(0));
+    try {
+      strategy->prepare(options.model, options.prompt.size(0));
+    } catch (const NotRunnable& e) {  // found only in prepare (a capture refused): skipped, with why
+      out["skipped"].push_back({{"strategy", info.key()}, {"reason", one_line(e)}});
+      continue;
+    } catch (const Error& e) {  // an aoti package that computes another model: said, and no agreement
+      std::cerr << "condbench-infer: " << info.key() << ": " << e.what() << "\n";
+      agree = false;
+      continue;
+    }
     const Generation g = generate(*strategy, options);
     if (!g.logits.isfinite().all().item<bool>()) {
       if (!first)
@@ -200,7 +217,14 @@ int run_decoder(int argc, char** argv) {
       agree = false;
     }
   }
-  if (out["strategies"].empty()) fail("no decoder strategy matches --device and --strategy");
+  if (out["strategies"].empty()) {
+    if (!agree) return 1;  // the one selected was refused, and said why
+    // every strategy selected was skipped: why, with how to make it run (an aoti package to compile)
+    if (out.contains("skipped"))
+      fail("no decoder strategy selected can run this: " + out["skipped"][0]["strategy"].get<std::string>() + ": " +
+           out["skipped"][0]["reason"].get<std::string>());
+    fail("no decoder strategy matches --device and --strategy");
+  }
   out["agree"] = agree;
   std::cout << out.dump(isatty(STDOUT_FILENO) ? 2 : -1) << "\n";
   return agree ? 0 : 1;

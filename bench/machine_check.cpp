@@ -10,8 +10,11 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include "condbench/error.h"
 #include "condbench/machine_state.h"
+#include "condbench/memory_budget.h"
 
 namespace condbench {
 
@@ -76,7 +79,15 @@ ContextEntries check_machine_after_run(int threads) {
   for (const std::string& w : warnings) std::cerr << "condbench: warning: " << w << "\n";
   ContextEntries context = entries(state, warnings, "end");
   context.front().second = warnings.empty() ? "no" : "yes";
+  context.push_back({kPeakMemoryContext, peak_resident_memory()});
   return context;
+}
+
+std::string peak_resident_memory() {
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return "unknown";
+  const double kib = static_cast<double>(usage.ru_maxrss);  // Linux: kilobytes
+  return bytes_text(kib * 1024) + " (" + std::to_string(usage.ru_maxrss) + " kB, getrusage maxrss)";
 }
 
 }  // namespace condbench

@@ -122,8 +122,12 @@ struct Pipe {
 struct Ran {
   int status = 0;
   bool timed_out = false;
-  std::string out, err;  // the last kKeptOutput bytes of each
+  std::string out, err, answer;  // the last kKeptOutput bytes of each
 };
+
+// The descriptor model_file.py writes its answer on (--answer-fd): a channel of condbench's own, so
+// that nothing the user's code prints on stdout can pass for the compiled folder.
+constexpr int kAnswerFd = 3;
 
 // SIGINT, SIGTERM and SIGHUP, while a compile runs, only recorded: the compile's process group is
 // not the terminal's, so this process ends it, then dies of the signal as it would have.
@@ -181,14 +185,15 @@ bool ended_with_its_group(pid_t pid) {
 }
 
 // Runs `argv` (no shell) with the environment `env` in a process group of its own to its end, or to `timeout_s`, its
-// stdout and stderr read as they come; every 30 s says on stderr how long `what` has taken.
+// stdout, stderr and kAnswerFd read as they come; every 30 s says on stderr how long `what` has taken.
 Ran run(const std::vector<std::string>& argv, const std::vector<std::string>& env, int timeout_s,
         const std::string& what) {
-  Pipe out, err;
+  Pipe out, err, answer;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out.fd[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err.fd[1], STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, answer.fd[1], kAnswerFd);
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
@@ -212,14 +217,15 @@ Ran run(const std::vector<std::string>& argv, const std::vector<std::string>& en
   if (spawned != 0) fail("--model-file: cannot run " + argv[0] + ": " + std::strerror(spawned));
   out.close_write();
   err.close_write();
+  answer.close_write();
   Ran ran;
-  std::array<pollfd, 2> fds{{{out.fd[0], POLLIN, 0}, {err.fd[0], POLLIN, 0}}};
-  std::array<std::string*, 2> into{&ran.out, &ran.err};
+  std::array<pollfd, 3> fds{{{out.fd[0], POLLIN, 0}, {err.fd[0], POLLIN, 0}, {answer.fd[0], POLLIN, 0}}};
+  std::array<std::string*, 3> into{&ran.out, &ran.err, &ran.answer};
   std::array<char, 4096> buffer{};
   const auto started = std::chrono::steady_clock::now();
   int said = 0;        // progress lines so far
   bool ended = false;  // the compile exited, and what it left running was ended with it
-  for (int open = 2; open > 0;) {
+  for (int open = 3; open > 0;) {
     const int ready = poll(fds.data(), fds.size(), 1000);
     // Ended while something it started still holds the pipes: that goes now, and they close.
     if (!ended && exited(pid)) ended = ended_with_its_group(pid);
@@ -260,6 +266,18 @@ Ran run(const std::vector<std::string>& argv, const std::vector<std::string>& en
   while (waitpid(pid, &ran.status, 0) < 0 && errno == EINTR) {
   }
   return ran;
+}
+
+// The folder model_file.py answered is the file that was given: its manifest names the file's and
+// the weights' real paths (model_file.py's key holds them), and the folder is named by its digest.
+void check_compiled_from(const std::string& folder, const std::string& given, const std::string& weights) {
+  std::error_code ec;
+  const auto real = [&ec](const std::string& path) { return path.empty() ? "" : fs::canonical(path, ec).string(); };
+  const ModelFileManifest m = read_manifest(folder);
+  const std::string name = fs::path(folder).filename().string();
+  if (m.source != real(given) || m.weights != real(weights) || name.rfind(m.digest + "-", 0) != 0)
+    fail("--model-file: " + given + ": model_file.py answered " + printable(folder, 400) +
+         ", which was not compiled from it (its manifest names " + printable(m.source, 200) + ")");
 }
 
 }  // namespace
@@ -303,7 +321,9 @@ std::string model_file_folder(const std::string& given, const std::string& weigh
                                    "--max-stages",
                                    std::to_string(kModelFileMaxStages),
                                    "--max-classes",
-                                   std::to_string(kModelFileMaxClasses)};
+                                   std::to_string(kModelFileMaxClasses),
+                                   "--answer-fd",
+                                   std::to_string(kAnswerFd)};
   if (!weights.empty()) argv.insert(argv.end(), {"--weights", weights});
   // A compile takes minutes the first time: said at once on a terminal, and every 30 s on any
   // stderr (a cached folder, or a file model_file.py refuses, comes back before the first of those,
@@ -316,7 +336,15 @@ std::string model_file_folder(const std::string& given, const std::string& weigh
     fail("--model-file: " + given +
          ": model_file.py compile took longer than --compile-timeout=" + std::to_string(timeout_s) +
          " s and was stopped (its process group ended); raise the limit or make the " + "module lighter");
-  if (WIFEXITED(ran.status) && WEXITSTATUS(ran.status) == 0 && !last_line(ran.out).empty()) return last_line(ran.out);
+  if (WIFEXITED(ran.status) && WEXITSTATUS(ran.status) == 0) {
+    // the answer on condbench's own descriptor: what the user's code printed is never it
+    const std::string folder = last_line(ran.answer);
+    if (folder.empty())
+      fail("--model-file: " + given + ": model_file.py compile ended without naming a folder on descriptor " +
+           std::to_string(kAnswerFd) + " (a python -m condbench.model_file of another condbench?)");
+    check_compiled_from(folder, given, weights);
+    return folder;
+  }
   // model_file.py's one line names the file and the part: "model_file: x.py: stages[1]: ..."
   std::string said = last_line(ran.err);
   if (said.rfind("model_file: ", 0) == 0) fail("--model-file: " + printable(said.substr(12), 400));

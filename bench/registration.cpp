@@ -207,6 +207,24 @@ std::vector<ModelSelection> select_models(const std::map<std::string, std::strin
   return models;
 }
 
+// The memory budget (memory_budget.h) of every model at every batch the run selects, before
+// anything is made: a case holds its model, its input pool and a batch's working memory.
+void require_memory_budget(const RunnerOptions& options) {
+  for (const ModelSelection& m : options.models)
+    for (const int64_t batch : m.batches) {
+      MemoryNeed need = m.config.memory_need(batch);
+      const double pool = static_cast<double>(Workload::pool_rows_for(batch)) * m.config.row_elements();
+      need.add("the input pool",
+               std::to_string(Workload::pool_rows_for(batch)) + " rows x " + std::to_string(m.config.row_elements()) +
+                   " values",
+               pool);
+      need.require("--batch " + std::to_string(batch) + " of " + m.config.describe());
+    }
+  for (const DecoderConfig& c : options.decoders)
+    for (const int64_t batch : options.decoder_batches)
+      c.memory_need(batch).require("--batch " + std::to_string(batch) + " of the decoder " + c.describe());
+}
+
 }  // namespace
 
 std::vector<OutputPath> runner_outputs(const RunnerOptions& options, const std::optional<std::string>& benchmark_out) {
@@ -266,7 +284,14 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
   if (given("--kernel-trace")) options.kernel_trace_out = flags.at("--kernel-trace");
   for (const char* output : {"--trace", "--kernel-trace", "--export-workload", "--checkpoint-out"})
     if (given(output) && flags.at(output).empty()) fail(std::string(output) + ": needs a name");
-  if (given("--export-workload")) options.export_dir = flags.at("--export-workload");
+  if (given("--export-workload")) {
+    // An export runs nothing: a result file, a checkpoint or a trace asked beside it would never be written.
+    for (const char* output : {"--checkpoint-out", "--trace"})
+      if (given(output))
+        fail(std::string("--export-workload: runs nothing, so ") + output + " would write nothing; drop one");
+    if (benchmark_out) fail("--export-workload: runs nothing, so --benchmark_out would write nothing; drop one");
+    options.export_dir = flags.at("--export-workload");
+  }
   if (given("--checkpoint-out")) options.checkpoint_out = flags.at("--checkpoint-out");
   if (given("--answer-budget")) {
     options.answer_budget_s = cli::parse_float("--answer-budget", flags.at("--answer-budget"), 0, 86400);
@@ -360,6 +385,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
   }
   if (model_file && !model_file_alone) options.models.push_back(*model_file);
   if (given("--decoder") && options.decoders.empty()) fail("--decoder: --model does not select the decoder");
+  require_memory_budget(options);
   if (given("--scenario")) {
     int deepest = 0;
     for (const ModelSelection& m : options.models) deepest = std::max(deepest, m.config.blocks);

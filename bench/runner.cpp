@@ -268,6 +268,8 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
       benchmark::AddCustomContext(key, value);
   record.finish();
   if (!runs) return 0;
+  // the console's last line (stderr beside a JSON display): what the run held at its peak
+  (table ? std::cout : std::cerr) << "condbench: peak resident memory " << peak_resident_memory() << "\n";
   if (record.ran()) out.write(record);  // a filter that matched nothing writes nothing
   return conclude(record, out, flags.filter);
 }

@@ -58,6 +58,24 @@ std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b, double
   return out;
 }
 
+Coverage coverage(const ResultFile& a, const ResultFile& b) {
+  std::map<std::string, const Series*> in_a, in_b;
+  for (const Series& s : a.series) in_a.emplace(s.name, &s);
+  for (const Series& s : b.series) in_b.emplace(s.name, &s);
+  Coverage c;
+  for (const auto& [name, s] : in_a) {
+    if (s->times_us.empty()) continue;  // A's own errors are not B's to answer for
+    const auto there = in_b.find(name);
+    if (there == in_b.end())
+      c.only_in_a.push_back(name);
+    else if (there->second->times_us.empty())
+      c.errored_in_b.push_back(name + ": " + (there->second->error.empty() ? "no times" : there->second->error));
+  }
+  for (const auto& [name, s] : in_b)
+    if (!s->times_us.empty() && !in_a.count(name)) c.only_in_b.push_back(name);
+  return c;
+}
+
 ComparisonSummary summarize(const std::vector<Comparison>& rows) {
   ComparisonSummary summary;
   for (const Comparison& c : rows) switch (c.verdict) {

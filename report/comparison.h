@@ -33,6 +33,15 @@ struct Comparison {
 // are the headline.
 std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b, double min_effect = kDefaultMinEffect);
 
+// What two runs do not share: the benchmarks only A holds, only B holds, and those B recorded with
+// an error (skipped or failed: "name: why") where A has times. compare() leaves each out of its
+// rows; --compare lists them, and --fail-on-regression counts a benchmark of A that B lacks or
+// errored as a regression (a strategy that stopped working is not a change of speed it can judge).
+struct Coverage {
+  std::vector<std::string> only_in_a, only_in_b, errored_in_b;
+};
+Coverage coverage(const ResultFile& a, const ResultFile& b);
+
 struct ComparisonSummary {
   int faster = 0, slower = 0, same = 0, ambiguous = 0, too_few = 0;
 };

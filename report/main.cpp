@@ -1,7 +1,7 @@
 // condbench-report: turns condbench result files into the answer a user acts on (docs/design.md §5).
 //
 //   condbench-report --out DIR RESULT.json... [--unstable-cv PCT]   report.md, report.html, charts/ in DIR
-//   condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]
+//   condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT [--allow-missing]]
 //   condbench-report --table RESULT.json...     the median latency table, in Markdown, on stdout
 //   condbench-report --explain "A vs B [at SCENARIO] [in TEXT]" RESULT.json...
 //                                               the sentence behind a verdict: its medians, intervals,
@@ -27,6 +27,7 @@
 #include "condbench/error.h"
 #include "condbench/output_file.h"
 #include "condbench/result_format.h"
+#include "document.h"
 #include "pairs.h"
 #include "render.h"
 #include "result_file.h"
@@ -44,7 +45,7 @@ constexpr double kMaxRegressionPercent = 1000;
 
 const char* const kUsage =
     "usage: condbench-report --out DIR [--force] [--unstable-cv PCT] RESULT.json...\n"
-    "       condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT]\n"
+    "       condbench-report --compare A.json B.json [--min-effect PCT] [--fail-on-regression PCT [--allow-missing]]\n"
     "       condbench-report --table RESULT.json...\n"
     "       condbench-report --explain \"A vs B [at SCENARIO] [in TEXT]\" RESULT.json...\n"
     "       condbench-report --undecided [--repetitions N] [--spent R,C,S,L,U] RESULT.json... OWN.json\n"
@@ -53,7 +54,8 @@ const char* const kUsage =
     "  --unstable-cv PCT   mark a benchmark unstable above this coefficient of variation (default 5)\n"
     "  --min-effect PCT    smallest change --compare calls FASTER or SLOWER beyond the drift between\n"
     "                      runs (default 5; docs/statistics.md)\n"
-    "  --fail-on-regression PCT  exit 1 when a strategy is SLOWER by more than PCT\n"
+    "  --fail-on-regression PCT  exit 1 when a strategy is SLOWER by more than PCT, or a benchmark of A is\n"
+    "                      missing or errored in B (--allow-missing: not those)\n"
     "  --table             print the median latency table of the files (several are read as one, e.g. a run\n"
     "                      and its peer): a row per device, model, batch and scenario, a column per strategy\n"
     "  --undecided         for a run spending an answer budget (the peer's --answer-budget): JSON of the\n"
@@ -144,6 +146,7 @@ struct Args {
   std::string repetitions, spent;  // --undecided's, for the peer's answer budget
   std::string explain;             // --explain's query
   bool fail_on_given = false;      // "--fail-on-regression=" is given, and empty: refused, not ignored
+  bool allow_missing = false;      // --fail-on-regression passes a benchmark of A missing or errored in B
   bool help = false, compare = false, undecided = false, table = false, force = false, pairs = false, across = false;
   std::vector<std::string> inputs;
 
@@ -177,6 +180,8 @@ Args read_args(int argc, char** argv) {
       r.force = true;
     } else if (a == "--compare") {
       r.compare = true;
+    } else if (a == "--allow-missing") {
+      r.allow_missing = true;
     } else if (a == "--undecided") {
       r.undecided = true;
     } else if (a == "--table") {
@@ -202,6 +207,7 @@ Args read_args(int argc, char** argv) {
     }
   }
   if (r.across && !r.pairs) fail("--across goes with --pairs");
+  if (r.allow_missing && !r.fail_on_given) fail("--allow-missing goes with --compare and --fail-on-regression");
   if ((!r.repetitions.empty() || !r.spent.empty()) && !r.undecided)
     fail("--repetitions and --spent go with --undecided");
   return r;
@@ -350,9 +356,29 @@ int print_comparison(const Args& args) {
     for (const std::string& line : busy_machine_evidence(*f)) warnings.push_back("recorded on a busy machine: " + line);
   for (const std::string& w : warnings) std::cerr << "condbench-report: warning: " << w << "\n";
   std::cout << comparison_markdown(rows, args.inputs[0], args.inputs[1], effect, warnings);
+  // What the table cannot hold: benchmarks one file lacks, and B's errors where A has times.
+  const Coverage covered = coverage(a, b);
+  Document listed;
+  for (const auto& [title, names] :
+       {std::pair{"Only in A (not run in B)", &covered.only_in_a},
+        std::pair{"Errored in B (A has times)", &covered.errored_in_b}, std::pair{"Only in B", &covered.only_in_b}})
+    if (!names->empty()) {
+      listed.heading(3, std::string(title) + ": " + std::to_string(names->size()));
+      listed.bullets(*names);
+    }
+  std::cout << listed.markdown();
   if (threshold < 0) return 0;
   // The per-strategy verdicts are the headline and what counts; a strategy with too few benchmarks to
   // take together counts by its benchmarks one by one.
+  // A strategy that stopped working is a regression too, unless --allow-missing says B ran less on purpose.
+  std::string lost;
+  if (!args.allow_missing) {
+    for (const std::string& name : covered.only_in_a) lost += (lost.empty() ? "" : ", ") + name + " (missing)";
+    for (const std::string& name : covered.errored_in_b)
+      lost += (lost.empty() ? "" : ", ") + name.substr(0, name.find(": ")) + " (errored)";
+  }
+  if (!lost.empty())
+    std::cerr << "condbench-report: in A, missing or errored in B (--allow-missing passes them): " << lost << "\n";
   std::vector<std::string> regressed;
   for (const StrategyComparison& s : compare_strategies(rows, effect).strategies) {
     const ChangeSummary& verdict = s.decisive();
@@ -364,7 +390,7 @@ int print_comparison(const Args& args) {
           regressed.push_back(c.name);
     }
   }
-  if (regressed.empty()) return 0;
+  if (regressed.empty()) return lost.empty() ? 0 : 1;
   std::string names;
   for (const std::string& r : regressed) names += (names.empty() ? "" : ", ") + r;
   std::cerr << "condbench-report: slower by more than " << args.fail_on << "% (SLOWER, docs/statistics.md): " << names

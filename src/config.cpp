@@ -8,7 +8,6 @@
 namespace condbench {
 
 namespace {
-constexpr double kMaxWeights = 2147483648.0;  // 2^31 floats: 8 GiB
 
 void check_range(const std::string& field, int value, int lo, int hi) {
   if (value < lo || value > hi)
@@ -85,15 +84,21 @@ void ModelConfig::validate() const {
   for (size_t i = 0; i < sizes.size(); ++i) check_range(family.axes()[i].key, sizes[i], 1, family.axes()[i].max);
   for (const SizeRelation& r : family.relations()) r.require(size(r.size), size(r.other));
   family.check(*this);
-  double weights = 0;  // what a typo in a size makes huge
-  for (const ParameterSpec& spec : parameter_specs(*this)) {
-    double n = 1;
-    for (const int64_t d : spec.shape) n *= static_cast<double>(d);
-    weights += n;
-  }
-  if (weights > kMaxWeights)
-    fail(describe() + " would hold " + std::to_string(static_cast<int64_t>(weights)) +
-         " weights; condbench takes at most 2^31 (8 GiB)");
+  memory_need(0).require(describe());  // what a typo in a size makes huge
+}
+
+MemoryNeed ModelConfig::memory_need(int64_t rows) const {
+  const double weights = parameter_floats(parameter_specs(*this));
+  MemoryNeed need;
+  need.add("the weights", std::to_string(static_cast<int64_t>(weights)), weights);
+  if (rows == 0) return need;
+  const auto size_of = [&](const std::string& name) -> double {
+    if (name == "rows") return static_cast<double>(rows);
+    if (name == "num_classes") return num_classes;
+    if (name == "blocks") return blocks;
+    return size(name);
+  };
+  return need.add_all(family_of(*this).memory_terms(*this), size_of);
 }
 
 std::string ModelConfig::describe() const {

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -331,6 +332,25 @@ int ModelFileFamily::width(const ModelConfig& /*config*/) const {
   int64_t elements = 1;
   for (const int64_t d : parts_[parts_.size() - 2].input_row) elements *= d;  // what the last exit reads
   return static_cast<int>(elements);
+}
+
+std::vector<MemoryTerm> ModelFileFamily::memory_terms(const ModelConfig& /*config*/) const {
+  const auto values = [](const std::vector<int64_t>& row) {
+    double n = 1;
+    for (const int64_t d : row) n *= static_cast<double>(d);
+    return n;
+  };
+  double widest = 0, weights = 0;  // the largest row a part takes or gives; the parts' weights
+  for (const ModelFilePart& part : parts_) {
+    widest = std::max({widest, values(part.input_row), values(part.output_row)});
+    weights += part.bytes / kBytesPerFloat;
+  }
+  // What the built-in families count, from the manifest: the input rows, a few of the widest rows
+  // live at once, every exit's logits; and the packages' weights, which no state_dict holds.
+  return {{"the parts' weights", {}, weights},
+          {"the input rows", {"rows"}, 2 * values(parts_.front().input_row)},
+          {"the activations", {"rows"}, 4 * widest},
+          {"every exit's logits", {"rows", "num_classes", "blocks"}, 3}};
 }
 
 void ModelFileFamily::check(const ModelConfig& config) const {

@@ -171,6 +171,12 @@ ModelFileManifest parse_manifest(std::string_view text, const std::string& folde
   }
   manifest.reference = m.text(json, "reference");
   if (manifest.reference != "reference.pt") m.bad("reference", "not \"reference.pt\"");
+  // Where the file and its weights were (their real paths), for the check that a compile answered the
+  // folder of the file it was given; a folder given whole may come from another machine.
+  if (const auto it = json.find("source"); it != json.end() && it->is_string())
+    manifest.source = it->get<std::string>();
+  if (const auto it = json.find("weights"); it != json.end() && it->is_string())
+    manifest.weights = it->get<std::string>();
   // What the module read while it loaded, for the output policy (no output may overwrite it); a
   // folder written before the list was kept has none.
   if (const auto it = json.find("reads"); it != json.end()) {

@@ -19,6 +19,16 @@ void add_norm(std::vector<ParameterSpec>& specs, const std::string& prefix, int 
   specs.push_back({prefix + ".bias", {n}, 0.0f, 0.1f});
 }
 
+double parameter_floats(const std::vector<ParameterSpec>& specs) {
+  double floats = 0;
+  for (const ParameterSpec& spec : specs) {
+    double n = 1;
+    for (const int64_t d : spec.shape) n *= static_cast<double>(d);
+    floats += n;
+  }
+  return floats;
+}
+
 std::vector<ParameterSpec> parameter_specs(const ModelConfig& config) {
   const StateDictContract* contract = config.family->state_dict();
   return contract ? contract->parameters(config) : std::vector<ParameterSpec>{};  // a model file's are its own

@@ -11,6 +11,7 @@
 #include "condbench/error.h"
 #include "condbench/exit_math.h"
 #include "condbench/family.h"
+#include "condbench/memory_budget.h"
 #include "condbench/model_file.h"
 #include "condbench/nvtx.h"
 
@@ -128,6 +129,26 @@ nlohmann::json config_relations() {
   return out;
 }
 
+// The memory budget (memory_budget.h): its bytes, its words, and what each built-in family and the
+// decoder hold for a batch beside their weights, as products of named sizes ("rows" the batch),
+// for condbench.aoti --config, the decoder's save and the peer, which count the weights themselves
+// (their modules' parameters, made on the meta device).
+nlohmann::json memory_budget() {
+  const auto as_list = [](const std::vector<MemoryTerm>& terms) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const MemoryTerm& t : terms) list.push_back({{"what", t.what}, {"factors", t.factors}, {"times", t.times}});
+    return list;
+  };
+  nlohmann::json terms = nlohmann::json::object();
+  for (const ModelFamily* family : model_families())
+    terms[family->name()] = as_list(family->memory_terms(family->config()));
+  terms[kDecoderFamily] = as_list(decoder_memory_terms());
+  return {{"bytes", kMemoryBudgetBytes},
+          {"bytes_per_float", kBytesPerFloat},
+          {"says", memory_budget_statement()},
+          {"terms", terms}};
+}
+
 }  // namespace
 
 nlohmann::json rules_as_data() {
@@ -147,7 +168,8 @@ nlohmann::json rules_as_data() {
                                 {"max_classes", kModelFileMaxClasses}};
   rules["trace"] = {{"gpu_track", nvtx::kGpuTrack}};  // the --trace file's track of GPU spans
   rules["compile_check"] = as_data(kCompileCheck);
-  rules["max_batch"] = kMaxBatch;  // every tool's --batch limit: what an exported package accepts
+  rules["max_batch"] = kMaxBatch;
+  rules["memory_budget"] = memory_budget();  // every tool's --batch limit: what an exported package accepts
   return rules;
 }
 

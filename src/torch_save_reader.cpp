@@ -4,13 +4,17 @@
 #include <caffe2/serialize/inline_container.h>
 
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <unordered_map>
 
 #include "condbench/error.h"
+#include "condbench/input_file.h"
 #include "zip_directory.h"
 
 namespace condbench::detail {
@@ -574,12 +578,32 @@ SavedObject read_torch_save(const std::string& what, const std::string& path, st
 }
 
 SavedObject read_torch_save_file(const std::string& what, const std::string& path, const HeaderCheck& check) {
+  require_regular_file(what, path);  // a FIFO's open would wait for a writer for ever
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(what + " '" + path + "': cannot open: " + std::strerror(errno));
   const std::streamoff size = in.tellg();
   if (size < 0) fail(what + " '" + path + "': cannot read its size");
   in.seekg(0);
   return read_torch_save(what, path, in, static_cast<uint64_t>(size), check);
+}
+
+void check_values(const std::string& what, const std::string& path, const std::string& key, const at::Tensor& t) {
+  if (!at::isFloatingType(t.scalar_type()) || t.numel() == 0) return;
+  // Appended piece by piece: GCC 12's -Wstringop-overflow misreads the chained operator+ here.
+  std::string named = what;
+  named.append(" '").append(path).append("': ");
+  if (key.empty())
+    named.append("the tensor");
+  else
+    named.append("'").append(printable(key)).append("'");
+  if (!t.isfinite().all().item<bool>()) fail(named + " holds NaN or infinite values");
+  const at::Tensor flat = t.flatten();
+  const double largest = flat[flat.abs().argmax()].item<double>();  // the value of the largest magnitude
+  if (std::abs(largest) > std::numeric_limits<float>::max()) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%.3g", largest);
+    fail(named + " holds " + value + ", beyond float32's range (the model computes in float32)");
+  }
 }
 
 }  // namespace condbench::detail

@@ -53,4 +53,10 @@ SavedObject read_torch_save_file(const std::string& what, const std::string& pat
 SavedObject read_torch_save(const std::string& what, const std::string& path, std::istream& in, uint64_t size,
                             const HeaderCheck& check = {});
 
+// The model computes in float32: a value that is finite in its file's dtype (float64) but not in
+// float32 would turn into inf on the way in, and into NaN logits after it. Throws condbench::Error
+// "<what> '<path>': '<key>' holds ..." for NaN, infinite or out-of-float32 values (the tensor
+// itself where `key` is empty).
+void check_values(const std::string& what, const std::string& path, const std::string& key, const at::Tensor& t);
+
 }  // namespace condbench::detail

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 
@@ -34,18 +35,25 @@ Workload::Workload(EarlyExitModel model, int64_t batch) : model_(std::move(model
   pool_ = at::from_blob(inputs.data(), cfg.input_shape(rows), at::kFloat).clone();
   for (int64_t start = 0; start + batch <= rows; start += batch)
     batches_.push_back(pool_.narrow(0, start, batch));  // row slices of a row-major tensor: contiguous
-  const at::Tensor conf = model_->exit_confidences(pool_).contiguous();
-  confidences_.assign(conf.data_ptr<float>(), conf.data_ptr<float>() + conf.numel());
   // A model file's confidence() was checked on its own rows when it was compiled; these are the
   // rows condbench calibrates on and runs, which its code may score differently.
-  for (size_t i = 0; i < confidences_.size(); ++i)
-    if (!math::score_in_range(confidences_[i])) {
+  confidences_ = exit_scores_in_range(model_, pool_, "condbench's input pool");
+}
+
+std::vector<float> exit_scores_in_range(const EarlyExitModel& model, const at::Tensor& rows, const std::string& whose,
+                                        bool pass_non_finite) {
+  const ModelConfig& cfg = model->config();
+  const at::Tensor conf = model->exit_confidences(rows).contiguous();
+  std::vector<float> scores(conf.data_ptr<float>(), conf.data_ptr<float>() + conf.numel());
+  for (size_t i = 0; i < scores.size(); ++i)
+    if (!math::score_in_range(scores[i]) && !(pass_non_finite && !std::isfinite(scores[i]))) {
       char score[32];
-      std::snprintf(score, sizeof score, "%g", static_cast<double>(confidences_[i]));
+      std::snprintf(score, sizeof score, "%g", static_cast<double>(scores[i]));
       fail(cfg.describe() + ": its exit score at exit " + std::to_string(i % cfg.blocks + 1) + " on row " +
-           std::to_string(i / cfg.blocks) + " of condbench's input pool is " + score +
+           std::to_string(i / cfg.blocks) + " of " + whose + " is " + score +
            ", outside (0, 1], where the exit rule's score must be (a model file's confidence(): docs/your-model.md)");
     }
+  return scores;
 }
 
 std::vector<float> Workload::thresholds(const Scenario& scenario) const {

@@ -7,7 +7,8 @@ import os
 import struct
 import sys
 
-from torch_save_craft import archive, floats, model_tensors, p_dict, p_tensor, pickle_of, state_dict_file, tensor_file
+from torch_save_craft import (archive, decoder_tensors, floats, model_tensors, p_dict, p_tensor, pickle_of,
+                              state_dict_file, tensor_file, token_file)
 
 
 def save(directory, data):
@@ -76,7 +77,7 @@ def manifest_seeds():
     def part(name, row_in, row_out, package):
         return {"name": name, "input": ["rows", *row_in], "output": ["rows", *row_out], "flops_per_row": 1536,
                 "bytes": 4096.0, "package": package}
-    good = {"format": 5, "torch": "2.15.0", "device": "cpu", "file": "cnn.py", "digest": "0123456789abcdef",
+    good = {"format": 6, "torch": "2.15.0", "device": "cpu", "file": "cnn.py", "digest": "0123456789abcdef",
             "stages": 2, "classes": 10, "confidence": "confidence()",
             "parts": [part("stages[0]", [3, 8, 8], [16, 4, 4], "stage0.pt2"),
                       part("exits[0]", [16, 4, 4], [10], "exit0.pt2"), part("stages[1]", [16, 4, 4], [32], "stage1.pt2"),
@@ -98,6 +99,20 @@ def manifest_seeds():
     yield json.dumps({**good, "stages": 256})
 
 
+def decoder_seeds():
+    """The decoder's state_dicts and prompts (condbench-infer --model=decoder --weights, --prompt): a
+    small decoder and its near misses (a layer missing between others, a shape that does not fit),
+    prompts within and beyond a default decoder's context and vocabulary."""
+    yield state_dict_file(decoder_tensors())
+    yield state_dict_file(decoder_tensors(layers=3, skip={f"layers.1.{k}" for k in ("attn.qkv.weight", "fc1.weight")}))
+    yield state_dict_file([(n, v, [s[0] + 1, *s[1:]] if n == "pos.weight" else s) for n, v, s in decoder_tensors()])
+    yield state_dict_file(decoder_tensors(context=16384, d_model=1, vocab=2, ffn=1))  # a long context, a small file
+    yield token_file(2, 3)
+    yield token_file(1, 65)          # longer than the default context of 64
+    yield token_file(2, 2, 512)      # outside the default vocabulary of 512
+    yield tensor_file([1.0, 2.0], [1, 2])
+
+
 def main():
     if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip() if __doc__ else "usage: fuzz_seeds.py OUT_DIR FIXTURES_DIR")
@@ -109,6 +124,8 @@ def main():
         save(os.path.join(out, "result_file"), data)
     for data in manifest_seeds():
         save(os.path.join(out, "manifest"), data)
+    for data in decoder_seeds():
+        save(os.path.join(out, "decoder"), data)
 
 
 if __name__ == "__main__":

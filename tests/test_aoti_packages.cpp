@@ -12,7 +12,10 @@
 #include <string>
 
 #include "aoti/aoti_package.h"
+#include "condbench/agreement.h"
 #include "condbench/error.h"
+#include "condbench/family.h"
+#include "condbench/model.h"
 
 namespace condbench::testing {
 namespace {
@@ -107,6 +110,44 @@ TEST_F(AotiPackagesTest, ADamagedPackageIsOneLineOfErrorWhenPrepared) {
     EXPECT_NE(what.find("cannot load"), std::string::npos) << what;
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
   }
+}
+
+// #59: a package's loader is lent again when its strategy is made again (each repetition of an
+// interleaved run), the new model's weights loaded over its constants, not made again: each load
+// kept about the package's weights, and a default run grew to 15.8 GB. On the aoti_packages
+// fixture's MLP (condbench's cache as it is).
+TEST(AotiLoaders, AStrategyMadeAgainIsLentItsPackagesLoaderWithItsOwnWeights) {
+  ModelConfig c = model_config("mlp");
+  c.set("in_features", 7).set("hidden", 33);
+  c.num_classes = 5;
+  c.blocks = 2;
+  if (const Unsupported why = aoti::package_unusable(c, Device::cpu, "masked")) GTEST_SKIP() << *why;
+  const StrategyRegistry& registry = StrategyRegistry::instance();
+  const StrategyInfo& deployed = *registry.find(Device::cpu, Engine::aoti, "masked");
+  const StrategyInfo& reference = *registry.find(Device::cpu, Engine::torch, "masked");
+  const at::Tensor x = at::randn({4, 7});
+  const std::vector<float> thresholds = {0.3f, 0.3f};
+  const auto agrees = [&](Strategy& a, Strategy& b) {
+    const ExitOutput got = a.run(x, thresholds), want = b.run(x, thresholds);
+    return results_agree(got.exit_id, got.logits, want.exit_id, want.logits);
+  };
+  const size_t before = aoti::loaders_made();
+  for (const uint64_t seed : {1, 2, 1}) {  // made again three times, each time another model's weights
+    const EarlyExitModel model(c, seed);
+    const std::unique_ptr<Strategy> a = deployed.make(), b = reference.make();
+    a->prepare(model, 4);
+    b->prepare(model, 4);
+    EXPECT_TRUE(agrees(*a, *b)) << "seed " << seed;
+  }
+  EXPECT_LE(aoti::loaders_made() - before, 1U);  // one loader, lent three times (none: lent from a test before)
+  // two at once: the second gets a loader of its own, and each runs its own weights
+  const EarlyExitModel one(c, 1), two(c, 2);
+  const std::unique_ptr<Strategy> a1 = deployed.make(), a2 = deployed.make(), r2 = reference.make();
+  a1->prepare(one, 4);
+  a2->prepare(two, 4);
+  r2->prepare(two, 4);
+  EXPECT_TRUE(agrees(*a2, *r2));
+  EXPECT_FALSE(agrees(*a1, *r2));
 }
 
 }  // namespace

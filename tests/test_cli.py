@@ -26,7 +26,7 @@ os.environ["CONDBENCH_AOTI_DIR"] = _no_packages.name
 
 REQUIRED_CONTEXT = ["condbench_version", "condbench_schema", "git_revision", "build_type", "torch_version",
                     "cuda_runtime_version", "cuda_driver_version", "device_name", "cpu_model", "threads",
-                    "torch_conditional_capture"]
+                    "torch_conditional_capture", "condbench_peak_resident_memory"]
 REQUIRED_COUNTERS = ["host_syncs", "launches", "flops_executed", "flops_useful", "exit_mean"]
 
 try:
@@ -54,6 +54,40 @@ class AotiEngine(unittest.TestCase):
         self.assertIn("aoti/masked", {f'{s["engine"]}/{s["strategy"]}' for s in out["strategies"]})
         self.assertEqual([s["strategy"] for s in out["skipped"]], ["cpu/aoti/cond"])
         self.assertIn("batch 1 only", out["skipped"][0]["reason"])
+
+    def test_a_decoder_package_of_another_model_is_refused_when_loaded(self):
+        # #59 item 12: the fixture's decoder step (exit_every 2) put where condbench looks for the same
+        # decoder with exit_every 3, its description saying so: it loads, and computes another model
+        import shutil
+        sizes = "vocab=29,d_model=24,heads=2,layers=6,ffn=40,context=24"
+        home = WITH_PACKAGES["CONDBENCH_AOTI_DIR"] or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "condbench", "aoti")
+        version = torch.__version__.split("+")[0] if torch else "?"
+        honest = os.path.join(home, f"torch-{version}", "cpu", "decoder-" + sizes.replace("=", "").replace(",", "-") +
+                              "-exit_every2")
+        if not os.path.isfile(os.path.join(honest, "cond.pt2")):
+            self.skipTest(f"no decoder package at {honest} (the aoti_packages fixture compiles it)")
+        with tempfile.TemporaryDirectory() as d:
+            wrong = os.path.join(d, f"torch-{version}", "cpu", os.path.basename(honest)[:-1] + "3")
+            shutil.copytree(honest, wrong)
+            with open(os.path.join(wrong, "cond.json")) as f:
+                meta = json.load(f)
+            meta["config"]["exit_every"] = 3
+            with open(os.path.join(wrong, "cond.json"), "w") as f:
+                json.dump(meta, f)
+            args = ["--model=decoder", "--strategy=cond,eager_host", "--batch=1", "--generate=4", "--device=cpu"]
+            result = run(INFER, *args, "--decoder=" + sizes + ",exit_every=3", "--thresholds=0.5",
+                         env={"CONDBENCH_AOTI_DIR": d})
+            self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+            self.assertEqual(result.stderr.strip().splitlines(), [
+                f"condbench-infer: cpu/aoti/cond: aoti/cond: the package at {wrong}/cond.pt2 computes another model "
+                f"than {sizes.replace(',', ' ')} exit_every=3 prompt=16 generate=4 (a token leaving at exit 1 differs "
+                "from the model's own step): compile it again (.venv/bin/python -m condbench.aoti --force)"])
+            self.assertEqual([s["strategy"] for s in json.loads(result.stdout)["strategies"]], ["eager_host"])
+        # the package where it belongs: checked, run, and agreeing
+        result = run(INFER, *args, "--decoder=" + sizes + ",exit_every=2", "--thresholds=0.5,0.5", env=WITH_PACKAGES)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertTrue(json.loads(result.stdout)["agree"])
 
     def test_infer_with_nothing_it_can_run_says_why(self):
         result = run(INFER, "--device=cpu", "--strategy=cond", "--batch=2", "--thresholds=0.5,0.5,0.5", env=WITH_PACKAGES)
@@ -677,6 +711,11 @@ class Console(unittest.TestCase):
         self.assertEqual(rows["torch/eager_host"][4], "1")  # one host sync: every row leaves at exit 1
         self.assertNotRegex(result.stdout, r"nan|e\+|e-0")
         self.assertNotIn("[1/", result.stderr)  # stderr is not a terminal here
+        # the last line: what the run held at its peak (#59), well under the memory budget for this run
+        peak = re.fullmatch(r"condbench: peak resident memory ([0-9.]+) (MiB|GiB) \(([0-9]+) kB, getrusage maxrss\)",
+                            lines[-1])
+        self.assertIsNotNone(peak, lines[-1])
+        self.assertTrue(100_000 < int(peak.group(3)) < 4_000_000, peak.group(0))
 
     def test_progress_counts_the_repetitions_and_states_the_least_time_first(self):
         result = run(CONDBENCH, *self.BASE, "--strategy=fused,eager_host", "--hidden=16", "--batch=1",
@@ -971,7 +1010,7 @@ class TransformerInterop(unittest.TestCase):
                 self.assertEqual(json.loads(result.stdout)["rows"], rows)
             for args, message in [([f"--weights={mlp}", "--heads=4", "--batch=2"], "--heads: the transformer's"),
                                   (["--model=transformer", "--d-model=16384", "--ffn=65536", "--blocks=256"],
-                                   "weights; condbench takes at most 2^31")]:
+                                   "over condbench's memory budget of 8 GiB (docs/input.md): the weights")]:
                 with self.subTest(args=args):
                     result = run(INFER, "--device=cpu", *args, "--thresholds=0.5,0.5")
                     self.assertEqual(result.returncode, 2, result.stderr)

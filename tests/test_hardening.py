@@ -14,9 +14,10 @@ import tempfile
 import time
 import unittest
 
+from fuzz_seeds import manifest_seeds
 from tools import main, run  # tests/tools.py: the tests' shared helpers
-from torch_save_craft import (archive, floats, model_tensors, p_dict, p_str, p_tensor, pickle_of, state_dict_file,
-                              tensor_file)
+from torch_save_craft import (archive, decoder_tensors, floats, model_tensors, p_dict, p_str, p_tensor, pickle_of,
+                              state_dict_file, tensor_file, token_file)
 
 CONDBENCH, INFER = sys.argv[1], sys.argv[2]
 del sys.argv[1:3]
@@ -580,6 +581,125 @@ class KeysAndLists(Case):
         result = run(CONDBENCH, *TINY[:-2], "--benchmark_min_time=0.01s", "--benchmark_repetitions=2",
                      f"--benchmark_out={out}")
         self.assertEqual(result.returncode, 0, result.stderr)
+
+
+def limited(*command, gib=6, timeout=120):
+    """run() under `ulimit -v` (`gib` GiB of address space): an allocation past it fails at once, as on
+    a machine that size, instead of taking the test machine's memory."""
+    return run("/bin/sh", "-c", f'ulimit -v {gib << 20} && exec "$@"', "limited", *command, timeout=timeout)
+
+
+class Bounded(Case):
+    """#59: no flag or file of a few megabytes asks for more memory than the budget (one line naming
+    the product and the budget, exit 2, before anything is made), hangs, or is dropped in silence."""
+
+    def test_a_decoders_cache_over_the_budget_is_refused_before_it_is_made(self):
+        # condbench-infer asked for 69 GB: 21 s and exit 1 "out of memory" under an 8 GB cap
+        for tool, args in [(INFER, ["--model=decoder", "--batch=65536", "--thresholds=0.5,0.5,0.5"]),
+                           (CONDBENCH, ["--model=decoder", "--batch=65536", "--benchmark_list_tests"])]:
+            with self.subTest(tool=os.path.basename(tool)):
+                line = self.assert_bad_input(limited(tool, "--device=cpu", *args),
+                                             "over condbench's memory budget of 8 GiB (docs/input.md): the key/value "
+                                             "cache 65536 rows x 8 layers x 64 context x 256 d_model x 4 floats = 128 GiB")
+                self.assertIn("--batch", line)
+
+    def test_small_files_asking_for_a_huge_cache_are_refused(self):
+        # 0.8 MB of files: a state_dict of context 16384 and a prompt of 65536 rows
+        weights = self.write("w.pt", state_dict_file(decoder_tensors(vocab=4, d_model=4, layers=3, ffn=1,
+                                                                     context=16384)))
+        prompt = self.write("p.pt", token_file(65536, 1))
+        self.assertLess(os.path.getsize(weights) + os.path.getsize(prompt), 1 << 20)
+        self.assert_bad_input(limited(INFER, "--device=cpu", "--model=decoder", f"--weights={weights}",
+                                      f"--prompt={prompt}", "--decoder=heads=1", "--generate=1", "--thresholds=0.5"),
+                              "--prompt of 65536 rows", "over condbench's memory budget", "the key/value cache")
+
+    def test_a_families_working_memory_over_the_budget_is_refused(self):
+        for tool, extra in [(INFER, ["--thresholds=0.5"]), (CONDBENCH, ["--benchmark_list_tests"])]:
+            with self.subTest(tool=os.path.basename(tool)):
+                self.assert_bad_input(limited(tool, "--device=cpu", "--hidden=65536", "--blocks=1", "--batch=65536",
+                                              *extra),
+                                      "over condbench's memory budget", "the activations 65536 rows x 65536 hidden")
+
+    def test_a_fifo_given_as_a_file_is_refused_not_waited_on(self):
+        fifo = os.path.join(self.dir, "fifo.pt")
+        os.mkfifo(fifo)
+        for args in (["--weights=" + fifo, "--thresholds=0.5"], ["--input=" + fifo, "--thresholds=0.5,0.5,0.5"],
+                     ["--model=decoder", "--weights=" + fifo, "--thresholds=0.5,0.5,0.5"],
+                     ["--model=decoder", "--prompt=" + fifo, "--thresholds=0.5,0.5,0.5"]):
+            with self.subTest(args=args):
+                self.assert_bad_input(run(INFER, "--device=cpu", *args, timeout=60),
+                                      f"'{fifo}': not a regular file (a FIFO)")
+
+    def test_flags_that_would_be_dropped_are_refused(self):
+        weights = self.write("w.pt", state_dict_file(decoder_tensors()))
+        prompt = self.write("p.pt", token_file(2, 3))
+        out = os.path.join(self.dir, "out.json")
+        for tool, args, said in [
+                (INFER, ["--model=decoder", f"--weights={weights}", "--decoder=vocab=9,heads=1"],
+                 "--decoder: vocab: the weights give it (--weights); drop it"),
+                (INFER, ["--model=decoder", f"--prompt={prompt}", "--decoder=prompt=5"],
+                 "--decoder: prompt: --prompt gives the prompt's tokens per row; drop one"),
+                (INFER, ["--model=decoder", "--generate=3", "--decoder=generate=5"],
+                 "--decoder: generate: given by --generate too; drop one"),
+                (INFER, ["--model=decoder", "--decoder=vocab=16,vocab=32"], "--decoder: vocab is given twice"),
+                (CONDBENCH, ["--export-workload=" + os.path.join(self.dir, "x"), f"--benchmark_out={out}"],
+                 "--export-workload: runs nothing, so --benchmark_out would write nothing"),
+                (CONDBENCH, ["--export-workload=" + os.path.join(self.dir, "x"), f"--checkpoint-out={out}"],
+                 "--export-workload: runs nothing, so --checkpoint-out would write nothing"),
+                (CONDBENCH, ["--export-workload=" + os.path.join(self.dir, "x"), f"--trace={out}"],
+                 "--export-workload: runs nothing, so --trace would write nothing")]:
+            with self.subTest(args=args):
+                self.assert_bad_input(run(tool, "--device=cpu", *args, "--thresholds=0.5,0.5,0.5")
+                                      if tool == INFER else run(tool, "--device=cpu", "--hidden=16", *args), said)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["p.pt", "w.pt"])
+
+    def test_messages_name_the_real_cause(self):
+        # a layer missing between others is that layer's key, not "exit_every must be below layers"
+        gap = self.write("gap.pt", state_dict_file(decoder_tensors(layers=4, skip={"layers.1.attn.qkv.weight"})))
+        self.assert_bad_input(run(INFER, "--device=cpu", "--model=decoder", f"--weights={gap}", "--decoder=heads=1",
+                                  "--thresholds=0.5"), "has no 'layers.1.attn.qkv.weight'")
+        # a decoder's weights given to condbench --weights: said so, not read as a transformer's
+        whole = self.write("d.pt", state_dict_file(decoder_tensors()))
+        for tool, extra in [(CONDBENCH, ["--benchmark_list_tests"]), (INFER, ["--thresholds=0.5"])]:
+            with self.subTest(tool=os.path.basename(tool)):
+                self.assert_bad_input(run(tool, "--device=cpu", f"--weights={whole}", *extra),
+                                      "holds a decoder's state_dict", "--model=decoder")
+        # every decoder strategy selected skipped: why, and how to make it run
+        line = self.assert_bad_input(run(INFER, "--device=cpu", "--model=decoder", "--strategy=cond", "--batch=1",
+                                         "--thresholds=0.5,0.5,0.5",
+                                         env={"CONDBENCH_AOTI_DIR": os.path.join(self.dir, "no-packages")}),
+                                     "no decoder strategy selected can run this: cpu/aoti/cond: no AOTInductor package")
+        self.assertIn("python -m condbench.aoti", line)
+
+
+class ModelFileAnswer(Case):
+    """#59 item 3: the compiled folder comes back on condbench's own descriptor, checked against the
+    file given; what the user's code prints on stdout never passes for it. A stand-in for
+    model_file.py (CONDBENCH_PYTHON) answers as told, so nothing is compiled."""
+
+    def stand_in(self, script):
+        path = self.write("python", b"#!/bin/sh\n" + script.encode())
+        os.chmod(path, 0o755)
+        return {"CONDBENCH_PYTHON": path}
+
+    def test_a_folder_printed_on_stdout_is_not_the_answer(self):
+        model = self.write("m.py", b"")
+        env = self.stand_in(f"echo {self.dir}/elsewhere\nexit 0\n")
+        self.assert_bad_input(run(INFER, "--device=cpu", f"--model-file={model}", "--thresholds=0.5", env=env),
+                              "model_file.py compile ended without naming a folder on descriptor 3")
+
+    def test_a_folder_of_another_file_is_refused(self):
+        model = self.write("m.py", b"")
+        folder = os.path.join(self.dir, "0123456789abcdef-cpu")
+        os.makedirs(folder)
+        manifest = json.loads(next(manifest_seeds()))  # one as model_file.py writes it
+        manifest["source"] = "/elsewhere/m.py"
+        with open(os.path.join(folder, "manifest.json"), "w") as f:
+            json.dump(manifest, f)
+        env = self.stand_in(f"echo {folder} >&3\n")
+        self.assert_bad_input(run(INFER, "--device=cpu", f"--model-file={model}", "--thresholds=0.5", env=env),
+                              f"model_file.py answered {folder}, which was not compiled from it (its manifest names "
+                              "/elsewhere/m.py)")
 
 
 if __name__ == "__main__":

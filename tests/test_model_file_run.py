@@ -642,6 +642,13 @@ class PoolScores(unittest.TestCase):
                              r"condbench's input pool is 1\.\d+, outside \(0, 1\]")
             self.assertFalse(os.path.exists(out))
             self.assertNotIn("early_exit/", result.stdout)
+            # condbench-infer on rows of its own (#59 item 11): the same check, not rows sent out at threshold 1
+            result = run(INFER, f"--model-file={folder}", "--device=cpu", "--strategy=eager_host", "--batch=3",
+                         "--thresholds=1")
+            self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+            self.assertRegex(result.stderr, r"^condbench-infer: model=wide_scores\.py .*: its exit score at exit 1 on "
+                             r"row 0 of the rows given \(--input or --batch\) is 1\.\d+, outside \(0, 1\]")
+            self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
 
 
     def test_a_row_no_run_can_pool_is_refused_before_it_is_compiled(self):

@@ -93,3 +93,35 @@ def model_tensors(in_features=2, hidden=2, classes=2, blocks=1, value=0.5):
         linear(f"exit{k}", hidden, classes)
     linear("final", hidden, classes)
     return out
+
+
+def decoder_tensors(vocab=5, d_model=4, layers=2, ffn=6, context=8, value=0.1, skip=()):
+    """The parameters of condbench's decoder (docs/models.md, "The decoder"), every value `value`,
+    the keys in `skip` left out."""
+    out = []
+
+    def tensor(name, shape):
+        if name not in skip:
+            out.append((name, [value] * math.prod(shape), shape))
+
+    tensor("embed.weight", [vocab, d_model])
+    tensor("pos.weight", [context, d_model])
+    for i in range(layers):
+        for name, shape in (("norm1.weight", [d_model]), ("norm1.bias", [d_model]),
+                            ("attn.qkv.weight", [3 * d_model, d_model]), ("attn.qkv.bias", [3 * d_model]),
+                            ("attn.out.weight", [d_model, d_model]), ("attn.out.bias", [d_model]),
+                            ("norm2.weight", [d_model]), ("norm2.bias", [d_model]),
+                            ("fc1.weight", [ffn, d_model]), ("fc1.bias", [ffn]),
+                            ("fc2.weight", [d_model, ffn]), ("fc2.bias", [d_model])):
+            tensor(f"layers.{i}.{name}", shape)
+    tensor("norm.weight", [d_model])
+    tensor("norm.bias", [d_model])
+    tensor("head.weight", [vocab, d_model])
+    return out
+
+
+def token_file(rows, tokens, value=0):
+    """Prompts: torch.save(torch.full((rows, tokens), value, dtype=torch.long))."""
+    n = rows * tokens
+    return archive(pickle_of(p_tensor("0", n, 0, [rows, tokens], [tokens, 1], "LongStorage")),
+                   {"0": struct.pack("<%dq" % n, *([value] * n))})

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "condbench/memory_budget.h"
+
 namespace condbench {
 
 class ModelFamily;  // condbench/family.h
@@ -45,8 +47,12 @@ struct ModelConfig {
   int64_t row_elements() const;
   // Width of the representation the exit heads read: hidden (mlp) or d_model (transformer).
   int width() const;
-  // Throws condbench::Error naming the field when a size is out of range.
+  // Throws condbench::Error naming the field when a size is out of range, or when the weights alone
+  // are over the memory budget (memory_budget.h).
   void validate() const;
+  // What the model holds for a batch of `rows` rows (0: its weights alone): its weights, then its
+  // family's memory_terms. Check it with MemoryNeed::require before anything is allocated.
+  MemoryNeed memory_need(int64_t rows) const;
   // "in_features=32 hidden=64 num_classes=10 blocks=3";
   // "model=transformer d_model=256 heads=4 ffn=1024 seq=32 num_classes=10 blocks=6".
   std::string describe() const;

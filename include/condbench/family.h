@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "condbench/config.h"
+#include "condbench/memory_budget.h"
 #include "condbench/parameters.h"
 #include "condbench/size_relation.h"
 
@@ -121,6 +122,11 @@ class ModelFamily {
   virtual std::vector<SizeRelation> relations() const { return {}; }
   // Any other check across axes; throws condbench::Error.
   virtual void check(const ModelConfig& /*config*/) const {}
+  // What a batch of this family's model holds at once beside its weights (its input rows,
+  // activations, every exit's logits), as named products of "rows", the axes, "num_classes" and
+  // "blocks" (memory_budget.h): the memory budget's part of a batch. rules.json gives the built-in
+  // families' to Python.
+  virtual std::vector<MemoryTerm> memory_terms(const ModelConfig& config) const = 0;
 
   // The state_dict contract (docs/models.md), or nullptr for a family whose weights are inside its
   // own code (a model file's packages): nothing condbench seeds, saves or reads from --weights.

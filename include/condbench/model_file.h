@@ -86,6 +86,7 @@ class ModelFileFamily final : public ModelFamily {
   std::vector<int64_t> row_shape(const ModelConfig& config) const override;
   int width(const ModelConfig& config) const override;
   void check(const ModelConfig& config) const override;
+  std::vector<MemoryTerm> memory_terms(const ModelConfig& config) const override;
   double block_flops(const ModelConfig& config, int block) const override;
   double head_flops(const ModelConfig& config, int head) const override;
   double block_bytes(const ModelConfig& config, int block) const override;

@@ -21,7 +21,7 @@ constexpr int kModelFileMaxStages = 256;
 constexpr int kModelFileMaxClasses = 1 << 16;  // a head's logits per row
 constexpr size_t kModelFileMaxReads = 4096;    // files the module read while it loaded ("reads")
 // The layout a manifest must say it has (FORMAT in python/condbench/model_file.py).
-constexpr int kModelFileFormat = 5;
+constexpr int kModelFileFormat = 6;
 
 // One stage, exit head or the final head of a model file.
 struct ModelFilePart {
@@ -54,6 +54,7 @@ struct ModelFileManifest {
   std::map<std::string, ManifestWholeModel> whole_model;  // "cond" and "masked"
   std::string reference;                                  // "reference.pt"
   std::vector<std::string> reads;                         // absolute paths of the files the module read while it loaded
+  std::string source, weights;  // the real paths of the file and its --weights when compiled ("" where not given)
 
   int stages() const { return static_cast<int>(parts.size() / 2); }
 };

@@ -26,6 +26,9 @@ struct ParameterSpec {
 // final.{norm,proj}.{weight,bias}.
 std::vector<ParameterSpec> parameter_specs(const ModelConfig& config);
 
+// How many floats the specs hold: the weights' part of the memory budget (memory_budget.h).
+double parameter_floats(const std::vector<ParameterSpec>& specs);
+
 // What families build their specs from: torch.nn.Linear(in, out)'s weight [out, in] and bias,
 // seeded in U(-1/sqrt(in), 1/sqrt(in)) as torch does; torch.nn.LayerNorm(n)'s weight and bias.
 float linear_bound(int in);

@@ -24,6 +24,9 @@ void save_state_dict_file(const StateDict& state_dict, const std::string& path);
 // `given`; every key and shape checked against that decoder's contract before any data is read.
 // Throws condbench::Error naming the file and the first key that does not fit.
 DecoderModel load_decoder_file(const std::string& path, const DecoderConfig& given);
+// Prompts for `config` (condbench-infer's --prompt): token ids [rows, tokens] within its context and
+// vocabulary, at most kMaxBatch rows; int64. Throws condbench::Error, one line.
+at::Tensor load_prompt_file(const std::string& path, const DecoderConfig& config);
 
 // A tensor saved with torch.save (condbench-infer's --input). Throws condbench::Error.
 at::Tensor load_tensor_file(const std::string& path);

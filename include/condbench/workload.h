@@ -70,6 +70,14 @@ class Workload {
   mutable std::map<std::string, std::vector<float>> calibrated_;
 };
 
+// The exit rule's score of every row of `rows` at every exit but the final one, row-major
+// [rows][blocks]; throws condbench::Error naming the exit and the row (of `whose`: "condbench's
+// input pool") where one is outside (0, 1] (a model file's confidence(), which scenarios' forced
+// thresholds 0 and 1 would misread). With `pass_non_finite`, a NaN or infinite score passes: the
+// caller names the overflow itself (condbench-infer, by the strategy whose logits are not finite).
+std::vector<float> exit_scores_in_range(const EarlyExitModel& model, const at::Tensor& rows, const std::string& whose,
+                                        bool pass_non_finite = false);
+
 // The process-wide cache: one model per source and one workload per (source, batch), so that
 // Google Benchmark's repeated calls of a benchmark function do not rebuild or recalibrate.
 EarlyExitModel shared_model(const ModelSource& source);

@@ -44,7 +44,9 @@ import sys
 import time
 from typing import Callable, NamedTuple
 
-from .rules import COMPILE_CHECK, MAX_BATCH, RULES, broken_relation
+from .regular_file import open_regular
+from .rules import (COMPILE_CHECK, MAX_BATCH, RULES, broken_relation, broken_size, module_floats,
+                    over_memory_budget)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = ("cond", "masked")
@@ -390,10 +392,12 @@ def fail(message):
 
 
 def cache_root():
+    """condbench's cache, absolute: a relative $CONDBENCH_AOTI_DIR is the working folder's now, before
+    any module's code could change the working folder."""
     if os.environ.get("CONDBENCH_AOTI_DIR"):
-        return os.environ["CONDBENCH_AOTI_DIR"]
+        return os.path.abspath(os.environ["CONDBENCH_AOTI_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "condbench", "aoti")
+    return os.path.abspath(os.path.join(base, "condbench", "aoti"))
 
 
 def config_key(config):
@@ -441,9 +445,33 @@ def parse_config(text):
     for key, most in sizes:
         if not 1 <= config[key] <= most:
             fail(f"--config {text!r}: {key} must be in 1..{most}")
-    if broken := broken_relation(family, config):
-        fail(f"--config {text!r}: {broken}")
+    if refused := unbuildable(config):
+        fail(f"--config {text!r}: {refused}")
     return config
+
+
+def unbuildable(config):
+    """Why the package of `config` (its family, every size) must not be made, or None: a size C++
+    refuses, sizes C++ does not relate so (config_relations), or a model over C++'s memory budget, its
+    weights counted on the meta device and the rows its check runs (a decoder's step: one row over its
+    whole cache). Asked before the module is made."""
+    family = config.get("family", "mlp")
+    try:
+        broken = broken_size(family, config) or broken_relation(family, config)
+    except KeyError as e:
+        return f"no size {e} of the {family} family"
+    return broken or over_memory_budget(family, config, 1 if family == DECODER else CHECK_ROWS,
+                                        module_floats(lambda: placeholder_model(config)))
+
+
+def placeholder_model(config):
+    """The module whose weights a package of `config` holds as placeholders: the family's twin, or the
+    decoder (condbench loads the model's own weights over them)."""
+    if config.get("family") == DECODER:
+        from .decoder import Decoder
+        return Decoder(*(config[k] for k in ("vocab", "d_model", "layers", "ffn", "context")))
+    from .families import build_model
+    return build_model(config)
 
 
 def workload_configs(root):
@@ -454,16 +482,27 @@ def workload_configs(root):
     configs, model_files = [], 0
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
         meta = os.path.join(root, name, "workload.json")
-        if os.path.isfile(meta):
-            with open(meta) as f:
-                workload = json.load(f)
-            if "model_file" in workload:
-                model_files += 1  # compiled elsewhere
-            elif workload["config"].get("family") == DECODER:  # its sizes in condbench's order
-                config = {"family": DECODER, **{k: workload["config"][k] for k in DECODER_SIZES}}
-                configs.append((config, workload.get("step_tag") or config_key(config)))  # (older exports: none)
-            else:
-                configs.append((workload["config"], workload.get("tag") or config_key(workload["config"])))
+        if os.path.lexists(meta):
+            try:
+                with open_regular(meta, "r") as f:
+                    workload = json.load(f)
+            except (OSError, ValueError) as e:
+                fail(f"{meta}: not a workload condbench --export-workload wrote ({type(e).__name__})")
+            try:
+                if "model_file" in workload:
+                    model_files += 1  # compiled elsewhere
+                    continue
+                if workload["config"].get("family") == DECODER:  # its sizes in condbench's order
+                    config = {"family": DECODER, **{k: workload["config"][k] for k in DECODER_SIZES}}
+                    found = (config, workload.get("step_tag") or config_key(config))  # (older exports: none)
+                else:
+                    found = (workload["config"], workload.get("tag") or config_key(workload["config"]))
+                refused = unbuildable(found[0])
+            except (KeyError, TypeError, AttributeError) as e:
+                refused = f"not a workload condbench --export-workload wrote ({type(e).__name__}: {e})"
+            if refused:
+                fail(f"{meta}: {refused}")
+            configs.append(found)
     if not configs and not model_files:
         fail(f"{root}: no exported workload (condbench --export-workload={root} writes one)")
     return configs

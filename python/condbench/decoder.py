@@ -7,12 +7,17 @@ position frozen after the layers its token ran, so it checks them from outside.
     python -m condbench.decoder save W.pt [--seed N] [--vocab V ...]   # a seeded decoder's state_dict
 """
 import argparse
+import contextlib
+import os
+import signal
+import stat
+import sys
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .rules import RULES, exit_fires, max_softmax
+from .rules import RULES, broken_relation, broken_size, exit_fires, max_softmax, module_floats, over_memory_budget
 
 
 class Layer(nn.Module):
@@ -87,19 +92,81 @@ def generate(model, prompt, steps, thresholds, heads, exit_every, confidences=No
     return tokens, exits, torch.stack(all_logits)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, its refusals one line (usage is what --help prints) and exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"decoder: {message}\n")
+
+
+def fail(message):
+    print(f"decoder save: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def save_whole(state_dict, path):
+    """torch.save to `path`, whole or not at all (condbench's output policy, include/condbench/
+    output_file.h): written beside it under a name of its own, flushed to disk, renamed into place; a
+    write that fails (a full disk, a file-size limit) or a stop (SIGTERM, SIGINT, SIGHUP) leaves the
+    file that was there as it was, and no temporary."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        fail(f"'{path}' is not a regular file (a link, a folder, a FIFO or a device), which it never replaces")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        fail(f"'{path}': its folder '{folder}' does not exist")
+    temp = os.path.join(folder, f".{os.path.basename(path)}.tmp-{os.getpid()}")
+
+    def stopped(signum, frame):
+        raise SystemExit(128 + signum)
+
+    for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(stop, stopped)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past a file-size limit: a failed write (EFBIG), not death
+    try:
+        with open(temp, "wb") as f:
+            torch.save(state_dict, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except (OSError, RuntimeError) as e:  # torch's zip writer says RuntimeError over the OSError of its write
+        cause = e if isinstance(e, OSError) else e.__context__
+        why = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(e).splitlines()[0][:200]
+        fail(f"cannot write '{path}' ({why}); the file that was there is as it was")
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(temp)
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = OneLineParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     save = sub.add_parser("save", help="a seeded decoder's state_dict")
     save.add_argument("path")
     save.add_argument("--seed", type=int, default=0)
     defaults = {size["size"]: size["default"] for size in RULES["config_sizes"]["decoder"]}  # C++'s DecoderConfig
     for size in ("vocab", "d_model", "layers", "ffn", "context"):
         save.add_argument("--" + size.replace("_", "-"), dest=size, type=int, default=defaults[size])
+    # not in the file (a state_dict cannot say them): the sizes condbench is told when it runs it,
+    # checked here against the others, so that what is saved is a decoder condbench runs
+    for size in ("heads", "exit_every"):
+        save.add_argument("--" + size.replace("_", "-"), dest=size, type=int, default=defaults[size],
+                          help=f"checked, not saved (default {defaults[size]}; condbench-infer --decoder={size}=N)")
     args = parser.parse_args()
+    sizes = {k: v for k, v in vars(args).items() if k in defaults}
+    # C++'s limits and relations (rules.json), then its memory budget, before anything is made
+    if broken := broken_size("decoder", sizes) or broken_relation("decoder", sizes):
+        fail(broken)
+    if not 0 <= args.seed < 2 ** 63:
+        fail(f"--seed {args.seed}: not in 0..2^63-1")
+    make = lambda: Decoder(args.vocab, args.d_model, args.layers, args.ffn, args.context)  # noqa: E731
+    if over := over_memory_budget("decoder", sizes, 0, module_floats(make)):
+        fail(f"the decoder {' '.join(f'{k}={v}' for k, v in sizes.items())}: {over}")
     torch.manual_seed(args.seed)
-    model = Decoder(args.vocab, args.d_model, args.layers, args.ffn, args.context)
-    torch.save(model.state_dict(), args.path)
+    save_whole(make().state_dict(), args.path)
 
 
 if __name__ == "__main__":

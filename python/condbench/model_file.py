@@ -52,9 +52,13 @@ import sys
 
 from . import aoti
 from .aoti import first_line
+from .regular_file import open_regular, require_regular
 
 PROTOCOL = "docs/your-model.md"
-FORMAT = 5  # of a compiled folder (manifest.json and what it names), as condbench reads it; in the digest
+# of a compiled folder (manifest.json and what it names), as condbench reads it (kModelFileFormat);
+# in the digest. 6: the real paths in the digest, `source` and `weights` those paths, `reads` what the
+# load that compiled it read
+FORMAT = 6
 
 
 class ProtocolError(Exception):
@@ -97,8 +101,9 @@ def _python_own():
 
 
 def hash_file(h, path):
-    """Feeds the file's bytes to the hash h, in chunks: a gigabyte of weights is not read into memory whole."""
-    with open(path, "rb") as f:
+    """Feeds the file's bytes to the hash h, in chunks: a gigabyte of weights is not read into memory
+    whole. A FIFO or a device is refused (NotRegularFile, an OSError), never waited on."""
+    with open_regular(path) as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h
@@ -329,10 +334,14 @@ def costs(part, example):
 
 
 def digest(path, weights, device):
+    """The folder's name: the real paths of the file and the weights and their bytes, the torch
+    version, the device and the format. The real path is in it: the same bytes elsewhere (a copy of
+    model.py in another experiment's folder, beside other modules it imports) are another folder."""
     import torch
 
     h = hashlib.sha256()
     for name in [path] + ([weights] if weights else []):
+        h.update(os.path.realpath(name).encode() + b"\0")
         hash_file(h, name)
     h.update(torch.__version__.encode())
     if device != "cpu":  # the CPU's digests are those of the folders compiled before CUDA ones could be
@@ -439,21 +448,6 @@ def part_check(x, out, batch):
     return aoti.Check([(x,)], judge)
 
 
-def remember_source(folder, source, weights):
-    """A folder found in the cache is the same file and weights (the digest) but perhaps at another
-    path: its manifest names where they are now, for the peer. Rewritten whole (os.replace)."""
-    path = os.path.join(folder, "manifest.json")
-    with open(path) as f:
-        m = json.load(f)
-    if (m.get("source"), m.get("weights")) == (source, weights):
-        return
-    m["source"], m["weights"] = source, weights
-    temp = f"{path}.tmp-{os.getpid()}"
-    with open(temp, "w") as f:
-        json.dump(m, f, indent=1)
-    os.replace(temp, path)
-
-
 def changed_reads(m):
     """The files a folder's manifest says the module read when it was compiled (its "reads": a module
     it imports, weights model() loads) that are not as they were then, or None where the manifest
@@ -488,31 +482,42 @@ def damaged(folder, m):
     return bad
 
 
-def compiled_folder(path, weights, device, cache, state=None):
+def read_now(paths):
+    """What a load of the file read, as a folder records it: [{"path": real path, "sha256": ...}]."""
+    return [{"path": p, "sha256": file_digest(p)} for p in sorted(paths)]
+
+
+def compiled_folder(path, weights, device, cache, state=None, reads=None):
     """The folder the file and weights were compiled into for `device` before, found by the digest
-    of their bytes, or None: also None where a file the module read when it was compiled (a module
-    it imports, weights model() loads) has changed since, where the module's state_dict now has
-    another digest than `state` (given: the file was loaded; the weights model() makes or fetches
-    are not all read from files), or where the folder is damaged; the stale folder is then removed,
-    so that it is compiled again. It names where the file and weights are now (the peer loads them
-    from there)."""
+    of their real paths and bytes, or None: also None where the folder's record of what its
+    module read (a module it imports, weights model() loads) is not what this load read (`reads`,
+    given: the file was loaded) or has changed since, where the module's state_dict now has another
+    digest than `state` (the weights model() makes or fetches are not all read from files), where it
+    names another file or weights than these, or where the folder is damaged; the stale folder is
+    then removed, so that it is compiled again. A folder is never rewritten: a read-only cache
+    serves it."""
     try:
         folder = os.path.join(cache, "models", f"{digest(path, weights, device)}-{device}")
     except OSError:
         return None  # a file or weights that cannot be read: ModelFile says so
     try:
-        with open(os.path.join(folder, "manifest.json")) as f:
+        with open_regular(os.path.join(folder, "manifest.json"), "r") as f:
             m = json.load(f)
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
         m = None
+    source, weights_source = os.path.realpath(path), weights and os.path.realpath(weights)
     if not isinstance(m, dict):
         why = "its manifest.json is unreadable"
     elif changed_reads(m) is None or "files" not in m:
         why = "an older model_file.py made it, without a record of its files and of what the module read"
+    elif (m.get("source"), m.get("weights")) != (source, weights_source):
+        why = f"it was compiled from {m.get('source')!r} (weights {m.get('weights')!r})"
     elif stale := changed_reads(m):
         why = f"{', '.join(stale)}, which the module read, changed since it was compiled"
+    elif reads is not None and sorted(m["reads"], key=lambda r: str(r.get("path"))) != read_now(reads):
+        why = "the module read other files when it was compiled than it reads now"
     elif state is not None and m.get("state_dict") != state:
         why = "model() makes other weights than it was compiled with" if "state_dict" in m else \
             "an older model_file.py made it, without a digest of model()'s weights"
@@ -529,7 +534,6 @@ def compiled_folder(path, weights, device, cache, state=None):
             pass  # another process moved it first
         shutil.rmtree(aside, ignore_errors=True)
         return None
-    remember_source(folder, os.path.abspath(path), weights and os.path.abspath(weights))
     return folder
 
 
@@ -560,8 +564,8 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
 
     from .variants import COND_LAYOUT_WORKAROUND
 
-    source, weights_path = os.path.abspath(model_file.path), weights and os.path.abspath(weights)
-    final = compiled_folder(model_file.path, weights, model_file.device, cache, model_file.state)
+    source, weights_path = os.path.realpath(model_file.path), weights and os.path.realpath(weights)
+    final = compiled_folder(model_file.path, weights, model_file.device, cache, model_file.state, model_file.reads)
     if final:
         return final
     final = os.path.join(cache, "models", f"{digest(model_file.path, weights, model_file.device)}-{model_file.device}")
@@ -620,7 +624,7 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
         m["reference"] = "reference.pt"
         # what the folder is, and what it depends on beside the file and the weights (compiled_folder)
         m["files"] = {name: file_digest(os.path.join(temp, name)) for name in sorted(os.listdir(temp))}
-        m["reads"] = [{"path": p, "sha256": file_digest(p)} for p in model_file.reads]
+        m["reads"] = read_now(model_file.reads)
         with open(os.path.join(temp, "manifest.json"), "w") as f:
             json.dump(m, f, indent=1)
         try:
@@ -638,7 +642,7 @@ def load_compiled(folder):
     view). The file and the weights must be those the folder was compiled from (the digest)."""
     path = os.path.join(folder, "manifest.json")
     try:
-        with open(path) as f:
+        with open_regular(path, "r") as f:
             m = json.load(f)
         source, weights, classes, device = m["source"], m["weights"], int(m["classes"]), m["device"]
         if not isinstance(source, str) or not (weights is None or isinstance(weights, str)):
@@ -724,7 +728,23 @@ def main(argv):
     parser.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8),
                         help="compile: packages compiled at once, each in a process of its own (default: the "
                              "cores, at most 8; 1: one after another, in this process)")
+    parser.add_argument("--answer-fd", type=int, metavar="FD",
+                        help="write the answer (the folder, or check's manifest) to this open descriptor, not to "
+                             "stdout (condbench's own channel)")
     args = parser.parse_args(argv)
+    # The answer goes on a channel of its own: the descriptor condbench gives, else stdout as it is
+    # now; stdout itself then goes to stderr, so that nothing the user's code prints (a library at
+    # exit, a module naming a path) can pass for the answer
+    try:
+        answer = answer_channel(args.answer_fd)
+    except OSError as e:
+        print(f"model_file: --answer-fd {args.answer_fd}: {e.strerror}", file=sys.stderr)
+        return 2
+    # Every path absolute before the user's code runs: a model() that changes the working folder
+    # changes nothing of what this reads or writes
+    args.file = os.path.abspath(args.file)
+    args.weights = args.weights and os.path.abspath(args.weights)
+    args.cache = args.cache and os.path.abspath(args.cache)
     from .rules import MODEL_FILE_LIMITS
 
     for limit in ("max_row_values", "max_stages", "max_classes"):
@@ -741,19 +761,44 @@ def main(argv):
         print(f"model_file: --batch {args.batch}: not in 2..4096", file=sys.stderr)
         return 2
     try:
+        for given in (args.file, args.weights):
+            if given:
+                require_regular(given)
+        from .aoti import cache_root  # condbench's cache, where its packages go too
+
+        cache = args.cache or cache_root()
         # loaded (run) even where a folder is cached: model()'s weights are part of what the folder is
         model_file = ModelFile(args.file, args.weights, args.device)
         within_limits(model_file, args.batch, args.max_row_values, args.max_stages, args.max_classes)
         if args.command == "check":
-            print(json.dumps(manifest(model_file, args.weights, args.batch), indent=1))
+            said = json.dumps(manifest(model_file, args.weights, args.batch), indent=1)
         else:
-            from .aoti import cache_root  # condbench's cache, where its packages go too
-
-            print(compile_parts(model_file, args.weights, args.batch, args.cache or cache_root(), args.jobs))
+            said = compile_parts(model_file, args.weights, args.batch, cache, args.jobs)
     except ProtocolError as e:
         print(f"model_file: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a file or weights that is not a regular file (a FIFO), or unreadable
+        print(f"model_file: {e}", file=sys.stderr)
+        return 2
+    answer.write(said + "\n")
+    answer.flush()
     return 0
+
+
+def answer_channel(fd):
+    """Where main's answer goes (a file object): the descriptor `fd`, or the process's stdout as it is
+    now; from here on, whatever writes to the process's stdout (the user's print, a library's at exit,
+    a child's) goes to stderr. Called in a process whose stdout a caller has replaced (main() in a
+    test, its output captured), the answer goes to that stream and the process's is left alone."""
+    if fd is None and sys.stdout is not sys.__stdout__:
+        return sys.stdout
+    sys.stdout.flush()
+    if fd is None:
+        fd = os.dup(1)  # not inherited by what the user's code starts
+    else:
+        os.set_inheritable(fd, False)
+    os.dup2(2, 1)
+    return os.fdopen(fd, "w")
 
 
 if __name__ == "__main__":

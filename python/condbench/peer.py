@@ -30,10 +30,12 @@ import time
 
 import torch
 
-from . import decoder_peer, lockstep, names, results
-from .families import load_model
+from . import decoder, decoder_peer, lockstep, names, results
+from .families import build_model, load_model
 from .variants import SUMMARIES, VARIANTS, WORKAROUND_DOC, cudagraph_skips, variants, workarounds
-from .rules import exit_fires
+from .regular_file import NotRegularFile, open_regular, require_regular
+from .rules import (CONFIG_SIZES, MEMORY_BUDGET, broken_relation, broken_size, exit_fires, module_floats,
+                    over_memory_budget)
 
 SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
 
@@ -55,18 +57,61 @@ def cpu_model():
 
 
 def load_workloads(root):
-    """[(directory, workload.json contents)] for every model condbench exported."""
+    """[(directory, workload.json contents)] for every model condbench exported, each checked before
+    anything is built from it (workload_problem): a file cut short or not condbench's is one line."""
     dirs = [os.path.join(root, d) for d in sorted(os.listdir(root))] if os.path.isdir(root) else []
-    found = [(d, json.load(open(os.path.join(d, "workload.json")))) for d in dirs
-             if os.path.isfile(os.path.join(d, "workload.json"))]
+    found = []
+    for d in dirs:
+        path = os.path.join(d, "workload.json")
+        if not os.path.lexists(path):
+            continue
+        try:
+            with open_regular(path, "r") as f:
+                meta = json.load(f)
+        except (OSError, ValueError) as e:
+            fail(f"{path}: not a workload condbench --export-workload wrote ({type(e).__name__}: "
+                 f"{str(e).splitlines()[0][:200] if str(e) else ''})")
+        if why := workload_problem(d, meta):
+            fail(f"{path}: {why}")
+        found.append((d, meta))
     if not found:
         fail(f"{root}: no exported workload (run condbench --export-workload={root} first)")
-    for d, meta in found:
-        if "name_axes" not in meta or "model_file" in meta and "agreement" not in meta or \
-                meta["config"].get("family") != "decoder" and "walk" not in meta:
-            fail(f"{d}: exported by an older condbench (no name_axes, walk, or a model file's agreement rule); "
-                 "run condbench --export-workload again")
     return found
+
+
+def workload_problem(directory, meta):
+    """Why the peer cannot run a workload.json as it reads (its keys, its sizes as C++ bounds and
+    relates them, its model and a batch of one within C++'s memory budget, its files regular files),
+    or None. Checked before any tensor is made: a crafted file cannot ask for terabytes."""
+    try:
+        config = meta["config"]
+        family = config["family"]
+        if "name_axes" not in meta or "model_file" in meta and "agreement" not in meta or \
+                family != "decoder" and "walk" not in meta:
+            return "exported by an older condbench (no name_axes, walk, or a model file's agreement rule); run " \
+                   "condbench --export-workload again"
+        if "model_file" not in meta:  # a model file's sizes are its compiled folder's (load_compiled checks it)
+            if family not in MEMORY_BUDGET["terms"]:
+                return f"an unknown model family {family!r}"
+            sizes = {size["size"]: config[size["size"]] for size in CONFIG_SIZES[family]}
+            if family == "decoder":
+                sizes.update(prompt=config["prompt"], generate=config["generate"])
+                if not all(isinstance(sizes[k], int) and 1 <= sizes[k] for k in ("prompt", "generate")) or \
+                        sizes["prompt"] + sizes["generate"] - 1 > sizes.get("context", 0):
+                    return "prompt + generate - 1 must fit the context"
+            if broken := broken_size(family, sizes) or broken_relation(family, sizes):
+                return broken
+            build = (lambda: decoder.Decoder(*(sizes[k] for k in ("vocab", "d_model", "layers", "ffn", "context")))) \
+                if family == "decoder" else (lambda: build_model(config))
+            if over := over_memory_budget(family, sizes, 1, module_floats(build)):
+                return over
+        for name in workload_files(meta):
+            require_regular(os.path.join(directory, name))
+    except NotRegularFile as e:
+        return str(e)
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        return f"not a workload condbench --export-workload wrote ({type(e).__name__}: {e})"
+    return None
 
 
 def load_model_file(folder, device):

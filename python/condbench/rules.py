@@ -4,6 +4,7 @@ exit test the package makes goes through exit_fires, and every tolerance it comp
 from here or from the exported workload (which carries the same values for the run that wrote it):
 no Python file types either."""
 import json
+import math
 import operator
 import os
 
@@ -68,6 +69,54 @@ def broken_relation(family, sizes):
         if not _MUST[r["must"]](size, other):
             return f"{r['says']}, got {r['size']}={size} {r['other']}={other}"
     return None
+
+
+# Each family's sizes with the most C++ accepts: {family: [{size, most, default}, ...]} (a decoder's: its step's)
+CONFIG_SIZES = RULES["config_sizes"]
+
+
+def broken_size(family, sizes):
+    """The first of the family's sizes (a dict of them; those it holds) outside 1..the most C++
+    accepts, said as C++'s range check says it, or None."""
+    for size in CONFIG_SIZES.get(family, []):
+        value = sizes.get(size["size"])
+        if value is not None and not (isinstance(value, int) and 1 <= value <= size["most"]):
+            return f"{size['size']} must be in 1..{size['most']}, got {value}"
+    return None
+
+
+# condbench's one memory budget (C++'s memory_budget.h): its bytes, its words, and what a batch of each
+# built-in family and of the decoder holds beside the weights, as products of named sizes ("rows")
+MEMORY_BUDGET = RULES["memory_budget"]
+
+
+def module_floats(build):
+    """The floats of the parameters and buffers the module build() makes, made on the meta device:
+    what the weights of a model ask for, counted before any is allocated."""
+    import torch
+
+    with torch.device("meta"):
+        module = build()
+    return sum(t.numel() for t in list(module.parameters()) + list(module.buffers()))
+
+
+def over_memory_budget(family, sizes, rows, weights):
+    """None where `rows` rows of the family's model (`sizes` by name, with num_classes and blocks where
+    it has them) and its `weights` floats fit condbench's memory budget, C++'s terms applied (rows 0:
+    the weights alone); else the refusal, one line: what it asks for and its largest part."""
+    parts = [("the weights", str(weights), weights)]
+    for term in MEMORY_BUDGET["terms"][family] if rows else []:
+        values = [rows if f == "rows" else sizes[f] for f in term["factors"]]
+        product = " x ".join(f"{v} {f}" for v, f in zip(values, term["factors"]))
+        if term["times"] != 1:
+            product += f"{' x ' if product else ''}{term['times']:g}"
+        parts.append((term["what"], product, term["times"] * math.prod(values)))
+    asked = sum(floats for *_, floats in parts) * MEMORY_BUDGET["bytes_per_float"]
+    if asked <= MEMORY_BUDGET["bytes"]:
+        return None
+    what, product, floats = max(parts, key=lambda part: part[2])
+    return (f"asks for {asked / 2 ** 30:.3g} GiB, {MEMORY_BUDGET['says']}: {what} {product} floats = "
+            f"{floats * MEMORY_BUDGET['bytes_per_float'] / 2 ** 30:.3g} GiB")
 
 
 def logits_agree(logits, expected, relative_tolerance=AGREEMENT["relative_tolerance"]):

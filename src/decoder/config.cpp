@@ -11,12 +11,12 @@ const std::vector<DecoderSize>& decoder_sizes() {
   // The limits keep a typo from allocating tens of gigabytes (the caches are batch x layers x
   // context x d_model floats), as every family's axes do.
   static const std::vector<DecoderSize> sizes = {
-      {"vocab", "vocabulary: token ids 0..vocab-1", &DecoderConfig::vocab, 1 << 18},
-      {"d_model", "width", &DecoderConfig::d_model, 1 << 14},
+      {"vocab", "vocabulary: token ids 0..vocab-1", &DecoderConfig::vocab, 1 << 18, false, true},
+      {"d_model", "width", &DecoderConfig::d_model, 1 << 14, false, true},
       {"heads", "attention heads (divide d_model)", &DecoderConfig::heads, 1024},
-      {"layers", "transformer layers", &DecoderConfig::layers, 256},
-      {"ffn", "MLP width", &DecoderConfig::ffn, 1 << 16},
-      {"context", "positions the cache holds", &DecoderConfig::context, 1 << 14},
+      {"layers", "transformer layers", &DecoderConfig::layers, 256, false, true},
+      {"ffn", "MLP width", &DecoderConfig::ffn, 1 << 16, false, true},
+      {"context", "positions the cache holds", &DecoderConfig::context, 1 << 14, false, true},
       {"exit_every", "an exit after every N-th layer", &DecoderConfig::exit_every, 256},
       {"prompt", "prompt tokens per row", &DecoderConfig::prompt, 1 << 14, /*per_sequence=*/true},
       {"generate", "generated tokens per sequence", &DecoderConfig::generate, 1 << 14, /*per_sequence=*/true},
@@ -49,6 +49,48 @@ void DecoderConfig::validate() const {
   if (prompt + generate - 1 > context)
     fail("prompt + generate - 1 must fit the context, got prompt=" + std::to_string(prompt) +
          " generate=" + std::to_string(generate) + " context=" + std::to_string(context));
+  memory_need(0).require("the decoder " + describe());
+}
+
+const std::vector<MemoryTerm>& decoder_memory_terms() {
+  // The cache: keys and values of every layer at every position, and a second one (the aoti step
+  // returns a new cache beside the one it read; the compacting strategies copy theirs). A step's
+  // activations (the feed-forward's, the packed query/key/value, the residual), the attention
+  // scores over the context, and a step's logits over the vocabulary at each exit tested.
+  static const std::vector<MemoryTerm> terms = {
+      {"the key/value cache", {"rows", "layers", "context", "d_model"}, 4},
+      {"a step's activations", {"rows", "ffn"}, 4},
+      {"a step's width activations", {"rows", "d_model"}, 12},
+      {"the attention scores", {"rows", "heads", "context"}, 4},
+      {"a step's logits", {"rows", "vocab"}, 4},
+  };
+  return terms;
+}
+
+const std::vector<MemoryTerm>& decoder_output_terms() {
+  // Every step's logits [rows, generate, vocab], of the first strategy and the one compared with it,
+  // each also as the steps' copies it is stacked from; then as JSON (a number node and its text).
+  static const std::vector<MemoryTerm> terms = {
+      {"the logits kept and printed", {"rows", "generate", "vocab"}, 12},
+  };
+  return terms;
+}
+
+MemoryNeed DecoderConfig::memory_need(int64_t rows) const {
+  const double weights = parameter_floats(decoder_parameters(*this));
+  MemoryNeed need;
+  need.add("the weights", std::to_string(static_cast<int64_t>(weights)), weights);
+  if (rows == 0) return need;
+  return need.add_all(decoder_memory_terms(), memory_sizes(rows));
+}
+
+SizeOf DecoderConfig::memory_sizes(int64_t rows) const {
+  return [config = *this, rows](const std::string& name) -> double {
+    if (name == "rows") return static_cast<double>(rows);
+    for (const DecoderSize& size : decoder_sizes())
+      if (name == size.key) return config.*size.field;
+    fail("the decoder has no size '" + name + "'");
+  };
 }
 
 std::string DecoderConfig::describe() const {

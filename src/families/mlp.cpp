@@ -52,6 +52,14 @@ class Mlp final : public ModelFamily, public StateDictContract {
 
   std::vector<int64_t> row_shape(const ModelConfig& c) const override { return {c.size("in_features")}; }
   int width(const ModelConfig& c) const override { return c.size("hidden"); }
+  // The input rows (the pool's batch and its copy on the device), a few hidden activations live at
+  // once (a block's output, its ReLU, the masked strategies' kept state), every exit's logits
+  // (masked computes them all; one kept, one being picked).
+  std::vector<MemoryTerm> memory_terms(const ModelConfig& /*config*/) const override {
+    return {{"the input rows", {"rows", "in_features"}, 2},
+            {"the activations", {"rows", "hidden"}, 4},
+            {"every exit's logits", {"rows", "num_classes", "blocks"}, 3}};
+  }
 
   std::vector<ParameterSpec> parameters(const ModelConfig& c) const override {
     const int in = c.size("in_features"), hidden = c.size("hidden");

@@ -101,6 +101,17 @@ class Transformer final : public ModelFamily, public StateDictContract {
 
   std::vector<int64_t> row_shape(const ModelConfig& c) const override { return {c.size("seq"), c.size("d_model")}; }
   int width(const ModelConfig& c) const override { return c.size("d_model"); }
+  // The input rows (the pool's batch and its copy on the device); a layer's activations of width
+  // d_model (the residual, two norms, the packed query/key/value, the attention's output and the
+  // masked strategies' kept state), its feed-forward's (linear1 and its GELU), and the attention
+  // scores with their softmax; every exit's logits.
+  std::vector<MemoryTerm> memory_terms(const ModelConfig& /*config*/) const override {
+    return {{"the input rows", {"rows", "seq", "d_model"}, 2},
+            {"a layer's activations", {"rows", "seq", "d_model"}, 10},
+            {"the feed-forward activations", {"rows", "seq", "ffn"}, 2},
+            {"the attention scores", {"rows", "heads", "seq", "seq"}, 2},
+            {"every exit's logits", {"rows", "num_classes", "blocks"}, 3}};
+  }
   std::vector<SizeRelation> relations() const override {
     return {{"heads", SizeRelation::Kind::kDivides, "d_model", "each head a slice of the width"}};
   }

@@ -33,6 +33,7 @@ namespace condbench::aoti {
 
 // The package of `module` for `config` on `device`, and its description.
 std::string package_path(const ModelConfig& config, Device device, const std::string& module);
+std::string package_path(const DecoderConfig& config, Device device, const std::string& module);
 
 // Why the package cannot be used (absent, made by another torch, unreadable description), with
 // the command that makes it; nullopt when it can.
@@ -44,6 +45,10 @@ std::optional<std::string> package_description(const ModelConfig& config, Device
 
 // The same for a decoder's step package.
 Unsupported package_unusable(const DecoderConfig& config, Device device, const std::string& module);
+
+// How many AOTInductor loaders the process has made: one per package used, however often its
+// strategies are made again (a loader is lent again; tests hold the keeper to it).
+size_t loaders_made();
 
 // A loaded package running the model's weights.
 class Package {
@@ -64,7 +69,8 @@ class Package {
   void load(const std::string& path, Device device, const std::string& module,
             const std::unordered_map<std::string, at::Tensor>& weights);
 
-  std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader_;
+  // Lent for this Package's life by a process-wide keeper (aoti_package.cpp, lend_loader).
+  std::shared_ptr<torch::inductor::AOTIModelPackageLoader> loader_;
 };
 
 // Thresholds as the compiled forward takes them, a float tensor [blocks] on the device, rewritten

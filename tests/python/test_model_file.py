@@ -3,6 +3,7 @@ check with exact FLOPs and bytes, and every kind of bad model file is one line n
 the part, exit code 2. Needs torch (run under .venv/bin/python); skips without it. The command runs
 in this process (main(), its output captured) but for one case run as a user runs it: importing
 torch once, not once per case."""
+import atexit
 import contextlib
 import io
 import json
@@ -206,7 +207,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         with open(os.path.join(folder, "manifest.json")) as f:
             m = json.load(f)
         self.assertEqual(m["torch"], torch.__version__.split("+")[0])  # as LibTorch's TORCH_VERSION says it
-        self.assertEqual((m["format"], m["reference"], m["confidence_package"]), (5, "reference.pt", None))
+        self.assertEqual((m["format"], m["reference"], m["confidence_package"]), (6, "reference.pt", None))
         self.assertEqual(m["whole_model"], {"cond": {"package": "cond.pt2"}, "masked": {"package": "masked.pt2"}})
         self.assertEqual(sorted(m["compile_s"]), sorted(p for p in os.listdir(folder) if p.endswith(".pt2")))
         self.assertTrue(all(s > 0 for s in m["compile_s"].values()), m["compile_s"])
@@ -358,7 +359,8 @@ def example_input(batch):
             with open(os.path.join(folder, "stage0.pt2"), "wb") as f:
                 f.write(b"a package")
             m = {"files": {"stage0.pt2": model_file.file_digest(os.path.join(folder, "stage0.pt2"))},
-                 "source": path, "weights": None, "digest": model_file.digest(path, None, "cpu"), "classes": 3,
+                 "source": os.path.realpath(path), "weights": None, "digest": model_file.digest(path, None, "cpu"),
+                 "classes": 3,
                  "device": "cpu", "state_dict": state}
             if reads:
                 m["reads"] = [{"path": p, "sha256": model_file.file_digest(p)} for p in json.loads(listed.stdout)]
@@ -366,10 +368,10 @@ def example_input(batch):
                 json.dump(m, f)
             return folder
 
-        def found():
+        def found(given=path, reads=None):
             err = io.StringIO()
             with contextlib.redirect_stderr(err):
-                return model_file.compiled_folder(path, None, "cpu", cache, state), err.getvalue()
+                return model_file.compiled_folder(given, None, "cpu", cache, state, reads), err.getvalue()
 
         folder = folder_as_compiled()
         self.assertEqual(found(), (folder, ""))
@@ -410,6 +412,121 @@ def example_input(batch):
             self.assertEqual(found(), (None, f"model_file: {path}: compiling it again: {folder}: its manifest.json is "
                                              "unreadable\n"))
             self.assertFalse(os.path.exists(folder))
+
+    def test_a_folder_serves_only_the_file_and_the_reads_it_was_compiled_from(self):
+        # #59 item 2: the same model.py in two experiment folders, each importing its own layers.py;
+        # item 12: a folder reached through another path is served as it is, never rewritten
+        from condbench import model_file
+        folders = []
+        for name, width in (("exp1", 4), ("exp2", 6)):
+            os.makedirs(os.path.join(self.dir.name, name))
+            self.write(f"{name}/layers.py", f"WIDTH = {width}\n")
+            folders.append(self.write(f"{name}/model.py", HEADER + """
+import os
+import sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import layers
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.ModuleList([nn.Linear(4, layers.WIDTH)])
+        self.exits = nn.ModuleList([nn.Linear(layers.WIDTH, 3)])
+        self.final = nn.Linear(layers.WIDTH, 3)
+
+def model():
+    torch.manual_seed(0)
+    return M()
+
+def example_input(batch):
+    return torch.ones(batch, 4)
+"""))
+        first, second = folders
+        with open(first, "rb") as a, open(second, "rb") as b:
+            self.assertEqual(a.read(), b.read())  # one file's bytes, two places
+        self.assertNotEqual(model_file.digest(first, None, "cpu"), model_file.digest(second, None, "cpu"))
+        cache = os.path.join(self.dir.name, "cache")
+        loaded = model_file.ModelFile(first)
+        folder = os.path.join(cache, "models", f"{model_file.digest(first, None, 'cpu')}-cpu")
+        os.makedirs(folder)
+        with open(os.path.join(folder, "stage0.pt2"), "wb") as f:
+            f.write(b"a package")
+        layers = os.path.realpath(os.path.join(os.path.dirname(first), "layers.py"))
+        m = {"files": {"stage0.pt2": model_file.file_digest(os.path.join(folder, "stage0.pt2"))},
+             "source": os.path.realpath(first), "weights": None, "state_dict": loaded.state,
+             "reads": model_file.read_now([layers])}
+        with open(os.path.join(folder, "manifest.json"), "w") as f:
+            json.dump(m, f)
+        with open(os.path.join(folder, "manifest.json"), "rb") as f:
+            as_written = f.read()
+
+        def found(given, reads):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                return model_file.compiled_folder(given, None, "cpu", cache, loaded.state, reads), err.getvalue()
+
+        self.assertEqual(loaded.reads, [layers])
+        self.assertEqual(found(first, loaded.reads), (folder, ""))
+        # reached through a link to its folder: the same real path, the same folder, the manifest untouched
+        link = os.path.join(self.dir.name, "linked")
+        os.symlink(os.path.dirname(first), link)
+        self.assertEqual(found(os.path.join(link, "model.py"), loaded.reads), (folder, ""))
+        with open(os.path.join(folder, "manifest.json"), "rb") as f:
+            self.assertEqual(f.read(), as_written)
+        # the copy beside another layers.py: another folder (none yet), not this one
+        self.assertEqual(found(second, model_file.ModelFile(second).reads)[0], None)
+        self.assertTrue(os.path.exists(folder))
+        # this file, but a load that read other files than the folder records: compiled again
+        self.assertEqual(found(first, [layers, os.path.realpath(os.path.join(os.path.dirname(second), "layers.py"))]),
+                         (None, f"model_file: {first}: compiling it again: {folder}: the module read other files when "
+                                "it was compiled than it reads now\n"))
+        self.assertFalse(os.path.exists(folder))
+        # a FIFO for its manifest: refused at once (a reader would wait for a writer), compiled again
+        os.makedirs(folder)
+        os.mkfifo(os.path.join(folder, "manifest.json"))
+        self.assertEqual(found(first, loaded.reads)[0], None)
+        self.assertFalse(os.path.exists(folder))
+
+    def test_the_answer_is_the_folder_alone_whatever_the_module_prints_or_wherever_it_goes(self):
+        # #59 items 3 and 7: a module that prints a path when it loads and another at exit, and whose
+        # model() changes the working folder; the file and the cache given as relative paths. The
+        # folder is a stand-in found in the cache, so nothing is compiled.
+        from condbench import model_file
+        chatty = ("import atexit\nimport os\n"
+                  "print('/printed/when/it/loads')\n"
+                  "atexit.register(print, '/printed/at/exit/models/0123456789abcdef-cpu')\n" +
+                  GOOD.replace("def model():\n", "def model():\n    os.chdir('/')\n"))
+        path = self.write("chatty.py", chatty)
+        cache = os.path.join(self.dir.name, "cache")
+        here = os.getcwd()
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                loaded = model_file.ModelFile(path)
+                state = loaded.state
+        finally:
+            os.chdir(here)
+            atexit.unregister(print)  # the module's, registered in this process too
+        folder = os.path.join(cache, "models", f"{model_file.digest(path, None, 'cpu')}-cpu")
+        os.makedirs(folder)
+        with open(os.path.join(folder, "stage0.pt2"), "wb") as f:
+            f.write(b"a package")
+        with open(os.path.join(folder, "manifest.json"), "w") as f:
+            json.dump({"files": {"stage0.pt2": model_file.file_digest(os.path.join(folder, "stage0.pt2"))},
+                       "source": os.path.realpath(path), "weights": None, "state_dict": state,
+                       "reads": model_file.read_now(loaded.reads)}, f)
+        result = subprocess.run(MODEL_FILE + ["compile", "chatty.py", "--cache", "cache", "--jobs", "1"],
+                                cwd=self.dir.name, capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout, folder + "\n")  # the answer alone, on the answer's channel
+        self.assertIn("/printed/when/it/loads", result.stderr)  # the module's own prints: on stderr
+        self.assertIn("/printed/at/exit/models/0123456789abcdef-cpu", result.stderr)
+        # condbench's own descriptor, when it gives one: the answer there, stdout empty
+        read, write = os.pipe()
+        result = subprocess.run(MODEL_FILE + ["compile", "chatty.py", "--cache", "cache", "--answer-fd", str(write)],
+                                cwd=self.dir.name, capture_output=True, text=True, timeout=300, pass_fds=(write,))
+        os.close(write)
+        with os.fdopen(read) as answer:
+            self.assertEqual((result.returncode, result.stdout, answer.read()), (0, "", folder + "\n"), result.stderr)
 
     def test_the_weights_digest_is_of_every_name_dtype_shape_and_value(self):
         from condbench import model_file

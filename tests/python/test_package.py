@@ -4,6 +4,7 @@ without the C++ build. Usage: test_package.py."""
 import ast
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -213,6 +214,125 @@ class Rules(unittest.TestCase):
                 if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("Dim"):
                     made.append((path, ast.unparse(node)))
         self.assertEqual(made, [("python/condbench/aoti.py", "torch.export.Dim('rows', min=1, max=MAX_BATCH)")])
+
+
+def one_line_exit_2(test, call):
+    """What call() said on stderr, having exited with code 2 and said one line."""
+    said = io.StringIO()
+    with test.assertRaises(SystemExit) as stopped, contextlib.redirect_stderr(said):
+        call()
+    test.assertEqual(stopped.exception.code, 2, said.getvalue())
+    test.assertEqual(len(said.getvalue().splitlines()), 1, said.getvalue())
+    return said.getvalue()
+
+
+class Bounded(unittest.TestCase):
+    """#59: the Python routes apply C++'s limits, relations and memory budget (rules.json) before they
+    make anything; a bad value is one line and exit code 2, never a traceback; decoder save writes
+    whole or not at all."""
+
+    def setUp(self):
+        try:
+            import torch  # noqa: F401
+        except ImportError as e:
+            self.skipTest(f"no torch here ({e}): scripts/setup's .venv has it")
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    def test_decoder_save_refuses_what_condbench_refuses(self):
+        from unittest import mock
+
+        from condbench import decoder
+        path = os.path.join(self.dir.name, "w.pt")
+        for args, said in [(["--layers", "1"], "exit_every must be below layers (an exit before the last layer), got "
+                                               "exit_every=2 layers=1"),
+                           (["--vocab", "300000"], "vocab must be in 1..262144, got 300000"),
+                           (["--d-model", "0"], "d_model must be in 1..16384, got 0"),
+                           (["--heads", "3"], "heads must divide d_model"),
+                           (["--d-model", "x"], "argument --d-model: invalid int value: 'x'"),
+                           (["--seed", "-1"], "--seed -1: not in 0..2^63-1"),
+                           (["--d-model", "16384", "--vocab", "200000"],
+                            "asks for 57.4 GiB, over condbench's memory budget of 8 GiB (docs/input.md): the weights")]:
+            with self.subTest(args=args), mock.patch.object(sys, "argv", ["decoder", "save", path, *args]):
+                self.assertIn(said, one_line_exit_2(self, decoder.main))
+        self.assertEqual(os.listdir(self.dir.name), [])
+
+    def test_decoder_save_over_the_budget_allocates_nothing(self):
+        # under 6 GiB of address space: before #59 it asked torch for 57 GiB and died of a traceback
+        saved = subprocess.run(["/bin/sh", "-c", f'ulimit -v {6 << 20} && exec "$@"', "limited", sys.executable, "-m",
+                                "condbench.decoder", "save", os.path.join(self.dir.name, "w.pt"), "--d-model", "16384",
+                                "--vocab", "200000"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(saved.returncode, 2, saved.stderr)
+        self.assertIn("over condbench's memory budget", saved.stderr)
+        self.assertEqual(len(saved.stderr.splitlines()), 1, saved.stderr)
+
+    def test_decoder_save_leaves_the_old_file_whole_when_the_write_fails(self):
+        path = os.path.join(self.dir.name, "w.pt")
+        with open(path, "wb") as f:
+            f.write(b"the weights that were there")
+        # a file-size limit of 64 KiB: the new weights (some MB) cannot be written
+        saved = subprocess.run(["/bin/sh", "-c", 'ulimit -f 128 && exec "$@"', "limited", sys.executable, "-m",
+                                "condbench.decoder", "save", path, "--layers", "4"],
+                               capture_output=True, text=True, timeout=120)
+        self.assertEqual(saved.returncode, 2, saved.stderr)
+        self.assertEqual(saved.stderr, f"decoder save: cannot write '{path}' (File too large); the file that was there "
+                                       "is as it was\n")
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), b"the weights that were there")
+        self.assertEqual(os.listdir(self.dir.name), ["w.pt"])
+
+    def test_aoti_config_over_the_budget_is_refused_before_it_is_made(self):
+        from condbench import aoti
+        text = "decoder:vocab=512,d_model=1024,heads=4,layers=256,ffn=1024,context=16384,exit_every=2"
+        said = one_line_exit_2(self, lambda: aoti.parse_config(text))
+        self.assertIn(f"aoti: --config {text!r}: asks for ", said)
+        self.assertIn("over condbench's memory budget of 8 GiB (docs/input.md): the key/value cache 1 rows x 256 layers "
+                      "x 16384 context x 1024 d_model x 4 floats = 64 GiB", said)
+        # the same sizes in a workload.json given to --workload
+        model = os.path.join(self.dir.name, "decoder-x")
+        os.makedirs(model)
+        sizes = {key: int(value) for key, value in (item.split("=") for item in text.partition(":")[2].split(","))}
+        with open(os.path.join(model, "workload.json"), "w") as f:
+            json.dump({"config": {"family": "decoder", **sizes}}, f)
+        said = one_line_exit_2(self, lambda: aoti.workload_configs(self.dir.name))
+        self.assertIn(f"aoti: {model}/workload.json: asks for ", said)
+        self.assertIn("the key/value cache 1 rows x 256 layers", said)
+
+    def test_the_peer_refuses_a_workload_it_cannot_run_in_one_line(self):
+        from condbench import peer
+        root = self.dir.name
+        model = os.path.join(root, "decoder-x")
+        os.makedirs(model)
+        meta = {"config": {"family": "decoder", "vocab": 512, "d_model": 1024, "heads": 4, "layers": 256, "ffn": 1024,
+                           "context": 16384, "exit_every": 2, "prompt": 16, "generate": 32},
+                "name_axes": [], "thresholds": {}, "agreement": {}}
+        for name in ("prompts.pt", "weights.pt"):
+            with open(os.path.join(model, name), "wb") as f:
+                f.write(b"x")
+        workload = os.path.join(model, "workload.json")
+        for text, said in [(json.dumps(meta)[:40], "not a workload condbench --export-workload wrote (JSONDecodeError"),
+                           (json.dumps({**meta, "config": {**meta["config"], "vocab": 10 ** 6}}),
+                            "vocab must be in 1..262144, got 1000000"),
+                           (json.dumps({**meta, "config": {**meta["config"], "heads": 3}}), "heads must divide d_model"),
+                           (json.dumps(meta), "asks for 70.1 GiB, over condbench's memory budget of 8 GiB "
+                                              "(docs/input.md): the key/value cache 1 rows x 256 layers x 16384 context "
+                                              "x 1024 d_model x 4 floats = 64 GiB")]:
+            with open(workload, "w") as f:
+                f.write(text)
+            with self.subTest(said=said):
+                self.assertIn(f"peer: {workload}: {said}", one_line_exit_2(self, lambda: peer.load_workloads(root)))
+        # a FIFO for a file it reads: refused, not waited on
+        os.remove(workload)
+        os.mkfifo(workload)
+        self.assertIn("not a regular file (a FIFO)", one_line_exit_2(self, lambda: peer.load_workloads(root)))
+
+    def test_a_relative_cache_folder_is_made_absolute_at_once(self):
+        # a model() that changes the working folder changes nothing of where condbench's cache is
+        from unittest import mock
+
+        from condbench import aoti
+        with mock.patch.dict(os.environ, {"CONDBENCH_AOTI_DIR": "relative/cache"}):
+            self.assertEqual(aoti.cache_root(), os.path.join(os.getcwd(), "relative", "cache"))
 
 
 if __name__ == "__main__":

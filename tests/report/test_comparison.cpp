@@ -41,6 +41,35 @@ TEST(Analysis, CompareGivesChangeRatioAndVerdict) {
   EXPECT_EQ(compare(a, a)[0].verdict, Verdict::ambiguous);
 }
 
+TEST(Analysis, CoverageListsWhatOnlyOneFileHasAndWhatBErrored) {
+  // #59: compare() leaves these out of its rows; --compare lists them and --fail-on-regression counts
+  // A's that B lacks or errored
+  ResultFile a, b;
+  Series kept, lost, broken, failed_in_a, added;
+  kept.name = "early_exit/kept";
+  kept.times_us = {1, 2, 3};
+  lost = kept;
+  lost.name = "early_exit/lost";
+  broken = kept;
+  broken.name = "early_exit/broken";
+  failed_in_a.name = "early_exit/failed_in_a";
+  failed_in_a.error = "error: in A";
+  added = kept;
+  added.name = "early_exit/added";
+  Series broken_in_b = broken;
+  broken_in_b.times_us.clear();
+  broken_in_b.error = "error: the kernel failed";
+  a.series = {kept, lost, broken, failed_in_a};
+  b.series = {kept, broken_in_b, failed_in_a, added};
+  const Coverage c = coverage(a, b);
+  EXPECT_EQ(c.only_in_a, std::vector<std::string>{"early_exit/lost"});
+  EXPECT_EQ(c.errored_in_b, std::vector<std::string>{"early_exit/broken: error: the kernel failed"});
+  EXPECT_EQ(c.only_in_b, std::vector<std::string>{"early_exit/added"});
+  ASSERT_EQ(compare(a, b).size(), 1u);  // only what both ran
+  const Coverage same = coverage(a, a);
+  EXPECT_TRUE(same.only_in_a.empty() && same.only_in_b.empty() && same.errored_in_b.empty());
+}
+
 // Rows of a --compare as compare() makes them: `count` benchmarks of `strategy`, medians changed
 // by `shift` plus a per-benchmark drift uniform in +-`drift`.
 std::vector<Comparison> changed_rows(std::mt19937_64& rng, const std::string& strategy, int count, double shift,

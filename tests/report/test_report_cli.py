@@ -199,6 +199,38 @@ class Report(unittest.TestCase):
         self.assertEqual(run("--compare", a, b, "--fail-on-regression", "1000").returncode, 0)
         self.assertEqual(run("--compare", a, b, "--fail-on-regression", "x").returncode, 2)
 
+    def test_compare_lists_what_one_file_lacks_and_a_lost_strategy_fails_the_gate(self):
+        # #59 item 6: B lost native/fused (one benchmark absent, one errored) and ran one A did not
+        data = json.load(open(SMALL))
+        b = copy.deepcopy(data)
+        early, late = ("early_exit/cpu/native/fused/mix:early/", "early_exit/cpu/native/fused/mix:late/")
+        b["benchmarks"] = [x for x in b["benchmarks"] if not x["name"].startswith(early)]
+        for x in b["benchmarks"]:
+            if x["name"].startswith(late) and x.get("run_type") == "iteration":
+                x.update(error_occurred=True, error_message="error: the kernel failed")
+        extra = copy.deepcopy(next(x for x in b["benchmarks"] if "torch/masked/mix:late" in x["name"]))
+        extra["name"] = extra["run_name"] = "early_exit/cpu/torch/masked/mix:uniform/batch:1/hidden:64/blocks:3"
+        b["benchmarks"].append(extra)
+        path = self.write_json("b.json", b)
+        result = run("--compare", SMALL, path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        listed = result.stdout[result.stdout.index("### Only in A"):]
+        self.assertEqual(listed.splitlines(), [
+            "### Only in A (not run in B): 1", "",
+            "- early_exit/cpu/native/fused/mix:early/batch:1/hidden:64/blocks:3", "",
+            "### Errored in B (A has times): 1", "",
+            "- early_exit/cpu/native/fused/mix:late/batch:1/hidden:64/blocks:3: error: the kernel failed", "",
+            "### Only in B: 1", "",
+            "- early_exit/cpu/torch/masked/mix:uniform/batch:1/hidden:64/blocks:3", ""])
+        # a CI gate: a strategy that stopped working fails it, unless told B ran less on purpose
+        result = run("--compare", SMALL, path, "--fail-on-regression=10")
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertEqual(result.stderr, "condbench-report: in A, missing or errored in B (--allow-missing passes them): "
+                                        f"{early}batch:1/hidden:64/blocks:3 (missing), "
+                                        f"{late}batch:1/hidden:64/blocks:3 (errored)\n")
+        self.assertEqual(run("--compare", SMALL, path, "--fail-on-regression=10", "--allow-missing").returncode, 0)
+        self.assertEqual(run("--compare", SMALL, path, "--allow-missing").returncode, 2)
+
     def five_repetition_run(self, seed, scale=1.0, cv=0.01):
         """SMALL with 5 repetitions of every mix:early series, drawn around its median with `cv` noise."""
         import random

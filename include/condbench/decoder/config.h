@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "condbench/memory_budget.h"
 #include "condbench/parameters.h"
 #include "condbench/size_relation.h"
 
@@ -47,8 +48,14 @@ struct DecoderConfig {
   // step 0 reads the prompt's last token, step t its own output of step t-1.
   int step_position(int step) const { return prompt - 1 + step; }
 
-  // Throws condbench::Error naming the size that is out of range or inconsistent.
+  // Throws condbench::Error naming the size that is out of range or inconsistent, or when the
+  // weights alone are over the memory budget (memory_budget.h).
   void validate() const;
+  // What the decoder holds for `rows` rows decoding at once (0: its weights alone): its weights, then
+  // decoder_memory_terms. Check it with MemoryNeed::require before anything is allocated.
+  MemoryNeed memory_need(int64_t rows) const;
+  // A MemoryTerm's factors: "rows" is `rows`, the others the sizes by key.
+  SizeOf memory_sizes(int64_t rows) const;
   // "vocab=512 d_model=256 heads=4 layers=8 ffn=1024 context=64 exit_every=2 prompt=16 generate=32"
   std::string describe() const;
   // "decoder-vocab512-d_model256-...-generate32": the name of its exported workload's folder (as
@@ -67,6 +74,12 @@ struct DecoderConfig {
 // How the decoder's sizes must relate (DecoderConfig::validate; rules.json's config_relations).
 const std::vector<SizeRelation>& decoder_relations();
 
+// What `rows` rows decoding at once hold beside the weights, as named products of "rows" and the
+// decoder's sizes: the key/value cache above all (memory_budget.h; rules.json gives them to Python).
+const std::vector<MemoryTerm>& decoder_memory_terms();
+// What condbench-infer keeps beside that: every step's logits of two strategies and their JSON.
+const std::vector<MemoryTerm>& decoder_output_terms();
+
 // The decoder's sizes, in the order of its benchmark-name axes and flags (--vocab, --d-model, ...).
 struct DecoderSize {
   const char* key;
@@ -74,6 +87,7 @@ struct DecoderSize {
   int DecoderConfig::*field;
   int max;
   bool per_sequence = false;  // what a sequence is (prompt, generate), not the model or its step
+  bool from_weights = false;  // a state_dict's shapes say it (heads and exit_every it cannot)
 };
 const std::vector<DecoderSize>& decoder_sizes();
 

@@ -35,6 +35,9 @@ class AotiDecoderStrategy : public TorchDecoderStrategy {
   DecodeCounters work(int layers_run, int heads) const;
 
  private:
+  // Throws condbench::Error when the loaded package does not compute this model's step.
+  void check_package() const;
+
   const char* module_;
   std::unique_ptr<aoti::Package> package_;
   std::unique_ptr<TorchDecoder> prefill_;

@@ -1,0 +1,42 @@
+"""The package's readers of a path a user gives (a model file's weights, a compiled folder's files,
+an exported workload): what is not a regular file is refused before anything reads it, as C++'s
+require_regular_file (include/condbench/input_file.h) refuses it. Opening a FIFO for reading waits
+for a writer that may never come; here it is opened without waiting and refused."""
+import os
+import stat
+
+
+class NotRegularFile(OSError):
+    """A FIFO, a socket, a device or a folder where a file is read. An OSError: a reader that handles
+    an unreadable file handles this one alike."""
+
+
+def kind(mode):
+    return ("a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else
+            "a socket" if stat.S_ISSOCK(mode) else "a device")
+
+
+def open_regular(path, mode="rb", **options):
+    """open(path, mode) for reading, of a regular file only (a link to one is one): raises
+    NotRegularFile for anything else without blocking on it, FileNotFoundError where it is absent."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(f"{path}: not a regular file ({kind(st.st_mode)}): give a file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, mode, **options)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def require_regular(path):
+    """Raises NotRegularFile where `path` exists and is not a regular file (before torch.load, say,
+    which opens it itself)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(f"{path}: not a regular file ({kind(mode)}): give a file")
