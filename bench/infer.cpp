@@ -230,11 +230,7 @@ int run(int argc, char** argv) {
   const Options options = parse_options(argc, argv);
   const EarlyExitModel model = shared_model(options.source);
   const int64_t rows = options.input.size(0);
-  // The exit rule's score on these rows, as condbench checks it on its pool: a model file's
-  // confidence() outside (0, 1] would send rows out at threshold 1 ("no row leaves here").
-  // (Non-finite scores are weights or rows that overflow float32: said below, with the strategy.)
-  exit_scores_in_range(model, options.input, "the rows given (--input or --batch)", /*pass_non_finite=*/true);
-
+  bool scores_checked = false;
   Json out;
   out["model"] = model->config().describe();
   out["rows"] = rows;
@@ -251,6 +247,14 @@ int run(int argc, char** argv) {
     if (const Unsupported why = info.unsupported(model->config(), rows)) {
       out["skipped"].push_back({{"strategy", info.key()}, {"reason", *why}});
       continue;
+    }
+    if (!scores_checked) {
+      // The exit rule's score on these rows, as condbench checks it on its pool: a model file's
+      // confidence() outside (0, 1] would send rows out at threshold 1 ("no row leaves here").
+      // Once a strategy can run them (a folder compiled for another device runs nothing here).
+      // (Non-finite scores are weights or rows that overflow float32: said below, with the strategy.)
+      exit_scores_in_range(model, options.input, "the rows given (--input or --batch)", /*pass_non_finite=*/true);
+      scores_checked = true;
     }
     std::unique_ptr<Strategy> strategy = info.make();
     try {
