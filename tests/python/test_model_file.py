@@ -644,11 +644,12 @@ class Hashing(unittest.TestCase):
                     reads.append(size)
                     return super().read(size)
 
-            model_file.open = lambda name, mode: Recorded(name, "r")  # the module's open, for this test
+            real = model_file.open_regular
+            model_file.open_regular = lambda name: Recorded(name, "r")  # the module's opener, for this test
             try:
                 got = model_file.file_digest(path)
             finally:
-                del model_file.open
+                model_file.open_regular = real
             self.assertEqual(got, hashlib.sha256(data).hexdigest())
             self.assertEqual(reads, [1 << 20] * 5)  # 4 chunks with bytes, then the empty read that ends it
 
