@@ -15,6 +15,7 @@
 #include "condbench/error.h"
 #include "condbench/machine_state.h"
 #include "condbench/memory_budget.h"
+#include "condbench/result_format.h"
 
 namespace condbench {
 

@@ -18,13 +18,13 @@ ContextEntries check_machine_before_run(int threads, bool require_quiet);
 // The same after the run (condbench_machine_busy_end, ...): load that came up during the run.
 // The run queue is read once our threads have settled; the 1-minute load average still holds up
 // to `threads` of ours, and is judged less those.
-// With the process's peak resident memory (peak_resident_memory), under kPeakMemoryContext.
+// With the process's peak resident memory (peak_resident_memory), under kPeakMemoryContext
+// (result_format.h).
 ContextEntries check_machine_after_run(int threads);
 
 // The process's peak resident memory so far, from getrusage (ru_maxrss): "1.23 GiB (1290240 kB,
 // getrusage maxrss)". The run's context keeps it and the console's last line says it: a default
 // run must fit a laptop (docs/input.md, "The memory budget").
 std::string peak_resident_memory();
-inline constexpr const char* kPeakMemoryContext = "condbench_peak_resident_memory";
 
 }  // namespace condbench

@@ -14,6 +14,7 @@
 #include "condbench/memory_budget.h"
 #include "condbench/model_file.h"
 #include "condbench/nvtx.h"
+#include "condbench/result_format.h"
 
 namespace condbench {
 namespace {
@@ -170,6 +171,7 @@ nlohmann::json rules_as_data() {
   rules["compile_check"] = as_data(kCompileCheck);
   rules["max_batch"] = kMaxBatch;
   rules["memory_budget"] = memory_budget();  // every tool's --batch limit: what an exported package accepts
+  rules["context"] = {{"peak_resident_memory", kPeakMemoryContext}};  // what the peer's file says of itself
   return rules;
 }
 

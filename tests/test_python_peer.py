@@ -195,6 +195,9 @@ class PythonPeer(unittest.TestCase):
         # CONDBENCH_TEST_TWIN: the same variant under a second name, recorded; condbench's items ignored
         self.assertIn("early_exit/cpu/python/py_eager_if_twin/exit:1/batch:1/hidden:24/blocks:3", cases)
         self.assertEqual(data["context"]["condbench_test_twin"], "cpu/native/fused,python/py_eager_if")
+        # its peak resident memory, under condbench's key and in its words (#59)
+        self.assertRegex(data["context"]["condbench_peak_resident_memory"],
+                         r"^[0-9.]+ (MiB|GiB) \([0-9]+ kB, getrusage maxrss\)$")
         runs = {b["run_name"]: b for b in iterations}
         eager4 = runs["early_exit/cpu/python/py_eager_if/exit:4/batch:1/hidden:24/blocks:3"]
         self.assertEqual(eager4["host_syncs"], 3.0)

@@ -25,6 +25,8 @@ constexpr const char* kResultSchema = "1";
 // its summary; the decoder's strategies (docs/design.md §8) under their own key.
 constexpr const char* kStrategyContext = "strategy:";
 constexpr const char* kDecoderStrategyContext = "decoder strategy:";
+// The process's peak resident memory (getrusage maxrss): condbench's and the peer's, each its own file.
+constexpr const char* kPeakMemoryContext = "condbench_peak_resident_memory";
 
 class BenchmarkName {
  public:

@@ -34,8 +34,8 @@ from . import decoder, decoder_peer, lockstep, names, results
 from .families import build_model, load_model
 from .variants import SUMMARIES, VARIANTS, WORKAROUND_DOC, cudagraph_skips, variants, workarounds
 from .regular_file import NotRegularFile, open_regular, require_regular
-from .rules import (CONFIG_SIZES, MEMORY_BUDGET, broken_relation, broken_size, exit_fires, module_floats,
-                    over_memory_budget)
+from .rules import (CONFIG_SIZES, MEMORY_BUDGET, PEAK_MEMORY_CONTEXT, broken_relation, broken_size, exit_fires,
+                    module_floats, over_memory_budget, peak_resident_memory)
 
 SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
 
@@ -360,6 +360,7 @@ def main():
         print(f"peer: answer budget: {spent}", flush=True)
     if notes:  # what did not run and why, for the report (a model file's refused variants, workarounds)
         document.context[NOTES_CONTEXT] = "\n".join(notes)
+    document.context[PEAK_MEMORY_CONTEXT] = peak_resident_memory()
     result = document.build()
     for case in cases:
         times = [sample[0] for sample in rounds.samples[id(case)]]
@@ -367,6 +368,7 @@ def main():
     results.write(args.out, result)
     for note in notes:
         print(f"peer: {note}")
+    print(f"peer: peak resident memory {document.context[PEAK_MEMORY_CONTEXT]}")
     print(f"wrote {args.out}")
 
 

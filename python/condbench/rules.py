@@ -89,6 +89,21 @@ def broken_size(family, sizes):
 # built-in family and of the decoder holds beside the weights, as products of named sizes ("rows")
 MEMORY_BUDGET = RULES["memory_budget"]
 
+# the context key under which a result file keeps its process's peak resident memory
+PEAK_MEMORY_CONTEXT = RULES["context"]["peak_resident_memory"]
+
+
+def peak_resident_memory():
+    """This process's peak resident memory so far (getrusage maxrss), in C++'s words for its own."""
+    import resource
+
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Linux: kilobytes
+    size, unit = kib * 1024.0, 0
+    units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"]
+    while size >= 1024 and unit + 1 < len(units):
+        size, unit = size / 1024, unit + 1
+    return f"{size:.3g} {units[unit]} ({kib} kB, getrusage maxrss)"
+
 
 def module_floats(build):
     """The floats of the parameters and buffers the module build() makes, made on the meta device:
