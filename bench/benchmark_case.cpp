@@ -126,7 +126,8 @@ class InferenceCase final : public PreparedCase {
   explicit InferenceCase(const BenchmarkCase& c);
 
   void time(benchmark::State& state, double slowdown) override {
-    time_units(state, slowdown, [] {}, [this] { run_one(); });
+    time_units(
+        state, slowdown, [] {}, [this] { run_one(); });
   }
   void write_counters(benchmark::State& state) const override {
     report_counters(state, record_->records, workload_->config(), batch_);

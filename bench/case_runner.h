@@ -36,8 +36,8 @@ class PreparedCase : public DeviceUnits {
 struct TimedCase {
   std::string name;
   Device device = Device::cpu;
-  std::string strategy_path;                           // device/engine/strategy: the slowdown knob's key
-  std::function<Unsupported()> why_skipped;            // no device, or what the strategy declares
+  std::string strategy_path;                            // device/engine/strategy: the slowdown knob's key
+  std::function<Unsupported()> why_skipped;             // no device, or what the strategy declares
   std::function<std::unique_ptr<PreparedCase>()> make;  // untimed; may throw NotRunnable
 };
 

@@ -210,8 +210,8 @@ class TokenCase final : public PreparedCase {
   std::vector<at::Tensor> first_;    // each sequence's first input: its prompts' last tokens
   std::vector<float> thresholds_;
   DecodeRecord record_;
-  size_t next_ = 0;                   // the sequence restart() starts
-  int made_ = 0;                      // tokens the current sequence has generated (generate_: none started)
+  size_t next_ = 0;                    // the sequence restart() starts
+  int made_ = 0;                       // tokens the current sequence has generated (generate_: none started)
   const at::Tensor* input_ = nullptr;  // the next step's input
 };
 

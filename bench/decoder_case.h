@@ -37,5 +37,4 @@ const DecoderModel& decoder_model(const DecoderConfig& config);
 const std::vector<float>& decoder_thresholds(const DecoderConfig& config, const Scenario& scenario);
 at::Tensor decoder_case_prompts(const DecoderConfig& config, int64_t batch);
 
-
 }  // namespace condbench

@@ -41,9 +41,7 @@ int main(int argc, char** argv) {
   // The case kept prepared between benchmark calls goes when main returns, however it returns:
   // before static destruction, which CUDA does not outlive.
   struct ReleasedOnReturn {
-    ~ReleasedOnReturn() {
-      condbench::release_prepared_case();
-    }
+    ~ReleasedOnReturn() { condbench::release_prepared_case(); }
   } const release_case;
   try {
     const int code = run(argc, argv);

@@ -31,7 +31,8 @@ class CountingCase final : public PreparedCase {
     ++seen_.timed;
     seen_.slowdown = slowdown;
     if (throws_) throw Error("the unit failed\nsecond line");
-    time_units(state, slowdown, [] {}, [this] { ++units_; });
+    time_units(
+        state, slowdown, [] {}, [this] { ++units_; });
   }
   void write_counters(benchmark::State& state) const override {
     ++seen_.counters_written;
@@ -112,7 +113,7 @@ TEST_F(CaseRunner, AsksEveryCudaCaseForItsGpuTimeAndNoOtherCase) {
     EXPECT_EQ(r.repetitions, 2) << name;
     EXPECT_EQ(r.error, "") << name;
     EXPECT_EQ(r.counters.count("gpu_us") + r.counters.count("gpu_span_us"), 0U) << name;  // no stream, no time
-    EXPECT_EQ(r.counters.at("units_seen"), (std::vector<double>{3, 6})) << name;  // one case, kept made
+    EXPECT_EQ(r.counters.at("units_seen"), (std::vector<double>{3, 6})) << name;          // one case, kept made
     ASSERT_EQ(r.counters.at("sequence").size(), 2U) << name;
     EXPECT_LT(r.counters.at("sequence")[0], r.counters.at("sequence")[1]) << name;
     EXPECT_EQ(r.counters.count("round"), 0U) << name;
