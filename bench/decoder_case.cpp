@@ -7,9 +7,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "benchmark_case.h"
 #include "cli.h"
+#include "condbench/counters.h"
 #include "condbench/decoder/torch_decoder.h"
 #include "condbench/error.h"
 #include "condbench/nvtx.h"
@@ -249,13 +251,10 @@ TokenCase::TokenCase(const DecoderCase& c)
 
 void TokenCase::write_counters(benchmark::State& state) const {
   const double batch = static_cast<double>(batch_);
-  state.counters["host_syncs"] = record_.per_step.host_syncs;
-  state.counters["flops_executed"] = record_.per_step.flops_executed;
-  state.counters["bytes_read"] = record_.per_step.bytes_read;
-  state.counters["launches"] = record_.per_step.launches;
-  state.counters["layers_run"] = record_.per_step.layers_run / batch;
-  state.counters["layers_propagated"] = record_.per_step.layers_propagated / batch;
-  state.counters["exits_evaluated"] = record_.per_step.heads_run / batch;
+  for (const CounterSpec& spec : kCounters)  // per token; per_row: per row's token
+    if (spec.step)
+      state.counters[std::string(spec.name)] =
+          record_.per_step.*spec.step / (spec.averaging == Averaging::per_row ? batch : 1.0);
   double exit_mean = 0;
   for (size_t k = 0; k < record_.exits.size(); ++k) {
     state.counters["exit_" + std::to_string(k + 1)] = record_.exits[k];

@@ -115,10 +115,27 @@ class AotiEngine(unittest.TestCase):
         self.assertEqual(data["context"]["condbench_selection"], "part: --device, --strategy, --scenario, --batch, --hidden")
         # every counter in the file is one of the counters table's (include/condbench/counters.h), whose
         # descriptions the context carries: the harness names none by hand that the table lacks
+        self.assertCountersDescribed(data, b)
+        # so does the decoder's case: its counters (layers_run, exits_evaluated, ...) are rows too
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "decoder.json")
+            result = run(CONDBENCH, "--device=cpu", "--model=decoder", "--strategy=eager_host", "--batch=2",
+                         "--scenario=exit:1",
+                         "--decoder=vocab=29,d_model=24,heads=2,layers=4,ffn=40,context=24,prompt=5,generate=4",
+                         "--benchmark_repetitions=1", "--benchmark_min_time=0.01",
+                         f"--benchmark_out={out}", "--benchmark_out_format=json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(out) as f:
+                data = json.load(f)
+        [b] = [b for b in data["benchmarks"] if b["run_name"].startswith("early_exit/cpu/torch/eager_host/")]
+        self.assertEqual((b["layers_run"], b["layers_propagated"], b["exits_evaluated"]), (2, 2, 1))  # left at exit 1
+        self.assertCountersDescribed(data, b)
+
+    def assertCountersDescribed(self, data, benchmark):
         described = {k[len("counter:"):] for k in data["context"] if k.startswith("counter:")}
         google = {"real_time", "cpu_time", "iterations", "repetitions", "repetition_index", "threads", "family_index",
                   "per_family_instance_index", "items_per_second", "bytes_per_second"}
-        for key, value in b.items():
+        for key, value in benchmark.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in google:
                 self.assertTrue(key in described or (key.startswith("exit_") and "exit_" in described), key)
 

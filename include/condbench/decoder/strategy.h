@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "condbench/counters.h"
 #include "condbench/decoder/config.h"
 #include "condbench/strategy.h"
 
@@ -38,17 +39,8 @@ struct DecodeOutput {
   at::Tensor logits;
 };
 
-// What one step did, as the strategy records it. Per step, all rows together.
-struct DecodeCounters {
-  double host_syncs = 0;         // exit decisions the host waited for (on the CPU: taken by host code)
-  double layers_run = 0;         // layers run in full, summed over the rows
-  double layers_propagated = 0;  // layers that only projected a left row's keys and values
-  double heads_run = 0;          // LM head evaluations, summed over the rows
-  double launches = 0;           // work the host issued: ATen operator calls (torch, aoti), plus graph replays
-  double flops_executed = 0;     // every row's Linears and attention actually computed
-  double bytes_read = 0;         // weights of what ran, once per step, plus the cache rows read
-};
-
+// What one step did, as the strategy records it (DecodeCounters, condbench/counters.h): per step,
+// all rows together.
 class DecoderStrategy {
  public:
   explicit DecoderStrategy(Device device) : device_(device) {}
