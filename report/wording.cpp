@@ -170,11 +170,11 @@ std::vector<std::string> verdict_legend() {
       "drift allowance: the only factor shown); SLOWER ≥N×: the second is; SAME: the whole interval lies "
       "inside " +
           format_ratio(kEquivalenceMargin) + "; ?: neither (docs/statistics.md)",
-      "‡ timed apart: in different processes or runs, or one after the other rather than in interleaved "
-      "rounds (a drift allowance of " +
+      "‡ timed apart: in different processes or runs, or one after the other, not in interleaved rounds (a "
+      "drift allowance of " +
           format_drift(kDriftBetweenProcesses) +
-          "); † outlying repetitions; ◊ different kernels (condbench's own, ATen's, Inductor's or ONNX "
-          "Runtime's), not only a different control flow; ⚑ recorded on a busy machine",
+          "); † outlying repetitions; ◊ different kernels (condbench's, ATen's, Inductor's or ONNX Runtime's), "
+          "not only another control flow; ⚑ recorded on a busy machine",
       "⊘ withheld: the drift this run's equal-work pairs showed flips it (\"The drift allowance\")",
       "condbench-report --explain \"A vs B at SCENARIO\" FILE... gives any cell's sentence (the HTML: its title)"};
 }

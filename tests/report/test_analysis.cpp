@@ -73,6 +73,16 @@ std::vector<std::string> verdicts(const Group& g) {
   return out;
 }
 
+// The legend is printed once per report, a bullet a line: each a line a reader takes in (#57: no
+// line over 300 characters outside tables), counted in characters, not UTF-8 bytes.
+TEST(Analysis, EachLegendLineFitsThreeHundredCharacters) {
+  for (const std::string& line : verdict_legend()) {
+    size_t characters = 0;
+    for (const char c : line) characters += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    EXPECT_LE(characters + 2, 300U) << line;  // "- " before it
+  }
+}
+
 TEST(Analysis, SentencesAreGeneratedFromTheData) {
   // The fixture has 3 and 1 repetitions: too few for any claim, and each sentence says why.
   EXPECT_EQ(said(recommendations(make_groups({load_result_file(kFixture)}))),
