@@ -13,7 +13,6 @@
 namespace condbench::report {
 namespace {
 
-using test_support::group_of;
 using test_support::one_series;
 
 // A result file as condbench writes one, in text: its context says how it was timed, and each series
