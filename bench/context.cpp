@@ -112,7 +112,10 @@ std::vector<std::pair<std::string, std::string>> runner_context(const RunnerOpti
   if (!slowdown.empty()) context.emplace_back("condbench_test_slowdown", slowdown);
   if (!twins.empty()) context.emplace_back("condbench_test_twin", twins);
   // Timed in turns with another process (the peer): the report judges the two files' cells together.
-  if (const Lockstep* turns = lockstep()) context.emplace_back("condbench_lockstep", turns->id());
+  if (const Lockstep* turns = lockstep()) {
+    context.emplace_back(kLockstepContext, turns->id());
+    context.emplace_back(kLockstepAllowanceContext, turns->allowance());
+  }
   context.emplace_back("nvtx", nvtx::level_name(options.nvtx));
   // The profiler costs every call: a file it recorded is for kernel tables, not for timings.
   if (!options.kernel_trace_out.empty()) context.emplace_back("condbench_kernel_trace", options.kernel_trace_out);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "condbench/error.h"
+#include "condbench/result_format.h"
 
 namespace condbench {
 
@@ -21,6 +22,19 @@ int descriptor(const std::string& text, const std::string& whole) {
   const int fd = std::stoi(text);
   if (fcntl(fd, F_GETFD) == -1) fail("CONDBENCH_LOCKSTEP: descriptor " + text + " is not open in this process");
   return fd;
+}
+
+// CONDBENCH_LOCKSTEP_ALLOWANCE: a number from 1 to kMaxLockstepAllowance, as given ("1" when unset).
+std::string given_allowance() {
+  const char* value = std::getenv("CONDBENCH_LOCKSTEP_ALLOWANCE");
+  if (value == nullptr || *value == '\0') return "1";
+  const std::string text = value;
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !(x >= 1 && x <= kMaxLockstepAllowance))
+    fail("CONDBENCH_LOCKSTEP_ALLOWANCE: '" + printable(text, 40) + "' is not a number from 1 to " +
+         std::to_string(static_cast<int>(kMaxLockstepAllowance)));
+  return text;
 }
 
 }  // namespace
@@ -36,7 +50,7 @@ std::optional<Lockstep> Lockstep::from_environment() {
             done = descriptor(text.substr(first + 1, second - first - 1), text);
   // A coordinator that is gone closes the pipe: a write then fails (wait_turn says so), not a signal.
   ::signal(SIGPIPE, SIG_IGN);
-  return Lockstep(go, done, text.substr(second + 1));
+  return Lockstep(go, done, text.substr(second + 1), given_allowance());
 }
 
 void Lockstep::wait_turn() {

@@ -4,7 +4,10 @@
 // their rounds alternately on the same machine and neither is timed while the other runs. The
 // coordinator gives each process CONDBENCH_LOCKSTEP=GO_FD,DONE_FD,ID: before each turn the process
 // writes a byte to DONE_FD (its startup or last turn is over) and waits for one on GO_FD; its last
-// turn ends when it exits. Without the variable a run is as it always was.
+// turn ends when it exits. Without the variable a run is as it always was. Beside it,
+// CONDBENCH_LOCKSTEP_ALLOWANCE: the drift allowance the report gives a pair across the two processes'
+// files (a number >= 1: what scripts/aa-check --lockstep measured on the machine; 1 where it measured
+// none), recorded in the result's context.
 #include <optional>
 #include <string>
 
@@ -25,11 +28,13 @@ class Lockstep {
     if (round > 0 || !holding_) wait_turn();
   }
   const std::string& id() const { return id_; }
+  const std::string& allowance() const { return allowance_; }  // "1", "1.12"
 
  private:
-  Lockstep(int go, int done, std::string id) : go_(go), done_(done), id_(std::move(id)) {}
+  Lockstep(int go, int done, std::string id, std::string allowance)
+      : go_(go), done_(done), id_(std::move(id)), allowance_(std::move(allowance)) {}
   int go_ = -1, done_ = -1;
-  std::string id_;
+  std::string id_, allowance_;
   bool holding_ = false;
 };
 

@@ -40,6 +40,9 @@ struct Cell {
   // The lockstep its file was timed in (condbench.lockstep: its rounds in turns with another process's,
   // whose file names the same), or "". Two interleaved cells of one lockstep saw the machine alike too.
   std::string lockstep;
+  // The allowance a pair across that lockstep's files gets (its context's condbench_lockstep_allowance:
+  // what scripts/aa-check --lockstep measured on the machine; 1 where it measured none).
+  double lockstep_allowance = 1;
   std::string name;  // the benchmark's name in its file (Series::name)
   // How many times the run that measured it judged the answer before it stopped (--answer-budget's
   // looks, from the file's context; 1 without a budget). Every verdict on it is made at the
@@ -78,8 +81,9 @@ std::string outliers_text(size_t outliers);
 // interleaved file the allowance is 1: there identical work never reached a claim (the reference of
 // 2026-12-02: 348 pairs in condbench, largest 1.043; 174 in the peer's rounds, largest 0.979).
 constexpr double kDriftBetweenProcesses = 1.7;
-// The rule's allowance for two cells: 1 within one interleaved file or between interleaved files of
-// one lockstep, else kDriftBetweenProcesses.
+// The rule's allowance for two cells: 1 within one interleaved file; between interleaved files of one
+// lockstep, the allowance that lockstep was given (the larger of the two files' word); else
+// kDriftBetweenProcesses.
 double rule_drift(const Cell& a, const Cell& b);
 // What a verdict allows: the rule's, or the drift either cell's equal-work pairs measured where that
 // is larger (Cell::measured_drift).

@@ -68,6 +68,7 @@ std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unst
       cell.looks = looks(file);
       cell.busy = busy[index];
       cell.lockstep = file.lockstep();
+      cell.lockstep_allowance = file.lockstep_allowance();
       // a GPU time for every repetition or none: a file cut short or crafted may mix them
       // one figure per repetition, or (files before it) one per case repeated in each: that is one figure
       if (s.gpu_us.size() == s.times_us.size() && !s.gpu_us.empty()) {

@@ -1,5 +1,6 @@
 #include "pairs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -51,12 +52,27 @@ std::vector<JudgedPair> pairs_across(const ResultFile& a, const ResultFile& b) {
     second.interleaved = b.interleaved();
     first.lockstep = a.lockstep();
     second.lockstep = b.lockstep();
+    first.lockstep_allowance = a.lockstep_allowance();
+    second.lockstep_allowance = b.lockstep_allowance();
     const std::string group =
         a.device_label(s.device) + ", " + model_text(s.model) + ", batch " + std::to_string(s.batch);
     out.push_back({a.path, group, side(first, s.strategy_key(), s.scenario), side(second, s.strategy_key(), s.scenario),
                    judge(first, second)});
   }
   return out;
+}
+
+nlohmann::json pairs_summary(const std::vector<JudgedPair>& pairs) {
+  size_t faster = 0;
+  double drift = 1, medians = 1;
+  for (const JudgedPair& p : pairs) {
+    const Judgement& j = p.judgement;
+    faster += j.standing == Standing::faster;
+    if (j.ratio.bounded()) drift = std::max(drift, j.ratio.low);
+    if (std::isfinite(j.ratio.median) && j.ratio.median > 0)
+      medians = std::max({medians, j.ratio.median, 1 / j.ratio.median});
+  }
+  return {{"pairs", pairs.size()}, {"faster", faster}, {"drift_shown", drift}, {"largest_median_ratio", medians}};
 }
 
 nlohmann::json pairs_json(const std::vector<JudgedPair>& pairs) {
@@ -80,7 +96,7 @@ nlohmann::json pairs_json(const std::vector<JudgedPair>& pairs) {
                     {"cannot_exclude", number_or_null(j.cannot_exclude)},
                     {"outliers", j.outliers}});
   }
-  return {{"pairs", list}};
+  return {{"pairs", list}, {"summary", pairs_summary(pairs)}};
 }
 
 }  // namespace condbench::report

@@ -29,8 +29,12 @@ struct JudgedPair {
 std::vector<JudgedPair> pairs_within(const std::vector<ResultFile>& files);
 // Across two files (two runs: two processes): each benchmark both hold, `a`'s cell against `b`'s.
 std::vector<JudgedPair> pairs_across(const ResultFile& a, const ResultFile& b);
-// {"pairs": [...]}: the sides, and the judgement's interval (low, high, median_ratio, k, confidence),
-// drift, standing, factor, detectable, cannot_exclude and outliers; an infinite figure is null.
+// What a set of pairs shows as a whole, for an A/A (scripts/aa-check --lockstep): how many, how many
+// came out faster, the drift shown (how far beyond 1 the farthest interval of a ratio lies: 1 where
+// every interval holds 1) and the largest ratio of two medians.
+nlohmann::json pairs_summary(const std::vector<JudgedPair>& pairs);
+// {"pairs": [...], "summary": pairs_summary}: the sides, and the judgement's interval (low, high, median_ratio, k,
+// confidence), drift, standing, factor, detectable, cannot_exclude and outliers; an infinite figure is null.
 nlohmann::json pairs_json(const std::vector<JudgedPair>& pairs);
 
 }  // namespace condbench::report

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <utility>
 
+#include "analysis.h"
 #include "condbench/error.h"
 #include "condbench/result_format.h"
 
@@ -88,8 +89,17 @@ bool ResultFile::interleaved() const {
 }
 
 std::string ResultFile::lockstep() const {
-  const auto it = context.find("condbench_lockstep");
+  const auto it = context.find(kLockstepContext);
   return it == context.end() ? std::string() : it->second;
+}
+
+double ResultFile::lockstep_allowance() const {
+  const auto it = context.find(kLockstepAllowanceContext);
+  if (it == context.end()) return 1;
+  char* end = nullptr;
+  const double x = std::strtod(it->second.c_str(), &end);
+  const bool whole = !it->second.empty() && end == it->second.c_str() + it->second.size();
+  return whole && x >= 1 && x <= kMaxLockstepAllowance ? x : kDriftBetweenProcesses;
 }
 
 ResultFile load_result_file(const std::string& path) {

@@ -30,6 +30,10 @@ struct ResultFile {
   // rounds, the peer's rounds), and the lockstep it was timed in ("" for none).
   bool interleaved() const;
   std::string lockstep() const;
+  // The allowance its lockstep gave a pair across its files: 1 where the file does not say (the first
+  // lockstep runs gave none); kDriftBetweenProcesses where what it says is not a number from 1 to
+  // kMaxLockstepAllowance (a file edited by hand is judged as timed apart).
+  double lockstep_allowance() const;
 };
 
 // Result files come from other machines: the reader refuses one larger than this...

@@ -29,8 +29,10 @@ Cell make_cell(const std::vector<double>& times_us, double unstable_cv) {
 }
 
 double rule_drift(const Cell& a, const Cell& b) {
-  const bool together = a.file == b.file || (!a.lockstep.empty() && a.lockstep == b.lockstep);
-  return together && a.interleaved && b.interleaved ? 1.0 : kDriftBetweenProcesses;
+  if (!a.interleaved || !b.interleaved) return kDriftBetweenProcesses;
+  if (a.file == b.file) return 1.0;
+  if (!a.lockstep.empty() && a.lockstep == b.lockstep) return std::max(a.lockstep_allowance, b.lockstep_allowance);
+  return kDriftBetweenProcesses;
 }
 
 double drift_allowance(const Cell& a, const Cell& b) {

@@ -171,7 +171,10 @@ nlohmann::json rules_as_data() {
   rules["compile_check"] = as_data(kCompileCheck);
   rules["max_batch"] = kMaxBatch;
   rules["memory_budget"] = memory_budget();  // every tool's --batch limit: what an exported package accepts
-  rules["context"] = {{"peak_resident_memory", kPeakMemoryContext}};  // what the peer's file says of itself
+  rules["context"] = {{"peak_resident_memory", kPeakMemoryContext},
+                      {"lockstep", kLockstepContext},
+                      {"lockstep_allowance", kLockstepAllowanceContext}};  // what the peer's file says of itself
+  rules["max_lockstep_allowance"] = kMaxLockstepAllowance;  // CONDBENCH_LOCKSTEP_ALLOWANCE's range: 1 to this
   return rules;
 }
 

@@ -27,6 +27,13 @@ constexpr const char* kStrategyContext = "strategy:";
 constexpr const char* kDecoderStrategyContext = "decoder strategy:";
 // The process's peak resident memory (getrusage maxrss): condbench's and the peer's, each its own file.
 constexpr const char* kPeakMemoryContext = "condbench_peak_resident_memory";
+// The lockstep a file was timed in (python -m condbench.lockstep: its rounds in turns with another
+// process's) and the drift allowance a pair across that lockstep's files gets ("1": none; a file of a
+// lockstep without it was given none).
+constexpr const char* kLockstepContext = "condbench_lockstep";
+constexpr const char* kLockstepAllowanceContext = "condbench_lockstep_allowance";
+// CONDBENCH_LOCKSTEP_ALLOWANCE, which the coordinator gives both processes: a number from 1 to this.
+constexpr double kMaxLockstepAllowance = 10;
 
 class BenchmarkName {
  public:

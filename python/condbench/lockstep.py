@@ -2,9 +2,12 @@
 is timed while the other runs and both see the machine alike, round by round (docs/statistics.md,
 "Lockstep"). Pairs of their cells are then judged as cells of one interleaved run.
 
-usage: python -m condbench.lockstep [--log FILE] [--id ID] [--keep-going] -- COMMAND... :: COMMAND...
+usage: python -m condbench.lockstep [--log FILE] [--id ID] [--allowance X] [--keep-going] -- COMMAND... :: COMMAND...
 
-The coordinator starts both commands with CONDBENCH_LOCKSTEP=GO_FD,DONE_FD,ID. A process writes a
+The coordinator starts both commands with CONDBENCH_LOCKSTEP=GO_FD,DONE_FD,ID and
+CONDBENCH_LOCKSTEP_ALLOWANCE=X: the drift allowance the report gives a pair across their files (what
+scripts/aa-check --lockstep measured on the machine; --allowance, else the variable as given to the
+coordinator, else 1: none), which both record. A process writes a
 byte to DONE_FD when its startup or its turn is over and waits for a byte on GO_FD before its next
 turn; its last turn ends when it exits. Once both are ready, each round gives every process still
 running one turn, in a new random order. A process that ends with exit 0 or 1 (condbench: some
@@ -23,7 +26,10 @@ import sys
 import time
 from typing import IO, List, NamedTuple, Optional
 
+from .rules import MAX_LOCKSTEP_ALLOWANCE
+
 ENV = "CONDBENCH_LOCKSTEP"
+ALLOWANCE_ENV = "CONDBENCH_LOCKSTEP_ALLOWANCE"
 SEPARATOR = "::"
 STOP_GRACE_S = 5.0
 
@@ -32,8 +38,8 @@ class Turns:
     """This process's side: wait() ends the turn it holds (or its startup) and returns when the
     coordinator gives it the next. The peer's; condbench's is bench/lockstep.cpp."""
 
-    def __init__(self, go: int, done: int, ident: str) -> None:
-        self.go, self.done, self.id = go, done, ident
+    def __init__(self, go: int, done: int, ident: str, allowance: str = "1") -> None:
+        self.go, self.done, self.id, self.allowance = go, done, ident, allowance
 
     def wait(self) -> None:
         try:
@@ -44,6 +50,17 @@ class Turns:
             raise SystemExit("lockstep: the coordinator is gone (its pipe closed); stopping") from None
 
 
+def allowance(text: str) -> str:
+    """CONDBENCH_LOCKSTEP_ALLOWANCE as given, once checked: a number from 1 to C++'s most (rules.json)."""
+    try:
+        ok = 1.0 <= float(text) <= MAX_LOCKSTEP_ALLOWANCE
+    except ValueError:
+        ok = False
+    if not ok:
+        raise SystemExit(f"{ALLOWANCE_ENV}: '{text[:40]}' is not a number from 1 to {MAX_LOCKSTEP_ALLOWANCE:g}")
+    return text
+
+
 def turns() -> Optional[Turns]:
     """The lockstep this process was started in (CONDBENCH_LOCKSTEP), or None."""
     value = os.environ.get(ENV, "")
@@ -51,7 +68,7 @@ def turns() -> Optional[Turns]:
         return None
     try:
         go, done, ident = value.split(",", 2)
-        turn = Turns(int(go), int(done), ident)
+        turn = Turns(int(go), int(done), ident, allowance(os.environ.get(ALLOWANCE_ENV) or "1"))
         os.fstat(turn.go), os.fstat(turn.done)
     except (ValueError, OSError):
         raise SystemExit(f"{ENV}: '{value[:80]}' is not GO_FD,DONE_FD,ID of descriptors open here") from None
@@ -65,10 +82,10 @@ class Worker(NamedTuple):
     done: int  # the coordinator's end: it reads a byte when the turn is over, nothing when the process ended
 
 
-def start(command: List[str], ident: str) -> Worker:
+def start(command: List[str], ident: str, given: str = "1") -> Worker:
     go_read, go_write = os.pipe()
     done_read, done_write = os.pipe()
-    env = {**os.environ, ENV: f"{go_read},{done_write},{ident}"}
+    env = {**os.environ, ENV: f"{go_read},{done_write},{ident}", ALLOWANCE_ENV: given}
     process = subprocess.Popen(command, env=env, pass_fds=(go_read, done_write))
     os.close(go_read)
     os.close(done_write)
@@ -119,8 +136,9 @@ def exit_code(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
-def coordinate(commands: List[List[str]], log: Optional[IO[str]], ident: str, keep_going: bool = False) -> int:
-    workers = [start(c, ident) for c in commands]
+def coordinate(commands: List[List[str]], log: Optional[IO[str]], ident: str, keep_going: bool = False,
+               given: str = "1") -> int:
+    workers = [start(c, ident, given) for c in commands]
     stopping = []
 
     def on_signal(number, frame):  # the coordinator stopped: so are its workers
@@ -193,6 +211,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--log", help="a line per turn: turn, process (0 or 1), start and end in seconds")
     parser.add_argument("--id", default=None, help="the lockstep's name in the result files (default: made here)")
+    parser.add_argument("--allowance", default=None, metavar="X",
+                        help=f"the drift allowance of a pair across the two files (default ${ALLOWANCE_ENV}, else 1)")
     parser.add_argument("--keep-going", action="store_true",
                         help="a failed command leaves the other running alone; the exit is still the failure's")
     if "--" not in argv:
@@ -203,10 +223,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     if rest.count(SEPARATOR) != 1 or rest.index(SEPARATOR) in (0, len(rest) - 1):
         parser.error(f"two commands: -- COMMAND... {SEPARATOR} COMMAND...")
     split = rest.index(SEPARATOR)
+    try:
+        given = allowance(args.allowance or os.environ.get(ALLOWANCE_ENV) or "1")
+    except SystemExit as e:
+        print(f"lockstep: {e}", file=sys.stderr)
+        return 2
     ident = args.id or f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
     log = open(args.log, "w", encoding="utf-8") if args.log else None
     try:
-        return coordinate([rest[:split], rest[split + 1:]], log, ident, args.keep_going)
+        return coordinate([rest[:split], rest[split + 1:]], log, ident, args.keep_going, given)
     except OSError as e:
         print(f"lockstep: cannot start {e.filename or 'a command'}: {e.strerror}", file=sys.stderr)
         return 2

@@ -34,7 +34,7 @@ from . import decoder, decoder_peer, lockstep, names, results
 from .families import build_model, load_model
 from .variants import SUMMARIES, VARIANTS, WORKAROUND_DOC, cudagraph_skips, variants, workarounds
 from .regular_file import NotRegularFile, open_regular, require_regular
-from .rules import (CONFIG_SIZES, MEMORY_BUDGET, PEAK_MEMORY_CONTEXT, broken_relation, broken_size, exit_fires,
+from .rules import (CONFIG_SIZES, LOCKSTEP_ALLOWANCE_CONTEXT, LOCKSTEP_CONTEXT, MEMORY_BUDGET, PEAK_MEMORY_CONTEXT, broken_relation, broken_size, exit_fires,
                     module_floats, over_memory_budget, peak_resident_memory)
 
 SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
@@ -427,6 +427,7 @@ class Document:
     def __init__(self, args, cases, rounds, twins):
         self.args, self.cases, self.rounds, self.twins = args, cases, rounds, twins
         self.turns_id = rounds.turns.id if rounds.turns else ""
+        self.turns_allowance = rounds.turns.allowance if rounds.turns else ""
         self.context = {}  # added by the answer budget
 
     def build(self):
@@ -450,7 +451,8 @@ class Document:
                 "host_name": socket.gethostname(), "executable": "python -m condbench.peer",
                 "num_cpus": os.cpu_count(), "library_build_type": "release",
                 "condbench_schema": SCHEMA, "peer": "python", "condbench_interleaving": "rounds",
-                **({"condbench_lockstep": self.turns_id} if self.turns_id else {}),
+                **({LOCKSTEP_CONTEXT: self.turns_id, LOCKSTEP_ALLOWANCE_CONTEXT: self.turns_allowance}
+                   if self.turns_id else {}),
                 "python_version": platform.python_version(),
                 "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda or "none",
                 "device_name": device_name, "cpu_model": cpu_model(), "threads": str(torch.get_num_threads()),

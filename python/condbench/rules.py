@@ -91,6 +91,10 @@ MEMORY_BUDGET = RULES["memory_budget"]
 
 # the context key under which a result file keeps its process's peak resident memory
 PEAK_MEMORY_CONTEXT = RULES["context"]["peak_resident_memory"]
+# ... and the lockstep it was timed in, with the allowance that lockstep gave a pair across its files
+LOCKSTEP_CONTEXT = RULES["context"]["lockstep"]
+LOCKSTEP_ALLOWANCE_CONTEXT = RULES["context"]["lockstep_allowance"]
+MAX_LOCKSTEP_ALLOWANCE = RULES["max_lockstep_allowance"]  # CONDBENCH_LOCKSTEP_ALLOWANCE: 1 to this
 
 
 def peak_resident_memory():

@@ -1,6 +1,9 @@
 // The drift allowance every verdict of the report used: the rule's, and what the run's own
 // equal-work pairs measured (stability.h's calibrate), per file and per bound.
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <utility>
 
 #include "section.h"
 
@@ -26,6 +29,23 @@ void drift_allowance_section(const ReportInput& in, Charts& /*out*/, Document& d
                       format_drift(std::max(rule, c.shown)) + (c.shown > rule ? " (measured)" : " (the rule's)")});
   }
   doc.table(t);
+  // The locksteps: files timed in turns, whose pairs across the two processes the rule judges as one run's.
+  std::map<std::string, std::pair<std::vector<std::string>, double>> locksteps;
+  for (const ResultFile& f : in.files)
+    if (!f.lockstep().empty() && f.interleaved()) {
+      auto& [names, allowance] = locksteps[f.lockstep()];
+      names.push_back(std::filesystem::path(f.path).filename().string());
+      allowance = std::max(allowance, f.lockstep_allowance());
+    }
+  for (const auto& [id, lockstep] : locksteps) {
+    if (lockstep.first.size() < 2) continue;
+    std::string files;
+    for (const std::string& name : lockstep.first) files += (files.empty() ? "" : " and ") + name;
+    doc.paragraph(files + " were timed in lockstep (" + id + "), round by round in turns: a pair across them allows " +
+                  format_drift(lockstep.second) +
+                  ", the allowance the lockstep was given (CONDBENCH_LOCKSTEP_ALLOWANCE: what scripts/aa-check "
+                  "--lockstep measured on the machine; none unless given).");
+  }
 }
 
 bool has_calibration(const ReportInput& in) { return !in.check.calibration.classes.empty(); }

@@ -31,7 +31,7 @@ with open(out, "w") as f:
             time.sleep(1)
         while time.monotonic() - start < 0.02:  # "timed" work
             pass
-        f.write(f"{name} {r} {start:.6f} {time.monotonic():.6f}\n")
+        f.write(f"{name} {r} {start:.6f} {time.monotonic():.6f} {turns.allowance}\n")
         f.flush()
 """
 
@@ -130,6 +130,23 @@ class Coordinator(unittest.TestCase):
             if coordinator.poll() is None:
                 coordinator.kill()
         self.assertEqual(subprocess.run(["pgrep", "-f", self.stand_in], capture_output=True, text=True).stdout, "")
+
+    def test_both_are_given_the_allowance_and_a_bad_one_is_one_line(self):
+        for options, env, given in (((), {}, "1"), (("--allowance", "1.2"), {}, "1.2"),
+                                    ((), {"CONDBENCH_LOCKSTEP_ALLOWANCE": "1.15"}, "1.15")):
+            with self.subTest(options=options, env=env):
+                result = coordinate(self.command("a", 2), self.command("b", 2), options=options,
+                                    env={**os.environ, **env})
+                self.assertEqual(result.returncode, 0, result.stderr)
+                for name in ("a", "b"):
+                    with open(os.path.join(self.dir.name, name + ".txt")) as f:
+                        self.assertEqual({line.split()[4] for line in f}, {given})
+        for bad in ("0.9", "11", "x"):
+            with self.subTest(bad=bad):
+                result = coordinate(self.command("a", 1), self.command("b", 1), options=("--allowance", bad))
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertEqual(result.stderr.strip(),
+                                 f"lockstep: CONDBENCH_LOCKSTEP_ALLOWANCE: '{bad}' is not a number from 1 to 10")
 
     def test_bad_usage_is_one_line_and_exit_2(self):
         for argv in ([], ["--", "true"], ["--", "true", "::"], ["--", "::", "true"]):

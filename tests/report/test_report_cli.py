@@ -275,6 +275,25 @@ class Report(unittest.TestCase):
             self.assertEqual(p["a"]["name"], p["b"]["name"])
             self.assertEqual((p["drift"], p["standing"]), (1.7, "ambiguous"))
             self.assertGreaterEqual(p["cannot_exclude"], 1.7)
+        # the summary an A/A quotes (scripts/aa-check --lockstep): the drift shown is the farthest
+        # interval's distance beyond 1, the medians' largest ratio either way
+        summary = json.loads(result.stdout)["summary"]
+        self.assertEqual((summary["pairs"], summary["faster"]), (3, 0))
+        self.assertAlmostEqual(summary["drift_shown"], max([1.0] + [p["low"] for p in across]))
+        self.assertAlmostEqual(summary["largest_median_ratio"],
+                               max(max(p["median_ratio"], 1 / p["median_ratio"]) for p in across))
+        # two files of one lockstep, interleaved: the allowance the lockstep was given (the larger
+        # word), not 1.7; a word that is not a number from 1 to 10 is a file timed apart
+        for allowance, drift in (("1.25", 1.3), ("x", 1.7), ("11", 1.7)):
+            for path, word in ((a, "1.3"), (b, allowance)):
+                data = json.load(open(path))
+                data["context"].update(condbench_interleaving="rounds", condbench_lockstep="L",
+                                       condbench_lockstep_allowance=word)
+                self.write_json(os.path.basename(path), data)
+            with self.subTest(allowance=allowance):
+                result = run("--pairs", "--across", a, b)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual({p["drift"] for p in json.loads(result.stdout)["pairs"]}, {drift})
         # the scripts that measure the rule take these figures, not their own
         root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
         widths = subprocess.run([sys.executable, os.path.join(root, "scripts", "interval_widths.py"),

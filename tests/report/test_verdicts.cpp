@@ -212,6 +212,30 @@ TEST(Verdict, CellsTimedApartGetTheDriftAllowance) {
   EXPECT_DOUBLE_EQ(j.factor, 29.9 / 10.1 / 1.7);
 }
 
+TEST(Verdict, CellsOfOneLockstepGetTheAllowanceItWasGiven) {
+  // condbench and the peer timed in turns (one lockstep id): their cells are judged as one run's, at
+  // the allowance the lockstep was given (what scripts/aa-check --lockstep measured), not the 1.7x.
+  Cell fast = make_cell({10, 10.1, 10.05, 9.95, 10.02}), slow = make_cell({15, 15.1, 15.05, 14.95, 15.02});
+  fast.interleaved = slow.interleaved = true;
+  slow.file = 1;
+  fast.lockstep = slow.lockstep = "20261206T142321-1";
+  EXPECT_DOUBLE_EQ(drift_allowance(fast, slow), 1.0);
+  EXPECT_EQ(judge(fast, slow).standing, Standing::faster);
+  slow.lockstep_allowance = 1.2;  // the larger of the two files' word
+  EXPECT_DOUBLE_EQ(drift_allowance(fast, slow), 1.2);
+  Judgement j = judge(fast, slow);
+  EXPECT_EQ(j.standing, Standing::faster);
+  EXPECT_DOUBLE_EQ(j.factor, 14.95 / 10.1 / 1.2);
+  slow.lockstep_allowance = 1.6;  // 1.48x apart at most within 1.6: ambiguous
+  EXPECT_EQ(judge(fast, slow).standing, Standing::ambiguous);
+  // Another lockstep, or a file timed in order, is timed apart.
+  slow.lockstep = "another";
+  EXPECT_DOUBLE_EQ(drift_allowance(fast, slow), kDriftBetweenProcesses);
+  slow.lockstep = fast.lockstep;
+  slow.interleaved = false;
+  EXPECT_DOUBLE_EQ(drift_allowance(fast, slow), kDriftBetweenProcesses);
+}
+
 // Equivalence (Standing::same) on synthetic samples: the whole interval must lie inside the margin.
 TEST(Verdict, ATrueRatioOf1Point3IsCalledTheSameInAtMostOnePercent) {
   // 1.3 lies outside the 1.2 margin: "same" would need the interval to miss the truth on its high
