@@ -30,7 +30,7 @@ using Json = nlohmann::basic_json<std::map, std::vector, std::string, bool, std:
 
 struct Options {
   ModelSource source;
-  at::Tensor input;  // [rows, row_shape...], CPU float
+  at::Tensor input;  // [rows, row_shape...], CPU, the model's input dtype
   std::vector<float> thresholds;
   std::vector<Device> devices;
   std::vector<std::string> strategies;
@@ -190,17 +190,23 @@ Options parse_options(int argc, char** argv) {
   if (input.defined()) {
     const std::vector<int64_t> row = config.row_shape();
     if (input.dim() == static_cast<int64_t>(row.size())) input = input.unsqueeze(0);  // one row
-    if (!at::isFloatingType(input.scalar_type()) || input.dim() != static_cast<int64_t>(row.size()) + 1 ||
+    // Token ids are integers (any integer dtype, read as int64); every other model's input is floats.
+    const bool ids = input_dtype(config) == at::kLong;
+    const bool kind =
+        ids ? at::isIntegralType(input.scalar_type(), /*includeBool=*/false) : at::isFloatingType(input.scalar_type());
+    if (!kind || input.dim() != static_cast<int64_t>(row.size()) + 1 ||
         input.sizes().slice(1) != at::IntArrayRef(row)) {
       std::string want = "rows";
       for (const int64_t d : row) want += ", " + std::to_string(d);
-      fail("--input: expected a floating-point tensor [" + want + "], got " +
+      fail(std::string("--input: expected ") +
+           (ids ? "an integer tensor of token ids [" : "a floating-point tensor [") + want + "], got " +
            std::string(c10::toString(input.scalar_type())) + " " + shape_text(input.sizes()));
     }
     if (input.size(0) < 1) fail("--input: the tensor has no rows");
     require_memory_budget(config, input.size(0), "--input " + shape_text(input.sizes()));
-    if (!input.isfinite().all().item<bool>()) fail("--input: the tensor holds NaN or infinite values");
-    options.input = input.to(at::kCPU, at::kFloat).contiguous();
+    if (!ids && !input.isfinite().all().item<bool>()) fail("--input: the tensor holds NaN or infinite values");
+    options.input = input.to(at::kCPU, input_dtype(config)).contiguous();
+    config.family->check_input_values(options.input, "--input");
   } else {
     const int64_t rows = given("--batch") ? cli::parse_batch(flags.at("--batch")) : 8;
     require_memory_budget(config, rows, "--batch " + std::to_string(rows));
@@ -208,8 +214,7 @@ Options parse_options(int argc, char** argv) {
         given("--input-seed")
             ? static_cast<uint64_t>(cli::parse_int("--input-seed", flags.at("--input-seed"), 0, INT64_MAX))
             : kPoolSeed;
-    std::vector<float> values = seeded_inputs(config, rows, seed);
-    options.input = at::from_blob(values.data(), config.input_shape(rows), at::kFloat).clone();
+    options.input = input_rows(config, rows, seed);
   }
 
   if (!given("--thresholds"))

@@ -12,6 +12,20 @@
 
 namespace condbench {
 
+at::Tensor ModelFamily::example_rows(int64_t /*rows*/) const {
+  fail("the " + name() + " family's input is float values condbench draws; it has no example rows");
+}
+
+at::ScalarType input_dtype(const ModelConfig& config) {
+  return config.family != nullptr && config.family->integer_input() ? at::kLong : at::kFloat;
+}
+
+at::Tensor input_rows(const ModelConfig& config, int64_t rows, uint64_t seed) {
+  if (input_dtype(config) == at::kLong) return config.family->example_rows(rows);
+  std::vector<float> values = seeded_inputs(config, rows, seed);
+  return at::from_blob(values.data(), config.input_shape(rows), at::kFloat).clone();
+}
+
 namespace {
 
 std::string shape_text(at::IntArrayRef shape) {

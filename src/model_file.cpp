@@ -29,6 +29,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int64_t kMaxReferenceRows = 4096;
+constexpr int64_t kMaxPoolFileRows = 65536;  // pool.pt: model_file.py writes kMinPoolRows
 
 // How a message names a device: "CUDA", "the CPU".
 std::string device_words(std::string_view device) { return device == "cuda" ? "CUDA" : "the CPU"; }
@@ -224,6 +225,8 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
   digest_ = manifest.digest;
   classes_ = manifest.classes;
   parts_ = manifest.parts;
+  integer_input_ = manifest.integer_input;
+  inputs_ = manifest.inputs;
   confidence_package_ = manifest.confidence_package;
   const int stages = manifest.stages();
   const auto in_folder = [&](const std::string& name) { return (fs::path(folder) / name).string(); };
@@ -261,7 +264,8 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
     for (const auto& [key, t] : headers) {
       const auto want = expected.find(key);
       if (want == expected.end()) fail("unexpected entry '" + printable(key) + "'");
-      if (t.scalar_type() != at::kFloat) fail("'" + key + "' is not float32");
+      const at::ScalarType dtype = key == "input" && integer_input_ ? at::kLong : at::kFloat;
+      if (t.scalar_type() != dtype) fail("'" + key + "' is not " + (dtype == at::kLong ? "int64" : "float32"));
       if (t.dim() != static_cast<int64_t>(want->second.size()) + 1 ||
           t.sizes().slice(1) != at::IntArrayRef(want->second) || t.size(0) < 1 || t.size(0) > kMaxReferenceRows ||
           (rows >= 0 && t.size(0) != rows))
@@ -278,6 +282,8 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
     if (!t.isfinite().all().item<bool>())
       fail("model file " + folder + ": reference.pt: '" + key + "' holds NaN or infinite values");
   reference_.input = held.at("input");
+  check_input_values(reference_.input, "model file " + folder + ": reference.pt's input");
+  if (integer_input_) read_pool(in_folder(manifest.pool));
   for (int k = 0; k <= stages; ++k) reference_.logits.push_back(held.at("logits." + std::to_string(k)));
   for (int k = 0; k < stages; ++k) {
     // The scenarios' thresholds read 1 as "no row leaves here" and 0 as "every row does": a score
@@ -291,6 +297,50 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
 }
 
 ModelFileFamily::~ModelFileFamily() = default;
+
+void ModelFileFamily::read_pool(const std::string& path) {
+  if (!plain_file(path)) fail("model file " + folder_ + ": pool.pt is missing (or a link)");
+  const std::vector<int64_t>& row = parts_.front().input_row;
+  auto check = [&](const std::vector<std::pair<std::string, at::Tensor>>& headers) {
+    if (headers.size() != 1 || headers.front().first != "input") fail("holds other entries than 'input'");
+    const at::Tensor& t = headers.front().second;
+    if (t.scalar_type() != at::kLong || t.dim() != static_cast<int64_t>(row.size()) + 1 ||
+        t.sizes().slice(1) != at::IntArrayRef(row) || t.size(0) < 1 || t.size(0) > kMaxPoolFileRows)
+      fail("'input' is not int64 " + row_text(row) + " of 1 to " + std::to_string(kMaxPoolFileRows) + " rows");
+  };
+  detail::SavedObject saved = detail::read_torch_save_file("model file pool", path, check);
+  pool_ = saved.items.front().second.contiguous();
+  check_input_values(pool_, "model file " + folder_ + ": pool.pt");
+}
+
+at::Tensor ModelFileFamily::example_rows(int64_t rows) const {
+  if (!integer_input_) return ModelFamily::example_rows(rows);
+  const int64_t held = pool_.size(0), copies = (rows + held - 1) / held;
+  std::vector<int64_t> repeat(static_cast<size_t>(pool_.dim()), 1);
+  repeat.front() = copies;
+  return (copies > 1 ? pool_.repeat(repeat) : pool_).narrow(0, 0, rows).contiguous();
+}
+
+void ModelFileFamily::check_input_values(const at::Tensor& rows, const std::string& whose) const {
+  if (!integer_input_) return;
+  const at::Tensor flat = rows.reshape({rows.size(0), -1}).to(at::kCPU, at::kLong).contiguous();
+  int64_t begin = 0;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    int64_t elements = 1;
+    for (const int64_t d : inputs_[i].row) elements *= d;
+    const at::Tensor values = flat.narrow(1, begin, elements);
+    const at::Tensor outside = (values < 0).logical_or_(values >= inputs_[i].below);
+    if (outside.any().item<bool>()) {
+      const at::Tensor where = outside.nonzero()[0];
+      const int64_t r = where[0].item<int64_t>(), c = where[1].item<int64_t>();
+      fail(whose + ": row " + std::to_string(r) + (inputs_.size() > 1 ? ", input " + std::to_string(i) : "") +
+           ", position " + std::to_string(c) + ": " + std::to_string(values[r][c].item<int64_t>()) + " is not in [0, " +
+           std::to_string(inputs_[i].below) +
+           ") (an id past the embedding's table: docs/your-model.md, \"Token ids\")");
+    }
+    begin += elements;
+  }
+}
 
 std::optional<WholeModelPackage> ModelFileFamily::whole_model(const std::string& module) const {
   const auto it = whole_model_.find(module);

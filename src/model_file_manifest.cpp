@@ -79,6 +79,48 @@ class ManifestReader {
   std::string folder_;
 };
 
+// "input": {"dtype": "float32" | "int64", "inputs": [{"row": ["rows", ...], "below": N | null}, ...],
+// "pool": "pool.pt" | null}: what example_input() gives, packed into stages[0]'s input row.
+void read_input(const ManifestReader& m, const nlohmann::json& json, ModelFileManifest& manifest) {
+  const nlohmann::json& input = m.field(json, "input", "");
+  if (!input.is_object()) m.bad("input", "not an object");
+  const std::string dtype = m.text(input, "dtype", "input.");
+  if (dtype != "float32" && dtype != "int64") m.bad("input.dtype", "'" + printable(dtype) + "', not float32 or int64");
+  manifest.integer_input = dtype == "int64";
+  const nlohmann::json& inputs = m.field(input, "inputs", "input.");
+  if (!inputs.is_array() || inputs.empty() || inputs.size() > static_cast<size_t>(kModelFileMaxInputs))
+    m.bad("input.inputs", "not a list of 1 to " + std::to_string(kModelFileMaxInputs) + " inputs");
+  int64_t values = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string where = "input.inputs[" + std::to_string(i) + "].";
+    if (!inputs[i].is_object()) m.bad(where, "not an object");
+    ManifestInput one;
+    one.row = m.row(inputs[i], "row", where);
+    int64_t elements = 1;
+    for (const int64_t d : one.row) elements *= d;
+    values += elements;
+    const auto below = inputs[i].find("below");
+    if (manifest.integer_input)
+      one.below = m.integer(inputs[i], "below", 1, int64_t{1} << 40, where);
+    else if (below != inputs[i].end() && !below->is_null())
+      m.bad(where + "below", "a limit on a float input");
+    manifest.inputs.push_back(std::move(one));
+  }
+  const std::vector<int64_t>& packed = manifest.parts.front().input_row;
+  const bool whole =
+      inputs.size() == 1 ? manifest.inputs.front().row == packed : packed == std::vector<int64_t>{values};
+  if (!whole)
+    m.bad("input.inputs",
+          "do not pack into stages[0]'s input " + row_text(packed) + " (" + std::to_string(values) + " values a row)");
+  const auto pool = input.find("pool");
+  if (manifest.integer_input) {
+    manifest.pool = m.text(input, "pool", "input.");
+    if (manifest.pool != "pool.pt") m.bad("input.pool", "not \"pool.pt\"");
+  } else if (pool != input.end() && !pool->is_null()) {
+    m.bad("input.pool", "a pool for a float input (condbench draws its own)");
+  }
+}
+
 }  // namespace
 
 std::string row_text(const std::vector<int64_t>& row) {
@@ -145,6 +187,7 @@ ModelFileManifest parse_manifest(std::string_view text, const std::string& folde
     if (stage) state = part.output_row;
     manifest.parts.push_back(std::move(part));
   }
+  read_input(m, json, manifest);
   if (const auto it = json.find("confidence_package"); it != json.end() && !it->is_null()) {
     manifest.confidence_package = m.text(json, "confidence_package");
     if (manifest.confidence_package != "confidence.pt2") m.bad("confidence_package", "not \"confidence.pt2\" or null");

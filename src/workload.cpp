@@ -31,8 +31,7 @@ Workload::Workload(EarlyExitModel model, int64_t batch) : model_(std::move(model
   if (static_cast<double>(rows) * static_cast<double>(cfg.row_elements()) > static_cast<double>(kMaxPoolValues))
     fail("an input pool of " + std::to_string(rows) + " rows of " + std::to_string(cfg.row_elements()) +
          " values is over condbench's 1 GiB (2^28 values): a smaller batch, seq or width");
-  std::vector<float> inputs = seeded_inputs(cfg, rows, kPoolSeed);
-  pool_ = at::from_blob(inputs.data(), cfg.input_shape(rows), at::kFloat).clone();
+  pool_ = input_rows(cfg, rows, kPoolSeed);
   for (int64_t start = 0; start + batch <= rows; start += batch)
     batches_.push_back(pool_.narrow(0, start, batch));  // row slices of a row-major tensor: contiguous
   // A model file's confidence() was checked on its own rows when it was compiled; these are the

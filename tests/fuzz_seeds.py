@@ -77,8 +77,9 @@ def manifest_seeds():
     def part(name, row_in, row_out, package):
         return {"name": name, "input": ["rows", *row_in], "output": ["rows", *row_out], "flops_per_row": 1536,
                 "bytes": 4096.0, "package": package}
-    good = {"format": 6, "torch": "2.15.0", "device": "cpu", "file": "cnn.py", "digest": "0123456789abcdef",
+    good = {"format": 7, "torch": "2.15.0", "device": "cpu", "file": "cnn.py", "digest": "0123456789abcdef",
             "stages": 2, "classes": 10, "confidence": "confidence()",
+            "input": {"dtype": "float32", "inputs": [{"row": ["rows", 3, 8, 8], "below": None}], "pool": None},
             "parts": [part("stages[0]", [3, 8, 8], [16, 4, 4], "stage0.pt2"),
                       part("exits[0]", [16, 4, 4], [10], "exit0.pt2"), part("stages[1]", [16, 4, 4], [32], "stage1.pt2"),
                       part("exits[1]", [32], [10], "exit1.pt2"), part("final", [32], [10], "final.pt2")],
@@ -91,8 +92,13 @@ def manifest_seeds():
     yield json.dumps(good, indent=1)
     yield json.dumps(good)
     wide = json.loads(json.dumps(good))
-    wide["parts"][0]["input"] = ["rows", 1 << 22]
+    wide["parts"][0]["input"] = wide["input"]["inputs"][0]["row"] = ["rows", 1 << 22]
     yield json.dumps(wide)
+    ids = json.loads(json.dumps(good))  # token ids and a mask, packed
+    ids["input"] = {"dtype": "int64", "inputs": [{"row": ["rows", 96], "below": 30522},
+                                                  {"row": ["rows", 96], "below": 2}], "pool": "pool.pt"}
+    ids["parts"][0]["input"] = ["rows", 192]
+    yield json.dumps(ids)
     deep = json.loads(json.dumps(good))
     deep["parts"][0]["input"] = ["rows", 2, 2, 2, 2, 2, 2, 2]
     yield json.dumps(deep)

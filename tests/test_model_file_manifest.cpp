@@ -33,6 +33,7 @@ nlohmann::json good_manifest() {
       {"stages", 2},
       {"classes", 3},
       {"confidence", "max softmax"},
+      {"input", {{"dtype", "float32"}, {"inputs", {{{"row", {"rows", 4}}, {"below", nullptr}}}}, {"pool", nullptr}}},
       {"parts",
        {part("stages[0]", {"rows", 4}, {"rows", 8}, "stage0.pt2"),
         part("exits[0]", {"rows", 8}, {"rows", 3}, "exit0.pt2"),
@@ -87,6 +88,41 @@ TEST(ModelFileManifest, ReadsWhatModelFilePyWrites) {
   EXPECT_EQ(m.reads, std::vector<std::string>{"/home/u/helper.py"});
   EXPECT_EQ(with([](nlohmann::json& j) { j["confidence_package"] = "confidence.pt2"; }), "");
   EXPECT_EQ(with([](nlohmann::json& j) { j.erase("reads"); }), "");  // a folder made before it was kept
+  EXPECT_FALSE(m.integer_input);
+  ASSERT_EQ(m.inputs.size(), 1u);
+  EXPECT_EQ(m.inputs[0].row, (std::vector<int64_t>{4}));
+  EXPECT_EQ(m.pool, "");
+}
+
+TEST(ModelFileManifest, TokenIdsAndAMaskPackIntoTheFirstStagesRow) {
+  nlohmann::json json = good_manifest();
+  json["input"] = {{"dtype", "int64"},
+                   {"inputs", {{{"row", {"rows", 2}}, {"below", 1000}}, {{"row", {"rows", 2}}, {"below", 2}}}},
+                   {"pool", "pool.pt"}};
+  const ModelFileManifest m = parse_manifest(json.dump(), "F");
+  EXPECT_TRUE(m.integer_input);
+  ASSERT_EQ(m.inputs.size(), 2u);
+  EXPECT_EQ(m.inputs[0].below, 1000);
+  EXPECT_EQ(m.inputs[1].below, 2);
+  EXPECT_EQ(m.pool, "pool.pt");
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
+      {[](nlohmann::json& j) { j["input"]["dtype"] = "float16"; }, "input.dtype: 'float16', not float32 or int64"},
+      {[](nlohmann::json& j) { j["input"]["inputs"][1]["below"] = nullptr; }, "input.inputs[1].below: not an integer"},
+      {[](nlohmann::json& j) {
+         j["input"]["inputs"][1]["row"] = {"rows", 3};
+       },
+       "input.inputs: do not pack into stages[0]'s input [rows, 4] (5 values a row)"},
+      {[](nlohmann::json& j) { j["input"]["pool"] = "../pool.pt"; }, "input.pool: not \"pool.pt\""},
+      {[](nlohmann::json& j) { j["input"]["dtype"] = "float32"; }, "input.inputs[0].below: a limit on a float input"},
+      {[](nlohmann::json& j) { j["input"]["inputs"] = nlohmann::json::array(); }, "input.inputs: not a list of 1 to 8"},
+      {[](nlohmann::json& j) { j.erase("input"); }, "input: missing"},
+  };
+  for (const auto& [change, said] : cases) {
+    nlohmann::json changed = json;
+    change(changed);
+    const std::string error = refusal(changed);
+    EXPECT_NE(error.find("model file F: manifest.json: " + said), std::string::npos) << error << "\nwant: " << said;
+  }
 }
 
 TEST(ModelFileManifest, EachWrongKeyIsOneLineNamingIt) {

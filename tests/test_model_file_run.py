@@ -477,7 +477,7 @@ class ModelFileRun(unittest.TestCase):
         # rows condbench-infer reads (at most 2^22 values) but a run cannot pool (2^28 floats over at
         # least 1024 rows): one line before anything runs, not every benchmark's error
         def wide(folder, m):
-            m["parts"][0]["input"] = ["rows", (1 << 18) + 1]
+            m["parts"][0]["input"] = m["input"]["inputs"][0]["row"] = ["rows", (1 << 18) + 1]
 
         folder = self.edited_copy("wide", wide)
         result = run(CONDBENCH, "--device=cpu", f"--model-file={folder}", "--strategy=eager_host", "--scenario=exit:1")

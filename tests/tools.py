@@ -23,17 +23,19 @@ def max_softmax(logits):
 def module_forward(module, x, thresholds, confidence=max_softmax):
     """The early-exit answer of a stages-and-exits module (docs/your-model.md): (exit ids 1.., the
     logits each row leaves with, the scores [rows, stages]). A row leaves at the first exit whose
-    score is above its threshold, else at the final head."""
+    score is above its threshold, else at the final head. `x` may be a tuple (token ids and a mask):
+    the first stage takes them all."""
     import torch
+    inputs = x if isinstance(x, tuple) else (x,)
     with torch.no_grad():
-        h, scores, heads = x, [], []
+        h, scores, heads = None, [], []
         for k, stage in enumerate(module.stages):
-            h = stage(h)
+            h = stage(*inputs) if k == 0 else stage(h)
             heads.append(module.exits[k](h))
             scores.append(confidence(heads[-1]))
         heads.append(module.final(h))
     ids, logits = [], []
-    for r in range(x.shape[0]):
+    for r in range(inputs[0].shape[0]):
         k = next((k for k in range(len(scores)) if scores[k][r] > thresholds[k]), len(scores))
         ids.append(k + 1)
         logits.append(heads[k][r])

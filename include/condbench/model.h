@@ -110,6 +110,12 @@ class StateDictShapes {
 // family's sizes from the shapes. The sizes a state_dict
 // cannot give (from_weights false: a transformer's heads and tokens per row) come from `given`,
 // else their fallback. Throws condbench::Error naming a key when it cannot.
+// The dtype of `config`'s input rows: float32, or int64 for a family whose input is token ids.
+at::ScalarType input_dtype(const ModelConfig& config);
+// `rows` input rows for `config`: N(0, 1) floats from `seed` (seeded_inputs), or for an integer input
+// the model's own example rows (ModelFamily::example_rows; the seed does not apply). CPU, contiguous.
+at::Tensor input_rows(const ModelConfig& config, int64_t rows, uint64_t seed);
+
 ModelConfig infer_config(const StateDict& state_dict, const std::map<std::string, int>& given = {});
 // "; every key starts with 'module.' ..." when a known mistake fits the keys, else "".
 std::string key_hint(const StateDict& state_dict);

@@ -43,7 +43,7 @@ inline constexpr Tolerances kModelFileAgreement{
 
 // The module's own forward on the reference rows (reference.pt).
 struct ModelFileReference {
-  at::Tensor input;                    // [rows, row...]
+  at::Tensor input;                    // [rows, row...]: float32, or int64 for an integer input
   std::vector<at::Tensor> logits;      // per head, the final head's last: [rows, classes]
   std::vector<at::Tensor> confidence;  // per exit: [rows]
 };
@@ -79,6 +79,12 @@ class ModelFileFamily final : public ModelFamily {
   std::string module_folder() const override { return folder_; }
   bool capture_may_refuse() const override { return true; }  // the packages are the user's code
 
+  // An int64 input (token ids, and masks): condbench's pool is the folder's example rows (pool.pt,
+  // example_input()'s), and every value must be below its input's limit (the manifest's "below").
+  bool integer_input() const override { return integer_input_; }
+  at::Tensor example_rows(int64_t rows) const override;
+  void check_input_values(const at::Tensor& rows, const std::string& whose) const override;
+
   int default_blocks() const override { return stages(); }
   int default_classes() const override { return classes_; }
   std::vector<int> runs_blocks(bool /*full*/) const override { return {stages()}; }
@@ -98,14 +104,18 @@ class ModelFileFamily final : public ModelFamily {
  private:
   int stages() const { return static_cast<int>(parts_.size() / 2); }
   const ModelFilePart& head_part(int head) const;
+  void read_pool(const std::string& path);
 
   std::string folder_, digest_, torch_, compiled_at_;
   std::vector<std::string> reads_;
   std::optional<std::chrono::system_clock::time_point> written_;
   Device device_ = Device::cpu;  // what the packages were compiled for
   int classes_ = 0;
-  std::vector<ModelFilePart> parts_;  // stages[0], exits[0], stages[1], ..., final
-  std::string confidence_package_;    // "" when the exit rule is the largest softmax probability
+  bool integer_input_ = false;
+  std::vector<ManifestInput> inputs_;  // packed into stages[0]'s input row, in order
+  at::Tensor pool_;                    // an integer input's example rows (pool.pt)
+  std::vector<ModelFilePart> parts_;   // stages[0], exits[0], stages[1], ..., final
+  std::string confidence_package_;     // "" when the exit rule is the largest softmax probability
   ModelFileReference reference_;
   std::map<std::string, WholeModelPackage> whole_model_;
   mutable std::mutex mutex_;

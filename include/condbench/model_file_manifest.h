@@ -21,7 +21,9 @@ constexpr int kModelFileMaxStages = 256;
 constexpr int kModelFileMaxClasses = 1 << 16;  // a head's logits per row
 constexpr size_t kModelFileMaxReads = 4096;    // files the module read while it loaded ("reads")
 // The layout a manifest must say it has (FORMAT in python/condbench/model_file.py).
-constexpr int kModelFileFormat = 6;
+constexpr int kModelFileFormat = 7;
+// At most this many inputs (example_input()'s tuple: token ids, an attention mask, ...).
+constexpr int kModelFileMaxInputs = 8;
 
 // One stage, exit head or the final head of a model file.
 struct ModelFilePart {
@@ -43,14 +45,25 @@ struct ManifestWholeModel {
   std::string default_refused;
 };
 
+// One of the tensors example_input() gives (its "input"): the rows of every one travel packed into
+// one row, their values one after another in example_input()'s order, so every strategy compacts and
+// copies one tensor; the compiled first stage unpacks them.
+struct ManifestInput {
+  std::vector<int64_t> row;  // one row's shape
+  int64_t below = 0;         // an integer input: every value in [0, below); 0 for a float input
+};
+
 struct ModelFileManifest {
   std::string torch;   // the torch version that compiled the packages, "2.15.0"
   std::string device;  // "cpu" or "cuda"
   std::string file;    // the model file's name: letters, digits, '.', '_', '-'
   std::string digest;  // 16 hexadecimal digits
   int classes = 0;
-  std::vector<ModelFilePart> parts;                       // stages[0], exits[0], stages[1], ..., final
-  std::string confidence_package;                         // "confidence.pt2", or "" for the largest softmax probability
+  bool integer_input = false;         // int64 token ids (and masks), not float32 values
+  std::vector<ManifestInput> inputs;  // packed, in order, into stages[0]'s input row
+  std::string pool;                   // an integer input's rows for condbench's pool: "pool.pt"; "" for float
+  std::vector<ModelFilePart> parts;   // stages[0], exits[0], stages[1], ..., final
+  std::string confidence_package;     // "confidence.pt2", or "" for the largest softmax probability
   std::map<std::string, ManifestWholeModel> whole_model;  // "cond" and "masked"
   std::string reference;                                  // "reference.pt"
   std::vector<std::string> reads;                         // absolute paths of the files the module read while it loaded

@@ -13,7 +13,9 @@ The file defines two functions:
                           and optionally confidence(logits) -> [rows], the exit rule's score
                           (default: the largest softmax probability; a row leaves at the first
                           exit whose score is above its threshold)
-    example_input(batch)  a float tensor [batch, ...]: what the first stage takes
+    example_input(batch)  what the first stage takes, the rows in dimension 0: a float tensor
+                          [batch, ...], an integer one (token ids), or a tuple of tensors of one
+                          kind (ids and an attention mask), which the first stage takes in order
 
 Weights are the module's own (model() must make the same ones on every call: seed it or load
 them), or a state_dict (torch.save) given with --weights, loaded strictly.
@@ -44,6 +46,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import math
 import os
 import runpy
 import shutil
@@ -57,8 +60,11 @@ from .regular_file import open_regular, require_regular
 PROTOCOL = "docs/your-model.md"
 # of a compiled folder (manifest.json and what it names), as condbench reads it (kModelFileFormat);
 # in the digest. 6: the real paths in the digest, `source` and `weights` those paths, `reads` what the
-# load that compiled it read
-FORMAT = 6
+# load that compiled it read; 7: the input's dtype, its inputs and their limits, pool.pt for ids
+FORMAT = 7
+POOL_ROWS = 1024  # an integer input's example rows kept as condbench's pool (kMinPoolRows)
+POOL_SEED = 0x5eed  # torch's seed while example_input() makes them (kPoolSeed)
+MAX_INPUTS = 8  # kModelFileMaxInputs
 
 
 class ProtocolError(Exception):
@@ -150,6 +156,26 @@ def shape_text(value):
     return "[" + ", ".join(str(d) for d in value.shape) + "]" if hasattr(value, "shape") else type(value).__name__
 
 
+def _unpacked_class():
+    from torch import nn
+
+    class Unpacked(nn.Module):
+        """The first stage of a model whose example_input() gives several tensors: condbench carries
+        their rows packed into one row (ModelFile.input); this splits a packed row back into the
+        tensors, in order, and calls the stage on them."""
+
+        def __init__(self, stage, rows):
+            super().__init__()
+            self.stage, self.rows = stage, [tuple(r) for r in rows]
+            self.sizes = [int(math.prod(r)) for r in self.rows]
+
+        def forward(self, packed):
+            parts = packed.split(self.sizes, dim=1)
+            return self.stage(*(p.reshape(p.shape[0], *r) for p, r in zip(parts, self.rows)))
+
+    return Unpacked
+
+
 class ModelFile:
     """The module a model file makes, with its example input and exit rule, checked part by part."""
 
@@ -217,7 +243,92 @@ class ModelFile:
             except Exception as e:
                 raise ProtocolError(f"{path}: --weights {weights}: does not fit model() ({first_line(e)})") from None
         self.module = module.eval().to(device)
-        self.input(2)  # what example_input() reads is read here, recorded with the rest
+        self.inputs = self._input_layout()  # what example_input() reads is read here, recorded with the rest
+
+    def _example(self, batch):
+        """example_input(batch) as given, checked: a tuple of tensors of one kind (float or integer),
+        each with the batch's rows in dimension 0."""
+        import torch
+
+        x = self.call(f"example_input({batch})", self.example_input, batch)
+        tensors = x if isinstance(x, (tuple, list)) else (x,)
+        what = f"{self.path}: example_input({batch})"
+        if not 1 <= len(tensors) <= MAX_INPUTS:
+            raise ProtocolError(f"{what}: returned {len(tensors)} tensors; 1 to {MAX_INPUTS}")
+        for i, t in enumerate(tensors):
+            which = f"input {i}" if len(tensors) > 1 else "returned"
+            if not isinstance(t, torch.Tensor) or t.dim() < 1 or t.shape[0] != batch or t.dtype == torch.bool or \
+                    t.is_complex():
+                raise ProtocolError(f"{what}: {which} {shape_text(t)}"
+                                    f"{'' if not isinstance(t, torch.Tensor) else ' ' + str(t.dtype)}, not a float or "
+                                    f"integer tensor [{batch}, ...] (every input keeps the rows in dimension 0)")
+        kinds = {t.is_floating_point() for t in tensors}
+        if len(kinds) > 1:
+            raise ProtocolError(f"{what}: mixes float and integer tensors ("
+                                f"{', '.join(str(t.dtype) for t in tensors)}); condbench carries them in one row: give "
+                                "them one kind (a mask as the ids' integers, or as the image's floats)")
+        return [t.float() if t.is_floating_point() else t.long() for t in tensors]
+
+    def _input_layout(self):
+        """The inputs' rows, kind and limits, from example_input(2); where there are several, the
+        first stage made to take them packed (Unpacked). Token ids are checked against the limit of
+        the embedding that reads them before anything runs."""
+        from torch import nn
+
+        tensors = self._example(2)
+        integer = not tensors[0].is_floating_point()
+        embeddings = [m for m in self.module.stages[0].modules() if isinstance(m, nn.Embedding)]
+        declared = getattr(self.module, "input_limits", None)
+        if declared is not None and (not isinstance(declared, (tuple, list)) or len(declared) != len(tensors) or
+                                     not all(b is None or (isinstance(b, int) and b >= 1) for b in declared)):
+            raise ProtocolError(f"{self.path}: model().input_limits: not one limit (a positive int, or None) per "
+                                f"input ({len(tensors)})")
+        if embeddings and not integer:
+            raise ProtocolError(f"{self.path}: example_input(2): input 0 is {tensors[0].dtype}, but stages[0] reads "
+                                "an nn.Embedding: token ids are an integer tensor")
+        limits = []
+        for i, t in enumerate(tensors):
+            limit = declared[i] if declared is not None else None
+            if limit is None and integer and i == 0 and embeddings:
+                limit = embeddings[0].num_embeddings
+            limits.append(limit)
+            self._in_range(t, i, len(tensors), limit, "example_input(2)")
+        if len(tensors) > 1:
+            self.module.stages[0] = _unpacked_class()(self.module.stages[0], [t.shape[1:] for t in tensors])
+        return {"integer": integer, "rows": [tuple(t.shape[1:]) for t in tensors], "declared": limits}
+
+    def _in_range(self, t, i, inputs, limit, where):
+        """Refuses a negative integer, or one at or past `limit`, in input i: an embedding would read
+        outside its table."""
+        if t.is_floating_point() or t.numel() == 0:
+            return
+        low, high = int(t.min()), int(t.max())
+        if low < 0 or (limit is not None and high >= limit):
+            which = f"input {i}" if inputs > 1 else "the input"
+            raise ProtocolError(f"{self.path}: {where}: {which} holds {low if low < 0 else high}, not in "
+                                f"[0, {limit if limit is not None else '...'})"
+                                + (" (the rows of the embedding that reads it)" if limit is not None else ""))
+
+    def limits(self, pool):
+        """Each integer input's limit: declared (input_limits) or its embedding's rows, else one above
+        the largest value the example rows `pool` (packed) hold; every example value checked in range."""
+        if not self.inputs["integer"]:
+            return [None] * len(self.inputs["rows"])
+        out, begin, inputs = [], 0, len(self.inputs["rows"])
+        for i, (row, limit) in enumerate(zip(self.inputs["rows"], self.inputs["declared"])):
+            values = pool.reshape(pool.shape[0], -1)[:, begin:begin + math.prod(row)]
+            self._in_range(values, i, inputs, limit, f"example_input({pool.shape[0]})")
+            out.append(limit if limit is not None else int(values.max()) + 1)
+            begin += math.prod(row)
+        return out
+
+    def pool(self):
+        """POOL_ROWS example rows, packed, made under POOL_SEED: condbench's pool for an integer input."""
+        import torch
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(POOL_SEED)
+            return self.input(POOL_ROWS).cpu().contiguous()
 
     @functools.cached_property
     def state(self):
@@ -233,13 +344,15 @@ class ModelFile:
             raise ProtocolError(f"{self.path}: {part}: failed ({first_line(e)})") from None
 
     def input(self, batch):
+        """example_input(batch) as condbench carries it: one tensor [batch, ...], float32 or int64;
+        several are packed into one [batch, values] row by row, in order (the first stage unpacks them)."""
         import torch
 
-        x = self.call(f"example_input({batch})", self.example_input, batch)
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 1 or x.shape[0] != batch:
-            raise ProtocolError(f"{self.path}: example_input({batch}): returned {shape_text(x)}"
-                                f"{'' if not isinstance(x, torch.Tensor) else ' ' + str(x.dtype)}, not a float "
-                                f"tensor [{batch}, ...]")
+        tensors = self._example(batch)
+        if hasattr(self, "inputs") and [tuple(t.shape[1:]) for t in tensors] != self.inputs["rows"]:
+            raise ProtocolError(f"{self.path}: example_input({batch}): gives rows of other shapes than "
+                                "example_input(2); every call must give the same rows")
+        x = tensors[0] if len(tensors) == 1 else torch.cat([t.reshape(batch, -1) for t in tensors], 1)
         return x.to(self.device)
 
     def parts(self):
@@ -363,8 +476,19 @@ def manifest(model_file, weights, batch, programs=None):
         parts.append({"name": name, "input": ["rows", *x.shape[1:]], "output": ["rows", *out.shape[1:]],
                       "flops_per_row": flops, "bytes": size})
     return {"file": os.path.basename(model_file.path), "digest": digest(model_file.path, weights, model_file.device),
+            "input": input_record(model_file),
             "stages": len(model_file.module.stages), "classes": classes,
             "confidence": "confidence()" if model_file.custom_confidence else "max softmax", "parts": parts}
+
+
+def input_record(model_file, pool=None):
+    """The manifest's "input": its dtype, each input's row and (ids) limit, and pool.pt's name."""
+    integer = model_file.inputs["integer"]
+    limits = model_file.limits(model_file.pool() if pool is None and integer else pool)
+    return {"dtype": "int64" if integer else "float32",
+            "inputs": [{"row": ["rows", *row], "below": limit}
+                       for row, limit in zip(model_file.inputs["rows"], limits)],
+            "pool": "pool.pt" if integer else None}
 
 
 def within_limits(model_file, batch, max_row_values, max_stages, max_classes=None):
@@ -432,7 +556,7 @@ def reference(model_file, view):
                                     f"example_input({REFERENCE_ROWS}) at exits[{k}]; the exit rule's score must be in "
                                     "(0, 1], as the largest softmax probability is")
         out[f"logits.{view.blocks}"] = view.final(h)
-    return {k: v.detach().float().cpu().contiguous() for k, v in out.items()}
+    return {k: (v if k == "input" else v.float()).detach().cpu().contiguous() for k, v in out.items()}
 
 
 def part_check(x, out, batch):
@@ -622,6 +746,8 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
         with torch.no_grad():
             torch.save(reference(model_file, view), os.path.join(temp, "reference.pt"))
         m["reference"] = "reference.pt"
+        if m["input"]["pool"]:  # token ids: condbench runs on the model's own rows
+            torch.save({"input": model_file.pool()}, os.path.join(temp, m["input"]["pool"]))
         # what the folder is, and what it depends on beside the file and the weights (compiled_folder)
         m["files"] = {name: file_digest(os.path.join(temp, name)) for name in sorted(os.listdir(temp))}
         m["reads"] = read_now(model_file.reads)

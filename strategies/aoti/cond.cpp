@@ -34,7 +34,7 @@ class Cond final : public aoti::AotiStrategy {
     const ModelConfig& c = config();
     record.host_syncs = std::min(exit_id, c.blocks);
     record.flops_executed = useful_flops(c, exit_id);
-    double bytes = static_cast<double>(c.row_elements()) * sizeof(float);
+    double bytes = static_cast<double>(c.row_elements()) * c10::elementSize(input_dtype(c));
     for (int k = 0; k < std::min(exit_id, c.blocks); ++k) bytes += block_bytes(c, k) + head_bytes(c, k);
     if (exit_id == c.final_exit()) bytes += head_bytes(c, c.blocks);
     record.bytes_read = bytes;

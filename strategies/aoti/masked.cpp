@@ -21,7 +21,8 @@ class Masked final : public aoti::AotiStrategy {
   void prepare(const EarlyExitModel& model, int64_t batch) override {
     AotiStrategy::prepare(model, batch);
     flops_ = static_cast<double>(batch) * full_model_flops(config());
-    bytes_ = full_model_bytes(config()) + static_cast<double>(batch * config().row_elements()) * sizeof(float);
+    bytes_ = full_model_bytes(config()) +
+             static_cast<double>(batch * config().row_elements()) * c10::elementSize(input_dtype(config()));
   }
 
  protected:

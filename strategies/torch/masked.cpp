@@ -23,7 +23,7 @@ class Masked final : public TorchStrategy {
  protected:
   const ExitOutput& do_run(const at::Tensor& input, const std::vector<float>& thresholds) override {
     record().flops_executed = flops_;  // the same work whatever the input
-    record().bytes_read = bytes_ + static_cast<double>(input.numel()) * sizeof(float);
+    record().bytes_read = bytes_ + static_cast<double>(input.nbytes());
     return keep(masked_forward(*layers_, input, final_exit_id_, [&](int k) { return thresholds[k]; }));
   }
 

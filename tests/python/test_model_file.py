@@ -135,8 +135,8 @@ class ModelFile(unittest.TestCase):
             ("fewexits.py", GOOD.replace("[nn.Linear(8, 3), nn.Linear(8, 3)]", "[nn.Linear(8, 3)]"),
              "model().exits: 1 heads for 2 stages"),
             ("nofinal.py", GOOD.replace("self.final = nn.Linear(8, 3)", "self.final = 3"), "model().final: missing"),
-            ("badinput.py", GOOD.replace("torch.randn(batch, 4)", "torch.zeros(batch, 4, dtype=torch.long)"),
-             "example_input(2): returned [2, 4] torch.int64, not a float tensor [2, ...]"),
+            ("badinput.py", GOOD.replace("torch.randn(batch, 4)", "torch.zeros(batch, 4, dtype=torch.bool)"),
+             "example_input(2): returned [2, 4] torch.bool, not a float or integer tensor [2, ...]"),
             ("misfit.py", GOOD.replace("nn.Linear(8, 8)])", "nn.Linear(5, 8)])"),
              "stages[1] on the output of stages[0] [2, 8]: failed (RuntimeError"),
             ("headshape.py", GOOD.replace("nn.ModuleList([nn.Linear(8, 3), nn.Linear(8, 3)])",
@@ -207,7 +207,9 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         with open(os.path.join(folder, "manifest.json")) as f:
             m = json.load(f)
         self.assertEqual(m["torch"], torch.__version__.split("+")[0])  # as LibTorch's TORCH_VERSION says it
-        self.assertEqual((m["format"], m["reference"], m["confidence_package"]), (6, "reference.pt", None))
+        self.assertEqual((m["format"], m["reference"], m["confidence_package"]), (7, "reference.pt", None))
+        self.assertEqual(m["input"], {"dtype": "float32", "inputs": [{"row": ["rows", 4], "below": None}],
+                                      "pool": None})
         self.assertEqual(m["whole_model"], {"cond": {"package": "cond.pt2"}, "masked": {"package": "masked.pt2"}})
         self.assertEqual(sorted(m["compile_s"]), sorted(p for p in os.listdir(folder) if p.endswith(".pt2")))
         self.assertTrue(all(s > 0 for s in m["compile_s"].values()), m["compile_s"])

@@ -19,7 +19,7 @@ class MaskedGraph final : public TorchStrategy {
   void prepare(const EarlyExitModel& model, int64_t batch) override {
     layers_ = model->layers(torch_device(device()));
     const auto options = at::TensorOptions().device(at::kCUDA, 0);
-    static_input_ = at::zeros(layers_->config().input_shape(batch), options.dtype(at::kFloat));
+    static_input_ = at::zeros(layers_->config().input_shape(batch), options.dtype(input_dtype(layers_->config())));
     final_exit_id_ = at::full({batch}, layers_->config().final_exit(), options.dtype(at::kInt));
     thresholds_.allocate(layers_->config().blocks);
     const at::cuda::CUDAStream side = capture_stream();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "condbench/config.h"
+#include "condbench/model.h"
 #include "condbench/paired_scope.h"
 
 namespace condbench {
@@ -114,7 +115,7 @@ struct CapturedIO {
 
   void allocate(const ModelConfig& config, int64_t batch) {
     const auto on_gpu = at::TensorOptions().device(at::kCUDA, 0);
-    input = at::zeros(config.input_shape(batch), on_gpu.dtype(at::kFloat));
+    input = at::zeros(config.input_shape(batch), on_gpu.dtype(input_dtype(config)));
     logits = at::zeros({batch, config.num_classes}, on_gpu.dtype(at::kFloat));
     exit_id = at::zeros({batch}, on_gpu.dtype(at::kInt));
     decided = at::zeros({batch}, on_gpu.dtype(at::kBool));

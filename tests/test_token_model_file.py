@@ -1,0 +1,141 @@
+"""A model file taking token ids and an attention mask (examples/models/bert.py, a DeeBERT-style
+classifier built from transformers' BERT layers): compiled, then every strategy condbench-infer runs
+checked row by row against the module's own forward, computed here on the ids and the mask, at
+batch 1 and 8 with rows leaving at every exit and padding that matters. Bad inputs (float ids, ids
+out of range, a tuple of the wrong arity, a mask whose rows differ from the ids') are one line and
+exit 2 before anything is compiled.
+
+Usage: test_token_model_file.py CONDBENCH_INFER CACHE (CACHE: compiled packages, kept)."""
+import json
+import os
+import sys
+import tempfile
+import textwrap
+import unittest
+
+INFER, CACHE = sys.argv[1:3]
+del sys.argv[1:3]
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+EXAMPLE = os.path.join(ROOT, "examples", "models", "bert.py")
+from tools import PYTHON, module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
+
+try:
+    import torch
+    import transformers  # noqa: F401  (the example's; scripts/setup installs it)
+except ImportError:
+    torch = None
+
+
+@unittest.skipIf(torch is None, "torch or transformers is not importable here; run under .venv/bin/python")
+class TokenModelFile(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        result = run(PYTHON, "-m", "condbench.model_file", "compile", EXAMPLE, "--cache", CACHE, timeout=900)
+        if result.returncode != 0:
+            raise AssertionError(result.stderr)
+        cls.folder = result.stdout.strip()
+        with open(os.path.join(cls.folder, "manifest.json")) as f:
+            cls.manifest = json.load(f)
+        import runpy
+        namespace = runpy.run_path(EXAMPLE)
+        cls.module = namespace["model"]().eval()
+        cls.ids, cls.mask = namespace["example_input"](24)
+        _, _, scores = module_forward(cls.module, (cls.ids, cls.mask), [2.0, 2.0, 2.0])
+        # thresholds between neighbouring scores: some rows leave at each exit, some reach the final head
+        cls.thresholds = []
+        for k, q in enumerate((0.75, 0.6, 0.5)):
+            s = scores[:, k].sort().values
+            i = int(q * (len(s) - 1))
+            cls.thresholds.append(float((s[i] + s[i + 1]) / 2))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def infer(self, packed, *flags):
+        path = os.path.join(self.dir.name, "x.pt")
+        torch.save(packed, path)
+        return run(INFER, "--device=cpu", f"--model-file={self.folder}", f"--input={path}",
+                   "--thresholds=" + ",".join(repr(t) for t in self.thresholds), *flags)
+
+    def test_the_manifest_says_what_the_input_is(self):
+        self.assertEqual(self.manifest["input"], {
+            "dtype": "int64", "pool": "pool.pt",
+            "inputs": [{"row": ["rows", 16], "below": 1000}, {"row": ["rows", 16], "below": 2}]})
+        self.assertEqual(self.manifest["parts"][0]["input"], ["rows", 32])  # ids and mask, packed
+
+    def test_every_strategy_agrees_with_the_module_at_batch_1_and_8(self):
+        ids, logits, _ = module_forward(self.module, (self.ids, self.mask), self.thresholds)
+        self.assertEqual(set(ids), {1, 2, 3, 4}, "the thresholds should send rows to every exit")
+        batches = [list(range(8)), list(range(8, 16)), list(range(16, 24))]
+        batches += [[ids.index(k)] for k in (1, 2, 3, 4)]  # batch 1: a row leaving at each exit
+        for rows in batches:
+            packed = torch.cat([self.ids[rows], self.mask[rows]], 1)
+            result = self.infer(packed)
+            with self.subTest(rows=rows):
+                self.assertEqual(result.returncode, 0, result.stderr)
+                out = json.loads(result.stdout)
+                ran = {f'{s["engine"]}/{s["strategy"]}' for s in out["strategies"]}
+                self.assertTrue({"torch/eager_host", "torch/masked", "aoti/masked"} <= ran, ran)
+                if len(rows) == 1:
+                    self.assertIn("aoti/cond", ran)
+                for s in out["strategies"]:
+                    self.assertEqual(s["exit_ids"], [ids[r] for r in rows], s["strategy"])
+                    torch.testing.assert_close(torch.tensor(s["logits"]), logits[rows], rtol=1e-4, atol=1e-5)
+
+    def test_the_mask_matters(self):
+        # the same ids with the padding unmasked: another answer, so the mask reached the layers
+        ids, logits, _ = module_forward(self.module, (self.ids, self.mask), [2.0, 2.0, 2.0])
+        padded = [r for r in range(24) if int(self.mask[r].sum()) < 16][:4]
+        unmasked = torch.cat([self.ids[padded], torch.ones_like(self.mask[padded])], 1)
+        result = self.infer(unmasked, "--strategy=masked")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = torch.tensor(json.loads(result.stdout)["strategies"][0]["logits"])
+        self.assertFalse(torch.allclose(got, logits[padded], atol=1e-3))
+
+    def test_an_id_out_of_range_or_float_ids_are_one_line(self):
+        packed = torch.cat([self.ids[:2], self.mask[:2]], 1)
+        packed[1, 3] = 1000
+        result = self.infer(packed)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(result.stderr.strip().splitlines(),
+                         ["condbench-infer: --input: row 1, input 0, position 3: 1000 is not in [0, 1000) (an id past "
+                          "the embedding's table: docs/your-model.md, \"Token ids\")"])
+        result = self.infer(torch.cat([self.ids[:2], self.mask[:2]], 1).float())
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("--input: expected an integer tensor of token ids [rows, 32], got Float [2, 32]", result.stderr)
+
+
+BAD = {
+    "float ids": ("return ids.float(), mask.float()", "input 0 is torch.float32, but stages[0] reads an nn.Embedding: "
+                  "token ids are an integer tensor"),
+    "ids out of range": ("return ids + 1000 * mask, mask", "not in [0, 1000) (the rows of the embedding that reads it)"),
+    "the wrong arity": ("return ids, mask, mask", "stages[0] on the input [2, 48]: failed"),
+    "rows that differ": ("return ids, mask[:1]", "input 1 [1, 16] torch.int64, not a float or integer tensor [2, ...]"),
+}
+
+
+@unittest.skipIf(torch is None, "torch or transformers is not importable here; run under .venv/bin/python")
+class BadTokenInputs(unittest.TestCase):
+    def test_each_is_one_line_and_exit_2_before_any_compile(self):
+        with open(EXAMPLE) as f:
+            source = f.read()
+        with tempfile.TemporaryDirectory() as d:
+            for name, (returned, said) in BAD.items():
+                with self.subTest(name):
+                    path = os.path.join(d, "bad.py")
+                    with open(path, "w") as f:
+                        f.write(source.replace("return ids * mask, mask  # padding is id 0, masked out",
+                                               "ids = ids * mask\n    " + returned))
+                    result = run(PYTHON, "-m", "condbench.model_file", "compile", path, "--cache",
+                                 os.path.join(d, "cache"))
+                    self.assertEqual(result.returncode, 2, result.stderr)
+                    lines = result.stderr.strip().splitlines()
+                    self.assertEqual(len(lines), 1, result.stderr)
+                    self.assertIn(said, lines[0])
+                    self.assertFalse(os.path.exists(os.path.join(d, "cache", "models")), "nothing compiled")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
