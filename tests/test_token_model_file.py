@@ -5,7 +5,9 @@ batch 1 and 8 with rows leaving at every exit and padding that matters. Bad inpu
 out of range, a tuple of the wrong arity, a mask whose rows differ from the ids') are one line and
 exit 2 before anything is compiled.
 
-Usage: test_token_model_file.py CONDBENCH_INFER CACHE (CACHE: compiled packages, kept)."""
+The peer's eager variants run on the same packed rows and must agree with the module too.
+
+Usage: test_token_model_file.py CONDBENCH CONDBENCH_INFER CACHE (CACHE: compiled packages, kept)."""
 import json
 import os
 import sys
@@ -13,8 +15,8 @@ import tempfile
 import textwrap
 import unittest
 
-INFER, CACHE = sys.argv[1:3]
-del sys.argv[1:3]
+CONDBENCH, INFER, CACHE = sys.argv[1:4]
+del sys.argv[1:4]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 EXAMPLE = os.path.join(ROOT, "examples", "models", "bert.py")
 from tools import PYTHON, module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
@@ -83,6 +85,25 @@ class TokenModelFile(unittest.TestCase):
                 for s in out["strategies"]:
                     self.assertEqual(s["exit_ids"], [ids[r] for r in rows], s["strategy"])
                     torch.testing.assert_close(torch.tensor(s["logits"]), logits[rows], rtol=1e-4, atol=1e-5)
+
+    def test_the_peer_runs_the_module_on_condbenchs_rows_and_every_variant_agrees(self):
+        workload = tempfile.mkdtemp(dir=self.dir.name)
+        result = run(CONDBENCH, f"--export-workload={workload}", f"--model-file={self.folder}",
+                     "--scenario=exit:1,exit:4,mix:uniform")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        (tag,) = [d for d in os.listdir(workload) if os.path.isdir(os.path.join(workload, d))]
+        pool = torch.load(os.path.join(workload, tag, "pool.pt"))
+        self.assertEqual((pool.dtype, tuple(pool.shape)), (torch.int64, (1024, 32)))  # the model's own rows
+        out = os.path.join(workload, "peer.json")
+        result = run(PYTHON, "-m", "condbench.peer", "--workload", workload, "--out", out, "--repetitions", "1",
+                     "--min-time", "0.001", "--variants", "py_eager_if,py_masked,py_cond")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(out) as f:
+            data = json.load(f)
+        timed = {tuple(b["name"].split("/")[3:5]) for b in data["benchmarks"] if b.get("run_type") == "iteration"}
+        self.assertEqual(timed, {(v, s) for v in ("py_eager_if", "py_masked", "py_cond")
+                                 for s in ("exit:1", "exit:4", "mix:uniform")})
+        self.assertNotIn(" not run (", data["context"].get("condbench_peer_notes", ""))
 
     def test_the_mask_matters(self):
         # the same ids with the padding unmasked: another answer, so the mask reached the layers
