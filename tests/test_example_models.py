@@ -1,13 +1,14 @@
-"""A model file taking token ids and an attention mask (examples/models/bert.py, a DeeBERT-style
-classifier built from transformers' BERT layers): compiled, then every strategy condbench-infer runs
-checked row by row against the module's own forward, computed here on the ids and the mask, at
-batch 1 and 8 with rows leaving at every exit and padding that matters. Bad inputs (float ids, ids
+"""The Hugging Face examples under examples/models/, built from transformers' own layers: bert.py (a
+DeeBERT-style classifier taking token ids and an attention mask) and vit.py (an early-exit ViT on
+images). Each is compiled, then every strategy condbench-infer runs is checked row by row against
+the module's own forward, computed here, at batch 1 and 8 with rows leaving at every exit (for the
+BERT, on ids and masks whose padding matters). Bad inputs (float ids, ids
 out of range, a tuple of the wrong arity, a mask whose rows differ from the ids') are one line and
 exit 2 before anything is compiled.
 
 The peer's eager variants run on the same packed rows and must agree with the module too.
 
-Usage: test_token_model_file.py CONDBENCH CONDBENCH_INFER CACHE (CACHE: compiled packages, kept)."""
+Usage: test_example_models.py CONDBENCH CONDBENCH_INFER CACHE (CACHE: compiled packages, kept)."""
 import json
 import os
 import sys
@@ -17,9 +18,13 @@ import unittest
 
 CONDBENCH, INFER, CACHE = sys.argv[1:4]
 del sys.argv[1:4]
+# One thread in every process this starts: ctest runs these classes side by side on a 2-core machine,
+# where two processes spinning two OpenMP threads each slow each other several fold
+os.environ["OMP_NUM_THREADS"] = "1"
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-EXAMPLE = os.path.join(ROOT, "examples", "models", "bert.py")
-from tools import PYTHON, module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
+EXAMPLES = os.path.join(ROOT, "examples", "models")
+EXAMPLE = os.path.join(EXAMPLES, "bert.py")
+from tools import PYTHON, main, module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
 
 try:
     import torch
@@ -28,28 +33,75 @@ except ImportError:
     torch = None
 
 
+def compiled(cls, example):
+    """Compiles examples/models/EXAMPLE into the kept cache; sets cls.dir, folder, manifest, module and
+    the example's own rows (example_input(24))."""
+    cls.dir = tempfile.TemporaryDirectory()
+    path = os.path.join(EXAMPLES, example)
+    result = run(PYTHON, "-m", "condbench.model_file", "compile", path, "--cache", CACHE, timeout=900)
+    if result.returncode != 0:
+        raise AssertionError(result.stderr)
+    cls.folder = result.stdout.strip()
+    with open(os.path.join(cls.folder, "manifest.json")) as f:
+        cls.manifest = json.load(f)
+    import runpy
+    namespace = runpy.run_path(path)
+    cls.module = namespace["model"]().eval()
+    return namespace["example_input"](24)
+
+
+def thresholds_for(scores, quantiles):
+    """Thresholds between neighbouring scores: some rows leave at each exit, some reach the final head."""
+    out = []
+    for k, q in enumerate(quantiles):
+        s = scores[:, k].sort().values
+        i = int(q * (len(s) - 1))
+        out.append(float((s[i] + s[i + 1]) / 2))
+    return out
+
+
+@unittest.skipIf(torch is None, "torch or transformers is not importable here; run under .venv/bin/python")
+class VitModelFile(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.x = compiled(cls, "vit.py")
+        _, _, scores = module_forward(cls.module, cls.x, [2.0, 2.0, 2.0])
+        cls.thresholds = thresholds_for(scores, (0.75, 0.6, 0.5))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_every_strategy_agrees_with_the_module_at_batch_1_and_8(self):
+        self.assertEqual(self.manifest["input"]["dtype"], "float32")
+        self.assertEqual(self.manifest["whole_model"], {"cond": {"package": "cond.pt2"},
+                                                        "masked": {"package": "masked.pt2"}})
+        ids, logits, _ = module_forward(self.module, self.x, self.thresholds)
+        self.assertEqual(set(ids), {1, 2, 3, 4}, "the thresholds should send rows to every exit")
+        path = os.path.join(self.dir.name, "x.pt")
+        for rows in [list(range(8)), list(range(8, 16))] + [[ids.index(k)] for k in (1, 2, 3, 4)]:
+            torch.save(self.x[rows], path)
+            result = run(INFER, "--device=cpu", f"--model-file={self.folder}", f"--input={path}",
+                         "--thresholds=" + ",".join(repr(t) for t in self.thresholds))
+            with self.subTest(rows=rows):
+                self.assertEqual(result.returncode, 0, result.stderr)
+                out = json.loads(result.stdout)
+                ran = {f'{s["engine"]}/{s["strategy"]}' for s in out["strategies"]}
+                self.assertTrue({"torch/eager_host", "torch/masked", "aoti/masked"} <= ran, ran)
+                if len(rows) == 1:
+                    self.assertIn("aoti/cond", ran)
+                for s in out["strategies"]:
+                    self.assertEqual(s["exit_ids"], [ids[r] for r in rows], s["strategy"])
+                    torch.testing.assert_close(torch.tensor(s["logits"]), logits[rows], rtol=1e-4, atol=1e-5)
+
+
 @unittest.skipIf(torch is None, "torch or transformers is not importable here; run under .venv/bin/python")
 class TokenModelFile(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.TemporaryDirectory()
-        result = run(PYTHON, "-m", "condbench.model_file", "compile", EXAMPLE, "--cache", CACHE, timeout=900)
-        if result.returncode != 0:
-            raise AssertionError(result.stderr)
-        cls.folder = result.stdout.strip()
-        with open(os.path.join(cls.folder, "manifest.json")) as f:
-            cls.manifest = json.load(f)
-        import runpy
-        namespace = runpy.run_path(EXAMPLE)
-        cls.module = namespace["model"]().eval()
-        cls.ids, cls.mask = namespace["example_input"](24)
+        cls.ids, cls.mask = compiled(cls, "bert.py")
         _, _, scores = module_forward(cls.module, (cls.ids, cls.mask), [2.0, 2.0, 2.0])
-        # thresholds between neighbouring scores: some rows leave at each exit, some reach the final head
-        cls.thresholds = []
-        for k, q in enumerate((0.75, 0.6, 0.5)):
-            s = scores[:, k].sort().values
-            i = int(q * (len(s) - 1))
-            cls.thresholds.append(float((s[i] + s[i + 1]) / 2))
+        cls.thresholds = thresholds_for(scores, (0.75, 0.6, 0.5))
 
     @classmethod
     def tearDownClass(cls):
@@ -159,4 +211,4 @@ class BadTokenInputs(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()
