@@ -60,6 +60,27 @@ def thresholds_for(scores, quantiles):
     return out
 
 
+def peer_agrees(case):
+    """The peer's eager variants on condbench's exported rows of case.folder: each checked against
+    the module (nothing refused) and timed in every scenario. Returns the exported pool."""
+    workload = tempfile.mkdtemp(dir=case.dir.name)
+    result = run(CONDBENCH, f"--export-workload={workload}", f"--model-file={case.folder}",
+                 "--scenario=exit:1,exit:4,mix:uniform")
+    case.assertEqual(result.returncode, 0, result.stderr)
+    (tag,) = [d for d in os.listdir(workload) if os.path.isdir(os.path.join(workload, d))]
+    out = os.path.join(workload, "peer.json")
+    result = run(PYTHON, "-m", "condbench.peer", "--workload", workload, "--out", out, "--repetitions", "1",
+                 "--min-time", "0.001", "--variants", "py_eager_if,py_masked,py_cond")
+    case.assertEqual(result.returncode, 0, result.stderr)
+    with open(out) as f:
+        data = json.load(f)
+    timed = {tuple(b["name"].split("/")[3:5]) for b in data["benchmarks"] if b.get("run_type") == "iteration"}
+    case.assertEqual(timed, {(v, s) for v in ("py_eager_if", "py_masked", "py_cond")
+                             for s in ("exit:1", "exit:4", "mix:uniform")})
+    case.assertNotIn(" not run (", data["context"].get("condbench_peer_notes", ""))
+    return torch.load(os.path.join(workload, tag, "pool.pt"))
+
+
 @unittest.skipIf(torch is None, "torch or transformers is not importable here; run under .venv/bin/python")
 class VitModelFile(unittest.TestCase):
     @classmethod
@@ -93,6 +114,10 @@ class VitModelFile(unittest.TestCase):
                 for s in out["strategies"]:
                     self.assertEqual(s["exit_ids"], [ids[r] for r in rows], s["strategy"])
                     torch.testing.assert_close(torch.tensor(s["logits"]), logits[rows], rtol=1e-4, atol=1e-5)
+
+    def test_the_peer_runs_the_module_on_condbenchs_rows_and_every_variant_agrees(self):
+        pool = peer_agrees(self)
+        self.assertEqual((pool.dtype, tuple(pool.shape)), (torch.float32, (1024, 3, 32, 32)))
 
 
 @unittest.skipIf(torch is None, "torch or transformers is not importable here; run under .venv/bin/python")
@@ -139,23 +164,8 @@ class TokenModelFile(unittest.TestCase):
                     torch.testing.assert_close(torch.tensor(s["logits"]), logits[rows], rtol=1e-4, atol=1e-5)
 
     def test_the_peer_runs_the_module_on_condbenchs_rows_and_every_variant_agrees(self):
-        workload = tempfile.mkdtemp(dir=self.dir.name)
-        result = run(CONDBENCH, f"--export-workload={workload}", f"--model-file={self.folder}",
-                     "--scenario=exit:1,exit:4,mix:uniform")
-        self.assertEqual(result.returncode, 0, result.stderr)
-        (tag,) = [d for d in os.listdir(workload) if os.path.isdir(os.path.join(workload, d))]
-        pool = torch.load(os.path.join(workload, tag, "pool.pt"))
+        pool = peer_agrees(self)
         self.assertEqual((pool.dtype, tuple(pool.shape)), (torch.int64, (1024, 32)))  # the model's own rows
-        out = os.path.join(workload, "peer.json")
-        result = run(PYTHON, "-m", "condbench.peer", "--workload", workload, "--out", out, "--repetitions", "1",
-                     "--min-time", "0.001", "--variants", "py_eager_if,py_masked,py_cond")
-        self.assertEqual(result.returncode, 0, result.stderr)
-        with open(out) as f:
-            data = json.load(f)
-        timed = {tuple(b["name"].split("/")[3:5]) for b in data["benchmarks"] if b.get("run_type") == "iteration"}
-        self.assertEqual(timed, {(v, s) for v in ("py_eager_if", "py_masked", "py_cond")
-                                 for s in ("exit:1", "exit:4", "mix:uniform")})
-        self.assertNotIn(" not run (", data["context"].get("condbench_peer_notes", ""))
 
     def test_the_mask_matters(self):
         # the same ids with the padding unmasked: another answer, so the mask reached the layers
