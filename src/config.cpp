@@ -33,6 +33,10 @@ std::string FamilyAxis::flag() const {
   return flag;
 }
 
+void ModelFamily::example_rows(int64_t /*rows*/, at::Tensor& /*out*/) const {
+  fail("the " + name() + " family's input is float values condbench draws; it has no example rows");
+}
+
 const FamilyAxis* ModelFamily::axis(std::string_view key) const {
   for (const FamilyAxis& a : axes_)
     if (a.key == key) return &a;

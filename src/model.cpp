@@ -12,16 +12,16 @@
 
 namespace condbench {
 
-at::Tensor ModelFamily::example_rows(int64_t /*rows*/) const {
-  fail("the " + name() + " family's input is float values condbench draws; it has no example rows");
-}
-
 at::ScalarType input_dtype(const ModelConfig& config) {
   return config.family != nullptr && config.family->integer_input() ? at::kLong : at::kFloat;
 }
 
 at::Tensor input_rows(const ModelConfig& config, int64_t rows, uint64_t seed) {
-  if (input_dtype(config) == at::kLong) return config.family->example_rows(rows);
+  if (input_dtype(config) == at::kLong) {
+    at::Tensor out;
+    config.family->example_rows(rows, out);
+    return out;
+  }
   std::vector<float> values = seeded_inputs(config, rows, seed);
   return at::from_blob(values.data(), config.input_shape(rows), at::kFloat).clone();
 }

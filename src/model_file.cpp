@@ -313,12 +313,12 @@ void ModelFileFamily::read_pool(const std::string& path) {
   check_input_values(pool_, "model file " + folder_ + ": pool.pt");
 }
 
-at::Tensor ModelFileFamily::example_rows(int64_t rows) const {
-  if (!integer_input_) return ModelFamily::example_rows(rows);
+void ModelFileFamily::example_rows(int64_t rows, at::Tensor& out) const {
+  if (!integer_input_) return ModelFamily::example_rows(rows, out);
   const int64_t held = pool_.size(0), copies = (rows + held - 1) / held;
   std::vector<int64_t> repeat(static_cast<size_t>(pool_.dim()), 1);
   repeat.front() = copies;
-  return (copies > 1 ? pool_.repeat(repeat) : pool_).narrow(0, 0, rows).contiguous();
+  out = (copies > 1 ? pool_.repeat(repeat) : pool_).narrow(0, 0, rows).contiguous();
 }
 
 void ModelFileFamily::check_input_values(const at::Tensor& rows, const std::string& whose) const {

@@ -118,11 +118,12 @@ class ModelFamily {
   virtual std::vector<int64_t> row_shape(const ModelConfig& config) const = 0;
   // What an input row holds: float32 values condbench draws N(0, 1) (every built-in family), or int64
   // token ids and masks (a model file whose example_input() gives integers), whose rows the model
-  // gives: example_rows(rows), its own rows repeated as needed (the base throws: a float input has
-  // none). check_input_values throws condbench::Error, one line naming `whose` row and position, for
-  // a value outside its input's range (an id an embedding's table does not hold).
+  // gives: example_rows sets `out` to `rows` of its own rows, repeated as needed (the base throws: a
+  // float input has none; defined in config.cpp, torch-free, so this class's vtable is there).
+  // check_input_values throws condbench::Error, one line naming `whose` row and position, for a value
+  // outside its input's range (an id an embedding's table does not hold).
   virtual bool integer_input() const { return false; }
-  virtual at::Tensor example_rows(int64_t rows) const;
+  virtual void example_rows(int64_t rows, at::Tensor& out) const;
   virtual void check_input_values(const at::Tensor& /*rows*/, const std::string& /*whose*/) const {}
   virtual int width(const ModelConfig& config) const = 0;
   // How its sizes must relate (each axis's range is checked already): ModelConfig::validate checks

@@ -82,7 +82,7 @@ class ModelFileFamily final : public ModelFamily {
   // An int64 input (token ids, and masks): condbench's pool is the folder's example rows (pool.pt,
   // example_input()'s), and every value must be below its input's limit (the manifest's "below").
   bool integer_input() const override { return integer_input_; }
-  at::Tensor example_rows(int64_t rows) const override;
+  void example_rows(int64_t rows, at::Tensor& out) const override;
   void check_input_values(const at::Tensor& rows, const std::string& whose) const override;
 
   int default_blocks() const override { return stages(); }
