@@ -48,18 +48,43 @@ ContextEntries entries(const MachineState& state, const std::vector<std::string>
   };
 }
 
+// Why a machine is not settled (machine_settled): the busy warning, else its load average.
+std::string unsettled(const MachineState& state, const std::vector<std::string>& warnings) {
+  const std::optional<double> other = other_load(state);
+  if (other && machine_busy(*other, state.cpus)) return warnings.front();
+  return "the 1-minute load average is " + format(state.load1.value_or(0)) + " on " + std::to_string(state.cpus) +
+         " CPUs, not below " + format(kBusyLoadPerCpu * state.cpus, "%.1f") +
+         ": the last minute's work is still in it (--wait-quiet=SECONDS waits for it to settle)";
+}
+
 }  // namespace
 
-ContextEntries check_machine_before_run(int threads, bool require_quiet) {
-  const MachineState state = read_machine_state(sysroot());
+ContextEntries check_machine_before_run(int threads, bool require_quiet, int wait_quiet_s) {
+  MachineState state = read_machine_state(sysroot());
+  // --wait-quiet: read the machine every few seconds until it settles or the time is up.
+  int waited = 0;
+  if (wait_quiet_s > 0 && !machine_settled(state)) {
+    std::cerr << "condbench: waiting up to " << wait_quiet_s
+              << " s for a quiet machine: " << unsettled(state, machine_warnings(state, threads)) << "\n";
+    const auto start = std::chrono::steady_clock::now();
+    constexpr int kPollS = 2;
+    while (!machine_settled(state) && waited < wait_quiet_s) {
+      std::this_thread::sleep_for(std::chrono::seconds(std::min(kPollS, wait_quiet_s - waited)));
+      state = read_machine_state(sysroot());
+      waited = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (machine_settled(state)) std::cerr << "condbench: the machine is quiet after " << waited << " s\n";
+  }
   const std::vector<std::string> warnings = machine_warnings(state, threads);
-  const std::optional<double> other = other_load(state);
-  if (require_quiet && other && machine_busy(*other, state.cpus)) fail("--require-quiet: " + warnings.front());
+  if (require_quiet && !machine_settled(state))
+    fail("--require-quiet: " + unsettled(state, warnings) + (waited ? " (after waiting " + std::to_string(waited) + " s)" : ""));
   for (const std::string& w : warnings) std::cerr << "condbench: warning: " << w << "\n";
   ContextEntries context = entries(state, warnings, "start");
   context.push_back({"condbench_cpus", std::to_string(state.cpus)});
   context.push_back({"condbench_cpu_governor", state.governor.empty() ? "unknown" : state.governor});
   context.push_back({"condbench_cpu_boost", state.boost ? (*state.boost ? "on" : "off") : "unknown"});
+  if (wait_quiet_s > 0) context.push_back({"condbench_quiet_wait_s", std::to_string(waited)});
   return context;
 }
 

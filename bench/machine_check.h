@@ -11,9 +11,11 @@ namespace condbench {
 using ContextEntries = std::vector<std::pair<std::string, std::string>>;
 
 // Prints one "condbench: warning: ..." line on stderr per finding and returns the context entries
-// (condbench_machine_busy, condbench_running_start, ...). With `require_quiet`, a busy machine
-// throws condbench::Error instead: one line, exit code 2, nothing run.
-ContextEntries check_machine_before_run(int threads, bool require_quiet);
+// (condbench_machine_busy, condbench_running_start, ...). With `wait_quiet_s` > 0 it first reads
+// the machine every 2 s until it is settled (machine_settled) or that many seconds have passed,
+// saying so on stderr, and records the wait (condbench_quiet_wait_s). With `require_quiet`, a
+// machine still not settled throws condbench::Error: one line, exit code 2, nothing run.
+ContextEntries check_machine_before_run(int threads, bool require_quiet, int wait_quiet_s = 0);
 
 // The same after the run (condbench_machine_busy_end, ...): load that came up during the run.
 // The run queue is read once our threads have settled; the 1-minute load average still holds up

@@ -56,7 +56,11 @@ constexpr FlagSpec kFlags[] = {
     {"--kernel-trace", "FILE",
      "LibTorch's profiler over the run (every ATen operator and GPU kernel) as a Chrome trace: for kernel tables, "
      "not timings"},
-    {"--require-quiet", nullptr, "refuse to start on a busy machine (exit 2)"},
+    {"--require-quiet", nullptr,
+     "refuse to start on a busy machine, or one whose 1-minute load average is still at half its CPUs (exit 2)"},
+    {"--wait-quiet", "SECONDS",
+     "before the run, wait up to SECONDS for a quiet machine (the load average below half the CPUs); scripts/run "
+     "gives 600 with --require-quiet"},
     {"--progress", nullptr, "progress and the time left on stderr even when it is not a terminal (default: on one)"},
     {"--in-order", nullptr, "repetitions in registration order (default: randomly interleaved)"},
     {"--rounds", nullptr,
@@ -253,6 +257,8 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
   RunnerOptions options;
   options.full = given("--full");
   options.require_quiet = given("--require-quiet");
+  if (given("--wait-quiet"))
+    options.wait_quiet_s = static_cast<int>(cli::parse_int("--wait-quiet", flags.at("--wait-quiet"), 0, 3600));
   options.in_order = given("--in-order");
   options.rounds = given("--rounds");
   if (options.rounds && options.in_order) fail("--rounds: its rounds are in random order; drop --in-order");

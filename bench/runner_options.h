@@ -41,6 +41,7 @@ struct RunnerOptions {
   std::string kernel_trace_out;        // --kernel-trace: LibTorch's profiler over the run (kernel_trace.h)
   std::string checkpoint_out;          // --checkpoint-out: JSON of every finished benchmark, as they finish
   bool require_quiet = false;          // refuse to start on a busy machine
+  int wait_quiet_s = 0;                // --wait-quiet: wait up to this long for a quiet machine first
   bool in_order = false;               // repetitions in registration order, not randomly interleaved
   bool rounds = false;                 // --rounds: each repetition a round of every benchmark (runner.cpp)
   double answer_budget_s = 0;          // --answer-budget: rounds until the answer is decided (answer_budget.h)

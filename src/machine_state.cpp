@@ -106,6 +106,12 @@ MachineState read_machine_state(const std::string& root, int samples, int interv
 
 bool machine_busy(double other, int cpus) { return cpus > 0 && other > kBusyLoadPerCpu * cpus; }
 
+bool machine_settled(const MachineState& state) {
+  const std::optional<double> other = other_load(state);
+  if (other && machine_busy(*other, state.cpus)) return false;
+  return !state.load1 || state.cpus <= 0 || *state.load1 < kBusyLoadPerCpu * state.cpus;
+}
+
 bool threads_exceed_free_cpus(double other, int cpus, int threads) {
   // Three quarters of a CPU of slack: a quiet machine's load average of 0.5 (daemons, the shell)
   // leaves room for a thread per CPU; one other runnable task does not.

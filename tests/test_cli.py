@@ -258,7 +258,7 @@ class BadFlags(unittest.TestCase):
             for name in ["--device=cpu|cuda|all", "--strategy", "--scenario", "--batch", "--hidden", "--blocks",
                          "--weights", "--full", "--threads", "--nvtx", "--require-quiet", "--in-order",
                          "--checkpoint-out", "--export-workload", "--list", "--trace", "--progress", "--benchmark_filter",
-                         "--answer-budget",
+                         "--answer-budget", "--wait-quiet",
                          "--model=FAMILY", "--in-features", "--d-model", "--heads", "--ffn", "--seq"]:
                 self.assertIn(name, result.stdout, flag)
             # each family's sizes from its descriptor, with their defaults and sweeps
@@ -344,6 +344,38 @@ class MachineChecks(unittest.TestCase):
         self.assertIn("busy (2.0 other tasks running on 2 CPUs)", lines[0])
         self.assertEqual(result.stdout, "")
         self.assertEqual(sorted(os.listdir(self.dir.name)), ["busy", "quiet"])  # nothing written
+
+    def test_require_quiet_refuses_a_load_average_at_half_the_cpus_after_waiting(self):
+        settling = fake_root(os.path.join(self.dir.name, "settling"), 2, "1.00 0.40 0.20", 1)
+        result = self.condbench(settling, "--require-quiet", "--wait-quiet=2", *TINY,
+                                f"--benchmark_out={self.out}")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 2, result.stderr)  # the wait, then the refusal
+        self.assertIn("waiting up to 2 s for a quiet machine", lines[0])
+        self.assertRegex(lines[1], r"^condbench: --require-quiet: the 1-minute load average is 1\.00 on 2 CPUs, "
+                                   r"not below 1\.0: .* \(after waiting [0-9]+ s\)$")
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_wait_quiet_starts_the_run_once_the_load_average_settles(self):
+        settling = fake_root(os.path.join(self.dir.name, "settling"), 2, "1.40 0.40 0.20", 1)
+        run = subprocess.Popen([CONDBENCH, "--require-quiet", "--wait-quiet=60", *TINY, f"--benchmark_out={self.out}"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "CONDBENCH_SYSROOT": settling})
+        try:
+            waiting = run.stderr.readline()
+            self.assertIn("waiting up to 60 s for a quiet machine: the 1-minute load average is 1.40", waiting)
+            fake_root(settling, 2, "0.60 0.40 0.20", 1)  # the compile's minute has passed
+            rest = run.stderr.read()
+            self.assertEqual(run.wait(timeout=240), 0, rest)
+        finally:
+            run.kill()
+            run.stderr.close()
+        self.assertRegex(rest, r"condbench: the machine is quiet after [0-9]+ s")
+        c = self.context()
+        self.assertGreaterEqual(int(c["condbench_quiet_wait_s"]), 0)
+        self.assertLess(int(c["condbench_quiet_wait_s"]), 60)
+        self.assertEqual(c["condbench_loadavg_start"], "0.60 0.40 0.20")
 
     def test_busy_machine_is_warned_about_and_recorded_at_start_and_end(self):
         result = self.condbench(self.busy, *TINY, f"--benchmark_out={self.out}")

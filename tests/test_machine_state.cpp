@@ -51,6 +51,21 @@ TEST_F(FakeRoot, QuietMachineWithPerformanceGovernorHasNothingToSay) {
   EXPECT_TRUE(machine_warnings(s, 4).empty());
 }
 
+TEST_F(FakeRoot, AReferenceRunWaitsForTheLastMinutesLoadToFallBelowHalfTheCpus) {
+  machine(2, "1.00 0.40 0.20", 1);  // nothing running now, but a compile's minute still in the average
+  MachineState s = read();
+  EXPECT_FALSE(machine_busy(*other_load(s), s.cpus));  // the run queue is quiet
+  EXPECT_FALSE(machine_settled(s));                    // the load average is at the line, not below it
+  machine(2, "0.99 0.40 0.20", 1);
+  EXPECT_TRUE(machine_settled(read()));
+  machine(2, "0.10 0.10 0.10", 3);  // two others running: busy whatever the average says
+  EXPECT_FALSE(machine_settled(read()));
+  machine(2, "0.10 0.10 0.10", 1);
+  s = read();
+  s.load1.reset();  // a machine without /proc/loadavg is judged by its run queue alone
+  EXPECT_TRUE(machine_settled(s));
+}
+
 TEST_F(FakeRoot, TwoBusyLoopsOnTwoCpusMakeTheMachineBusy) {
   machine(2, "6.20 5.10 4.00", 3);  // two hogs and us
   const MachineState s = read();

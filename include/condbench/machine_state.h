@@ -30,6 +30,11 @@ MachineState read_machine_state(const std::string& root, int samples = 5, int in
 // benchmark on a busy machine measures the scheduler as much as the code (see docs/trusting.md).
 constexpr double kBusyLoadPerCpu = 0.5;
 bool machine_busy(double other_load, int cpus);
+// A reference run's bar (--require-quiet, --wait-quiet): not busy, and the 1-minute load average
+// below the same line. The average still carries the last minute's work (an export, a compile, a
+// build), which the run queue no longer shows; a run that starts on it starts while the machine's
+// caches and clocks are still those of that work.
+bool machine_settled(const MachineState& state);
 // Fewer CPUs free than threads the run uses: its parallel parts wait for a core.
 bool threads_exceed_free_cpus(double other_load, int cpus, int threads);
 
