@@ -20,7 +20,7 @@ constexpr int64_t kModelFileMaxRowValues = 1 << 22;
 constexpr int kModelFileMaxStages = 256;
 constexpr int kModelFileMaxClasses = 1 << 16;  // a head's logits per row
 constexpr size_t kModelFileMaxReads = 4096;    // files the module read while it loaded ("reads")
-// The layout a manifest must say it has (FORMAT in python/condbench/model_file.py).
+// The layout a manifest must say it has (FORMAT in python/condbench/model_source.py).
 constexpr int kModelFileFormat = 7;
 // At most this many inputs (example_input()'s tuple: token ids, an attention mask, ...).
 constexpr int kModelFileMaxInputs = 8;

@@ -14,7 +14,7 @@ for both routes to a package: the built-in families' and decoders' (this module'
 and a model file's parts and whole-model modules (condbench.model_file compile). The whole-model
 modules are the same on both: condbench.variants' nested torch.cond (DeployedCond) and masking
 (DeployedMasked) on the model's early-exit view, exported with the check that sends example rows to
-every exit (whole_model_programs); a decoder's are one decode step of each (decoder_peer.DecodeStep,
+every exit (whole_model_programs); a decoder's are one decode step of each (deployed.DecodeStep,
 step_program).
 
 The built-in route: the packages of a model configuration, compiled with placeholder weights that
@@ -44,6 +44,7 @@ import sys
 import time
 from typing import Callable, NamedTuple
 
+from .errors import Described, first_line
 from .regular_file import open_regular
 from .rules import (COMPILE_CHECK, MAX_BATCH, RULES, broken_relation, broken_size, module_floats,
                     over_memory_budget)
@@ -65,18 +66,6 @@ CHECK_ROWS = 8  # the example rows a whole-model module is checked on
 
 
 # --- the path: export, compile, check --------------------------------------------------------------
-
-class Described(RuntimeError):
-    """An error whose message is already one line naming its cause's type (first_line keeps it)."""
-
-
-def first_line(error):
-    """An exception as one line of at most 300 characters: its type and its message's first line."""
-    text = str(error).strip().splitlines()
-    if isinstance(error, Described):
-        return (text[0] if text else "")[:300]
-    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")[:300]
-
 
 @contextlib.contextmanager
 def quiet():
@@ -255,7 +244,7 @@ def build(program, path, check, noun, options=None, fallback=None):
       {"package", "compile_s", "workaround": the options, "default": why the first was refused}
                                                      refused with `options`, accepted with `fallback`
     A refused package is removed. `noun` names the module in the reasons ("cond module", "part")."""
-    from .variants import options_text
+    from .deployed import options_text
 
     if check is None:
         return {"unavailable": program}
@@ -318,7 +307,7 @@ def whole_model_programs(view, x, inputs="example_input", modules=MODULES):
     code and is not compared. The check is a Check."""
     import torch
 
-    from .variants import DeployedCond, DeployedMasked, masked_forward
+    from .deployed import DeployedCond, DeployedMasked, masked_forward
 
     for p in view.parameters():
         p.requires_grad_(False)  # torch.export of torch.cond: frozen parameters, no no_grad region
@@ -515,9 +504,9 @@ def built_in_program(module_name, config, device):
 
     torch.manual_seed(0)
     if config.get("family") == DECODER:
-        from . import decoder_peer
+        from .deployed import DecodeStep
         try:
-            return step_program(decoder_peer.DecodeStep.of(config, module_name, device))
+            return step_program(DecodeStep.of(config, module_name, device))
         except (KeyboardInterrupt, MemoryError):
             raise
         except Exception as e:
@@ -583,7 +572,7 @@ def main():
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found": moot here
     import torch
 
-    from .variants import options_text
+    from .deployed import options_text
     if args.device == "cuda" and not torch.cuda.is_available():
         fail("--device=cuda: no CUDA device here (AOTInductor compiles CUDA code on a GPU)")
     version = torch.__version__.split("+")[0]

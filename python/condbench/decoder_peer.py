@@ -27,15 +27,14 @@ the cases: one iteration is one generated token, a new sequence's prefill outsid
 import functools
 import os
 import time
-from typing import Callable, NamedTuple
 
 import torch
-from torch import nn
 from torch.nn import functional as F
 
 from . import decoder, variants
+from .variants import Variant
+from .deployed import cond_step_tensors, masked_step_tensors, masked_token
 from .rules import exit_fires, logits_agree, max_softmax
-
 
 
 def cached_layer(layer, h, keys, values, position, heads):
@@ -74,104 +73,10 @@ def eager_if_step(model, token, position, cache, thresholds, heads, places):
     return logits.argmax(-1), len(places), logits
 
 
-def masked(model, h, run_layer, thresholds, places):
-    """Masking from the state h entering layer 0: every layer (run_layer(l, h) -> the state after
-    it, its keys and values written) and every exit's head; a token that left keeps its state with
-    torch.where. (token, exit id, the chosen logits)."""
-    left = torch.zeros(1, dtype=torch.bool, device=h.device)
-    exit_id = torch.full((1,), len(places), dtype=torch.int32, device=h.device)
-    chosen = None
-    for l in range(len(model.layers)):
-        h = torch.where(left[:, None], h, run_layer(l, h))
-        if l + 1 in places[:-1]:
-            e = places.index(l + 1)
-            logits = model.head(model.norm(h))
-            fire = exit_fires(max_softmax(logits), thresholds[e]) & ~left
-            chosen = logits if chosen is None else torch.where(fire[:, None], logits, chosen)
-            exit_id = torch.where(fire, e + 1, exit_id)
-            left = left | fire
-    final = model.head(model.norm(h))
-    chosen = final if chosen is None else torch.where(left[:, None], chosen, final)
-    return chosen.argmax(-1), exit_id, chosen
-
-
 def masked_step(model, token, position, cache, thresholds, heads, places):
     h = model.embed(token) + model.pos.weight[position]
-    return masked(model, h, lambda l, h: cached_layer(model.layers[l], h, *cache[l], position, heads), thresholds,
+    return masked_token(model, h, lambda l, h: cached_layer(model.layers[l], h, *cache[l], position, heads), thresholds,
                   places)
-
-
-# The fixed-size forms: the cache of layer l is (keys, values) [heads, context, head_dim], a token's
-# position a one-hot row `at` [context] and the positions it attends to `seen` [context] (0..position),
-# every write a torch.where that returns a new buffer. Shapes never change, so one trace serves every
-# position, and a torch.cond branch gets the cache as an operand and returns it.
-
-
-def write(buffer, at, row):
-    """buffer [heads, context, head_dim] with `row` [heads, head_dim] at the one-hot position `at`."""
-    return torch.where(at[None, :, None], row[:, None, :], buffer)
-
-
-def fixed_layer(layer, h, keys, values, at, seen, heads):
-    d = h.shape[-1]
-    q, k, v = layer.attn.qkv(layer.norm1(h)).chunk(3, -1)
-    keys, values = write(keys, at, k.view(heads, d // heads)), write(values, at, v.view(heads, d // heads))
-    a = F.scaled_dot_product_attention(q.view(heads, 1, d // heads), keys, values, attn_mask=seen[None, None, :])
-    x = h + layer.attn.out(a.reshape(1, d))
-    return x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x)))), keys, values
-
-
-def fixed_propagate(layer, h, keys, values, at, heads):
-    d = h.shape[-1]
-    kv = F.linear(layer.norm1(h), layer.attn.qkv.weight[d:], layer.attn.qkv.bias[d:])
-    return write(keys, at, kv[0, :d].view(heads, d // heads)), write(values, at, kv[0, d:].view(heads, d // heads))
-
-
-def cond_step_tensors(model, heads, places, token, at, seen, thresholds, *cache):
-    """One token through nested torch.cond: (next token [1], exit id int32 [1], its logits [1, vocab],
-    the new cache as a flat tuple keys_0, values_0, keys_1, ...). Each level runs its exit's layers, then
-    cond(confidence > its threshold, leave, go on), both branches returning the deeper layers' cache."""
-    h = model.embed(token) + (at.to(model.pos.weight.dtype) @ model.pos.weight)[None, :]
-
-    def from_exit(e, h, cache, first):
-        cache = list(cache)
-        for l in range(first, places[e]):
-            h, cache[2 * (l - first)], cache[2 * (l - first) + 1] = fixed_layer(
-                model.layers[l], h, cache[2 * (l - first)], cache[2 * (l - first) + 1], at, seen, heads)
-        logits = model.head(model.norm(h))
-        if e == len(places) - 1:
-            return (logits.argmax(-1), torch.full((1,), e + 1, dtype=torch.int32, device=h.device), logits, *cache)
-        done, deeper = places[e] - first, cache[2 * (places[e] - first):]
-
-        def leave(h, logits, *deeper):
-            out = []
-            for m, l in enumerate(range(places[e], len(model.layers))):
-                out += fixed_propagate(model.layers[l], h, deeper[2 * m], deeper[2 * m + 1], at, heads)
-            # logits.clone(): torch.cond refuses a branch output that is one of its inputs
-            return (logits.argmax(-1), torch.full((1,), e + 1, dtype=torch.int32, device=h.device), logits.clone(),
-                    *out)
-
-        def go_on(h, logits, *deeper):
-            return from_exit(e + 1, h, deeper, places[e])
-
-        token, exit_id, chosen, *deeper = torch.cond(exit_fires(max_softmax(logits)[0], thresholds[e]), leave, go_on,
-                                             (h, logits, *deeper))
-        return (token, exit_id, chosen, *cache[:2 * done], *deeper)
-
-    return from_exit(0, h, cache, 0)
-
-
-def masked_step_tensors(model, heads, places, token, at, seen, thresholds, *cache):
-    """masked_step over the fixed-size cache: every layer and head, no host read."""
-    h = model.embed(token) + (at.to(model.pos.weight.dtype) @ model.pos.weight)[None, :]
-    cache = list(cache)
-
-    def run_layer(l, h):
-        h, cache[2 * l], cache[2 * l + 1] = fixed_layer(model.layers[l], h, cache[2 * l], cache[2 * l + 1], at, seen,
-                                                        heads)
-        return h
-
-    return (*masked(model, h, run_layer, thresholds, places), *cache)
 
 
 def static_layer(layer, h, keys, values, position, seen, heads):
@@ -191,7 +96,7 @@ def static_layer(layer, h, keys, values, position, seen, heads):
 def static_masked_step_tensors(model, heads, places, token, position, seen, thresholds, *cache):
     """masked_step over the static cache (keys_0, values_0, keys_1, ...), written in place."""
     h = model.embed(token) + model.pos.weight.index_select(0, position)
-    return masked(model, h, lambda l, h: static_layer(model.layers[l], h, cache[2 * l], cache[2 * l + 1], position,
+    return masked_token(model, h, lambda l, h: static_layer(model.layers[l], h, cache[2 * l], cache[2 * l + 1], position,
                                                       seen, heads), thresholds, places)
 
 
@@ -253,73 +158,20 @@ class FixedStep:
         return token, exit_id, logits
 
 
-class DecodeStep(nn.Module):
-    """One decode step at batch 1 over the fixed-size cache as AOTInductor deploys it (condbench's
-    engine aoti for the decoder, strategies/decoder/aoti/; condbench.aoti exports it):
-    forward(token int64 [1], at bool [context], seen bool [context], thresholds float [exits - 1],
-    cache: (keys_0, values_0, keys_1, ...) each [heads, context, head_dim]) returns (token, exit id
-    int32 [1], logits [1, vocab], keys_0, values_0, ...). Its parameters are the decoder's state_dict
-    under "model.", so condbench replaces the placeholders with its own weights."""
-    BODIES = {"cond": cond_step_tensors, "masked": masked_step_tensors}
-
-    def __init__(self, model, config, body):
-        super().__init__()
-        self.model, self.config, self.body = model, config, body
-        self.places = decoder.exit_layers(config["layers"], config["exit_every"])
-
-    @classmethod
-    def of(cls, config, module_name, device):
-        model = decoder.Decoder(config["vocab"], config["d_model"], config["layers"], config["ffn"], config["context"])
-        for p in model.parameters():
-            p.requires_grad_(False)  # torch.export of torch.cond: frozen parameters, no no_grad region
-        return cls(model.to(device).eval(), config, cls.BODIES[module_name])
-
-    def example_inputs(self):
-        c, device = self.config, self.model.pos.weight.device
-        positions = torch.arange(c["context"], device=device)
-        shape = (c["heads"], c["context"], c["d_model"] // c["heads"])
-        cache = tuple(torch.zeros(shape, device=device) for _ in range(2 * c["layers"]))
-        return (torch.zeros(1, dtype=torch.long, device=device), positions == 0, positions <= 0,
-                torch.zeros(len(self.places) - 1, device=device), cache)
-
-    def sample_inputs(self, position, threshold):
-        """A token mid-sequence, for condbench.aoti's check of a compiled step: a random token at
-        `position` over a cache of random keys and values, every threshold `threshold` (0: the token
-        leaves at the first exit, 1: at none, so that the check is clear of ties)."""
-        c, device = self.config, self.model.pos.weight.device
-        g = torch.Generator().manual_seed(position)
-        *_, thresholds, cache = self.example_inputs()
-        positions = torch.arange(c["context"], device=device)
-        return (torch.randint(c["vocab"], (1,), generator=g).to(device), positions == position, positions <= position,
-                torch.full_like(thresholds, threshold),
-                tuple((0.5 * torch.randn(t.shape, generator=g)).to(device) for t in cache))
-
-    def forward(self, token, at, seen, thresholds, cache):
-        return self.body(self.model, self.config["heads"], self.places, token, at, seen, thresholds, *cache)
-
-
-class Variant(NamedTuple):
-    summary: str          # the glossary's line (peer.py writes it into the results' context)
-    make: Callable        # the variant's step, made once: its scenarios share it (and its compile)
-    host_decides: bool    # one host read per exit reached (eager torch.cond, and Inductor's lowering
-                          # of it, decide on the host at each cond reached)
-    default_devices: tuple = ("cpu", "cuda")  # where the peer runs it unless --variants names it
-
-
 VARIANTS = {
     "py_eager_if": Variant("per token, the host reads each exit's confidence (.item()) and breaks; skipped layers "
-                           "propagate", lambda: eager_if_step, True),
+                           "propagate", lambda: eager_if_step, host_decides=True),
     "py_masked": Variant("per token, every layer and head; the token's state frozen with torch.where once it left",
-                         lambda: masked_step, False),
+                         lambda: masked_step),
     "py_cond": Variant("per token, nested torch.cond in eager mode, the cache an operand of every branch: each exit "
-                       "decided on the host", lambda: FixedStep(cond_step_tensors, compiled=False), True),
+                       "decided on the host", lambda: FixedStep(cond_step_tensors, compiled=False), host_decides=True),
     "py_cond_compile": Variant("py_cond's step under torch.compile",
-                               lambda: FixedStep(cond_step_tensors, compiled=True), True),
+                               lambda: FixedStep(cond_step_tensors, compiled=True), host_decides=True),
     "py_masked_compile": Variant("masking over fixed-size cache buffers (a one-hot position) under torch.compile",
-                                 lambda: FixedStep(masked_step_tensors, compiled=True), False),
+                                 lambda: FixedStep(masked_step_tensors, compiled=True)),
     "py_masked_static_ro": Variant(
         'masking over a static cache written in place, under torch.compile(mode="reduce-overhead"): Hugging '
-        "Face's static-cache decoding, CUDA graphs replayed per token", StaticStep, False, ("cuda",)),
+        "Face's static-cache decoding, CUDA graphs replayed per token", StaticStep, default_devices=("cuda",)),
 }
 SUMMARIES = {name: v.summary for name, v in VARIANTS.items()}
 

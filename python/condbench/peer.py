@@ -117,7 +117,7 @@ def workload_problem(directory, meta):
 def load_model_file(folder, device):
     """The user's module a model file's folder was compiled from (docs/your-model.md), as the variants
     run a built-in family: blocks, block(k, h), head(k), confidence(logits)."""
-    from .model_file import ProtocolError, load_compiled
+    from .model_source import ProtocolError, load_compiled
     try:
         _, view = load_compiled(folder)
     except ProtocolError as e:

@@ -1,25 +1,19 @@
 """The ways a PyTorch user writes the early-exit conditional: the variants the Python peer benchmarks
-beside condbench's strategies (VARIANTS, each declared once), and the whole-model modules the aoti
-engine's packages are compiled from (DeployedCond, DeployedMasked).
+beside condbench's strategies (VARIANTS, each declared once). The forwards the aoti engine deploys
+(the nested torch.cond, masking) are condbench.deployed's, which the compiler imports too.
 
 Every variant runs a model of condbench.families (or a model file's view): it takes one input row
 [1, ...] and thresholds, and returns (logits [1, num_classes], exit id as a Python int or a 0-d
 tensor). Its exit test is condbench.rules' (C++'s, as data)."""
 import os
 import re
-from typing import Callable, NamedTuple
+from dataclasses import dataclass
+from typing import Any, Callable, Tuple
 
 import torch
 from torch import nn
 
-from .rules import exit_fires, max_softmax
-
-
-def should_exit(logits, threshold, confidence=max_softmax):
-    """docs/design.md §1: whether an exit with these logits leaves at this threshold (the rule is
-    C++'s, condbench.rules); the score is the model's confidence(logits), the largest softmax
-    probability unless a model file says otherwise."""
-    return exit_fires(confidence(logits), threshold)
+from .deployed import COND_LAYOUT_WORKAROUND, WORKAROUND_DOC, ExportableCond, NestedCond, masked_forward, should_exit
 
 
 class EagerIf(nn.Module):
@@ -43,55 +37,6 @@ class EagerIf(nn.Module):
             if bool(should_exit(logits, thresholds[k], m.confidence)):  # the host reads the test
                 return logits, k + 1
         return m.final(h), m.blocks + 1
-
-
-class NestedCond(nn.Module):
-    """The question's forward_early_exit: cond(should_exit(logits_k, t_k), result, continue, operands),
-    nested once per exit; the innermost else branch returns the final head. Thresholds come as a
-    tensor, so compiled versions serve every scenario without recompiling.
-
-    What the question's code had to change for torch.cond to accept it (docs/peer.md, "The question's
-    code, made to work"; tests/test_python_peer.py checks each): the branches return tensors only
-    (the exit id as a 0-d tensor, not a Python int in a dict), and none returns one of its inputs
-    as is (logits.clone(): torch.cond refuses aliasing)."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def host_syncs(self, exit_id):
-        # Eager torch.cond, and inductor's lowering of it, decide on the host at each cond reached.
-        return min(exit_id, self.model.blocks)
-
-    def stage(self, k, h, thresholds):
-        m = self.model
-        h = m.block(k, h)
-        logits = m.head(k)(h)
-
-        def result(h, logits):
-            return logits.clone(), torch.full((), k + 1, dtype=torch.int64, device=logits.device)
-
-        if k + 1 < m.blocks:
-            def continue_fn(h, logits):
-                return self.stage(k + 1, h, thresholds)
-        else:
-            def continue_fn(h, logits):
-                return m.final(h), torch.full((), m.blocks + 1, dtype=torch.int64, device=logits.device)
-
-        return torch.cond(should_exit(logits, thresholds[k], m.confidence), result, continue_fn, (h, logits))
-
-    @torch.no_grad()
-    def forward(self, x, thresholds):
-        return self.stage(0, x, thresholds)
-
-
-class ExportableCond(NestedCond):
-    """NestedCond as torch.export accepts it: the same forward without @torch.no_grad() (export
-    fails on torch.cond inside a no_grad region: AttributeError '...' object has no attribute
-    'true_graph_0'); freeze the parameters instead (requires_grad_(False)) before exporting."""
-
-    def forward(self, x, thresholds):
-        return self.stage(0, x, thresholds)
 
 
 def allow_recompiles():
@@ -180,22 +125,6 @@ class OrtIf:
         return torch.from_numpy(self.logits.numpy()), int(self.exit_id.numpy())
 
 
-def masked_forward(m, x, thresholds):
-    """Every block and head for every row, each row's result picked with torch.where (the first exit
-    that fires wins): (logits [rows, C], exit id int32 [rows]), nothing read on the host."""
-    h, heads, fires = x, [], []
-    for k in range(m.blocks):
-        h = m.block(k, h)
-        heads.append(m.head(k)(h))
-        fires.append(should_exit(heads[-1], thresholds[k], m.confidence))
-    logits = m.final(h)
-    exit_id = torch.full(fires[0].shape, m.blocks + 1, dtype=torch.int32, device=x.device)
-    for k in reversed(range(m.blocks)):
-        logits = torch.where(fires[k].unsqueeze(-1), heads[k], logits)
-        exit_id = torch.where(fires[k], torch.full_like(exit_id, k + 1), exit_id)
-    return logits, exit_id
-
-
 class Masked(nn.Module):
     """Every block and head, rows' results picked with torch.where: no host read."""
 
@@ -212,60 +141,29 @@ class Masked(nn.Module):
         return logits, exit_id.reshape(())
 
 
-class DeployedCond(ExportableCond):
-    """ExportableCond returning what condbench's strategies return (docs/design.md §2): (exit id
-    int32 [1], logits [1, C]). What condbench.aoti exports and compiles with
-    AOTInductor for strategy cond in engine aoti. One row: torch.cond needs a scalar predicate."""
-
-    def forward(self, x, thresholds):
-        logits, exit_id = self.stage(0, x, thresholds)
-        return exit_id.to(torch.int32).reshape(1), logits
-
-
-class DeployedMasked(nn.Module):
-    """masked_forward returning (exit id int32 [rows], logits [rows, C]), any number of rows: what
-    condbench.aoti compiles for strategy masked in engine aoti."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, x, thresholds):
-        logits, exit_id = masked_forward(self.model, x, thresholds)
-        return exit_id, logits
-
-
-# Inductor's lowering of torch.cond (torch <= 2.15 at least) hands a branch a convolution's output stored
-# channels_last, which the branch reads as NCHW: on a model with convolutions AOTInductor and
-# torch.compile(cpp_wrapper=True) compute wrong results, torch.compile stops at a stride assert. Compiled
-# without layout optimization it is right (docs/upstream-cond-layout.md, the reproducer in upstream/).
-# The one place condbench.aoti's path (which falls back to it for a model file's cond; the built-in
-# families' modules have no convolution) and the peer's workaround variant take it from.
-COND_LAYOUT_WORKAROUND = {"layout_optimization": False}
-WORKAROUND_DOC = "docs/upstream-cond-layout.md"
-
-
-def options_text(options):
-    """Inductor options as the manifest, the context and the report print them: "layout_optimization=False"."""
-    return ", ".join(f"{k}={v}" for k, v in options.items())
-
-
 class Unavailable(Exception):
     """A variant that cannot run here; its message says why (the peer writes it beside the results)."""
 
 
-class Variant(NamedTuple):
-    """One way a PyTorch user writes the conditional, declared once: its name is its key in VARIANTS."""
-    summary: str   # one line, written into the result file's context as "strategy:<device>/python/<name>",
-                   # where condbench-report's glossary finds it
-    make: Callable  # (model, device) -> (callable, host_syncs(exit_id), thresholds as a tensor?);
-                    # raises Unavailable with the reason where it cannot run
-    instead_of: str = ""  # a workaround: run only in that variant's place, where it disagrees with a
-                          # model file's module (peer.py)
+@dataclass(frozen=True)
+class Variant:
+    """One way a PyTorch user writes the conditional, declared once: its name is its key in its table,
+    VARIANTS here for a whole model, condbench.decoder_peer's VARIANTS for a decoder's token."""
+    summary: str  # one line, written into the result file's context as "strategy:<device>/python/<name>",
+                  # where condbench-report's glossary finds it
+    # A whole model's: (model, device) -> (callable, host_syncs(exit_id), thresholds as a tensor?),
+    # raising Unavailable with the reason where it cannot run. A decoder's: () -> its step, made once
+    # (its scenarios share it, and its compile).
+    make: Callable[..., Any]
     # Where the peer runs it when no --variants names it: a variant that on some device times what
     # another already does (reduce-overhead on a CPU is py_*_compile) runs there only when named.
-    default_devices: tuple = ("cpu", "cuda")
+    default_devices: Tuple[str, ...] = ("cpu", "cuda")
+    instead_of: str = ""  # a workaround: run only in that variant's place, where it disagrees with a
+                          # model file's module (peer.py)
     cudagraph_trees: bool = False  # compiled with mode="reduce-overhead": the peer notes what Inductor captured
+    # A decoder's: one host read per exit reached (eager torch.cond, and Inductor's lowering of it,
+    # decide on the host at each cond reached). A whole model's make says it per exit id instead.
+    host_decides: bool = False
 
 
 def _as_is(module, tensor_thresholds=True):

@@ -11,7 +11,7 @@
 // ~/.cache/condbench/aoti. A package's weights are placeholders: prepare() loads the model's own
 // (load_constants), so one package serves any weights of its configuration. The decoder's packages
 // (decoder-<sizes>/<module>.pt2) are one decode step each, the cache an explicit input and output
-// (DecodeStep in python/condbench/decoder_peer.py; strategies/decoder/aoti/).
+// (DecodeStep in python/condbench/deployed.py; strategies/decoder/aoti/).
 #include <ATen/core/Tensor.h>
 
 #include <memory>

@@ -28,7 +28,7 @@ class Checks(unittest.TestCase):
     def test_a_whole_model_module_is_checked_on_rows_that_leave_at_every_exit(self):
         from condbench import aoti
         from condbench.families import build_model
-        from condbench.variants import DeployedCond, DeployedMasked
+        from condbench.deployed import DeployedCond, DeployedMasked
 
         torch.manual_seed(0)
         model = build_model({"family": "mlp", "in_features": 6, "hidden": 16, "num_classes": 4, "blocks": 3}).eval()
@@ -60,7 +60,7 @@ class Checks(unittest.TestCase):
         # go on to the final head, so a package wrong at any one exit is seen
         from condbench import aoti
         from condbench.families import build_model
-        from condbench.variants import masked_forward
+        from condbench.deployed import masked_forward
 
         torch.manual_seed(1)
         model = build_model({"family": "mlp", "in_features": 5, "hidden": 12, "num_classes": 3, "blocks": 2}).eval()
@@ -76,13 +76,13 @@ class Checks(unittest.TestCase):
         self.assertEqual(set(seen), {1, 2, 3})
 
     def test_a_decoder_step_is_checked_on_every_output(self):
-        from condbench import aoti, decoder_peer
+        from condbench import aoti, deployed
 
         torch.manual_seed(0)
         config = {"vocab": 11, "d_model": 8, "heads": 2, "layers": 4, "ffn": 16, "context": 6, "exit_every": 2}
         for module in ("cond", "masked"):
             with self.subTest(module=module):
-                step = decoder_peer.DecodeStep.of(config, module, "cpu")
+                step = deployed.DecodeStep.of(config, module, "cpu")
                 program, check = aoti.step_program(step)
                 self.assertIsNone(verdict(check, step))
                 self.assertIsNone(verdict(check, program.module()))

@@ -192,7 +192,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         shutil.rmtree(kept[1])
 
     def test_compile_makes_each_part_a_checked_package_once_and_whole(self):
-        from condbench import model_file
+        from condbench import model_file, model_source
         # the file notes each time it is loaded (run), where the test asks it to; its seed is $SEED's
         seeded = GOOD.replace("torch.manual_seed(0)", "torch.manual_seed(int(os.environ.get('SEED', '0')))")
         path = self.write("good.py", "import os\n" + seeded + "if os.environ.get('RUNS'):\n"
@@ -237,7 +237,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         part = torch._inductor.aoti_load_package(os.path.join(folder, "stage1.pt2"))
         x = torch.randn(5, 8)
         self.assertTrue(torch.allclose(part(x), module.stages[1](x), rtol=1e-4, atol=1e-5))
-        self.assertEqual(m["state_dict"], model_file.state_digest(module))
+        self.assertEqual(m["state_dict"], model_source.state_digest(module))
         # the same file, weights and torch again: the folder as it is, nothing compiled; the file is
         # loaded once, for the digest of the weights model() makes
         stamp = os.path.getmtime(os.path.join(folder, "stage0.pt2"))
@@ -257,7 +257,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         try:
             with self.assertRaisesRegex(model_file.ProtocolError, f"{path}: model\\(\\) makes other weights than it "
                                         f"did when it was compiled into {folder}: compile it again"):
-                model_file.load_compiled(folder)
+                model_source.load_compiled(folder)
             again = check_command("compile", path, "--cache", cache, "--jobs", "2")
             fresh = model_file.ModelFile(path).module
         finally:
@@ -267,7 +267,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
                       "compiled with\n", again.stderr)
         self.assertNotEqual(os.path.getmtime(os.path.join(folder, "stage0.pt2")), stamp)
         with open(os.path.join(folder, "manifest.json")) as f:
-            self.assertEqual(json.load(f)["state_dict"], model_file.state_digest(fresh))
+            self.assertEqual(json.load(f)["state_dict"], model_source.state_digest(fresh))
         part = torch._inductor.aoti_load_package(os.path.join(folder, "stage0.pt2"))
         x = torch.randn(3, 4)
         self.assertTrue(torch.allclose(part(x), fresh.stages[0](x), rtol=1e-4, atol=1e-5))
@@ -312,7 +312,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
                          {"unavailable": "torch.export cannot trace it"})
 
     def test_a_folder_is_compiled_again_when_what_the_module_read_changed_or_it_is_damaged(self):
-        from condbench import model_file
+        from condbench import model_file, model_source
         # a model file that imports a module from beside it and loads its weights from there
         self.write("helper.py", "SCALE = 1.0\n")
         path = self.write("uses_helper.py", HEADER + """
@@ -381,7 +381,7 @@ def example_input(batch):
         self.write("helper.py", "SCALE = 2.0\n")
         with self.assertRaisesRegex(model_file.ProtocolError, f"{helper}, which it reads, changed since it was "
                                                               f"compiled into {folder}: compile it again"):
-            model_file.load_compiled(folder)
+            model_source.load_compiled(folder)
         self.assertEqual(found(), (None, f"model_file: {path}: compiling it again: {folder}: {helper}, which the "
                                          "module read, changed since it was compiled\n"))
         self.assertFalse(os.path.exists(folder))
@@ -531,29 +531,29 @@ def example_input(batch):
             self.assertEqual((result.returncode, result.stdout, answer.read()), (0, "", folder + "\n"), result.stderr)
 
     def test_the_weights_digest_is_of_every_name_dtype_shape_and_value(self):
-        from condbench import model_file
+        from condbench import model_source
         torch.manual_seed(0)
         module = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
-        first = model_file.state_digest(module)
+        first = model_source.state_digest(module)
         self.assertRegex(first, "^[0-9a-f]{16}$")
-        self.assertEqual(model_file.state_digest(module), first)  # the same weights: the same digest
+        self.assertEqual(model_source.state_digest(module), first)  # the same weights: the same digest
         digests = {first}
         with torch.no_grad():
             module[0].weight[1, 2] += 1e-6  # one value
-        digests.add(model_file.state_digest(module))
+        digests.add(model_source.state_digest(module))
         module[1].num_batches_tracked += 1  # a buffer
-        digests.add(model_file.state_digest(module))
-        digests.add(model_file.state_digest(module.to(torch.bfloat16)))  # a dtype (and bfloat16 hashes)
+        digests.add(model_source.state_digest(module))
+        digests.add(model_source.state_digest(module.to(torch.bfloat16)))  # a dtype (and bfloat16 hashes)
         renamed = torch.nn.Module()
         renamed.add_module("first", module[0])
         renamed.add_module("second", module[1])
-        digests.add(model_file.state_digest(renamed))  # the names
+        digests.add(model_source.state_digest(renamed))  # the names
         self.assertEqual(len(digests), 5)
         flat = torch.nn.Module()
         flat.register_buffer("w", torch.zeros(6))
         shaped = torch.nn.Module()
         shaped.register_buffer("w", torch.zeros(2, 3))
-        self.assertNotEqual(model_file.state_digest(flat), model_file.state_digest(shaped))  # the shapes
+        self.assertNotEqual(model_source.state_digest(flat), model_source.state_digest(shaped))  # the shapes
 
     def test_condbenchs_limits_given_as_flags_refuse_a_model_before_it_is_compiled(self):
         path = self.write("good.py", GOOD)  # 2 stages; rows of 4, 8 and 3 values
@@ -633,7 +633,7 @@ class Hashing(unittest.TestCase):
     def test_a_file_is_hashed_a_megabyte_at_a_time_to_the_digest_of_its_bytes(self):
         import hashlib
 
-        from condbench import model_file
+        from condbench import model_source
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "w.pt")
             data = os.urandom(3 * (1 << 20) + 5)
@@ -646,12 +646,12 @@ class Hashing(unittest.TestCase):
                     reads.append(size)
                     return super().read(size)
 
-            real = model_file.open_regular
-            model_file.open_regular = lambda name: Recorded(name, "r")  # the module's opener, for this test
+            real = model_source.open_regular
+            model_source.open_regular = lambda name: Recorded(name, "r")  # the module's opener, for this test
             try:
-                got = model_file.file_digest(path)
+                got = model_source.file_digest(path)
             finally:
-                model_file.open_regular = real
+                model_source.open_regular = real
             self.assertEqual(got, hashlib.sha256(data).hexdigest())
             self.assertEqual(reads, [1 << 20] * 5)  # 4 chunks with bytes, then the empty read that ends it
 

@@ -20,6 +20,57 @@ def without_pythonpath():
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
 
 
+PACKAGE = os.path.join(ROOT, "python", "condbench")
+# The modules that time what a PyTorch user writes, and those that compile what condbench deploys:
+# neither side imports the other (condbench.deployed and condbench.model_source sit below both).
+PEER = ("peer", "variants", "decoder_peer")
+COMPILER = ("aoti", "model_file")
+
+
+def imports_of(name):
+    """The package's modules that module `name` imports, at its top or inside a function."""
+    with open(os.path.join(PACKAGE, name + ".py")) as f:
+        tree = ast.parse(f.read())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 1 or node.module == "condbench":  # from . import x / from .x import y
+                found.update([node.module.split(".")[0]] if node.level == 1 and node.module
+                             else [a.name for a in node.names])
+            elif node.module and node.module.startswith("condbench."):
+                found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("condbench."))
+    return found
+
+
+def reached(name):
+    """Every module of the package that importing `name` can import, through any chain."""
+    seen, todo = set(), [name]
+    while todo:
+        for m in imports_of(todo.pop()) - seen:
+            seen.add(m)
+            todo.append(m)
+    return seen
+
+
+class Layers(unittest.TestCase):
+    def test_the_peer_imports_nothing_of_the_compiler(self):
+        for name in PEER:
+            with self.subTest(module=name):
+                self.assertEqual(reached(name) & set(COMPILER), set())
+
+    def test_the_compiler_imports_nothing_of_the_peer(self):
+        for name in COMPILER:
+            with self.subTest(module=name):
+                self.assertEqual(reached(name) & set(PEER), set())
+
+    def test_imports_inside_functions_and_through_chains_are_seen(self):
+        self.assertIn("model_source", imports_of("peer"))  # load_model_file's, inside the function
+        self.assertIn("deployed", reached("model_file"))  # through condbench.aoti's functions
+        self.assertIn("rules", reached("peer"))
+
+
 class Package(unittest.TestCase):
     @unittest.skipUnless(os.path.exists(VENV_PYTHON), "no .venv (scripts/setup makes it)")
     def test_the_venv_imports_this_checkouts_package(self):

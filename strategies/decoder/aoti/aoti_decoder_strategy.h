@@ -1,6 +1,6 @@
 #pragma once
 // What the aoti engine's decoder strategies share: one decode step as PyTorch deploys it to C++ —
-// torch.export of the peer's fixed-size step (DecodeStep in python/condbench/decoder_peer.py: the cache
+// torch.export of the peer's fixed-size step (DecodeStep in python/condbench/deployed.py: the cache
 // an explicit input and output, the position a one-hot row), AOTInductor, then
 // torch::inductor::AOTIModelPackageLoader (strategies/aoti/aoti_package.h), the model's weights
 // loaded over the package's placeholders. One row: the step's torch.cond branches on one boolean,
