@@ -78,7 +78,8 @@ ContextEntries check_machine_before_run(int threads, bool require_quiet, int wai
   }
   const std::vector<std::string> warnings = machine_warnings(state, threads);
   if (require_quiet && !machine_settled(state))
-    fail("--require-quiet: " + unsettled(state, warnings) + (waited ? " (after waiting " + std::to_string(waited) + " s)" : ""));
+    fail("--require-quiet: " + unsettled(state, warnings) +
+         (waited ? " (after waiting " + std::to_string(waited) + " s)" : ""));
   for (const std::string& w : warnings) std::cerr << "condbench: warning: " << w << "\n";
   ContextEntries context = entries(state, warnings, "start");
   context.push_back({"condbench_cpus", std::to_string(state.cpus)});

@@ -220,7 +220,8 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
   if (Lockstep* turns = runs ? lockstep() : nullptr) turns->wait_turn();
   // Last before the run, so a flag error is never preceded by warnings.
   if (runs)
-    for (const auto& [key, value] : check_machine_before_run(at::get_num_threads(), options.require_quiet, options.wait_quiet_s))
+    for (const auto& [key, value] :
+         check_machine_before_run(at::get_num_threads(), options.require_quiet, options.wait_quiet_s))
       benchmark::AddCustomContext(key, value);
   // The whole run in one range: scripts/profile starts and stops Nsight Systems on it.
   static const nvtx::RegisteredString kAll("benchmarks");
