@@ -25,7 +25,6 @@ on every sequence it will time: a variant that differs is not timed, and says wh
 the cases: one iteration is one generated token, a new sequence's prefill outside the timed region.
 """
 import functools
-import os
 import time
 
 import torch
@@ -234,25 +233,26 @@ def near_tie(t, token, exit_id, ref_token, ref_exit, ref_logits, ref_confidences
 
 
 @torch.no_grad()
-def cases(directory, meta, device, wanted_variants, wanted_scenarios, sync):
-    """The decoder's cases for peer.py (each times itself: case["loop"](n)), and notes on what did not run."""
-    config = meta["config"]
+def cases(w, device, wanted_variants, wanted_scenarios, sync):
+    """The decoder's cases of the workload `w` (a condbench.workload.Workload) for peer.py (each times
+    itself: case["loop"](n)), and notes on what did not run."""
+    config = w.config
     model = decoder.Decoder(config["vocab"], config["d_model"], config["layers"], config["ffn"], config["context"])
-    model.load_state_dict(torch.load(os.path.join(directory, "weights.pt")))
+    model.load_state_dict(torch.load(w.path("weights.pt")))
     model = model.to(device).eval()
-    prompts = torch.load(os.path.join(directory, "prompts.pt")).to(device)
+    prompts = torch.load(w.path("prompts.pt")).to(device)
     found, notes = [], []
     for name, variant in VARIANTS.items():
         if (wanted_variants and name not in wanted_variants) or (not wanted_variants and
                                                                  device not in variant.default_devices):
             continue
         step = variant.make()
-        for scenario, values in meta["thresholds"].items():
+        for scenario, values in w.thresholds.items():
             if wanted_scenarios and scenario not in wanted_scenarios:
                 continue
             thresholds = [float(t) for t in values]
-            tolerance = float(meta["agreement"]["relative_tolerance"])
-            margin = float(meta["agreement"].get("tie_margin", 0.0))  # (older exports: none)
+            tolerance = float(w.agreement["relative_tolerance"])
+            margin = float(w.agreement.get("tie_margin", 0.0))  # (older exports: none)
             generator = Generator(model, prompts, step, thresholds, config, device)
             # Correct before it is fast: every sequence against the module's own cache-free decoding,
             # up to a near tie where the two may part (the rest of that sequence then follows

@@ -30,12 +30,10 @@ import time
 
 import torch
 
-from . import decoder, decoder_peer, lockstep, names, results
-from .families import build_model, load_model
+from . import decoder_peer, lockstep, names, results, workload
+from .families import load_model
 from .variants import SUMMARIES, VARIANTS, WORKAROUND_DOC, cudagraph_skips, variants, workarounds
-from .regular_file import NotRegularFile, open_regular, require_regular
-from .rules import (CONFIG_SIZES, LOCKSTEP_ALLOWANCE_CONTEXT, LOCKSTEP_CONTEXT, MEMORY_BUDGET, PEAK_MEMORY_CONTEXT, broken_relation, broken_size, exit_fires,
-                    module_floats, over_memory_budget, peak_resident_memory)
+from .rules import LOCKSTEP_ALLOWANCE_CONTEXT, LOCKSTEP_CONTEXT, PEAK_MEMORY_CONTEXT, exit_fires, peak_resident_memory
 
 SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
 
@@ -57,61 +55,11 @@ def cpu_model():
 
 
 def load_workloads(root):
-    """[(directory, workload.json contents)] for every model condbench exported, each checked before
-    anything is built from it (workload_problem): a file cut short or not condbench's is one line."""
-    dirs = [os.path.join(root, d) for d in sorted(os.listdir(root))] if os.path.isdir(root) else []
-    found = []
-    for d in dirs:
-        path = os.path.join(d, "workload.json")
-        if not os.path.lexists(path):
-            continue
-        try:
-            with open_regular(path, "r") as f:
-                meta = json.load(f)
-        except (OSError, ValueError) as e:
-            fail(f"{path}: not a workload condbench --export-workload wrote ({type(e).__name__}: "
-                 f"{str(e).splitlines()[0][:200] if str(e) else ''})")
-        if why := workload_problem(d, meta):
-            fail(f"{path}: {why}")
-        found.append((d, meta))
-    if not found:
-        fail(f"{root}: no exported workload (run condbench --export-workload={root} first)")
-    return found
-
-
-def workload_problem(directory, meta):
-    """Why the peer cannot run a workload.json as it reads (its keys, its sizes as C++ bounds and
-    relates them, its model and a batch of one within C++'s memory budget, its files regular files),
-    or None. Checked before any tensor is made: a crafted file cannot ask for terabytes."""
+    """The exported models under `root` (condbench.workload), each checked: one line and exit 2 where not."""
     try:
-        config = meta["config"]
-        family = config["family"]
-        if "name_axes" not in meta or "model_file" in meta and "agreement" not in meta or \
-                family != "decoder" and "walk" not in meta:
-            return "exported by an older condbench (no name_axes, walk, or a model file's agreement rule); run " \
-                   "condbench --export-workload again"
-        if "model_file" not in meta:  # a model file's sizes are its compiled folder's (load_compiled checks it)
-            if family not in MEMORY_BUDGET["terms"]:
-                return f"an unknown model family {family!r}"
-            sizes = {size["size"]: config[size["size"]] for size in CONFIG_SIZES[family]}
-            if family == "decoder":
-                sizes.update(prompt=config["prompt"], generate=config["generate"])
-                if not all(isinstance(sizes[k], int) and 1 <= sizes[k] for k in ("prompt", "generate")) or \
-                        sizes["prompt"] + sizes["generate"] - 1 > sizes.get("context", 0):
-                    return "prompt + generate - 1 must fit the context"
-            if broken := broken_size(family, sizes) or broken_relation(family, sizes):
-                return broken
-            build = (lambda: decoder.Decoder(*(sizes[k] for k in ("vocab", "d_model", "layers", "ffn", "context")))) \
-                if family == "decoder" else (lambda: build_model(config))
-            if over := over_memory_budget(family, sizes, 1, module_floats(build)):
-                return over
-        for name in workload_files(meta):
-            require_regular(os.path.join(directory, name))
-    except NotRegularFile as e:
-        return str(e)
-    except (KeyError, TypeError, AttributeError, ValueError) as e:
-        return f"not a workload condbench --export-workload wrote ({type(e).__name__}: {e})"
-    return None
+        return workload.load(root)
+    except workload.WorkloadError as e:
+        fail(str(e))
 
 
 def load_model_file(folder, device):
@@ -274,11 +222,10 @@ def main():
         fail("--answer-budget: seconds from 0 to 86400")
     if args.answer_budget > 0 and not args.report_tool:
         fail("--answer-budget needs --report-tool (condbench-report judges the answer)")
+    workloads = load_workloads(args.workload)
     check_output(args.out, [("--against", args.against)] +
-                 [("--workload", os.path.join(d, f)) for d, meta in load_workloads(args.workload)
-                  for f in workload_files(meta)] +
-                 [i for _, meta in load_workloads(args.workload) if "model_file" in meta
-                  for i in model_file_inputs(meta["model_file"])])
+                 [("--workload", w.path(f)) for w in workloads for f in w.files()] +
+                 [i for w in workloads if w.model_file for i in model_file_inputs(w.model_file)])
     # In lockstep with condbench, the models' loading, compiles and untimed passes are a turn of their own.
     turns = lockstep.turns()
     if turns:
@@ -292,45 +239,44 @@ def main():
 
     cases, notes = [], []
     graph_skips = {}  # reduce-overhead variants: the graphs Inductor declined CUDA graphs for
-    for directory, meta in load_workloads(args.workload):
-        config = meta["config"]
-        if config["family"] == "decoder":  # docs/design.md §8: one generated token an iteration
-            found, skipped_here = decoder_peer.cases(directory, meta, args.device, wanted_variants, wanted_scenarios,
-                                                     sync)
+    for w in workloads:
+        config = w.config
+        if w.decodes:  # docs/design.md §8: one generated token an iteration
+            found, skipped_here = decoder_peer.cases(w, args.device, wanted_variants, wanted_scenarios, sync)
             notes += skipped_here
             for case in found:
                 case["sync"] = sync
                 case["name"] = names.build(["early_exit", args.device, "python", case["variant"]],
-                                           [case["name"], ("batch", 1)] + [tuple(a) for a in meta["name_axes"]])
+                                           [case["name"], ("batch", 1), *w.name_axes])
                 case["iterations"] = iterations_for(case, args.min_time)
                 cases.append(case)
             continue
-        model = load_model(os.path.join(directory, "weights.pt"), config, args.device) if "model_file" not in meta \
-            else load_model_file(meta["model_file"], args.device)
-        pool_all = torch.load(os.path.join(directory, "pool.pt")).to(args.device)
+        model = load_model(w.path("weights.pt"), config, args.device) if not w.model_file \
+            else load_model_file(w.model_file, args.device)
+        pool_all = torch.load(w.path("pool.pt")).to(args.device)
         pool = [pool_all[i:i + 1] for i in range(pool_all.shape[0])]
         runnable, skipped = variants(model, args.device, named=wanted_variants)
-        fallbacks = workarounds(model, args.device) if "model_file" in meta else {}
-        reference = torch.load(os.path.join(meta["model_file"], "reference.pt")) if "model_file" in meta else None
+        fallbacks = workarounds(model, args.device) if w.model_file else {}
+        reference = torch.load(os.path.join(w.model_file, "reference.pt")) if w.model_file else None
         runnable += [(name + "_twin", *rest) for name, *rest in runnable if name in twins]
         notes += [f"{name}: skipped ({why})" for name, why in skipped if not wanted_variants or name in wanted_variants]
         for name, fn, host_syncs, tensor_thresholds in runnable:
             if wanted_variants and name not in wanted_variants:
                 continue
-            for scenario, values in meta["thresholds"].items():
+            for scenario, values in w.thresholds.items():
                 if wanted_scenarios and scenario not in wanted_scenarios:
                     continue
                 # condbench's walk for this scenario at batch 1, as long as condbench walks it (its
                 # walked_batches: the workload carries it cut)
-                walk = [pool[i] for i in meta["walk"][scenario]]
+                walk = [pool[i] for i in w.walk[scenario]]
                 thresholds = torch.tensor(values, device=args.device) if tensor_thresholds else list(values)
-                if "model_file" in meta:  # correct before it is fast: checked against the module itself
+                if w.model_file:  # correct before it is fast: checked against the module itself
                     try:
-                        why = disagreement_with_module(fn, reference, thresholds, args.device, sync, meta["agreement"])
+                        why = disagreement_with_module(fn, reference, thresholds, args.device, sync, w.agreement)
                     except Exception as e:  # noqa: BLE001 -- the user's module under this variant (a compiler's bug)
                         why = f"fails on it: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
                     if why:
-                        notes.append(f"{name}: {scenario} on {meta['config']['family']} not run ({why})")
+                        notes.append(f"{name}: {scenario} on {w.family} not run ({why})")
                         if name in fallbacks:  # its workaround runs instead, checked as every variant is
                             runnable.append(fallbacks.pop(name))
                             if wanted_variants:
@@ -341,7 +287,7 @@ def main():
                 case = {"fn": fn, "walk": walk, "thresholds": thresholds, "sync": sync, "host_syncs": host_syncs,
                         "blocks": config["blocks"],
                         "name": names.build(["early_exit", args.device, "python", name],
-                                            [(kind, value), ("batch", 1)] + [tuple(a) for a in meta["name_axes"]])}
+                                            [(kind, value), ("batch", 1), *w.name_axes])}
                 # Untimed pass over the walk: compiles, warms up, and learns each row's exit; then the
                 # iteration count that makes a repetition last --min-time.
                 skips_before = cudagraph_skips()
@@ -372,11 +318,7 @@ def main():
     print(f"wrote {args.out}")
 
 
-def workload_files(meta):
-    """The files of an exported model the peer reads."""
-    if meta["config"].get("family") == "decoder":
-        return ("prompts.pt", "workload.json", "weights.pt")
-    return ("pool.pt", "workload.json") + (() if "model_file" in meta else ("weights.pt",))
+
 
 
 def check_output(path, inputs):

@@ -23,7 +23,7 @@ def without_pythonpath():
 PACKAGE = os.path.join(ROOT, "python", "condbench")
 # The modules that time what a PyTorch user writes, and those that compile what condbench deploys:
 # neither side imports the other (condbench.deployed and condbench.model_source sit below both).
-PEER = ("peer", "variants", "decoder_peer")
+PEER = ("peer", "variants", "decoder_peer", "workload")
 COMPILER = ("aoti", "model_file")
 
 
@@ -376,6 +376,36 @@ class Bounded(unittest.TestCase):
         os.remove(workload)
         os.mkfifo(workload)
         self.assertIn("not a regular file (a FIFO)", one_line_exit_2(self, lambda: peer.load_workloads(root)))
+
+    def test_a_workload_is_read_once_into_a_frozen_typed_record(self):
+        import dataclasses
+
+        from condbench import workload
+        model = os.path.join(self.dir.name, "mlp-x")
+        os.makedirs(model)
+        for name in ("pool.pt", "weights.pt"):
+            with open(os.path.join(model, name), "wb") as f:
+                f.write(b"x")
+        meta = {"config": {"family": "mlp", "in_features": 32, "hidden": 64, "num_classes": 10, "blocks": 3},
+                "name_axes": [["hidden", "64"], ["blocks", "3"]], "thresholds": {"exit:1": [0, 1.0, 1]},
+                "walk": {"exit:1": [3, 1]}}
+        with open(os.path.join(model, "workload.json"), "w") as f:
+            json.dump(meta, f)
+        [w] = workload.load(self.dir.name)
+        self.assertEqual((w.family, w.decodes, w.model_file, w.agreement), ("mlp", False, None, None))
+        self.assertEqual(w.name_axes, (("hidden", "64"), ("blocks", "3")))
+        self.assertEqual(w.thresholds, {"exit:1": (0.0, 1.0, 1.0)})
+        self.assertTrue(all(isinstance(t, float) for t in w.thresholds["exit:1"]))
+        self.assertEqual(w.walk, {"exit:1": (3, 1)})
+        self.assertEqual(w.files(), ("pool.pt", "workload.json", "weights.pt"))
+        with self.assertRaises(dataclasses.FrozenInstanceError):
+            w.model_file = "elsewhere"  # type: ignore[misc]
+        # a value of the wrong kind is the one line of a file condbench did not write
+        with open(os.path.join(model, "workload.json"), "w") as f:
+            json.dump({**meta, "walk": {"exit:1": ["three"]}}, f)
+        with self.assertRaisesRegex(workload.WorkloadError, "not a workload condbench --export-workload wrote "
+                                                            r"\(ValueError: invalid literal for int"):
+            workload.load(self.dir.name)
 
     def test_a_relative_cache_folder_is_made_absolute_at_once(self):
         # a model() that changes the working folder changes nothing of where condbench's cache is
