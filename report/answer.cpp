@@ -10,7 +10,6 @@
 #include <set>
 #include <sstream>
 
-#include "condbench/decoder/config.h"
 #include "condbench/result_format.h"
 
 namespace condbench::report {

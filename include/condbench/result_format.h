@@ -25,6 +25,9 @@ constexpr const char* kResultSchema = "1";
 // its summary; the decoder's strategies (docs/design.md §8) under their own key.
 constexpr const char* kStrategyContext = "strategy:";
 constexpr const char* kDecoderStrategyContext = "decoder strategy:";
+// The decoder family's name: --model=decoder, and model:decoder in benchmark names, the one family
+// timed per generated token (docs/design.md §8): the report asks its groups a token's questions.
+constexpr const char* kDecoderFamily = "decoder";
 // The process's peak resident memory (getrusage maxrss): condbench's and the peer's, each its own file.
 constexpr const char* kPeakMemoryContext = "condbench_peak_resident_memory";
 // The lockstep a file was timed in (python -m condbench.lockstep: its rounds in turns with another

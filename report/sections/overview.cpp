@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <set>
 
-#include "condbench/decoder/config.h"
+#include "condbench/result_format.h"
 #include "section.h"
 
 namespace condbench::report {

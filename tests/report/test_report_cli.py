@@ -605,5 +605,23 @@ class ReferenceVerdicts(unittest.TestCase):
                 elif e["standing"] == "same":
                     self.assertTrue(status.startswith("SAME"), status)
 
+class Layering(unittest.TestCase):
+    """condbench-report reads result files, not models: report/ includes no model's definition (a
+    family, the decoder, a model file, a strategy), only what a result file promises
+    (condbench/result_format.h) and shared tools."""
+    MODEL_HEADERS = re.compile(r'#include "condbench/(decoder/|family\.h|config\.h|model\.h|model_file|strategy|'
+                               r'families|parameters\.h)')
+
+    def test_no_report_source_includes_a_model_header(self):
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "report")
+        found = []
+        for folder, _, files in os.walk(root):
+            for name in files:
+                if name.endswith((".cpp", ".h")):
+                    with open(os.path.join(folder, name)) as f:
+                        found += [f"{name}: {line.strip()}" for line in f if self.MODEL_HEADERS.match(line)]
+        self.assertGreater(sum(1 for _ in os.walk(root)), 1)  # the sources are there to scan
+        self.assertEqual(found, [])
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

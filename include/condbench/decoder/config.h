@@ -20,12 +20,10 @@
 
 #include "condbench/memory_budget.h"
 #include "condbench/parameters.h"
+#include "condbench/result_format.h"  // kDecoderFamily
 #include "condbench/size_relation.h"
 
 namespace condbench {
-
-// The family's name: --model=decoder, and model:decoder in benchmark names.
-inline constexpr const char* kDecoderFamily = "decoder";
 
 struct DecoderConfig {
   int vocab = 512;     // token ids 0..vocab-1
