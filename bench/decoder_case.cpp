@@ -93,32 +93,17 @@ std::vector<float> full_depth_confidences(const DecoderModel& model) {
 
 // A model's weights and its scenarios' thresholds, made once per model and kept for the run.
 struct DecoderWorkload {
+  explicit DecoderWorkload(DecoderModel m) : model(std::move(m)) {}
   DecoderModel model;
-  std::vector<float> confidences;  // full_depth_confidences, for the mixes
-  std::map<std::string, std::vector<float>> thresholds;
-
-  const std::vector<float>& thresholds_for(const Scenario& scenario) {
-    auto known = thresholds.find(scenario.str());
-    if (known != thresholds.end()) return known->second;
-    const int blocks = model.config.num_exits() - 1;
-    std::vector<float> t;
-    if (scenario.kind() == ScenarioKind::forced_exit) {
-      t = forced_thresholds(blocks, scenario.forced_exit());
-    } else {
-      if (confidences.empty()) confidences = full_depth_confidences(model);
-      t = calibrate_thresholds(confidences, static_cast<int>(confidences.size() / blocks), blocks,
-                               scenario.target_shares(blocks));
-    }
-    return thresholds.emplace(scenario.str(), std::move(t)).first->second;
-  }
+  // the mixes calibrated on full_depth_confidences, made at the first mix
+  ScenarioThresholds thresholds_for{model.config.num_exits() - 1, [this] { return full_depth_confidences(model); }};
 };
 
 DecoderWorkload& workload_for(const DecoderConfig& config) {
   static std::map<std::string, std::unique_ptr<DecoderWorkload>> workloads;
   std::unique_ptr<DecoderWorkload>& w = workloads[config.describe()];
   if (!w)
-    w = std::make_unique<DecoderWorkload>(
-        DecoderWorkload{{config, seeded_decoder_parameters(config, kDefaultWeightSeed)}, {}, {}});
+    w = std::make_unique<DecoderWorkload>(DecoderModel{config, seeded_decoder_parameters(config, kDefaultWeightSeed)});
   return *w;
 }
 

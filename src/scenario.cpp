@@ -4,7 +4,10 @@
 #include <array>
 #include <climits>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <numeric>
+#include <string>
 
 #include "condbench/error.h"
 #include "condbench/exit_math.h"
@@ -186,6 +189,24 @@ std::vector<int> exits_for(const std::vector<float>& confidences, int rows, int 
         break;
       }
   return exits;
+}
+
+const std::vector<float>& ScenarioThresholds::operator()(const Scenario& scenario) const {
+  if (!scenario.fits(blocks_))
+    fail("scenario '" + scenario.str() + "': exit must be 1.." + std::to_string(blocks_ + 1) + ": the model has " +
+         std::to_string(blocks_ + 1) + " exits");
+  const std::lock_guard<std::mutex> lock(mutex_);
+  auto it = made_.find(scenario.str());
+  if (it != made_.end()) return it->second;
+  std::vector<float> t;
+  if (scenario.kind() == ScenarioKind::forced_exit) {
+    t = forced_thresholds(blocks_, scenario.forced_exit());
+  } else {
+    if (scored_.empty()) scored_ = scores_();
+    t = calibrate_thresholds(scored_, static_cast<int>(scored_.size() / blocks_), blocks_,
+                             scenario.target_shares(blocks_));
+  }
+  return made_.emplace(scenario.str(), std::move(t)).first->second;
 }
 
 }  // namespace condbench

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <numeric>
 
 #include "condbench/error.h"
@@ -55,21 +57,7 @@ std::vector<float> exit_scores_in_range(const EarlyExitModel& model, const at::T
   return scores;
 }
 
-std::vector<float> Workload::thresholds(const Scenario& scenario) const {
-  const int blocks = config().blocks;
-  if (!scenario.fits(blocks))
-    fail("scenario '" + scenario.str() + "': exit must be 1.." + std::to_string(blocks + 1) + " for " +
-         std::to_string(blocks) + " blocks");
-  if (scenario.kind() == ScenarioKind::forced_exit) return forced_thresholds(blocks, scenario.forced_exit());
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = calibrated_.find(scenario.str());
-  if (it == calibrated_.end())
-    it = calibrated_
-             .emplace(scenario.str(), calibrate_thresholds(confidences_, static_cast<int>(pool_.size(0)), blocks,
-                                                           scenario.target_shares(blocks)))
-             .first;
-  return it->second;
-}
+std::vector<float> Workload::thresholds(const Scenario& scenario) const { return thresholds_(scenario); }
 
 std::vector<int64_t> Workload::walk_order(const Scenario& scenario) const {
   const int rows = static_cast<int>(pool_.size(0)), blocks = config().blocks;

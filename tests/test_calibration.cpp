@@ -97,6 +97,28 @@ TEST(Calibration, ThresholdsSplitAHandMadeConfidenceMatrix) {
   EXPECT_EQ(calibrate_thresholds(conf, 4, 1, {1.0, 0.0})[0], 0.0f);  // everybody does
 }
 
+TEST(Calibration, EachScenariosThresholdsAreMadeOnceAndTheScoresAskedForAtTheFirstMix) {
+  int asked = 0;
+  const std::vector<float> conf = {0.9f, 0.8f, 0.5f, 0.45f};  // 4 rows, 1 exit before the final one
+  const ScenarioThresholds thresholds(1, [&] {
+    ++asked;
+    return conf;
+  });
+  EXPECT_EQ(thresholds(Scenario::parse("exit:2")), forced_thresholds(1, 2));
+  EXPECT_EQ(asked, 0);  // a forced exit needs no scores
+  const std::vector<float>& mix = thresholds(Scenario::parse("mix:uniform"));
+  EXPECT_EQ(mix, calibrate_thresholds(conf, 4, 1, Scenario::parse("mix:uniform").target_shares(1)));
+  EXPECT_EQ(&thresholds(Scenario::parse("mix:uniform")), &mix);  // kept, not made again
+  thresholds(Scenario::parse("mix:late"));
+  EXPECT_EQ(asked, 1);  // the scores once, for every mix
+  try {
+    thresholds(Scenario::parse("exit:3"));
+    FAIL() << "exit:3 of a model with 2 exits";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "scenario 'exit:3': exit must be 1..2: the model has 2 exits");
+  }
+}
+
 TEST(Calibration, TheCutMovesToTheWidestNearbyGap) {
   // 400 rows with confidences 0.001 apart, except one wide gap two rows past the target rank.
   std::vector<float> conf;

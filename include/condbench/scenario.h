@@ -1,6 +1,9 @@
 #pragma once
 // Scenarios decide where rows exit (docs/design.md §3): exit:k forces every row out at k; mix:* use
 // thresholds calibrated on the input pool so that the realised exit shares match a target.
+#include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -54,6 +57,25 @@ std::vector<float> forced_thresholds(int blocks, int exit_id);
 // bit of how a strategy rounds.
 std::vector<float> calibrate_thresholds(const std::vector<float>& confidences, int rows, int blocks,
                                         const std::vector<double>& target_shares);
+
+// One model's thresholds per scenario, each made once and kept for the run (a family's workload, the
+// decoder's): a forced exit's at once, a mix's calibrated on the exit scores `scores` gives, row-major
+// [rows][exits before the final one], asked for once, at the first mix. Safe to ask from several
+// threads.
+class ScenarioThresholds {
+ public:
+  ScenarioThresholds(int blocks, std::function<std::vector<float>()> scores)
+      : blocks_(blocks), scores_(std::move(scores)) {}
+  // Throws condbench::Error for a scenario whose exit the model does not have.
+  const std::vector<float>& operator()(const Scenario& scenario) const;
+
+ private:
+  int blocks_;
+  std::function<std::vector<float>()> scores_;
+  mutable std::mutex mutex_;
+  mutable std::vector<float> scored_;
+  mutable std::map<std::string, std::vector<float>> made_;  // references to its values stay valid
+};
 
 // An order of the rows (by exit id, 1..num_exits) in which every prefix holds each exit's share of
 // the whole as closely as a greedy schedule can: at each position, the exit whose count is

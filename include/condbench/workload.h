@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -66,8 +65,7 @@ class Workload {
   at::Tensor pool_;
   std::vector<at::Tensor> batches_;
   std::vector<float> confidences_;  // [rows][blocks], for calibration
-  mutable std::mutex mutex_;
-  mutable std::map<std::string, std::vector<float>> calibrated_;
+  ScenarioThresholds thresholds_{config().blocks, [this] { return confidences_; }};
 };
 
 // The exit rule's score of every row of `rows` at every exit but the final one, row-major
