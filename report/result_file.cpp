@@ -147,9 +147,10 @@ ResultFile parse_result_file(const std::string& path, const std::string& text) {
     file.context[key] = value.is_string() ? value.get<std::string>() : value.dump();
   if (!file.context.count("condbench_schema"))
     fail(path + ": not a condbench result (its context has no condbench_schema)");
-  if (file.context["condbench_schema"] != kResultSchema)
-    fail(path + ": unknown condbench schema '" + printable(file.context["condbench_schema"]) +
-         "' (this report reads schema " + kResultSchema + ")");
+  const std::string& schema = file.context["condbench_schema"];
+  if (schema != kResultSchema && schema != kOldestResultSchema)
+    fail(path + ": unknown condbench schema '" + printable(schema) + "' (this report reads schemas " +
+         kOldestResultSchema + " to " + kResultSchema + ")");
 
   std::map<std::string, size_t> index;  // series name -> position
   // (name, repetition_index) of every repetition read: a file concatenated with itself would pool its

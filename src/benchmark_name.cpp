@@ -207,4 +207,8 @@ int scenario_rank(std::string_view scenario) {
   return 20000;
 }
 
+std::string strategy_context_key(const std::string& key, TimedUnit unit) {
+  return kStrategyContext + key + (unit == TimedUnit::token ? kTokenStrategySuffix : "");
+}
+
 }  // namespace condbench

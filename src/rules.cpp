@@ -170,10 +170,13 @@ nlohmann::json rules_as_data() {
   rules["trace"] = {{"gpu_track", nvtx::kGpuTrack}};  // the --trace file's track of GPU spans
   rules["compile_check"] = as_data(kCompileCheck);
   rules["max_batch"] = kMaxBatch;
-  rules["memory_budget"] = memory_budget();  // every tool's --batch limit: what an exported package accepts
-  rules["context"] = {{"peak_resident_memory", kPeakMemoryContext},
+  rules["memory_budget"] = memory_budget();       // every tool's --batch limit: what an exported package accepts
+  rules["context"] = {{"schema", kResultSchema},  // what the peer's file says of itself
+                      {"strategy", kStrategyContext},
+                      {"token_strategy_suffix", kTokenStrategySuffix},
+                      {"peak_resident_memory", kPeakMemoryContext},
                       {"lockstep", kLockstepContext},
-                      {"lockstep_allowance", kLockstepAllowanceContext}};  // what the peer's file says of itself
+                      {"lockstep_allowance", kLockstepAllowanceContext}};
   rules["max_lockstep_allowance"] = kMaxLockstepAllowance;  // CONDBENCH_LOCKSTEP_ALLOWANCE's range: 1 to this
   return rules;
 }

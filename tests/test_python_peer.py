@@ -471,7 +471,7 @@ class PythonPeerDecoder(unittest.TestCase):
             self.assertEqual((first["host_syncs"], first["exit_1"]), (1.0 if host else 0.0, 1.0), loop)
             mix = runs[f"early_exit/cpu/python/{loop}/mix:uniform/{axes}"]
             self.assertAlmostEqual(mix["exit_1"] + mix["exit_2"], 1.0, loop)
-            self.assertIn(f"decoder strategy:cpu/python/{loop}", data["context"])
+            self.assertIn(f"strategy:cpu/python/{loop} per token", data["context"])
         report = os.path.join(self.tmp.name, "report")
         result = subprocess.run([REPORT, "--out", report, out], capture_output=True, text=True, timeout=120)
         self.assertEqual(result.returncode, 0, result.stderr)

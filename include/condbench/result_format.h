@@ -17,14 +17,24 @@
 
 namespace condbench {
 
-// Bumped when the meaning of names, counters or context keys changes; condbench-report checks it.
-// The Python peer writes the same value (python/condbench/peer.py, checked by tests/test_python_peer.py).
-constexpr const char* kResultSchema = "1";
+// Bumped when the meaning of names, counters or context keys changes; condbench-report checks it and
+// reads every schema from kOldestResultSchema on. The Python peer writes the same value (rules.json).
+// 2: one context key for every strategy (strategy_context_key), the decoder's no longer apart.
+constexpr const char* kResultSchema = "2";
+constexpr const char* kOldestResultSchema = "1";
 
-// Context keys that describe a strategy for the report's glossary: "strategy:cpu/native/fused" ->
-// its summary; the decoder's strategies (docs/design.md §8) under their own key.
+// What one iteration of a benchmark is: an inference (every family) or a generated token (the
+// decoder, docs/design.md §8), whose strategies are others of the same names.
+enum class TimedUnit { inference, token };
+
+// The context key that describes a strategy for the report's glossary, of its key
+// ("cpu/native/fused") and its timed unit: "strategy:cpu/native/fused", and a decoder's
+// "strategy:cpu/torch/masked per token". Schema 1 files said "decoder strategy:cpu/torch/masked"
+// for the latter (kSchema1TokenStrategyContext), which the report still reads.
 constexpr const char* kStrategyContext = "strategy:";
-constexpr const char* kDecoderStrategyContext = "decoder strategy:";
+constexpr const char* kTokenStrategySuffix = " per token";
+constexpr const char* kSchema1TokenStrategyContext = "decoder strategy:";
+std::string strategy_context_key(const std::string& key, TimedUnit unit);
 // The decoder family's name: --model=decoder, and model:decoder in benchmark names, the one family
 // timed per generated token (docs/design.md §8): the report asks its groups a token's questions.
 constexpr const char* kDecoderFamily = "decoder";

@@ -33,9 +33,10 @@ import torch
 from . import decoder_peer, lockstep, names, results, workload
 from .families import load_model
 from .variants import SUMMARIES, VARIANTS, WORKAROUND_DOC, cudagraph_skips, variants, workarounds
-from .rules import LOCKSTEP_ALLOWANCE_CONTEXT, LOCKSTEP_CONTEXT, PEAK_MEMORY_CONTEXT, exit_fires, peak_resident_memory
+from .rules import (LOCKSTEP_ALLOWANCE_CONTEXT, LOCKSTEP_CONTEXT, PEAK_MEMORY_CONTEXT, RESULT_SCHEMA, exit_fires,
+                    peak_resident_memory, strategy_context_key)
 
-SCHEMA = "1"  # kResultSchema of include/condbench/result_format.h (tests/test_python_peer.py checks)
+SCHEMA = RESULT_SCHEMA  # kResultSchema of include/condbench/result_format.h, through rules.json
 
 
 def fail(message):
@@ -398,10 +399,10 @@ class Document:
                 "python_version": platform.python_version(),
                 "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda or "none",
                 "device_name": device_name, "cpu_model": cpu_model(), "threads": str(torch.get_num_threads()),
-                **{f"strategy:{args.device}/python/{name}": summary for name, summary in SUMMARIES.items()},
-                **{f"decoder strategy:{args.device}/python/{name}": summary
+                **{strategy_context_key(f"{args.device}/python/{name}"): summary for name, summary in SUMMARIES.items()},
+                **{strategy_context_key(f"{args.device}/python/{name}", per_token=True): summary
                    for name, summary in decoder_peer.SUMMARIES.items()},
-                **{f"strategy:{args.device}/python/{name}_twin":
+                **{strategy_context_key(f"{args.device}/python/{name}_twin"):
                    f"the same code as {name}, run twice (CONDBENCH_TEST_TWIN)" for name in twins},
                 **({"condbench_test_twin": os.environ["CONDBENCH_TEST_TWIN"]} if twins else {}),
                 **self.context,

@@ -89,6 +89,16 @@ def broken_size(family, sizes):
 # built-in family and of the decoder holds beside the weights, as products of named sizes ("rows")
 MEMORY_BUDGET = RULES["memory_budget"]
 
+# the result files' schema (C++'s kResultSchema), which the peer's file says too
+RESULT_SCHEMA = RULES["context"]["schema"]
+
+
+def strategy_context_key(key, per_token=False):
+    """The context key of a strategy's summary (C++'s strategy_context_key): "strategy:cpu/python/py_cond",
+    a decoder's (one generated token an iteration) "strategy:cpu/python/py_cond per token"."""
+    return RULES["context"]["strategy"] + key + (RULES["context"]["token_strategy_suffix"] if per_token else "")
+
+
 # the context key under which a result file keeps its process's peak resident memory
 PEAK_MEMORY_CONTEXT = RULES["context"]["peak_resident_memory"]
 # ... and the lockstep it was timed in, with the allowance that lockstep gave a pair across its files

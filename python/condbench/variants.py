@@ -149,7 +149,8 @@ class Unavailable(Exception):
 class Variant:
     """One way a PyTorch user writes the conditional, declared once: its name is its key in its table,
     VARIANTS here for a whole model, condbench.decoder_peer's VARIANTS for a decoder's token."""
-    summary: str  # one line, written into the result file's context as "strategy:<device>/python/<name>",
+    summary: str  # one line, written into the result file's context as "strategy:<device>/python/<name>"
+                  # (a decoder's: "... per token"),
                   # where condbench-report's glossary finds it
     # A whole model's: (model, device) -> (callable, host_syncs(exit_id), thresholds as a tensor?),
     # raising Unavailable with the reason where it cannot run. A decoder's: () -> its step, made once

@@ -59,8 +59,8 @@ void what_was_compared(const ReportInput& in, Charts& /*out*/, Document& doc) {
 }
 
 // The strategies this report shows, each with what it does, as the files describe them
-// ("strategy:<device>/<engine>/<name>" in the context, "decoder strategy:..." for the decoder's; a
-// file too old to say, says so).
+// (strategy_context_key: "strategy:<device>/<engine>/<name>", "... per token" for the decoder's, which
+// schema 1 files keyed "decoder strategy:..."; a file too old to say, says so).
 void strategy_glossary(const ReportInput& in, Charts& /*out*/, Document& doc) {
   std::map<std::string, std::string> glossary;  // device/engine/name -> summary
   for (const ResultFile& f : in.files)
@@ -71,7 +71,8 @@ void strategy_glossary(const ReportInput& in, Charts& /*out*/, Document& doc) {
         return p.key == "model" && p.value == kDecoderFamily;
       });
       const std::string key = s.device + "/" + s.strategy_key();
-      const auto said = f.context.find((decoder ? kDecoderStrategyContext : kStrategyContext) + key);
+      auto said = f.context.find(strategy_context_key(key, decoder ? TimedUnit::token : TimedUnit::inference));
+      if (said == f.context.end() && decoder) said = f.context.find(kSchema1TokenStrategyContext + key);
       std::string& summary = glossary[decoder ? key + " (decoder)" : key];
       if (said != f.context.end() && (summary.empty() || summary[0] == '('))
         summary = said->second;

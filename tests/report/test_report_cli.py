@@ -605,6 +605,44 @@ class ReferenceVerdicts(unittest.TestCase):
                 elif e["standing"] == "same":
                     self.assertTrue(status.startswith("SAME"), status)
 
+class Schemas(unittest.TestCase):
+    """Schema 2 keys every strategy's summary "strategy:<device>/<engine>/<name>", a decoder's with
+    " per token"; schema 1 kept the decoder's apart ("decoder strategy:..."). The committed decoder
+    reference (schema 1) and the same cells written as schema 2 give the same report."""
+
+    def test_a_schema_1_file_and_its_schema_2_twin_give_the_same_report(self):
+        results = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
+        names = ["cpu-2026-12-05.json", "cpu-2026-12-05-python.json"]
+        with tempfile.TemporaryDirectory() as d:
+            reports = []
+            for schema in ("1", "2"):
+                folder = os.path.join(d, schema)
+                os.makedirs(folder)
+                for name in names:
+                    with open(os.path.join(results, name)) as f:
+                        data = json.load(f)
+                    self.assertEqual(data["context"]["condbench_schema"], "1")
+                    if schema == "2":
+                        context = {}
+                        for key, value in data["context"].items():
+                            if key.startswith("decoder strategy:"):
+                                key = "strategy:" + key[len("decoder strategy:"):] + " per token"
+                            context[key] = value
+                        data["context"] = {**context, "condbench_schema": "2"}
+                    with open(os.path.join(folder, name), "w") as f:
+                        json.dump(data, f)
+                out = os.path.join(folder, "report")
+                made = subprocess.run([REPORT, "--out", out, *(os.path.join(folder, n) for n in names)],
+                                      capture_output=True, text=True, timeout=120)
+                self.assertEqual(made.returncode, 0, made.stderr)
+                with open(os.path.join(out, "report.md")) as f:
+                    reports.append(f.read())
+            self.assertEqual(reports[0], reports[1])
+            # the decoder's strategies are described in both, from the files' own keys
+            self.assertIn("| torch/masked (decoder) | cpu | every layer and exit head", reports[1])
+            self.assertIn("| python/py_cond (decoder) | cpu | per token", reports[1])
+            self.assertNotIn("not in the result file", reports[1])
+
 class Layering(unittest.TestCase):
     """condbench-report reads result files, not models: report/ includes no model's definition (a
     family, the decoder, a model file, a strategy), only what a result file promises
