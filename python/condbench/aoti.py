@@ -12,7 +12,7 @@
 
 for both routes to a package: the built-in families' and decoders' (this module's command, below)
 and a model file's parts and whole-model modules (condbench.model_file compile). The whole-model
-modules are the same on both: condbench.variants' nested torch.cond (DeployedCond) and masking
+modules are the same on both: condbench.deployed's nested torch.cond (DeployedCond) and masking
 (DeployedMasked) on the model's early-exit view, exported with the check that sends example rows to
 every exit (whole_model_programs); a decoder's are one decode step of each (deployed.DecodeStep,
 step_program).
@@ -298,7 +298,7 @@ def close(got, want):
 
 
 def whole_model_programs(view, x, inputs="example_input", modules=MODULES):
-    """The aoti engine's whole-model `modules` of condbench.variants on the early-exit `view`, exported:
+    """The aoti engine's whole-model `modules` of condbench.deployed on the early-exit `view`, exported:
     {"cond": (program, or why it cannot be exported, check), "masked": ...}. cond, the nested
     torch.cond generated from the blocks, takes one row; masked any number. check(package) compares
     its (exit id, logits) with the view's masked forward on the rows `x` (named `inputs` in what it
@@ -405,8 +405,8 @@ def source_digest(config):
     """What made a package: this file, the modules it exports and the rules they apply (rules.json,
     C++'s: a changed exit test is another graph)."""
     digest = hashlib.sha256()
-    made_by = ("decoder.py", "decoder_peer.py") if config.get("family") == DECODER else \
-        ("families.py", "model.py", "variants.py")
+    made_by = ("decoder.py", "deployed.py") if config.get("family") == DECODER else \
+        ("families.py", "model.py", "deployed.py")
     for name in ("aoti.py", "rules.py", "rules.json") + made_by:
         with open(os.path.join(HERE, name), "rb") as f:
             digest.update(f.read())
