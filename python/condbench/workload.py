@@ -76,13 +76,17 @@ def load(root: str) -> List[Workload]:
 
 
 def record(directory: str, meta: Dict[str, Any]) -> Workload:
-    """workload.json as its record (problem has checked it)."""
+    """workload.json as its record (problem has checked it). A model file's folder is a path or absent:
+    an empty or null one would pass for a built-in family whose sizes nobody checked."""
+    model_file = meta.get("model_file")
+    if model_file is not None and not (isinstance(model_file, str) and model_file):
+        raise ValueError(f"model_file is {model_file!r}, not a compiled folder's path")
     return Workload(
         directory=directory, config=dict(meta["config"]),
         name_axes=tuple((str(k), str(v)) for k, v in meta["name_axes"]),
         thresholds={scenario: tuple(float(t) for t in values) for scenario, values in meta["thresholds"].items()},
         walk={scenario: tuple(int(i) for i in rows) for scenario, rows in meta.get("walk", {}).items()},
-        model_file=meta.get("model_file"),
+        model_file=model_file,
         agreement=dict(meta["agreement"]) if "agreement" in meta else None)
 
 
@@ -93,7 +97,7 @@ def problem(directory: str, meta: Dict[str, Any]) -> Optional[str]:
     try:
         config = meta["config"]
         family = config["family"]
-        if "name_axes" not in meta or "model_file" in meta and "agreement" not in meta or \
+        if "name_axes" not in meta or ("model_file" in meta or family == DECODER) and "agreement" not in meta or \
                 family != DECODER and "walk" not in meta:
             return "exported by an older condbench (no name_axes, walk, or a model file's agreement rule); run " \
                    "condbench --export-workload again"

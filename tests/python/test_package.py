@@ -406,6 +406,11 @@ class Bounded(unittest.TestCase):
         with self.assertRaisesRegex(workload.WorkloadError, "not a workload condbench --export-workload wrote "
                                                             r"\(ValueError: invalid literal for int"):
             workload.load(self.dir.name)
+        # an empty model file folder never passes for a built-in family whose sizes went unchecked
+        with open(os.path.join(model, "workload.json"), "w") as f:
+            json.dump({**meta, "model_file": "", "agreement": {}, "config": {**meta["config"], "hidden": 10 ** 9}}, f)
+        with self.assertRaisesRegex(workload.WorkloadError, "model_file is '', not a compiled folder's path"):
+            workload.load(self.dir.name)
 
     def test_a_relative_cache_folder_is_made_absolute_at_once(self):
         # a model() that changes the working folder changes nothing of where condbench's cache is
