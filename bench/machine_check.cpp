@@ -53,8 +53,7 @@ std::string unsettled(const MachineState& state, const std::vector<std::string>&
   const std::optional<double> other = other_load(state);
   if (other && machine_busy(*other, state.cpus)) return warnings.front();
   return "the 1-minute load average is " + format(state.load1.value_or(0)) + " on " + std::to_string(state.cpus) +
-         " CPUs, not below " + format(kBusyLoadPerCpu * state.cpus, "%.1f") +
-         ": the last minute's work is still in it (--wait-quiet=SECONDS waits for it to settle)";
+         " CPUs, not below " + format(kBusyLoadPerCpu * state.cpus, "%.1f") + ": the last minute's work is still in it";
 }
 
 }  // namespace
@@ -76,10 +75,16 @@ ContextEntries check_machine_before_run(int threads, bool require_quiet, int wai
     }
     if (machine_settled(state)) std::cerr << "condbench: the machine is quiet after " << waited << " s\n";
   }
-  const std::vector<std::string> warnings = machine_warnings(state, threads);
-  if (require_quiet && !machine_settled(state))
+  std::vector<std::string> warnings = machine_warnings(state, threads);
+  const bool settled = machine_settled(state);
+  if (require_quiet && !settled)
     fail("--require-quiet: " + unsettled(state, warnings) +
-         (waited ? " (after waiting " + std::to_string(waited) + " s)" : ""));
+         (waited ? " (after waiting " + std::to_string(waited) + " s)"
+                 : " (--wait-quiet=SECONDS waits for it to settle)"));
+  // A wait that ran out says so, in the file too; a busy machine's warning already does.
+  const std::optional<double> other = other_load(state);
+  if (wait_quiet_s > 0 && !settled && !(other && machine_busy(*other, state.cpus)))
+    warnings.push_back(unsettled(state, warnings) + ", after " + std::to_string(waited) + " s of --wait-quiet");
   for (const std::string& w : warnings) std::cerr << "condbench: warning: " << w << "\n";
   ContextEntries context = entries(state, warnings, "start");
   context.push_back({"condbench_cpus", std::to_string(state.cpus)});

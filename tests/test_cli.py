@@ -357,6 +357,16 @@ class MachineChecks(unittest.TestCase):
                                    r"not below 1\.0: .* \(after waiting [0-9]+ s\)$")
         self.assertFalse(os.path.exists(self.out))
 
+    def test_a_wait_that_runs_out_is_a_warning_in_the_file(self):
+        settling = fake_root(os.path.join(self.dir.name, "settling"), 2, "1.00 0.40 0.20", 1)
+        result = self.condbench(settling, "--wait-quiet=1", *TINY, f"--benchmark_out={self.out}")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        said = "the 1-minute load average is 1.00 on 2 CPUs, not below 1.0: the last minute's work is still in it, " \
+               "after 1 s of --wait-quiet"
+        self.assertIn(f"condbench: warning: {said}", result.stderr)
+        self.assertEqual(self.context()["condbench_machine_warnings_start"], said)
+        self.assertEqual(self.context()["condbench_quiet_wait_s"], "1")
+
     def test_wait_quiet_starts_the_run_once_the_load_average_settles(self):
         settling = fake_root(os.path.join(self.dir.name, "settling"), 2, "1.40 0.40 0.20", 1)
         run = subprocess.Popen([CONDBENCH, "--require-quiet", "--wait-quiet=60", *TINY, f"--benchmark_out={self.out}"],
