@@ -34,6 +34,21 @@ class ScriptsHelp(unittest.TestCase):
         if before is not None:
             self.assertEqual(repo_state(), before)
 
+    def test_run_gives_a_reference_run_its_wait_once_whichever_way_flags_are_written(self):
+        def dry(*flags):
+            result = subprocess.run(["bash", os.path.join(ROOT, "scripts", "run"), "--dry-run", *flags],
+                                    capture_output=True, text=True, timeout=60)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            return result.stdout.splitlines()[-1].split()  # condbench's run command
+
+        self.assertIn("--wait-quiet=600", dry("--require-quiet"))
+        self.assertNotIn("--wait-quiet=600", dry("--require-quiet", "--wait-quiet=30"))
+        run = dry("--require-quiet", "--wait-quiet", "30", "--answer-budget", "60")
+        self.assertNotIn("--wait-quiet=600", run)
+        self.assertNotIn("--answer-budget=120", run)  # no default budget beside the given one
+        self.assertEqual(run[run.index("--answer-budget") + 1], "60")
+        self.assertNotIn("--wait-quiet=600", dry())  # only a reference run waits
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
