@@ -1,7 +1,9 @@
-"""condbench's Python half (docs/design.md): the PyTorch peer (`peer`, `decoder_peer`), the modules
-it times (`families`, the built-in families' twins; `variants`, the ways a user writes the
-conditional; `decoder`), the model-file protocol (`model_file`), the AOTInductor compile
-of the aoti engine's packages (`aoti`), the writer of benchmark names (`names`), the reader of
+"""condbench's Python half (docs/design.md, docs/contributing.md's data flow): the PyTorch peer
+(`peer`, `decoder_peer`, and `workload`, what it reads of an exported model), the modules it times
+(`families`, the built-in families' twins; `variants`, the ways a user writes the conditional;
+`decoder`), what condbench deploys and the peer times too (`deployed`), a model file's module as
+loaded (`model_source`) and its compile (`model_file`), the AOTInductor compile of the aoti
+engine's packages (`aoti`), one-line errors (`errors`), the writer of benchmark names (`names`), the reader of
 result files (`results`, which the scripts and the device check use too), and the rules C++ owns,
 received as data (`rules`: the exit test, tolerances and tie margins), and what the GPU check
 reads (`device_check`). Run the tools as modules:

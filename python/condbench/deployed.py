@@ -1,7 +1,7 @@
 """What condbench deploys, as PyTorch modules: the forwards the aoti engine's packages are compiled
 from, which the Python peer also times as its variants. It sits below both: the peer
 (condbench.variants, condbench.decoder_peer) and the compiler (condbench.aoti, condbench.model_file)
-import it, and neither imports the other (tests/python/test_imports.py).
+import it, and neither imports the other (tests/python/test_package.py, Layers).
 
   the whole model   should_exit (the exit test), NestedCond and ExportableCond (the question's
                     nested torch.cond), masked_forward; DeployedCond and DeployedMasked, what the

@@ -1,6 +1,6 @@
 """The early-exit view of a module: all that the ways of writing the conditional (condbench.variants),
 the whole-model modules they deploy and the peer's checks use of a model, whoever made it: a
-built-in family's twin (condbench.families) or the module of a model file (condbench.model_file).
+built-in family's twin (condbench.families) or the module of a model file (condbench.model_source).
 
     blocks, num_classes, row_shape   its depth, the logits' width, one input row's shape
     block(k, h)                      block k (0-based) on the state h
