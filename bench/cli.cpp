@@ -137,7 +137,7 @@ std::vector<std::string> parse_strategies(const std::string& flag, const std::st
   for (const std::string& name : names)
     if (!StrategyRegistry::instance().knows(name)) {
       std::set<std::string> known;
-      for (const StrategyInfo& info : StrategyRegistry::instance().entries()) known.insert(info.name);
+      for (const auto& entry : StrategyRegistry::instance().all()) known.insert(entry->name);
       std::string list;
       for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
       fail(flag + ": unknown strategy '" + name + "' (known: " + list + ")");

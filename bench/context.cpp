@@ -86,10 +86,8 @@ std::vector<std::pair<std::string, std::string>> run_context() {
   // So do the strategies (their registration's summary), for the report's glossary:
   // "strategy:cpu/native/fused" -> "the whole early-exit forward in one hand-written loop nest: ...",
   // a decoder's "strategy:cpu/torch/masked per token" -> ...
-  for (const StrategyInfo& info : StrategyRegistry::instance().entries())
-    context.emplace_back(strategy_context_key(info.key(), TimedUnit::inference), info.summary);
-  for (const DecoderStrategyInfo& info : decoder_strategies())
-    context.emplace_back(strategy_context_key(info.key(), TimedUnit::token), info.summary);
+  for (const auto& entry : StrategyRegistry::instance().all())
+    context.emplace_back(entry->context_key(), entry->summary);
   // The counters describe themselves in the file (condbench/counters.h): "counter:launches" ->
   // "launches; work the host issued: ...".
   for (const CounterSpec& spec : kCounters)

@@ -243,7 +243,7 @@ int run(int argc, char** argv) {
   out["strategies"] = Json::array();
   at::Tensor first_ids, first_logits;
   bool agree = true;
-  for (const StrategyInfo& info : StrategyRegistry::instance().entries()) {
+  for (const StrategyInfo& info : StrategyRegistry::instance().of<StrategyInfo>()) {
     if (std::find(options.devices.begin(), options.devices.end(), info.device) == options.devices.end()) continue;
     if (!options.strategies.empty() &&
         std::find(options.strategies.begin(), options.strategies.end(), info.name) == options.strategies.end())

@@ -171,7 +171,7 @@ int run_decoder(int argc, char** argv) {
   out["strategies"] = Json::array();
   std::optional<Generation> first;
   bool agree = true;
-  for (const DecoderStrategyInfo& info : decoder_strategies()) {
+  for (const DecoderStrategyInfo& info : StrategyRegistry::instance().of<DecoderStrategyInfo>()) {
     if (std::find(options.devices.begin(), options.devices.end(), info.device) == options.devices.end()) continue;
     if (!options.strategies.empty() &&
         std::find(options.strategies.begin(), options.strategies.end(), info.name) == options.strategies.end())

@@ -274,10 +274,10 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     for (const std::string& name : options.strategies) {
       std::string runs_on;  // the devices `name` is registered on
       bool selected = false;
-      for (const StrategyInfo& info : StrategyRegistry::instance().entries())
-        if (info.name == name && runs_on.find(to_string(info.device)) == std::string::npos) {
-          runs_on += (runs_on.empty() ? "" : ", ") + std::string(to_string(info.device));
-          selected |= std::find(options.devices.begin(), options.devices.end(), info.device) != options.devices.end();
+      for (const auto& entry : StrategyRegistry::instance().all())
+        if (entry->name == name && runs_on.find(to_string(entry->device)) == std::string::npos) {
+          runs_on += (runs_on.empty() ? "" : ", ") + std::string(to_string(entry->device));
+          selected |= std::find(options.devices.begin(), options.devices.end(), entry->device) != options.devices.end();
         }
       if (!selected) fail("--strategy: " + name + " runs on " + runs_on + " only, which --device does not select");
     }
@@ -435,7 +435,7 @@ std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
       for (const Scenario& scenario : scenarios) {
         // exit:K beyond this depth's final exit does not exist here; other depths may have it
         if (!scenario.fits(blocks)) continue;
-        for (const StrategyInfo& info : StrategyRegistry::instance().entries())
+        for (const StrategyInfo& info : StrategyRegistry::instance().of<StrategyInfo>())
           if (wanted(info)) cases.push_back({&info, source, source.config, batch, scenario});
       }
   }
@@ -452,33 +452,21 @@ std::vector<DecoderCase> select_decoder_cases(const RunnerOptions& options) {
 void print_strategies(const RunnerOptions& options, std::ostream& out) {
   constexpr size_t kKeyWidth = 30;
   const std::string indent(kKeyWidth, ' ');
-  // A strategy's line (key, summary), then what it declares and whether it can run here, indented.
-  const auto print = [&](const std::string& key, const std::string& summary, Device device,
-                         std::vector<std::string> traits) {
-    out << key << std::string(key.size() < kKeyWidth ? kKeyWidth - key.size() : 1, ' ') << summary << "\n";
-    if (const Unsupported why = cli::device_unavailable(device)) traits.push_back("cannot run here: " + *why);
+  // A strategy's line (key, summary), then what it declares and whether it can run here, indented;
+  // the decoder's, timed per token, under their own heading when --model=decoder selects them.
+  bool token_headed = false;
+  for (const auto& entry : StrategyRegistry::instance().all()) {
+    if (entry->unit == TimedUnit::token) {
+      if (options.decoders.empty()) continue;
+      if (!token_headed) out << "\nDecoder strategies (--model=decoder; one token per step):\n";
+      token_headed = true;
+    }
+    const std::string key = entry->key();
+    out << key << std::string(key.size() < kKeyWidth ? kKeyWidth - key.size() : 1, ' ') << entry->summary << "\n";
+    std::vector<std::string> traits = entry->declares;
+    if (const Unsupported why = cli::device_unavailable(entry->device)) traits.push_back("cannot run here: " + *why);
     for (size_t i = 0; i < traits.size(); ++i) out << (i ? "; " : indent) << traits[i];
     if (!traits.empty()) out << "\n";
-  };
-  for (const StrategyInfo& info : StrategyRegistry::instance().entries()) {
-    std::vector<std::string> traits;
-    if (info.host_decides) traits.emplace_back("decides on the host");
-    if (info.single_launch) traits.emplace_back("one launch per inference");
-    if (info.skips_blocks_on_device)
-      traits.emplace_back(info.skips_final_head_on_device ? "skips blocks and the final head on the device"
-                                                          : "skips blocks on the device");
-    print(info.key(), info.summary, info.device, std::move(traits));
-  }
-  if (!options.decoders.empty()) {
-    out << "\nDecoder strategies (--model=decoder; one token per step):\n";
-    for (const DecoderStrategyInfo& info : decoder_strategies()) {
-      std::vector<std::string> traits;
-      if (info.host_decides) traits.emplace_back("decides on the host");
-      if (info.computes_every_row) traits.emplace_back("runs every layer for every row");
-      if (info.skips_when_all_left)
-        traits.emplace_back("skips the deeper layers on the device once every row has left");
-      print(info.key(), info.summary, info.device, std::move(traits));
-    }
   }
   bool headed = false;
   std::set<std::string> said;

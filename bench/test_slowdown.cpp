@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "condbench/error.h"
@@ -61,7 +62,7 @@ std::string register_test_twins() {
   for (const std::string& item : items_of(setting)) {
     if (item.rfind("python/", 0) == 0) continue;  // the PyTorch peer's, python/<variant>: it reads them itself
     const StrategyInfo* original = nullptr;
-    for (const StrategyInfo& info : registry.entries())
+    for (const StrategyInfo& info : registry.of<StrategyInfo>())
       if (info.key() == item) original = &info;
     if (!original) fail("CONDBENCH_TEST_TWIN: '" + item + "' is not a registered device/engine/strategy");
     StrategyInfo twin = *original;
@@ -69,7 +70,7 @@ std::string register_test_twins() {
     twin.summary = "the same code as " + original->name + ", registered twice (CONDBENCH_TEST_TWIN)";
     twins.push_back(std::move(twin));
   }
-  for (StrategyInfo& twin : twins) registry.add(std::move(twin));
+  for (StrategyInfo& twin : twins) registry.add(std::make_unique<StrategyInfo>(std::move(twin)));
   return setting;
 }
 

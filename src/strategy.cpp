@@ -4,25 +4,10 @@
 
 #include <ATen/record_function.h>
 
-#include <algorithm>
-
 #include "condbench/aten_calls.h"
 #include "condbench/error.h"
 
 namespace condbench {
-
-const char* to_string(Device device) { return device == Device::cpu ? "cpu" : "cuda"; }
-const char* to_string(Engine engine) {
-  switch (engine) {
-    case Engine::torch:
-      return "torch";
-    case Engine::native:
-      return "native";
-    case Engine::aoti:
-      return "aoti";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -81,30 +66,12 @@ Strategy::Observed Strategy::observed_run(const at::Tensor& input, const std::ve
   return observed;
 }
 
-std::string StrategyInfo::key() const { return std::string(to_string(device)) + "/" + to_string(engine) + "/" + name; }
-
-StrategyRegistry& StrategyRegistry::instance() {
-  static StrategyRegistry registry;
-  return registry;
-}
-
-bool StrategyRegistry::add(StrategyInfo info) {
-  if (find(info.device, info.engine, info.name)) fail("strategy " + info.key() + " registered twice");
-  entries_.push_back(std::move(info));
-  // Registration order depends on link order; keep listings stable.
-  std::sort(entries_.begin(), entries_.end(),
-            [](const StrategyInfo& a, const StrategyInfo& b) { return a.key() < b.key(); });
-  return true;
-}
-
-const StrategyInfo* StrategyRegistry::find(Device device, Engine engine, const std::string& name) const {
-  for (const StrategyInfo& info : entries_)
-    if (info.device == device && info.engine == engine && info.name == name) return &info;
-  return nullptr;
-}
-
-bool StrategyRegistry::knows(const std::string& name) const {
-  return std::any_of(entries_.begin(), entries_.end(), [&](const StrategyInfo& info) { return info.name == name; });
+void StrategyInfo::declare() {
+  if (host_decides) declares.emplace_back("decides on the host");
+  if (single_launch) declares.emplace_back("one launch per inference");
+  if (skips_blocks_on_device)
+    declares.emplace_back(skips_final_head_on_device ? "skips blocks and the final head on the device"
+                                                     : "skips blocks on the device");
 }
 
 }  // namespace condbench

@@ -90,7 +90,7 @@ std::vector<DecoderCase> decoder_cases(const DecoderConfig& c, const FlatParamet
 
 std::vector<const DecoderStrategyInfo*> decoder_strategies_on(Device device) {
   std::vector<const DecoderStrategyInfo*> found;
-  for (const DecoderStrategyInfo& info : decoder_strategies())
+  for (const DecoderStrategyInfo& info : StrategyRegistry::instance().of<DecoderStrategyInfo>())
     if (info.device == device) found.push_back(&info);
   return found;
 }

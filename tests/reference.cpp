@@ -193,7 +193,7 @@ ReferenceResult reference_forward(const ModelConfig& config, const FlatParameter
 
 std::vector<const StrategyInfo*> strategies_on(Device device) {
   std::vector<const StrategyInfo*> found;
-  for (const StrategyInfo& info : StrategyRegistry::instance().entries())
+  for (const StrategyInfo& info : StrategyRegistry::instance().of<StrategyInfo>())
     if (info.device == device) found.push_back(&info);
   return found;
 }

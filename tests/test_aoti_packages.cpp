@@ -55,7 +55,9 @@ class AotiPackagesTest : public ::testing::Test {
            R"(}, "compile_s": 1.5, "export_s": 0.5, "options": "default"})";
   }
 
-  static const StrategyInfo& cond() { return *StrategyRegistry::instance().find(Device::cpu, Engine::aoti, "cond"); }
+  static const StrategyInfo& cond() {
+    return *StrategyRegistry::instance().find<StrategyInfo>(Device::cpu, Engine::aoti, "cond");
+  }
 
   fs::path dir_;
   std::optional<std::string> saved_;
@@ -123,8 +125,8 @@ TEST(AotiLoaders, AStrategyMadeAgainIsLentItsPackagesLoaderWithItsOwnWeights) {
   c.blocks = 2;
   if (const Unsupported why = aoti::package_unusable(c, Device::cpu, "masked")) GTEST_SKIP() << *why;
   const StrategyRegistry& registry = StrategyRegistry::instance();
-  const StrategyInfo& deployed = *registry.find(Device::cpu, Engine::aoti, "masked");
-  const StrategyInfo& reference = *registry.find(Device::cpu, Engine::torch, "masked");
+  const StrategyInfo& deployed = *registry.find<StrategyInfo>(Device::cpu, Engine::aoti, "masked");
+  const StrategyInfo& reference = *registry.find<StrategyInfo>(Device::cpu, Engine::torch, "masked");
   const at::Tensor x = at::randn({4, 7});
   const std::vector<float> thresholds = {0.3f, 0.3f};
   const auto agrees = [&](Strategy& a, Strategy& b) {

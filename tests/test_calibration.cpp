@@ -70,7 +70,7 @@ TEST(Calibration, RealisedHistogramIsWithinThreePointsOfTheTarget) {
     source.config.blocks = blocks;
     const auto workload = shared_workload(source, 1024);
     const at::Tensor pool = workload->pool();
-    const StrategyInfo* fused = StrategyRegistry::instance().find(Device::cpu, Engine::native, "fused");
+    const StrategyInfo* fused = StrategyRegistry::instance().find<StrategyInfo>(Device::cpu, Engine::native, "fused");
     ASSERT_NE(fused, nullptr);
     auto strategy = fused->make();
     strategy->prepare(workload->model(), pool.size(0));

@@ -21,7 +21,7 @@ struct Observed {
 
 Observed run_once(Device device, Engine engine, const std::string& name, const Workload& w,
                   const std::vector<float>& thresholds, const at::Tensor& input) {
-  const StrategyInfo* info = StrategyRegistry::instance().find(device, engine, name);
+  const StrategyInfo* info = StrategyRegistry::instance().find<StrategyInfo>(device, engine, name);
   EXPECT_NE(info, nullptr) << name;
   auto strategy = info->make();
   strategy->prepare(w.model(), input.size(0));
@@ -111,7 +111,8 @@ TEST_P(CountersTest, BytesReadAreTheWeightsOfTheStagesRun) {
                                        {Engine::torch, "masked"},
                                        {Engine::aoti, "cond"},
                                        {Engine::aoti, "masked"}}) {
-      if (StrategyRegistry::instance().find(Device::cpu, engine, name)->unsupported(config, batch)) continue;
+      if (StrategyRegistry::instance().find<StrategyInfo>(Device::cpu, engine, name)->unsupported(config, batch))
+        continue;
       const Observed seen = run_once(Device::cpu, engine, name, *w, w->thresholds(Scenario::parse(GetParam())), input);
       const int deepest =
           std::string(name) == "masked" ? config.final_exit() : *std::max_element(seen.exits.begin(), seen.exits.end());

@@ -1,13 +1,14 @@
 // The decoder family (docs/design.md §8): every CPU decoder strategy against the reference that
 // recomputes each sequence without a cache (tests/reference.cpp), at batch 1, 4 and 16, with every
 // token forced to each exit in turn and two calibrated mixes, on tokens, exit ids and logits; the
-// reference's own sensitivity to the keys and values of skipped layers; the step counters; and the
-// config's checks.
+// reference's own sensitivity to the keys and values of skipped layers; the step counters; the
+// config's checks; and the one registry that holds the decoder's strategies beside the families'.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -24,6 +25,50 @@ namespace condbench::testing {
 namespace {
 
 class DecoderStrategies : public ::testing::TestWithParam<int64_t> {};
+
+// A decoder strategy and a family's of one name, device and engine are two entries of the one
+// registry, told apart by their unit: each found as its kind, each described by its own context key,
+// and a second entry of a (unit, device, engine, name) refused, naming it.
+TEST(StrategyRegistry, KeysEveryUnitsStrategiesByUnitDeviceEngineAndName) {
+  const StrategyRegistry& linked = StrategyRegistry::instance();
+  const StrategyInfo* inference = linked.find<StrategyInfo>(Device::cpu, Engine::torch, "masked");
+  const DecoderStrategyInfo* token = linked.find<DecoderStrategyInfo>(Device::cpu, Engine::torch, "masked");
+  ASSERT_NE(inference, nullptr);
+  ASSERT_NE(token, nullptr);
+  EXPECT_NE(static_cast<const StrategyEntry*>(inference), static_cast<const StrategyEntry*>(token));
+  EXPECT_EQ(inference->context_key(), "strategy:cpu/torch/masked");
+  EXPECT_EQ(token->context_key(), "strategy:cpu/torch/masked per token");
+  // What each declares, read from its class's statics by the one macro.
+  EXPECT_EQ(token->declares, std::vector<std::string>{"runs every layer for every row"});
+  EXPECT_EQ(linked.find<DecoderStrategyInfo>(Device::cpu, Engine::torch, "eager_host")->declares,
+            std::vector<std::string>{"decides on the host"});
+  EXPECT_EQ(linked.find<DecoderStrategyInfo>(Device::cpu, Engine::native, "graph_cond"), nullptr);
+
+  // Every entry is one kind's, listed inference first, each in key order.
+  EXPECT_EQ(linked.of<StrategyInfo>().size() + linked.of<DecoderStrategyInfo>().size(), linked.all().size());
+  for (size_t i = 1; i < linked.all().size(); ++i) {
+    const StrategyEntry& a = *linked.all()[i - 1];
+    const StrategyEntry& b = *linked.all()[i];
+    EXPECT_TRUE(a.unit < b.unit || (a.unit == b.unit && a.key() < b.key()))
+        << a.context_key() << ", " << b.context_key();
+  }
+
+  StrategyRegistry registry;
+  const auto entry = [](auto kind) {
+    auto info = std::make_unique<decltype(kind)>();
+    info->name = "masked";
+    return info;
+  };
+  EXPECT_TRUE(registry.add(entry(StrategyInfo{})));
+  EXPECT_TRUE(registry.add(entry(DecoderStrategyInfo{})));
+  try {
+    registry.add(entry(DecoderStrategyInfo{}));
+    ADD_FAILURE() << "a second cpu/torch/masked per token was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "strategy:cpu/torch/masked per token is registered twice");
+  }
+  EXPECT_EQ(registry.all().size(), 2U);
+}
 
 TEST_P(DecoderStrategies, MatchTheReferenceAtEveryForcedExitAndInMixes) {
   const int64_t batch = GetParam();
@@ -168,12 +213,11 @@ template <bool kLoop>
 void check_host_decided_step(const std::string& name) {
   const DecoderConfig c = small_decoder();
   const FlatParameters params = seeded_decoder_parameters(c, 5);
-  DecoderStrategyInfo info{name,
-                           Engine::torch,
-                           Device::cpu,
-                           name + ", decided on the host",
-                           [] { return std::make_unique<HostDecidedStep<kLoop>>(Device::cpu); },
-                           &DecoderStrategy::supports};
+  DecoderStrategyInfo info;
+  info.name = name;
+  info.summary = name + ", decided on the host";
+  info.make = [] { return std::make_unique<HostDecidedStep<kLoop>>(Device::cpu); };
+  info.supports = &DecoderStrategy::supports;
   info.skips_when_all_left = true;
   for (const int64_t batch : {1, 4, 16})
     for (const DecoderCase& scenario : decoder_cases(c, params)) check_decoder(info, c, params, batch, scenario);

@@ -85,7 +85,7 @@ TEST(DecoderAllocation, TheFusedStepAllocatesNothing) {
   static CountingAllocator counting_allocator(c10::GetCPUAllocator());
   c10::SetCPUAllocator(&counting_allocator, /*priority=*/100);
   bool fused_seen = false;
-  for (const DecoderStrategyInfo& info : decoder_strategies()) {
+  for (const DecoderStrategyInfo& info : StrategyRegistry::instance().of<DecoderStrategyInfo>()) {
     if (info.device != Device::cpu) continue;
     for (int64_t batch : {1, 16}) {
       if (info.supports(allocation_decoder(), info.device, batch)) continue;  // (aoti: a package for this size)

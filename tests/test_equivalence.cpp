@@ -218,7 +218,7 @@ TEST(Equivalence, FusedSplitAcrossThreadsMatchesTheReference) {
     const ReferenceResult probe = reference_forward(config, params, x, std::vector<float>(config.blocks, 1.0f));
     std::vector<float> thresholds;
     for (int k = 0; k < config.blocks; ++k) thresholds.push_back(splitting_threshold(probe, k, rng));
-    auto fused = StrategyRegistry::instance().find(Device::cpu, Engine::native, "fused")->make();
+    auto fused = StrategyRegistry::instance().find<StrategyInfo>(Device::cpu, Engine::native, "fused")->make();
     fused->prepare(model, batch);
     EXPECT_TRUE(matches_reference(fused->run(x, thresholds), reference_forward(config, params, x, thresholds),
                                   kLogitTolerance));

@@ -1,12 +1,6 @@
 #pragma once
-// The one interface every strategy implements (docs/design.md §2) and the registry that lists them.
-// A strategy is one file that defines its class and registers it in one line:
-//
-//   CONDBENCH_REGISTER_STRATEGY(FusedCpu, "fused", Engine::native, Device::cpu,
-//                               "the whole early-exit forward in one hand-written loop nest: the CPU floor");
-//
-// The last argument is what --list says of the strategy: one line, at most 90 characters (checked
-// when it compiles).
+// The one interface every strategy of a family's inference implements (docs/design.md §2), and its
+// entry in the one registry (condbench/strategy_registry.h), where it registers in one line.
 // The contract lives here, in the base class: callers use the public, non-virtual run() and
 // observed_run(); a strategy implements the protected do_* hooks. What a strategy
 // can run is declared by the strategy (a static supports(), found by the registration macro), so
@@ -23,13 +17,11 @@
 #include "condbench/counters.h"
 #include "condbench/error.h"
 #include "condbench/model.h"
+#include "condbench/strategy_registry.h"
 
 namespace condbench {
 
-enum class Device { cpu, cuda };
-enum class Engine { torch, native, aoti };
-const char* to_string(Device device);
-const char* to_string(Engine engine);
+struct StrategyInfo;
 
 // A result ready on the strategy's device: exit_id int32 [batch] with ids 1..blocks+1, logits
 // float32 [batch, num_classes]. Tensors may alias the strategy's buffers: valid until the next run.
@@ -58,6 +50,7 @@ Unsupported mlp_only(const ModelConfig& config);
 
 class Strategy {
  public:
+  using Info = StrategyInfo;  // its registry entry
   explicit Strategy(Device device) : device_(device) {}
   virtual ~Strategy() = default;
   Strategy(const Strategy&) = delete;
@@ -141,11 +134,10 @@ class Strategy {
   ExitOutput output_;
 };
 
-struct StrategyInfo {
-  std::string name;
-  Engine engine;
-  Device device;
-  std::string summary;  // one line: what it does
+// A family's inference strategy in the registry.
+struct StrategyInfo : StrategyEntry {
+  static constexpr TimedUnit kUnit = TimedUnit::inference;
+  StrategyInfo() { unit = kUnit; }
   std::function<std::unique_ptr<Strategy>()> make;
   std::function<Unsupported(const ModelConfig&, Device, int64_t)> supports;
   bool host_decides = false;                // Strategy::kHostDecides
@@ -154,32 +146,31 @@ struct StrategyInfo {
   bool skips_final_head_on_device = false;  // Strategy::kSkipsFinalHeadOnDevice
   std::function<std::optional<std::string>(const ModelConfig&, Device)> build_note;  // Strategy::build_note
 
-  std::string key() const;  // "cpu/torch/eager_host"
   // Why this strategy cannot run `config` at `batch` (the family's limits on the device, then the
   // strategy's own), or nullopt.
   Unsupported unsupported(const ModelConfig& config, int64_t batch) const;
+
+  // The entry of Type, which CONDBENCH_REGISTER_STRATEGY makes: what it declares read from its statics.
+  template <typename Type>
+  static std::unique_ptr<const StrategyEntry> describe(const char* name, Engine engine, Device device,
+                                                       const char* summary) {
+    auto info = std::make_unique<StrategyInfo>();
+    info->name = name;
+    info->engine = engine;
+    info->device = device;
+    info->summary = summary;
+    info->make = [device] { return std::make_unique<Type>(device); };
+    info->supports = &Type::supports;
+    info->host_decides = Type::kHostDecides;
+    info->single_launch = Type::kSingleLaunch;
+    info->skips_blocks_on_device = Type::kSkipsBlocksOnDevice;
+    info->skips_final_head_on_device = Type::kSkipsFinalHeadOnDevice;
+    info->build_note = &Type::build_note;
+    info->declare();
+    return info;
+  }
+  // Sets `declares` from the booleans.
+  void declare();
 };
-
-class StrategyRegistry {
- public:
-  static StrategyRegistry& instance();
-  bool add(StrategyInfo info);  // returns true so registration can initialise a static
-  const std::vector<StrategyInfo>& entries() const { return entries_; }
-  const StrategyInfo* find(Device device, Engine engine, const std::string& name) const;
-  bool knows(const std::string& name) const;  // on any device and engine
-
- private:
-  std::vector<StrategyInfo> entries_;
-};
-
-#define CONDBENCH_CONCAT_INNER(a, b) a##b
-#define CONDBENCH_CONCAT(a, b) CONDBENCH_CONCAT_INNER(a, b)
-#define CONDBENCH_REGISTER_STRATEGY(Type, name, engine, device, summary)                                               \
-  static_assert(sizeof(summary) > 1 && sizeof(summary) <= 91,                                                          \
-                "a strategy's summary is one line of 1 to 90 characters");                                             \
-  static const bool CONDBENCH_CONCAT(condbench_registered_, __LINE__) = ::condbench::StrategyRegistry::instance().add( \
-      {name, engine, device, summary, [] { return std::make_unique<Type>(device); }, &Type::supports,                  \
-       Type::kHostDecides, Type::kSingleLaunch, Type::kSkipsBlocksOnDevice, Type::kSkipsFinalHeadOnDevice,             \
-       &Type::build_note})
 
 }  // namespace condbench

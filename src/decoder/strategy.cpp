@@ -1,9 +1,6 @@
 #include "condbench/decoder/strategy.h"
 
-#include <algorithm>
-
 #include "condbench/aten_calls.h"
-#include "condbench/error.h"
 
 namespace condbench {
 
@@ -28,24 +25,10 @@ DecoderStrategy::Observed DecoderStrategy::observed_step(const at::Tensor& input
   return observed;
 }
 
-std::string DecoderStrategyInfo::key() const {
-  return std::string(to_string(device)) + "/" + to_string(engine) + "/" + name;
-}
-
-std::vector<DecoderStrategyInfo>& decoder_strategies() {
-  static std::vector<DecoderStrategyInfo> entries;
-  return entries;
-}
-
-bool register_decoder_strategy(DecoderStrategyInfo info) {
-  std::vector<DecoderStrategyInfo>& entries = decoder_strategies();
-  for (const DecoderStrategyInfo& known : entries)
-    if (known.key() == info.key()) fail("decoder strategy " + info.key() + " registered twice");
-  entries.push_back(std::move(info));
-  // Registration order depends on link order; keep listings stable.
-  std::sort(entries.begin(), entries.end(),
-            [](const DecoderStrategyInfo& a, const DecoderStrategyInfo& b) { return a.key() < b.key(); });
-  return true;
+void DecoderStrategyInfo::declare() {
+  if (host_decides) declares.emplace_back("decides on the host");
+  if (computes_every_row) declares.emplace_back("runs every layer for every row");
+  if (skips_when_all_left) declares.emplace_back("skips the deeper layers on the device once every row has left");
 }
 
 }  // namespace condbench

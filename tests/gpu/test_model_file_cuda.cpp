@@ -54,7 +54,7 @@ TEST(CudaModelFile, EveryStrategyAgreesWithTheModule) {
   const std::vector<std::vector<float>> sets = threshold_sets(family, blocks);
 
   std::set<std::string> ran;
-  for (const StrategyInfo& info : StrategyRegistry::instance().entries()) {
+  for (const StrategyInfo& info : StrategyRegistry::instance().of<StrategyInfo>()) {
     if (info.device != Device::cuda) continue;
     for (const int64_t batch : {1, 7, 64}) {
       const std::string what = info.key() + " at batch " + std::to_string(batch);

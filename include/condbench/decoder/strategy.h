@@ -1,14 +1,14 @@
 #pragma once
-// The interface every decoder strategy implements (docs/design.md §8), and their registry. The
-// timed unit is one generated token: step() runs one decode step for every row of the batch, with
-// the keys and values of earlier positions in the strategy's own cache. A strategy is one file
-// that registers itself in one line:
+// The interface every decoder strategy implements (docs/design.md §8), and its entry in the one
+// registry (condbench/strategy_registry.h). The timed unit is one generated token: step() runs one
+// decode step for every row of the batch, with the keys and values of earlier positions in the
+// strategy's own cache. A strategy is one file that registers itself in one line, as every
+// strategy does:
 //
-//   CONDBENCH_REGISTER_DECODER_STRATEGY(DecodeMasked, "masked", Engine::torch, Device::cpu,
-//                                       "every layer for every row; the rows that left frozen with where");
+//   CONDBENCH_REGISTER_STRATEGY(DecodeMasked, "masked", Engine::torch, Device::cpu,
+//                               "every layer for every row; the rows that left frozen with where");
 //
-// What a strategy can run is declared by it (a static supports(), found by the macro), as for the
-// other families' strategies.
+// What a strategy can run is declared by it (a static supports(), found by the macro).
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -20,9 +20,12 @@
 
 #include "condbench/counters.h"
 #include "condbench/decoder/config.h"
-#include "condbench/strategy.h"
+#include "condbench/strategy.h"  // Unsupported
+#include "condbench/strategy_registry.h"
 
 namespace condbench {
+
+struct DecoderStrategyInfo;
 
 // The decoder's weights, on the host in decoder_parameters() order.
 struct DecoderModel {
@@ -43,6 +46,7 @@ struct DecodeOutput {
 // all rows together.
 class DecoderStrategy {
  public:
+  using Info = DecoderStrategyInfo;  // its registry entry
   explicit DecoderStrategy(Device device) : device_(device) {}
   virtual ~DecoderStrategy() = default;
   DecoderStrategy(const DecoderStrategy&) = delete;
@@ -124,30 +128,35 @@ class DecoderStrategy {
   bool started_ = false;
 };
 
-struct DecoderStrategyInfo {
-  std::string name;
-  Engine engine;
-  Device device;
-  std::string summary;
+// A decoder strategy in the registry.
+struct DecoderStrategyInfo : StrategyEntry {
+  static constexpr TimedUnit kUnit = TimedUnit::token;
+  DecoderStrategyInfo() { unit = kUnit; }
   std::function<std::unique_ptr<DecoderStrategy>()> make;
   std::function<Unsupported(const DecoderConfig&, Device, int64_t)> supports;
   bool host_decides = false;         // DecoderStrategy::kHostDecides
   bool computes_every_row = false;   // DecoderStrategy::kComputesEveryRow
   bool skips_when_all_left = false;  // DecoderStrategy::kSkipsOnDeviceWhenAllLeft
 
-  std::string key() const;  // "cpu/torch/eager_host"
+  // The entry of Type, which CONDBENCH_REGISTER_STRATEGY makes: what it declares read from its statics.
+  template <typename Type>
+  static std::unique_ptr<const StrategyEntry> describe(const char* name, Engine engine, Device device,
+                                                       const char* summary) {
+    auto info = std::make_unique<DecoderStrategyInfo>();
+    info->name = name;
+    info->engine = engine;
+    info->device = device;
+    info->summary = summary;
+    info->make = [device] { return std::make_unique<Type>(device); };
+    info->supports = &Type::supports;
+    info->host_decides = Type::kHostDecides;
+    info->computes_every_row = Type::kComputesEveryRow;
+    info->skips_when_all_left = Type::kSkipsOnDeviceWhenAllLeft;
+    info->declare();
+    return info;
+  }
+  // Sets `declares` from the booleans.
+  void declare();
 };
-
-// Every decoder strategy linked in, in registration order.
-std::vector<DecoderStrategyInfo>& decoder_strategies();
-bool register_decoder_strategy(DecoderStrategyInfo info);  // aborts on a second one of a key
-
-#define CONDBENCH_REGISTER_DECODER_STRATEGY(Type, name, engine, device, summary)                          \
-  static_assert(sizeof(summary) > 1 && sizeof(summary) <= 91,                                             \
-                "a strategy's summary is one line of 1 to 90 characters");                                \
-  static const bool CONDBENCH_CONCAT(condbench_decoder_registered_, __LINE__) =                           \
-      ::condbench::register_decoder_strategy(                                                             \
-          {name, engine, device, summary, [] { return std::make_unique<Type>(device); }, &Type::supports, \
-           Type::kHostDecides, Type::kComputesEveryRow, Type::kSkipsOnDeviceWhenAllLeft})
 
 }  // namespace condbench

@@ -28,7 +28,7 @@ class DecodeAotiCond final : public AotiDecoderStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_DECODER_STRATEGY(DecodeAotiCond, "cond", Engine::aoti, Device::cpu,
-                                    "the nested torch.cond step exported and compiled by AOTInductor (batch 1)");
+CONDBENCH_REGISTER_STRATEGY(DecodeAotiCond, "cond", Engine::aoti, Device::cpu,
+                            "the nested torch.cond step exported and compiled by AOTInductor (batch 1)");
 
 }  // namespace condbench

@@ -23,7 +23,7 @@ class DecodeAotiMasked final : public AotiDecoderStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_DECODER_STRATEGY(DecodeAotiMasked, "masked", Engine::aoti, Device::cpu,
-                                    "the masked step exported and compiled by AOTInductor (batch 1)");
+CONDBENCH_REGISTER_STRATEGY(DecodeAotiMasked, "masked", Engine::aoti, Device::cpu,
+                            "the masked step exported and compiled by AOTInductor (batch 1)");
 
 }  // namespace condbench

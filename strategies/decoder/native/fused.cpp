@@ -294,7 +294,7 @@ class DecodeFusedCpu final : public DecoderStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_DECODER_STRATEGY(DecodeFusedCpu, "fused", Engine::native, Device::cpu,
-                                    "one decode step as one hand-written loop nest over a preallocated cache");
+CONDBENCH_REGISTER_STRATEGY(DecodeFusedCpu, "fused", Engine::native, Device::cpu,
+                            "one decode step as one hand-written loop nest over a preallocated cache");
 
 }  // namespace condbench

@@ -54,11 +54,11 @@ class DecodeMasked final : public TorchDecoderStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_DECODER_STRATEGY(DecodeMasked, "masked", Engine::torch, Device::cpu,
-                                    "every layer and exit head for every row; rows that left frozen with where");
+CONDBENCH_REGISTER_STRATEGY(DecodeMasked, "masked", Engine::torch, Device::cpu,
+                            "every layer and exit head for every row; rows that left frozen with where");
 #if CONDBENCH_CUDA
-CONDBENCH_REGISTER_DECODER_STRATEGY(DecodeMasked, "masked", Engine::torch, Device::cuda,
-                                    "every layer and exit head for every row; rows that left frozen with where");
+CONDBENCH_REGISTER_STRATEGY(DecodeMasked, "masked", Engine::torch, Device::cuda,
+                            "every layer and exit head for every row; rows that left frozen with where");
 #endif
 
 }  // namespace condbench

@@ -12,7 +12,7 @@ class DecodeEagerHostPinned final : public DecodeEagerHost {
 
 }  // namespace
 
-CONDBENCH_REGISTER_DECODER_STRATEGY(DecodeEagerHostPinned, "eager_host_pinned", Engine::torch, Device::cuda,
-                                    "eager_host reading each exit test into pinned memory: async copy, event wait");
+CONDBENCH_REGISTER_STRATEGY(DecodeEagerHostPinned, "eager_host_pinned", Engine::torch, Device::cuda,
+                            "eager_host reading each exit test into pinned memory: async copy, event wait");
 
 }  // namespace condbench

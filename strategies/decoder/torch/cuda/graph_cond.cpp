@@ -20,8 +20,7 @@ class DecodeGraphCond final : public DeviceDecidedStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_DECODER_STRATEGY(
-    DecodeGraphCond, "graph_cond", Engine::torch, Device::cuda,
-    "one CUDA graph per step, an IF-ELSE node at each exit: next layers or projections");
+CONDBENCH_REGISTER_STRATEGY(DecodeGraphCond, "graph_cond", Engine::torch, Device::cuda,
+                            "one CUDA graph per step, an IF-ELSE node at each exit: next layers or projections");
 
 }  // namespace condbench

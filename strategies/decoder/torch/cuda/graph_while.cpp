@@ -21,7 +21,7 @@ class DecodeGraphWhile final : public DeviceDecidedStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_DECODER_STRATEGY(DecodeGraphWhile, "graph_while", Engine::torch, Device::cuda,
-                                    "one CUDA graph per step, a WHILE node over the exits, a SWITCH on the next one");
+CONDBENCH_REGISTER_STRATEGY(DecodeGraphWhile, "graph_while", Engine::torch, Device::cuda,
+                            "one CUDA graph per step, a WHILE node over the exits, a SWITCH on the next one");
 
 }  // namespace condbench

@@ -68,7 +68,7 @@ class DecodeMaskedGraph final : public FixedStepStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_DECODER_STRATEGY(DecodeMaskedGraph, "masked_graph", Engine::torch, Device::cuda,
-                                    "masked over fixed-size caches, one CUDA graph replayed for every token");
+CONDBENCH_REGISTER_STRATEGY(DecodeMaskedGraph, "masked_graph", Engine::torch, Device::cuda,
+                            "masked over fixed-size caches, one CUDA graph replayed for every token");
 
 }  // namespace condbench

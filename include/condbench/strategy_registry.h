@@ -1,0 +1,89 @@
+#pragma once
+// The one registry of strategies (docs/design.md §2), whatever their timed unit: a family's
+// inference (condbench/strategy.h) or a decoder's generated token (condbench/decoder/strategy.h).
+// A strategy is one file that defines its class and registers it in one line:
+//
+//   CONDBENCH_REGISTER_STRATEGY(FusedCpu, "fused", Engine::native, Device::cpu,
+//                               "the whole early-exit forward in one hand-written loop nest: the CPU floor");
+//
+// Its base class says which kind of entry it makes (Strategy::Info, DecoderStrategy::Info), so the
+// one macro serves both units. An entry is keyed by (unit, device, engine, name): a decoder's
+// cpu/torch/masked and a family's are two strategies of one name, each registered once. The last
+// argument is what --list says of the strategy: one line, at most 90 characters (checked when it
+// compiles). Torch-free: the kinds' own headers hold what a strategy of their unit runs on.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "condbench/result_format.h"  // TimedUnit
+
+namespace condbench {
+
+enum class Device { cpu, cuda };
+enum class Engine { torch, native, aoti };
+const char* to_string(Device device);
+const char* to_string(Engine engine);
+
+// What every registered strategy is, whatever its unit. The kinds derive from it with their maker,
+// their supports() and their declarations as booleans the tests read.
+struct StrategyEntry {
+  TimedUnit unit = TimedUnit::inference;
+  std::string name;
+  Engine engine = Engine::torch;
+  Device device = Device::cpu;
+  std::string summary;                // one line: what it does
+  std::vector<std::string> declares;  // what it declares of itself, in words, for --list
+
+  virtual ~StrategyEntry() = default;
+  StrategyEntry() = default;
+  StrategyEntry(const StrategyEntry&) = default;
+  StrategyEntry& operator=(const StrategyEntry&) = default;
+
+  std::string key() const;  // "cpu/torch/eager_host": the name's labels; the unit says whose
+  // The result file's context key that describes it (strategy_context_key).
+  std::string context_key() const { return strategy_context_key(key(), unit); }
+};
+
+class StrategyRegistry {
+ public:
+  static StrategyRegistry& instance();
+  // Returns true so registration can initialise a static; aborts on a second entry of a key.
+  bool add(std::unique_ptr<const StrategyEntry> entry);
+  // Every strategy, by unit (inference first), then key: listings stay stable whatever the link order.
+  const std::vector<std::unique_ptr<const StrategyEntry>>& all() const { return entries_; }
+  const StrategyEntry* find(TimedUnit unit, Device device, Engine engine, const std::string& name) const;
+  bool knows(const std::string& name) const;  // of any unit, on any device and engine
+
+  // The entries of one kind (StrategyInfo, DecoderStrategyInfo: each names its kUnit), in order.
+  template <typename Info>
+  std::vector<std::reference_wrapper<const Info>> of() const {
+    std::vector<std::reference_wrapper<const Info>> out;
+    for (const auto& entry : entries_)
+      if (entry->unit == Info::kUnit) out.emplace_back(static_cast<const Info&>(*entry));
+    return out;
+  }
+  template <typename Info>
+  const Info* find(Device device, Engine engine, const std::string& name) const {
+    return static_cast<const Info*>(find(Info::kUnit, device, engine, name));
+  }
+
+ private:
+  std::vector<std::unique_ptr<const StrategyEntry>> entries_;
+};
+
+// What CONDBENCH_REGISTER_STRATEGY calls: the entry Type's base describes (Type::Info::describe).
+template <typename Type>
+bool register_strategy(const char* name, Engine engine, Device device, const char* summary) {
+  return StrategyRegistry::instance().add(Type::Info::template describe<Type>(name, engine, device, summary));
+}
+
+#define CONDBENCH_CONCAT_INNER(a, b) a##b
+#define CONDBENCH_CONCAT(a, b) CONDBENCH_CONCAT_INNER(a, b)
+#define CONDBENCH_REGISTER_STRATEGY(Type, name, engine, device, summary)   \
+  static_assert(sizeof(summary) > 1 && sizeof(summary) <= 91,              \
+                "a strategy's summary is one line of 1 to 90 characters"); \
+  static const bool CONDBENCH_CONCAT(condbench_registered_, __LINE__) =    \
+      ::condbench::register_strategy<Type>(name, engine, device, summary)
+
+}  // namespace condbench
