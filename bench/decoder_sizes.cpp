@@ -13,17 +13,17 @@ std::vector<std::string> apply_decoder_sizes(const std::string& sizes, DecoderCo
   for (const std::string& item : cli::split_list("--decoder", sizes)) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
-    const auto size = std::find_if(decoder_sizes().begin(), decoder_sizes().end(),
-                                   [&](const DecoderSize& s) { return s.key == key; });
-    if (eq == std::string::npos || size == decoder_sizes().end()) {
+    const auto axis =
+        std::find_if(decoder_axes().begin(), decoder_axes().end(), [&](const FamilyAxis& a) { return a.key == key; });
+    if (eq == std::string::npos || axis == decoder_axes().end()) {
       std::string known;
-      for (const DecoderSize& s : decoder_sizes()) known += (known.empty() ? "" : ", ") + std::string(s.key);
+      for (const FamilyAxis& a : decoder_axes()) known += (known.empty() ? "" : ", ") + a.key;
       fail("--decoder: '" + printable(item) + "' is not SIZE=N with SIZE one of " + known);
     }
     // --decoder=vocab=8,vocab=16 would keep the last in silence
     if (std::find(given.begin(), given.end(), key) != given.end()) fail("--decoder: " + key + " is given twice");
     given.push_back(key);
-    config.*size->field = static_cast<int>(cli::parse_int("--decoder " + key, item.substr(eq + 1), 1, size->max));
+    config.set(key, static_cast<int>(cli::parse_int("--decoder " + key, item.substr(eq + 1), 1, axis->max)));
   }
   return given;
 }

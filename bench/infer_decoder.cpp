@@ -42,21 +42,23 @@ DecoderOptions parse(int argc, char** argv) {
   // Sizes the weights cannot say (heads, exit_every), or every size with seeded weights.
   DecoderConfig config;
   const std::vector<std::string> set = apply_decoder_sizes(given("--decoder") ? flags.at("--decoder") : "", config);
-  const auto set_by_decoder = [&](const char* key) { return std::find(set.begin(), set.end(), key) != set.end(); };
+  const auto set_by_decoder = [&](const std::string& key) {
+    return std::find(set.begin(), set.end(), key) != set.end();
+  };
   // Two flags for one size: neither may be dropped in silence.
   if (given("--prompt") && set_by_decoder("prompt"))
     fail("--decoder: prompt: --prompt gives the prompt's tokens per row; drop one");
   if (given("--generate") && set_by_decoder("generate")) fail("--decoder: generate: given by --generate too; drop one");
   if (given("--weights")) {
     if (given("--seed")) fail("--seed: not with --weights (the file gives the weights)");
-    for (const DecoderSize& size : decoder_sizes())
-      if (size.from_weights && set_by_decoder(size.key))
-        fail(std::string("--decoder: ") + size.key + ": the weights give it (--weights); drop it");
+    for (const FamilyAxis& axis : decoder_axes())
+      if (axis.from_weights && set_by_decoder(axis.key))
+        fail("--decoder: " + axis.key + ": the weights give it (--weights); drop it");
     DecoderConfig sizes = config;
     sizes.prompt = sizes.generate = 1;  // the run's lengths are checked below, against the flags that give them
     options.model = load_decoder_file(flags.at("--weights"), sizes);
-    for (const DecoderSize& size : decoder_sizes())
-      if (size.from_weights) config.*size.field = options.model.config.*size.field;
+    for (const FamilyAxis& axis : decoder_axes())
+      if (axis.from_weights) config.set(axis.key, options.model.config.size(axis.key));
   } else {
     DecoderConfig sizes = config;
     sizes.prompt = sizes.generate = 1;

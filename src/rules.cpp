@@ -79,8 +79,8 @@ nlohmann::json config_tags() {
   }
   const DecoderConfig decoder;
   nlohmann::json sizes = nlohmann::json::array();
-  for (const DecoderSize& size : decoder_sizes())
-    if (!size.per_sequence) sizes.push_back({size.key, decoder.*size.field});
+  for (const FamilyAxis& axis : decoder_axes())
+    if (!axis.per_sequence) sizes.push_back({axis.key, decoder.size(axis.key)});
   out.push_back({{"family", kDecoderFamily}, {"sizes", sizes}, {"tag", decoder.step_tag()}});
   return out;
 }
@@ -107,10 +107,9 @@ nlohmann::json config_sizes() {
     sizes.push_back(size("blocks", ModelConfig::kMaxBlocks, defaults.blocks));
     out[family->name()] = sizes;
   }
-  const DecoderConfig defaults;
   nlohmann::json sizes = nlohmann::json::array();
-  for (const DecoderSize& s : decoder_sizes())
-    if (!s.per_sequence) sizes.push_back(size(s.key, s.max, defaults.*s.field));
+  for (const FamilyAxis& axis : decoder_axes())
+    if (!axis.per_sequence) sizes.push_back(size(axis.key, axis.max, axis.fallback));
   out[kDecoderFamily] = sizes;
   return out;
 }

@@ -298,5 +298,30 @@ TEST(DecoderConfig, ChecksItsSizes) {
             "vocab=512 d_model=256 heads=4 layers=8 ffn=1024 context=64 exit_every=2 prompt=16 generate=32");
 }
 
+// The decoder's sizes are FamilyAxis rows, as every family's: each key reaches its own field (a
+// table that mapped two keys to one field would fail here), its default is the config's, and
+// only what a sequence is stays out of the compiled step's name.
+TEST(DecoderConfig, ItsSizesAreFamilyAxesEachReachingItsOwnField) {
+  DecoderConfig c;
+  std::set<std::string> keys;
+  int value = 100;
+  for (const FamilyAxis& axis : decoder_axes()) {
+    EXPECT_TRUE(keys.insert(axis.key).second) << axis.key;
+    EXPECT_EQ(axis.fallback, DecoderConfig{}.size(axis.key)) << axis.key;
+    c.set(axis.key, ++value);
+  }
+  value = 100;
+  for (const FamilyAxis& axis : decoder_axes()) EXPECT_EQ(c.size(axis.key), ++value) << axis.key;
+  EXPECT_EQ(c.vocab, 101);
+  EXPECT_EQ(c.generate, 109);
+  EXPECT_EQ(DecoderConfig{}.step_tag(), "decoder-vocab512-d_model256-heads4-layers8-ffn1024-context64-exit_every2");
+  try {
+    static_cast<void>(c.size("blocks"));
+    ADD_FAILURE() << "an unknown size was read";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "the decoder has no size 'blocks'");
+  }
+}
+
 }  // namespace
 }  // namespace condbench::testing

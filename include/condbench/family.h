@@ -52,6 +52,9 @@ struct FamilyAxis {
   int input_dim = -1;        // the dimension of an input row that holds it (a transformer's seq: 0), or -1
   bool from_weights = true;  // a state_dict's shapes give it; otherwise its flag does, with --weights too
   bool in_name = true;       // part of benchmark names (the mlp's in_features never was)
+  // What a sequence is rather than the model (a decoder's prompt and generate): no part of the name
+  // of its compiled step.
+  bool per_sequence = false;
 
   std::string flag() const;  // "--d-model"
 };

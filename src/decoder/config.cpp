@@ -7,21 +7,62 @@
 
 namespace condbench {
 
-const std::vector<DecoderSize>& decoder_sizes() {
+namespace {
+
+// Where each of decoder_axes()'s sizes lives in a DecoderConfig, by key: the one place a key meets
+// a field.
+struct Field {
+  const char* key;
+  int DecoderConfig::*member;
+};
+constexpr Field kFields[] = {
+    {"vocab", &DecoderConfig::vocab},
+    {"d_model", &DecoderConfig::d_model},
+    {"heads", &DecoderConfig::heads},
+    {"layers", &DecoderConfig::layers},
+    {"ffn", &DecoderConfig::ffn},
+    {"context", &DecoderConfig::context},
+    {"exit_every", &DecoderConfig::exit_every},
+    {"prompt", &DecoderConfig::prompt},
+    {"generate", &DecoderConfig::generate},
+};
+
+int DecoderConfig::*field(std::string_view key) {
+  for (const Field& f : kFields)
+    if (key == f.key) return f.member;
+  fail("the decoder has no size '" + std::string(key) + "'");
+}
+
+FamilyAxis axis(const char* key, const char* help, int max, bool from_weights, bool per_sequence = false) {
+  FamilyAxis a{key, help, DecoderConfig{}.*field(key), max};
+  a.from_weights = from_weights;
+  a.per_sequence = per_sequence;
+  return a;
+}
+
+}  // namespace
+
+int DecoderConfig::size(std::string_view key) const { return this->*field(key); }
+DecoderConfig& DecoderConfig::set(std::string_view key, int value) {
+  this->*field(key) = value;
+  return *this;
+}
+
+const std::vector<FamilyAxis>& decoder_axes() {
   // The limits keep a typo from allocating tens of gigabytes (the caches are batch x layers x
   // context x d_model floats), as every family's axes do.
-  static const std::vector<DecoderSize> sizes = {
-      {"vocab", "vocabulary: token ids 0..vocab-1", &DecoderConfig::vocab, 1 << 18, false, true},
-      {"d_model", "width", &DecoderConfig::d_model, 1 << 14, false, true},
-      {"heads", "attention heads (divide d_model)", &DecoderConfig::heads, 1024},
-      {"layers", "transformer layers", &DecoderConfig::layers, 256, false, true},
-      {"ffn", "MLP width", &DecoderConfig::ffn, 1 << 16, false, true},
-      {"context", "positions the cache holds", &DecoderConfig::context, 1 << 14, false, true},
-      {"exit_every", "an exit after every N-th layer", &DecoderConfig::exit_every, 256},
-      {"prompt", "prompt tokens per row", &DecoderConfig::prompt, 1 << 14, /*per_sequence=*/true},
-      {"generate", "generated tokens per sequence", &DecoderConfig::generate, 1 << 14, /*per_sequence=*/true},
+  static const std::vector<FamilyAxis> axes = {
+      axis("vocab", "vocabulary: token ids 0..vocab-1", 1 << 18, true),
+      axis("d_model", "width", 1 << 14, true),
+      axis("heads", "attention heads (divide d_model)", 1024, false),
+      axis("layers", "transformer layers", 256, true),
+      axis("ffn", "MLP width", 1 << 16, true),
+      axis("context", "positions the cache holds", 1 << 14, true),
+      axis("exit_every", "an exit after every N-th layer", 256, false),
+      axis("prompt", "prompt tokens per row", 1 << 14, false, /*per_sequence=*/true),
+      axis("generate", "generated tokens per sequence", 1 << 14, false, /*per_sequence=*/true),
   };
-  return sizes;
+  return axes;
 }
 
 const std::vector<SizeRelation>& decoder_relations() {
@@ -33,17 +74,12 @@ const std::vector<SizeRelation>& decoder_relations() {
 }
 
 void DecoderConfig::validate() const {
-  for (const DecoderSize& size : decoder_sizes()) {
-    const int value = this->*size.field;
-    if (value < 1 || value > size.max)
-      fail(std::string(size.key) + " must be in 1.." + std::to_string(size.max) + ", got " + std::to_string(value));
+  for (const FamilyAxis& axis : decoder_axes()) {
+    const int value = size(axis.key);
+    if (value < 1 || value > axis.max)
+      fail(axis.key + " must be in 1.." + std::to_string(axis.max) + ", got " + std::to_string(value));
   }
-  const auto value = [this](const std::string& key) {
-    for (const DecoderSize& size : decoder_sizes())
-      if (key == size.key) return this->*size.field;
-    fail("the decoder has no size '" + key + "'");
-  };
-  for (const SizeRelation& r : decoder_relations()) r.require(value(r.size), value(r.other));
+  for (const SizeRelation& r : decoder_relations()) r.require(size(r.size), size(r.other));
   // The prefill holds prompt-1 positions and every step one more: the last step reads position
   // prompt + generate - 2, and its token is never read back in.
   if (prompt + generate - 1 > context)
@@ -87,17 +123,15 @@ MemoryNeed DecoderConfig::memory_need(int64_t rows) const {
 SizeOf DecoderConfig::memory_sizes(int64_t rows) const {
   return [config = *this, rows](const std::string& name) -> double {
     if (name == "rows") return static_cast<double>(rows);
-    for (const DecoderSize& size : decoder_sizes())
-      if (name == size.key) return config.*size.field;
-    fail("the decoder has no size '" + name + "'");
+    return config.size(name);
   };
 }
 
 std::string DecoderConfig::describe() const {
   std::string text;
-  for (const DecoderSize& size : decoder_sizes()) {
+  for (const FamilyAxis& axis : decoder_axes()) {
     if (!text.empty()) text += ' ';
-    text.append(size.key).append("=").append(std::to_string(this->*size.field));
+    text.append(axis.key).append("=").append(std::to_string(size(axis.key)));
   }
   return text;
 }
@@ -105,8 +139,8 @@ std::string DecoderConfig::describe() const {
 namespace {
 std::string tag_of(const DecoderConfig& c, bool with_sequence) {
   std::string name = kDecoderFamily;
-  for (const DecoderSize& size : decoder_sizes())
-    if (with_sequence || !size.per_sequence) name.append("-").append(size.key).append(std::to_string(c.*size.field));
+  for (const FamilyAxis& axis : decoder_axes())
+    if (with_sequence || !axis.per_sequence) name.append("-").append(axis.key).append(std::to_string(c.size(axis.key)));
   return name;
 }
 }  // namespace
@@ -116,7 +150,7 @@ std::string DecoderConfig::step_tag() const { return tag_of(*this, false); }
 
 std::vector<std::pair<std::string, std::string>> DecoderConfig::name_axes() const {
   std::vector<std::pair<std::string, std::string>> axes = {{"model", kDecoderFamily}};
-  for (const DecoderSize& size : decoder_sizes()) axes.emplace_back(size.key, std::to_string(this->*size.field));
+  for (const FamilyAxis& axis : decoder_axes()) axes.emplace_back(axis.key, std::to_string(size(axis.key)));
   // What every family's names end with, the exits before the final one, that a scenario exit:K
   // is checked against (K <= blocks + 1).
   axes.emplace_back("blocks", std::to_string(num_exits() - 1));

@@ -74,8 +74,8 @@ Cached cached(const ModelConfig& c, Device device, const std::string& module) {
 
 Cached cached(const DecoderConfig& c, Device device, const std::string& module) {
   Cached k{package_file(c.step_tag(), device, module), kDecoderFamily, {}, c.describe()};
-  for (const DecoderSize& size : decoder_sizes())
-    if (!size.per_sequence) k.sizes.emplace_back(size.key, c.*size.field);
+  for (const FamilyAxis& axis : decoder_axes())
+    if (!axis.per_sequence) k.sizes.emplace_back(axis.key, c.size(axis.key));
   return k;
 }
 

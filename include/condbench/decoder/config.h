@@ -15,9 +15,11 @@
 // the exit (CALM's state propagation); nothing else of theirs is computed for it.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "condbench/family.h"  // FamilyAxis
 #include "condbench/memory_budget.h"
 #include "condbench/parameters.h"
 #include "condbench/result_format.h"  // kDecoderFamily
@@ -42,6 +44,10 @@ struct DecoderConfig {
   int final_exit() const { return num_exits(); }
   int exit_layer(int exit) const { return exit == final_exit() ? layers : exit * exit_every; }
   int head_dim() const { return d_model / heads; }
+  // The size of decoder_axes()'s `key`, as ModelConfig::size is a family's; throws condbench::Error
+  // naming an unknown key.
+  int size(std::string_view key) const;
+  DecoderConfig& set(std::string_view key, int value);
   // The position of decode step t (0-based): the prompt's first prompt-1 tokens are the prefill,
   // step 0 reads the prompt's last token, step t its own output of step t-1.
   int step_position(int step) const { return prompt - 1 + step; }
@@ -78,16 +84,10 @@ const std::vector<MemoryTerm>& decoder_memory_terms();
 // What condbench-infer keeps beside that: every step's logits of two strategies and their JSON.
 const std::vector<MemoryTerm>& decoder_output_terms();
 
-// The decoder's sizes, in the order of its benchmark-name axes and flags (--vocab, --d-model, ...).
-struct DecoderSize {
-  const char* key;
-  const char* help;
-  int DecoderConfig::*field;
-  int max;
-  bool per_sequence = false;  // what a sequence is (prompt, generate), not the model or its step
-  bool from_weights = false;  // a state_dict's shapes say it (heads and exit_every it cannot)
-};
-const std::vector<DecoderSize>& decoder_sizes();
+// The decoder's sizes as every family's are described (FamilyAxis: the key, --help's words, the
+// default, the most accepted, whether a state_dict's shapes say it), in the order of its
+// benchmark-name axes; `per_sequence` marks what a sequence is (prompt, generate), not its step.
+const std::vector<FamilyAxis>& decoder_axes();
 
 // The state_dict contract (docs/models.md, "The decoder"): embed.weight [vocab, d], pos.weight
 // [context, d]; for each layer layers.{i}.{norm1, attn.qkv, attn.out, norm2, fc1, fc2}.{weight,
