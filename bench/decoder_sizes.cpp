@@ -28,7 +28,8 @@ std::vector<std::string> apply_decoder_sizes(const std::string& sizes, DecoderCo
   return given;
 }
 
-std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes) {
+std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes,
+                                           const std::map<std::string, std::string>& flags) {
   std::vector<DecoderConfig> configs = {DecoderConfig{}};
   if (full) {
     // GPT-2 small's layers (d_model 768, 12 heads, 12 layers, ffn 3072); the vocabulary stays
@@ -41,12 +42,24 @@ std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes) 
     gpt2.exit_every = 3;
     configs.push_back(gpt2);
   }
-  for (DecoderConfig& c : configs) apply_decoder_sizes(sizes, c);
+  std::vector<std::string> given;
+  for (DecoderConfig& c : configs) given = apply_decoder_sizes(sizes, c);
+  for (const FamilyAxis& axis : decoder_axes()) {
+    const auto flag = flags.find(axis.flag());
+    if (flag == flags.end()) continue;
+    if (std::find(given.begin(), given.end(), axis.key) != given.end())
+      fail(axis.flag() + ": --decoder=" + axis.key + " gives it too; drop one");
+    const std::vector<int64_t> values = cli::parse_int_list(axis.flag(), flag->second, 1, axis.max);
+    std::vector<DecoderConfig> each;
+    for (DecoderConfig c : configs)
+      for (const int64_t value : values) each.push_back(c.set(axis.key, static_cast<int>(value)));
+    configs = std::move(each);
+  }
   for (const DecoderConfig& c : configs) {
     try {
       c.validate();
     } catch (const Error& e) {
-      fail(std::string("--decoder: ") + e.what());
+      fail(std::string(given.empty() ? "the decoder: " : "--decoder: ") + e.what());
     }
   }
   return configs;

@@ -36,7 +36,7 @@ constexpr FlagSpec kFlags[] = {
     {"--batch", "N[,N...]", "rows per inference (default: the family's; see its sizes below)", true},
     {"--model", "FAMILY[,...]", "model families and the decoder (default: all; docs/models.md)", true},
     {"--decoder", "SIZE=N[,...]",
-     "the decoder's sizes (vocab, d_model, heads, layers, ffn, context, exit_every, prompt, generate)", true},
+     "the decoder's sizes as one flag, the old spelling of its size flags below (kept until 0.2)", true},
     {"--blocks", "N[,N...]", "the model's depth: blocks, or layers (default: the family's)", true},
     {"--weights", "FILE", "a PyTorch state_dict (torch.save); family and sizes come from it (default: seeded weights)",
      true},
@@ -73,13 +73,23 @@ constexpr FlagSpec kFlags[] = {
     {"--list", nullptr, "the strategies, what they declare, and what they cannot run here; run nothing"},
 };
 
-// The flags of every family's sizes (--hidden, --d-model, ...), each once, in family order.
+// The flags of every family's sizes (--hidden, --d-model, ...), each once, in family order, then the
+// decoder's that no family has (--vocab, --layers, ...).
 std::vector<std::string> size_flags() {
   std::vector<std::string> flags;
+  const auto add = [&](const FamilyAxis& axis) {
+    if (std::find(flags.begin(), flags.end(), axis.flag()) == flags.end()) flags.push_back(axis.flag());
+  };
   for (const ModelFamily* family : model_families())
-    for (const FamilyAxis& axis : family->axes())
-      if (std::find(flags.begin(), flags.end(), axis.flag()) == flags.end()) flags.push_back(axis.flag());
+    for (const FamilyAxis& axis : family->axes()) add(axis);
+  for (const FamilyAxis& axis : decoder_axes()) add(axis);
   return flags;
+}
+
+// Whether `flag` sets a size of the decoder.
+bool decoder_flag(const std::string& flag) {
+  return std::any_of(decoder_axes().begin(), decoder_axes().end(),
+                     [&](const FamilyAxis& axis) { return axis.flag() == flag; });
 }
 
 std::vector<std::string> flag_names(bool switches) {
@@ -114,18 +124,27 @@ void print_flags(std::ostream& out) {
     out << "  " << form << std::string(form.size() < 32 ? 32 - form.size() : 1, ' ') << help << "\n";
   };
   for (const FlagSpec& f : kFlags) line(std::string(f.name) + (f.value ? std::string("=") + f.value : ""), f.help);
-  for (const ModelFamily* family : model_families()) {
-    out << "\nThe " << family->name() << " family (--model=" << family->name() << "): " << family->summary()
-        << ".\n  blocks " << joined(family->runs_blocks(false)) << " (--full " << joined(family->runs_blocks(true))
-        << "), batch " << joined(family->runs_batches(false)) << " (--full " << joined(family->runs_batches(true))
-        << ")\n";
-    for (const FamilyAxis& axis : family->axes()) {
+  const auto sizes = [&](const std::vector<FamilyAxis>& axes) {
+    for (const FamilyAxis& axis : axes) {
       std::string fallback = axis.runs.empty() ? std::to_string(axis.fallback) : joined(axis.runs);
       if (!axis.full_runs.empty()) fallback += "; --full " + joined(axis.full_runs);
       if (!axis.scales_with.empty()) fallback = std::to_string(axis.scale) + " x " + axis.scales_with;
       line(axis.flag() + "=N[,N...]", axis.help + " (default " + fallback + ")");
     }
+  };
+  for (const ModelFamily* family : model_families()) {
+    out << "\nThe " << family->name() << " family (--model=" << family->name() << "): " << family->summary()
+        << ".\n  blocks " << joined(family->runs_blocks(false)) << " (--full " << joined(family->runs_blocks(true))
+        << "), batch " << joined(family->runs_batches(false)) << " (--full " << joined(family->runs_batches(true))
+        << ")\n";
+    sizes(family->axes());
   }
+  out << "\nThe decoder (--model=" << kDecoderFamily
+      << "): a causal transformer LM whose generated tokens leave early; one iteration is one token.\n"
+         "  --full adds GPT-2 small's layer shape; batch "
+      << joined(decoder_batches(false)) << " (--full " << joined(decoder_batches(true))
+      << "). A size flag it shares with a family (--d-model, --heads, --ffn) sets both.\n";
+  sizes(decoder_axes());
   out << "\nGoogle Benchmark's flags:\n";
 }
 
@@ -161,19 +180,24 @@ std::vector<std::vector<int>> combinations(const std::vector<std::vector<int>>& 
 // The models the flags select, each with its batches (docs/design.md §4): for each family, every
 // combination of its depths and sizes (a size's flag, else its sweep), the depth outermost.
 std::vector<ModelSelection> select_models(const std::map<std::string, std::string>& flags, bool full,
-                                          const std::vector<const ModelFamily*>& families) {
+                                          const std::vector<const ModelFamily*>& families, bool decoder) {
   auto given = [&](const std::string& name) { return flags.count(name) > 0; };
   for (const std::string& flag : size_flags()) {
     if (!given(flag)) continue;
-    std::string owners;  // "the transformer"
+    std::string owners;  // "the transformer and the decoder"
     bool selected = false;
+    const auto owner = [&](const std::string& name, bool chosen) {
+      owners += (owners.empty() ? "the " : " and the ") + name;
+      selected |= chosen;
+    };
     for (const ModelFamily* family : model_families())
       for (const FamilyAxis& axis : family->axes())
-        if (axis.flag() == flag) {
-          owners += (owners.empty() ? "the " : " and the ") + family->name();
-          selected |= std::find(families.begin(), families.end(), family) != families.end();
-        }
-    if (!selected) fail(flag + ": sets " + owners + "; --model does not select it");
+        if (axis.flag() == flag)
+          owner(family->name(), std::find(families.begin(), families.end(), family) != families.end());
+    if (decoder_flag(flag)) owner(kDecoderFamily, decoder);
+    if (!selected)
+      fail(flag + ": sets " + owners + "; --model does not select " +
+           (owners.find(" and ") == std::string::npos ? "it" : "them"));
   }
   const std::vector<int64_t> batches =
       given("--batch") ? cli::parse_batches(flags.at("--batch")) : std::vector<int64_t>{};
@@ -338,6 +362,13 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     options.weights = flags.at("--weights");
     for (const char* flag : {"--blocks", "--model"})
       if (given(flag)) fail(std::string("--weights: the model's family and sizes come from the file; drop ") + flag);
+    for (const std::string& flag : size_flags())
+      if (given(flag) && decoder_flag(flag) &&
+          std::none_of(model_families().begin(), model_families().end(), [&](const ModelFamily* family) {
+            return std::any_of(family->axes().begin(), family->axes().end(),
+                               [&](const FamilyAxis& axis) { return axis.flag() == flag; });
+          }))
+        fail("--weights: " + flag + " sets the decoder, which --weights does not run; drop one");
     for (const ModelFamily* family : model_families())
       for (const FamilyAxis& axis : family->axes()) {
         if (!given(axis.flag())) continue;
@@ -372,19 +403,23 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
           others += (others.empty() ? "" : ",") + name;
       if (!others.empty()) families = parse_families("--model", others);
     } else {
+      // A size's flag selects every family that has it, the decoder too (--d-model: the transformer
+      // and the decoder; --vocab: the decoder alone).
       for (const ModelFamily* family : model_families())
         for (const FamilyAxis& axis : family->axes())
           if (given(axis.flag()) && std::find(families.begin(), families.end(), family) == families.end())
             families.push_back(family);
-      // Nothing selects a family: the default suite, every family and the decoder. --decoder alone
-      // selects the decoder alone.
-      const bool suite = families.empty() && !given("--decoder");
-      if (suite) families = model_families();
-      decoder = suite || given("--decoder");
+      decoder = given("--decoder");
+      for (const FamilyAxis& axis : decoder_axes()) decoder |= given(axis.flag());
+      // Nothing selects a family: the default suite, every family and the decoder.
+      if (families.empty() && !decoder) {
+        families = model_families();
+        decoder = true;
+      }
     }
-    options.models = select_models(flags, options.full, families);
+    options.models = select_models(flags, options.full, families, decoder);
     if (decoder) {
-      options.decoders = decoder_configs(options.full, given("--decoder") ? flags.at("--decoder") : "");
+      options.decoders = decoder_configs(options.full, given("--decoder") ? flags.at("--decoder") : "", flags);
       options.decoder_batches =
           given("--batch") ? cli::parse_batches(flags.at("--batch")) : decoder_batches(options.full);
     }

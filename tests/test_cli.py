@@ -121,7 +121,8 @@ class AotiEngine(unittest.TestCase):
             out = os.path.join(d, "decoder.json")
             result = run(CONDBENCH, "--device=cpu", "--model=decoder", "--strategy=eager_host", "--batch=2",
                          "--scenario=exit:1",
-                         "--decoder=vocab=29,d_model=24,heads=2,layers=4,ffn=40,context=24,prompt=5,generate=4",
+                         "--vocab=29", "--d-model=24", "--heads=2", "--layers=4", "--ffn=40", "--context=24",
+                         "--prompt=5", "--generate=4",
                          "--benchmark_repetitions=1", "--benchmark_min_time=0.01",
                          f"--benchmark_out={out}", "--benchmark_out_format=json")
             self.assertEqual(result.returncode, 0, result.stderr)
@@ -274,6 +275,36 @@ class BadFlags(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual([n for n in result.stdout.split() if not n.startswith("primitive/cpu/")],
                          ["early_exit/cpu/native/fused/exit:1/batch:1/hidden:16/blocks:3/real_time"])
+
+    def test_the_decoders_sizes_are_flags_as_every_familys(self):
+        # its sizes are FamilyAxis rows: a flag each, a list a sweep; a flag shared with the transformer
+        # sets and selects both; --decoder=SIZE=N, the old spelling, names the same model
+        def names(*args):
+            result = run(CONDBENCH, "--device=cpu", "--strategy=eager_host", "--scenario=exit:1", "--batch=1", *args,
+                         "--benchmark_list_tests=true")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            return [n.removesuffix("/real_time") for n in result.stdout.split() if n.startswith("early_exit/")]
+        tiny = "vocab:29/d_model:24/heads:2/layers:4/ffn:40/context:24/exit_every:2/prompt:5/generate:{}/blocks:1"
+        decoder = "early_exit/cpu/torch/eager_host/exit:1/batch:1/model:decoder/" + tiny
+        flags = ["--vocab=29", "--d-model=24", "--heads=2", "--layers=4", "--ffn=40", "--context=24", "--prompt=5"]
+        self.assertEqual(names("--model=decoder", *flags, "--generate=4,3"), [decoder.format(4), decoder.format(3)])
+        self.assertEqual(names("--model=decoder", "--decoder=" + ",".join(f[2:].replace("-", "_") for f in flags) +
+                               ",generate=4"), [decoder.format(4)])
+        self.assertEqual(names(*flags, "--generate=4"), [
+            "early_exit/cpu/torch/eager_host/exit:1/batch:1/model:transformer/d_model:24/heads:2/ffn:40/seq:32/blocks:6",
+            decoder.format(4)])
+        self.assertTrue(all("model:decoder/vocab:3/" in n for n in names("--vocab=3")))
+        for args, message in [(["--model=mlp", "--vocab=3"], "--vocab: sets the decoder; --model does not select it"),
+                              (["--model=mlp", "--d-model=64"],
+                               "--d-model: sets the transformer and the decoder; --model does not select them"),
+                              (["--d-model=24", "--decoder=d_model=32"], "--d-model: --decoder=d_model gives it too"),
+                              (["--model=decoder", "--heads=3"], "the decoder: heads must divide d_model"),
+                              (["--weights=w.pt", "--vocab=3"], "--weights: --vocab sets the decoder")]:
+            with self.subTest(args=args):
+                self.assert_rejected(CONDBENCH, args, message)
+        listed = run(CONDBENCH, "--help").stdout
+        self.assertIn("--exit-every=N[,N...]           an exit after every N-th layer (default 2)", listed)
+        self.assertLess(listed.index("The transformer family"), listed.index("The decoder (--model=decoder)"))
 
     def test_condbench_rejects_unknown_flags(self):
         result = run(CONDBENCH, "--benchmark_nonsense=1")
