@@ -42,12 +42,20 @@ import logging
 import os
 import sys
 import time
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, NamedTuple, NoReturn, Sequence, TypedDict, cast
 
 from .errors import Described, first_line
 from .regular_file import open_regular
 from .rules import (COMPILE_CHECK, MAX_BATCH, RULES, broken_relation, broken_size, module_floats,
                     over_memory_budget)
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+    from torch.export import ExportedProgram
+
+    from .deployed import DecodeStep
+    from .model import EarlyExitModel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = ("cond", "masked")
@@ -61,14 +69,17 @@ DECODER_SIZES = tuple(key for key, _ in CONFIG_SIZES[DECODER])
 # most 8 elements (a small head's bias) into the generated code as literals, where condbench could
 # not replace them with the model's; keeping every parameter a constant changes no arithmetic. (A
 # model file's packages keep its weights: Inductor's defaults, the call a user writes.)
-BUILT_IN_OPTIONS = {"always_keep_tensor_constants": True}
+BUILT_IN_OPTIONS: dict[str, object] = {"always_keep_tensor_constants": True}
 CHECK_ROWS = 8  # the example rows a whole-model module is checked on
+# torch.export's dynamic_shapes as condbench gives them: a Dim for each input's dynamic dimension, or
+# None for an input without one
+DynamicShapes = tuple[dict[int, "torch.export.Dim"] | None, ...] | None
 
 
 # --- the path: export, compile, check --------------------------------------------------------------
 
 @contextlib.contextmanager
-def quiet():
+def quiet() -> Iterator[None]:
     """torch.export and Inductor print and log what they do (warnings, a partial graph, generated
     code); the path says what matters in one line."""
     logging.getLogger("torch").setLevel(logging.CRITICAL)
@@ -76,14 +87,14 @@ def quiet():
         yield
 
 
-def rows_dim():
+def rows_dim() -> "torch.export.Dim":
     """The batch dimension of a module that takes rows: any batch condbench runs."""
     import torch
 
     return torch.export.Dim("rows", min=1, max=MAX_BATCH)
 
 
-def export(module, example, dynamic_shapes=None):
+def export(module: "nn.Module", example: tuple[object, ...], dynamic_shapes: DynamicShapes = None) -> "ExportedProgram":
     """torch.export of `module` on the tuple `example`; raises what torch.export raises."""
     import torch
 
@@ -91,7 +102,7 @@ def export(module, example, dynamic_shapes=None):
         return torch.export.export(module, example, dynamic_shapes=dynamic_shapes)
 
 
-def compile_program(program, path, options=None):
+def compile_program(program: "ExportedProgram", path: str, options: dict[str, object] | None = None) -> float:
     """AOTInductor's one call: the exported `program` into the package `path`, with Inductor's
     `options` (None: its defaults); the seconds it took."""
     import torch
@@ -104,7 +115,7 @@ def compile_program(program, path, options=None):
 
 
 @contextlib.contextmanager
-def own_inductor_cache():
+def own_inductor_cache() -> Iterator[None]:
     """Inductor's (and Triton's) cache folder for one compile alone, removed after it. AOTInductor
     writes a package's files into <cache>/<digest of the graph's code>/ and packs them from there,
     rewriting them in place: two compiles of the same code at once (a model's identical blocks in two
@@ -123,7 +134,7 @@ def own_inductor_cache():
             raise Described(f"{first_line(e)} (its Inductor folder is kept: {folder})") from e
 
 
-def load(path):
+def load(path: str) -> Callable[..., Any]:
     """A package, loaded as Python runs it (what its check calls)."""
     import torch
 
@@ -131,18 +142,30 @@ def load(path):
         return torch._inductor.aoti_load_package(path)
 
 
+class Built(TypedDict, total=False):
+    """What build made of a package (its docstring says which keys come together)."""
+    package: str
+    compile_s: float
+    unavailable: str
+    workaround: str
+    default: str
+
+
 class Check(NamedTuple):
     """How a package is checked (build): the calls to make of it, each a tuple of inputs, and
     judge(outputs, one per call) -> None where they are its module's, else why not."""
-    calls: list
-    judge: Callable
+    calls: Sequence[tuple[object, ...]]
+    judge: Callable[[list[Any]], str | None]  # a package's outputs: what its module returns, flattened and rebuilt
 
+
+# A whole-model module or a decoder step exported, with its check; or why it could not be, and None
+Exported = tuple["ExportedProgram", Check] | tuple[str, None]
 
 # Set, a CPU package is checked in a process of its own too (the tests' way to run that path).
 CHECK_APART_ENV = "CONDBENCH_AOTI_CHECK_APART"
 
 
-def outputs(package, calls):
+def outputs(package: Callable[..., Any], calls: Sequence[tuple[object, ...]]) -> list[Any]:
     """The package's outputs on each call."""
     import torch
 
@@ -150,7 +173,7 @@ def outputs(package, calls):
         return [package(*call) for call in calls]
 
 
-def outputs_apart(path, calls):
+def outputs_apart(path: str, calls: Sequence[tuple[object, ...]]) -> list[Any]:
     """outputs(load(path), calls) in a fresh process with faulthandler on (condbench.package_run): the
     loader of a CUDA package that crashes (a segfault seen on an H200 loading one in the process that
     compiled it) ends that process alone, and the error says how it ended."""
@@ -169,10 +192,11 @@ def outputs_apart(path, calls):
             said = [line for line in done.stderr.strip().splitlines() if line.strip()]
             raise RuntimeError(f"loading and running it in a process of its own ended with {how}: "
                                f"{said[-1][:200] if said else 'nothing said'}")
-        return torch.load(made)
+        said_back: list[Any] = torch.load(made)
+        return said_back
 
 
-def check_package(path, check):
+def check_package(path: str, check: Check) -> str | None:
     """check's verdict on the package at `path`: run here, or apart where it runs on CUDA."""
     import torch
 
@@ -182,7 +206,7 @@ def check_package(path, check):
     return check.judge(outputs(load(path), check.calls))
 
 
-def _compile_saved(saved, path, options):
+def _compile_saved(saved: str, path: str, options: dict[str, object] | None) -> float:
     """A worker's job (compile_side_by_side): the program saved at `saved` compiled into `path`."""
     import torch
 
@@ -191,7 +215,8 @@ def _compile_saved(saved, path, options):
     return compile_program(program, path, options)
 
 
-def compile_side_by_side(jobs, workers):
+def compile_side_by_side(jobs: Sequence[tuple[str, "ExportedProgram", dict[str, object] | None]],
+                         workers: int) -> dict[str, float]:
     """Compiles [(package path, exported program, options)] `workers` processes at once; returns
     {path: seconds}. A package is compiled by itself, so the packages of a model compile side by side
     (a GPU machine's cores; two on the 2-core one). Best effort: a program that cannot be saved for a
@@ -204,7 +229,7 @@ def compile_side_by_side(jobs, workers):
 
     if workers < 2 or len(jobs) < 2:
         return {}
-    saved = []
+    saved: list[tuple[str, dict[str, object] | None]] = []
     for path, program, options in jobs:
         try:
             with quiet():
@@ -212,7 +237,7 @@ def compile_side_by_side(jobs, workers):
             saved.append((path, options))
         except Exception:  # compiled by build, in this process
             pass
-    seconds = {}
+    seconds: dict[str, float] = {}
     try:
         # spawn: a fork of a process that has used CUDA cannot use it
         with concurrent.futures.ProcessPoolExecutor(min(workers, len(saved)) or 1,
@@ -234,7 +259,8 @@ def compile_side_by_side(jobs, workers):
     return seconds
 
 
-def build(program, path, check, noun, options=None, fallback=None):
+def build(program: "ExportedProgram | str", path: str, check: Check | None, noun: str,
+          options: dict[str, object] | None = None, fallback: dict[str, object] | None = None) -> Built:
     """The exported `program` compiled into `path` (unless compile_side_by_side made it already),
     loaded back and checked (check_package, with `check` a Check): None where it computes what its
     module does, else why not. Returns one of
@@ -247,20 +273,21 @@ def build(program, path, check, noun, options=None, fallback=None):
     from .deployed import options_text
 
     if check is None:
-        return {"unavailable": program}
+        return {"unavailable": cast(str, program)}  # no check: `program` is why there is none
+    exported = cast("ExportedProgram", program)
     seconds = 0.0
 
-    def refuse(why):
+    def refuse(why: str) -> Built:
         with contextlib.suppress(OSError):
             os.remove(path)
         return {"unavailable": why}
 
-    def attempt(opts):
+    def attempt(opts: dict[str, object] | None) -> tuple[str | None, str | None]:
         """(why the check refused the package or None, None), or (None, why it could not be made)."""
         nonlocal seconds
         try:
             if not os.path.isfile(path):
-                seconds += compile_program(program, path, opts)
+                seconds += compile_program(exported, path, opts)
             return check_package(path, check), None
         except (KeyboardInterrupt, MemoryError):
             raise
@@ -285,7 +312,7 @@ def build(program, path, check, noun, options=None, fallback=None):
     return {"package": os.path.basename(path), "compile_s": seconds, "workaround": text, "default": default}
 
 
-def close(got, want):
+def close(got: "torch.Tensor", want: "torch.Tensor") -> bool:
     """Whether a package's output is its module's: floats within COMPILE_CHECK, the rest equal."""
     import torch
 
@@ -297,7 +324,8 @@ def close(got, want):
                           atol=COMPILE_CHECK["absolute_tolerance"])
 
 
-def whole_model_programs(view, x, inputs="example_input", modules=MODULES):
+def whole_model_programs(view: "EarlyExitModel", x: "torch.Tensor", inputs: str = "example_input",
+                         modules: Sequence[str] = MODULES) -> dict[str, Exported]:
     """The aoti engine's whole-model `modules` of condbench.deployed on the early-exit `view`, exported:
     {"cond": (program, or why it cannot be exported, check), "masked": ...}. cond, the nested
     torch.cond generated from the blocks, takes one row; masked any number. check(package) compares
@@ -312,7 +340,8 @@ def whole_model_programs(view, x, inputs="example_input", modules=MODULES):
     for p in view.parameters():
         p.requires_grad_(False)  # torch.export of torch.cond: frozen parameters, no no_grad region
     with torch.no_grad():
-        h, scores = x, []
+        h = x
+        scores: list[torch.Tensor] = []
         for k in range(view.blocks):
             h = view.block(k, h)
             scores.append(view.confidence(view.head(k)(h)).float())
@@ -321,8 +350,8 @@ def whole_model_programs(view, x, inputs="example_input", modules=MODULES):
         expected_logits, expected_ids = masked_forward(view, x, thresholds)
         near = torch.stack([(s - t).abs() < COMPILE_CHECK["tie_margin"] for s, t in zip(scores, thresholds)], 1).any(1)
 
-    def check(slices):
-        def judge(outs):
+    def check(slices: list[slice]) -> Check:
+        def judge(outs: list[Any]) -> str | None:
             for rows, (ids, logits) in zip(slices, outs):
                 keep = ~near[rows]
                 if not close(ids.to(torch.int32).reshape(-1)[keep], expected_ids[rows].to(torch.int32)[keep]) or \
@@ -333,7 +362,7 @@ def whole_model_programs(view, x, inputs="example_input", modules=MODULES):
 
         return Check([(x[rows], thresholds) for rows in slices], judge)
 
-    programs = {}
+    programs: dict[str, Exported] = {}
     one_row_each = [slice(r, r + 1) for r in range(x.shape[0])]
     for module, deployed, example, dynamic, calls in (
             ("cond", DeployedCond, (x[:1], thresholds), None, one_row_each),
@@ -349,7 +378,7 @@ def whole_model_programs(view, x, inputs="example_input", modules=MODULES):
     return programs
 
 
-def step_program(step):
+def step_program(step: "DecodeStep") -> tuple["ExportedProgram", Check]:
     """A decoder's DecodeStep exported, with its check: the package's next token, exit id, logits and
     cache against the step's own, for a token at two positions whose thresholds send it out at the
     first exit and at none."""
@@ -362,7 +391,7 @@ def step_program(step):
     with torch.no_grad():
         wanted = [torch.utils._pytree.tree_leaves(step(*inputs)) for inputs in samples]
 
-    def judge(outs):
+    def judge(outs: list[Any]) -> str | None:
         for inputs, want, out in zip(samples, wanted, outs):
             got = torch.utils._pytree.tree_leaves(out)
             if len(got) != len(want) or not all(close(g, w) for g, w in zip(got, want)):
@@ -375,12 +404,12 @@ def step_program(step):
 
 # --- the built-in route -----------------------------------------------------------------------------
 
-def fail(message):
+def fail(message: str) -> NoReturn:
     print(f"aoti: {message}", file=sys.stderr)
     sys.exit(2)
 
 
-def cache_root():
+def cache_root() -> str:
     """condbench's cache, absolute: a relative $CONDBENCH_AOTI_DIR is the working folder's now, before
     any module's code could change the working folder."""
     if os.environ.get("CONDBENCH_AOTI_DIR"):
@@ -389,7 +418,7 @@ def cache_root():
     return os.path.abspath(os.path.join(base, "condbench", "aoti"))
 
 
-def config_key(config):
+def config_key(config: Mapping[str, Any]) -> str:
     """The folder condbench reads a --config's packages from: its ModelConfig::tag (the family, each
     size in the order given, which for --config must be the family's, as condbench's messages print
     them, then classes and depth) or a decoder's DecoderConfig::step_tag. Held to C++'s names of the
@@ -401,7 +430,7 @@ def config_key(config):
     return f"{config.get('family', 'mlp')}{sizes}-c{config['num_classes']}-b{config['blocks']}"
 
 
-def source_digest(config):
+def source_digest(config: Mapping[str, Any]) -> str:
     """What made a package: this file, the modules it exports and the rules they apply (rules.json,
     C++'s: a changed exit test is another graph)."""
     digest = hashlib.sha256()
@@ -413,7 +442,7 @@ def source_digest(config):
     return digest.hexdigest()[:16]
 
 
-def parse_config(text):
+def parse_config(text: str) -> dict[str, Any]:
     """FAMILY:SIZE=N,...: every size of the family in its order, each from 1 to the most C++ accepts
     (rules.json's config_sizes: the order of the family's tag, which names the package's folder), the
     sizes related as C++ relates them (config_relations: heads dividing d_model, ...)."""
@@ -421,7 +450,7 @@ def parse_config(text):
     if family not in CONFIG_SIZES:
         fail(f"--config {text!r}: unknown model family {family!r} ({', '.join(CONFIG_SIZES)})")
     sizes = CONFIG_SIZES[family]
-    config = {"family": family}
+    config: dict[str, Any] = {"family": family}
     try:
         for item in given.split(","):
             key, _, value = item.partition("=")
@@ -439,7 +468,7 @@ def parse_config(text):
     return config
 
 
-def unbuildable(config):
+def unbuildable(config: Mapping[str, Any]) -> str | None:
     """Why the package of `config` (its family, every size) must not be made, or None: a size C++
     refuses, sizes C++ does not relate so (config_relations), or a model over C++'s memory budget, its
     weights counted on the meta device and the rows its check runs (a decoder's step: one row over its
@@ -453,7 +482,7 @@ def unbuildable(config):
                                         module_floats(lambda: placeholder_model(config)))
 
 
-def placeholder_model(config):
+def placeholder_model(config: Mapping[str, Any]) -> "nn.Module":
     """The module whose weights a package of `config` holds as placeholders: the family's twin, or the
     decoder (condbench loads the model's own weights over them)."""
     if config.get("family") == DECODER:
@@ -463,12 +492,13 @@ def placeholder_model(config):
     return build_model(config)
 
 
-def workload_configs(root):
+def workload_configs(root: str) -> list[tuple[dict[str, Any], str]]:
     """[(config, directory name)] of the built-in families' models and decoders in an exported
     workload, the name condbench's own (its "tag": the sizes in the family's order, which the JSON
     object's keys do not keep). A model file's packages are compiled with it (model_file.py
     compile): skipped here."""
-    configs, model_files = [], 0
+    configs: list[tuple[dict[str, Any], str]] = []
+    model_files = 0
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
         meta = os.path.join(root, name, "workload.json")
         if os.path.lexists(meta):
@@ -497,7 +527,7 @@ def workload_configs(root):
     return configs
 
 
-def built_in_program(module_name, config, device):
+def built_in_program(module_name: str, config: Mapping[str, Any], device: str) -> Exported:
     """(exported program, check) of the built-in route's `module_name` for `config` on `device`, its
     weights placeholders (condbench loads the model's own); (why, None) where it cannot be exported."""
     import torch
@@ -517,7 +547,7 @@ def built_in_program(module_name, config, device):
     return whole_model_programs(model, x, "random example", (module_name,))[module_name]
 
 
-def cached(meta_path, digest, version):
+def cached(meta_path: str, digest: str, version: str) -> dict[str, Any] | None:
     """The record beside a package the cache holds, if the same code and torch made it."""
     try:
         with open(meta_path) as f:
@@ -534,19 +564,19 @@ class Job(NamedTuple):
     label: str        # "cpu mlp-in_features32-hidden64-c10-b3 cond", for what is printed
     directory: str    # its configuration's folder in the cache
     module: str       # cond or masked
-    config: dict
+    config: dict[str, Any]
     digest: str       # source_digest(config), for its record
-    program: object   # the exported program
+    program: "ExportedProgram"
     check: Check      # how build checks the package
     export_s: float
 
     @property
-    def temp(self):
+    def temp(self) -> str:
         """Where it is compiled, renamed into place once checked."""
         return os.path.join(self.directory, f"{self.module}.tmp{os.getpid()}.pt2")
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--workload", help="every model of a directory condbench --export-workload wrote")
@@ -579,7 +609,7 @@ def main():
     root = os.path.join(args.cache or cache_root(), f"torch-{version}", args.device)
     # Exported first, every package that is not cached; then compiled side by side; then each checked,
     # in order (one the workers did not compile is compiled then, where a failure is named).
-    todo = []
+    todo: list[Job] = []
     try:
         for config, key in configs:
             digest = source_digest(config)
@@ -596,7 +626,7 @@ def main():
                 program, check = built_in_program(module_name, config, args.device)
                 if check is None:
                     fail(f"{label}: {program}")
-                todo.append(Job(label, directory, module_name, config, digest, program, check,
+                todo.append(Job(label, directory, module_name, config, digest, cast("ExportedProgram", program), check,
                                 time.perf_counter() - started))
         if todo:
             print(f"aoti: compiling {len(todo)} package{'s' if len(todo) > 1 else ''}, "
@@ -623,7 +653,7 @@ def main():
                     os.remove(leftover)
 
 
-def write_whole(path, value):
+def write_whole(path: str, value: object) -> None:
     """`value` as JSON at `path`, written beside it and renamed into place: whole or absent."""
     temp = f"{path}.tmp{os.getpid()}"
     with open(temp, "w") as f:

@@ -12,6 +12,8 @@ import os
 import signal
 import stat
 import sys
+from types import FrameType
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, NoReturn, Sequence, cast, overload
 
 import torch
 from torch import nn
@@ -20,45 +22,69 @@ from torch.nn import functional as F
 from .rules import RULES, broken_relation, broken_size, exit_fires, max_softmax, module_floats, over_memory_budget
 
 
+class Attention(nn.Module):
+    """A layer's attention: qkv, the queries, keys and values in one Linear, and out. A module of its
+    own so that the checker knows both (its parameters are attn.qkv and attn.out, as condbench names
+    them)."""
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.qkv, self.out = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
+
+
 class Layer(nn.Module):
     """Pre-norm: h + out(attention(norm1(h))), then + fc2(gelu(fc1(norm2(.))))."""
 
-    def __init__(self, d_model, ffn):
+    def __init__(self, d_model: int, ffn: int) -> None:
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.attn = nn.Module()
-        self.attn.qkv, self.attn.out = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
+        self.attn = Attention(d_model)
         self.fc1, self.fc2 = nn.Linear(d_model, ffn), nn.Linear(ffn, d_model)
+
+
+if TYPE_CHECKING:
+    class Layers(nn.ModuleList):
+        """Decoder.layers as the checker sees it: an nn.ModuleList whose items are Layers (to torch's
+        types, an nn.ModuleList holds nn.Modules)."""
+
+        @overload
+        def __getitem__(self, idx: slice) -> nn.ModuleList: ...
+        @overload
+        def __getitem__(self, idx: int) -> Layer: ...
+        def __getitem__(self, idx: int | slice) -> "Layer | nn.ModuleList": ...
+        def __iter__(self) -> Iterator[Layer]: ...
 
 
 class Decoder(nn.Module):
     """Token embedding and learned positions, `layers` layers, one final norm and one LM head that
     every exit shares. The heads and the exits' places are not weights: condbench is told them."""
 
-    def __init__(self, vocab, d_model, layers, ffn, context):
+    def __init__(self, vocab: int, d_model: int, layers: int, ffn: int, context: int) -> None:
         super().__init__()
         self.embed, self.pos = nn.Embedding(vocab, d_model), nn.Embedding(context, d_model)
-        self.layers = nn.ModuleList(Layer(d_model, ffn) for _ in range(layers))
+        self.layers = cast("Layers", nn.ModuleList(Layer(d_model, ffn) for _ in range(layers)))
         self.norm, self.head = nn.LayerNorm(d_model), nn.Linear(d_model, vocab, bias=False)
 
 
-def layer_forward(layer, h, heads):
+def layer_forward(layer: Layer, h: torch.Tensor, heads: int) -> torch.Tensor:
     """Layer `layer` on the states h [positions, d] of one sequence, causal."""
     n, d = h.shape
     q, k, v = layer.attn.qkv(layer.norm1(h)).chunk(3, -1)
-    split = lambda t: t.view(n, heads, d // heads).transpose(0, 1)  # noqa: E731
+    split: Callable[[torch.Tensor], torch.Tensor] = lambda t: t.view(n, heads, d // heads).transpose(0, 1)  # noqa: E731
     a = F.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=True)
     x = h + layer.attn.out(a.transpose(0, 1).reshape(n, d))
-    return x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x))))
+    out: torch.Tensor = x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x))))
+    return out
 
 
-def exit_layers(layers, exit_every):
+def exit_layers(layers: int, exit_every: int) -> list[int]:
     """The layer (1-based) after which each exit reads the state; the last is the final one."""
     return [e * exit_every for e in range(1, (layers - 1) // exit_every + 1)] + [layers]
 
 
 @torch.no_grad()
-def generate(model, prompt, steps, thresholds, heads, exit_every, confidences=None):
+def generate(model: Decoder, prompt: Sequence[int], steps: int, thresholds: Sequence[float], heads: int, exit_every: int,
+             confidences: list[list[float]] | None = None) -> tuple[list[int], list[int], torch.Tensor]:
     """Greedy decoding of one row without a cache: (tokens, exit ids 1.., logits [steps, vocab]).
     A token leaves at the first exit whose largest softmax probability is above its threshold.
     `confidences`, a list, gets each step's list of the confidences of the exits it evaluated."""
@@ -66,13 +92,16 @@ def generate(model, prompt, steps, thresholds, heads, exit_every, confidences=No
     places = exit_layers(layers, exit_every)
     positions, depth = list(prompt[:-1]), [layers] * (len(prompt) - 1)
     token = prompt[-1]
-    tokens, exits, all_logits = [], [], []
+    tokens: list[int] = []
+    exits: list[int] = []
+    all_logits: list[torch.Tensor] = []
     for _ in range(steps):
         positions.append(int(token))
         depth.append(layers)
         n = len(positions)
         h = model.embed(torch.tensor(positions)) + model.pos(torch.arange(n))
-        chosen, seen = None, []
+        chosen: tuple[int, torch.Tensor] | None = None
+        seen: list[float] = []
         for l, layer in enumerate(model.layers):
             running = torch.tensor([l < d for d in depth])[:, None]
             h = torch.where(running, layer_forward(layer, h, heads), h)
@@ -95,16 +124,16 @@ def generate(model, prompt, steps, thresholds, heads, exit_every, confidences=No
 class OneLineParser(argparse.ArgumentParser):
     """argparse, its refusals one line (usage is what --help prints) and exit code 2."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"decoder: {message}\n")
 
 
-def fail(message):
+def fail(message: str) -> NoReturn:
     print(f"decoder save: {message}", file=sys.stderr)
     sys.exit(2)
 
 
-def save_whole(state_dict, path):
+def save_whole(state_dict: Mapping[str, torch.Tensor], path: str) -> None:
     """torch.save to `path`, whole or not at all (condbench's output policy, include/condbench/
     output_file.h): written beside it under a name of its own, flushed to disk, renamed into place; a
     write that fails (a full disk, a file-size limit) or a stop (SIGTERM, SIGINT, SIGHUP) leaves the
@@ -120,7 +149,7 @@ def save_whole(state_dict, path):
         fail(f"'{path}': its folder '{folder}' does not exist")
     temp = os.path.join(folder, f".{os.path.basename(path)}.tmp-{os.getpid()}")
 
-    def stopped(signum, frame):
+    def stopped(signum: int, frame: FrameType | None) -> NoReturn:
         raise SystemExit(128 + signum)
 
     for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -141,7 +170,7 @@ def save_whole(state_dict, path):
             os.remove(temp)
 
 
-def main():
+def main() -> None:
     parser = OneLineParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     save = sub.add_parser("save", help="a seeded decoder's state_dict")
@@ -162,7 +191,8 @@ def main():
         fail(broken)
     if not 0 <= args.seed < 2 ** 63:
         fail(f"--seed {args.seed}: not in 0..2^63-1")
-    make = lambda: Decoder(args.vocab, args.d_model, args.layers, args.ffn, args.context)  # noqa: E731
+    make: Callable[[], Decoder] = \
+        lambda: Decoder(args.vocab, args.d_model, args.layers, args.ffn, args.context)  # noqa: E731
     if over := over_memory_budget("decoder", sizes, 0, module_floats(make)):
         fail(f"the decoder {' '.join(f'{k}={v}' for k, v in sizes.items())}: {over}")
     torch.manual_seed(args.seed)

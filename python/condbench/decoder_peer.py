@@ -26,17 +26,30 @@ the cases: one iteration is one generated token, a new sequence's prefill outsid
 """
 import functools
 import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
 
 import torch
 from torch.nn import functional as F
 
 from . import decoder, variants
 from .variants import Variant
-from .deployed import cond_step_tensors, masked_step_tensors, masked_token
+from .deployed import StepBody, cond_step_tensors, masked_step_tensors, masked_token
 from .rules import exit_fires, logits_agree, max_softmax
 
+if TYPE_CHECKING:
+    from .peer import Case
+    from .workload import Workload
 
-def cached_layer(layer, h, keys, values, position, heads):
+# The cache a Generator keeps: (keys, values) per layer, each [1, heads, context, head_dim]
+Cache = list[tuple[torch.Tensor, torch.Tensor]]
+# A Generator's step: (model, token, position, cache, thresholds, heads, exit places) -> (token, exit id,
+# the logits it was chosen from), the cache written
+Step = Callable[[decoder.Decoder, torch.Tensor, int, Cache, Sequence[float], int, Sequence[int]],
+                tuple[torch.Tensor, "torch.Tensor | int", torch.Tensor]]
+
+
+def cached_layer(layer: decoder.Layer, h: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, position: int,
+                 heads: int) -> torch.Tensor:
     """Layer `layer` on one token's state h [1, d] at `position`: its key and value written into the
     cache [1, heads, context, head_dim], attention over positions 0..position."""
     d = h.shape[-1]
@@ -46,10 +59,12 @@ def cached_layer(layer, h, keys, values, position, heads):
     a = F.scaled_dot_product_attention(q.view(1, heads, 1, d // heads), keys[:, :, :position + 1],
                                        values[:, :, :position + 1])
     x = h + layer.attn.out(a.reshape(1, d))
-    return x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x))))
+    out: torch.Tensor = x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x))))
+    return out
 
 
-def propagate(layer, h, keys, values, position, heads):
+def propagate(layer: decoder.Layer, h: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, position: int,
+              heads: int) -> None:
     """Only the key and value `layer` would write for state h: a token that left."""
     d = h.shape[-1]
     kv = F.linear(layer.norm1(h), layer.attn.qkv.weight[d:], layer.attn.qkv.bias[d:])
@@ -57,7 +72,8 @@ def propagate(layer, h, keys, values, position, heads):
     values[:, :, position] = kv[:, d:].view(1, heads, d // heads)
 
 
-def eager_if_step(model, token, position, cache, thresholds, heads, places):
+def eager_if_step(model: decoder.Decoder, token: torch.Tensor, position: int, cache: Cache, thresholds: Sequence[float],
+                  heads: int, places: Sequence[int]) -> tuple[torch.Tensor, int, torch.Tensor]:
     h = model.embed(token) + model.pos.weight[position]
     for l, layer in enumerate(model.layers):
         h = cached_layer(layer, h, *cache[l], position, heads)
@@ -72,13 +88,15 @@ def eager_if_step(model, token, position, cache, thresholds, heads, places):
     return logits.argmax(-1), len(places), logits
 
 
-def masked_step(model, token, position, cache, thresholds, heads, places):
+def masked_step(model: decoder.Decoder, token: torch.Tensor, position: int, cache: Cache, thresholds: Sequence[float],
+                heads: int, places: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     h = model.embed(token) + model.pos.weight[position]
     return masked_token(model, h, lambda l, h: cached_layer(model.layers[l], h, *cache[l], position, heads), thresholds,
                   places)
 
 
-def static_layer(layer, h, keys, values, position, seen, heads):
+def static_layer(layer: decoder.Layer, h: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                 position: torch.Tensor, seen: torch.Tensor, heads: int) -> torch.Tensor:
     """cached_layer over a static cache: keys and values [1, heads, context, head_dim] written in place
     at `position` (a one-element long tensor) with index_copy_, attention over the positions `seen`;
     the buffers never move, so a CUDA graph replays over them."""
@@ -89,10 +107,13 @@ def static_layer(layer, h, keys, values, position, seen, heads):
     a = F.scaled_dot_product_attention(q.view(1, heads, 1, d // heads), keys, values,
                                        attn_mask=seen[None, None, None, :])
     x = h + layer.attn.out(a.reshape(1, d))
-    return x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x))))
+    out: torch.Tensor = x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x))))
+    return out
 
 
-def static_masked_step_tensors(model, heads, places, token, position, seen, thresholds, *cache):
+def static_masked_step_tensors(model: decoder.Decoder, heads: int, places: Sequence[int], token: torch.Tensor,
+                               position: torch.Tensor, seen: torch.Tensor, thresholds: torch.Tensor,
+                               *cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """masked_step over the static cache (keys_0, values_0, keys_1, ...), written in place."""
     h = model.embed(token) + model.pos.weight.index_select(0, position)
     return masked_token(model, h, lambda l, h: static_layer(model.layers[l], h, cache[2 * l], cache[2 * l + 1], position,
@@ -104,11 +125,17 @@ class StaticStep:
     (torch._dynamo.mark_static_address, as Hugging Face's StaticCache does) and the step compiled
     with mode="reduce-overhead", each token a new cudagraph-trees step. One compile per cache."""
 
-    def __init__(self):
+    fns: "dict[int, Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]]"  # by the cache's first buffer
+    # by thresholds and device: the thresholds as a tensor, and each position's (position, seen)
+    tables: "dict[tuple[tuple[float, ...], torch.device], tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]]"
+
+    def __init__(self) -> None:
         variants.allow_recompiles()
         self.fns, self.tables = {}, {}
 
-    def __call__(self, model, token, position, cache, thresholds, heads, places):
+    def __call__(self, model: decoder.Decoder, token: torch.Tensor, position: int, cache: Cache,
+                 thresholds: Sequence[float], heads: int,
+                 places: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         flat = [b for pair in cache for b in pair]
         key = id(cache[0][0])
         if key not in self.fns:
@@ -124,7 +151,8 @@ class StaticStep:
                                   [(torch.tensor([p], device=device), positions <= p) for p in range(context)])
         limits, rows = self.tables[table]
         at, seen = rows[position]
-        torch.compiler.cudagraph_mark_step_begin()  # the last token's outputs are read: a new step
+        # the last token's outputs are read: a new step (torch's cudagraph_mark_step_begin has no types)
+        torch.compiler.cudagraph_mark_step_begin()  # type: ignore[no-untyped-call]
         token, exit_id, logits = self.fns[key](token, at, seen, limits, *flat)
         return token.clone(), exit_id.clone(), logits.clone()
 
@@ -134,12 +162,18 @@ class FixedStep:
     values) is replaced, layer by layer, by the buffers the step returns. The one-hot positions and
     the thresholds as a tensor are made once, outside the timed region."""
 
-    def __init__(self, body, compiled):
+    fn: "Callable[..., tuple[torch.Tensor, ...]] | None"  # the step, made at the first call
+    # by thresholds and device: the thresholds as a tensor, and each position's (at, seen)
+    tables: "dict[tuple[tuple[float, ...], torch.device], tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]]"
+
+    def __init__(self, body: StepBody, compiled: bool) -> None:
         self.body, self.compiled = body, compiled
         variants.allow_recompiles()
         self.fn, self.tables = None, {}
 
-    def __call__(self, model, token, position, cache, thresholds, heads, places):
+    def __call__(self, model: decoder.Decoder, token: torch.Tensor, position: int, cache: Cache,
+                 thresholds: Sequence[float], heads: int,
+                 places: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if self.fn is None:
             fn = functools.partial(self.body, model, heads, places)
             self.fn = torch.compile(fn, dynamic=False) if self.compiled else fn
@@ -178,7 +212,8 @@ SUMMARIES = {name: v.summary for name, v in VARIANTS.items()}
 class Generator:
     """One variant generating at batch 1 through a workload's prompt sequences, one token a call."""
 
-    def __init__(self, model, prompts, step, thresholds, config, device):
+    def __init__(self, model: decoder.Decoder, prompts: torch.Tensor, step: Step, thresholds: list[float],
+                 config: Mapping[str, Any], device: str) -> None:
         self.model, self.prompts, self.step, self.thresholds = model, prompts, step, thresholds
         self.heads, self.generate = config["heads"], config["generate"]
         self.places = decoder.exit_layers(config["layers"], config["exit_every"])
@@ -187,7 +222,7 @@ class Generator:
                       for _ in model.layers]
         self.sequence, self.made = -1, self.generate
 
-    def start(self):
+    def start(self) -> None:
         """The next sequence: its prompt's first tokens through every layer (the prefill)."""
         self.sequence = (self.sequence + 1) % len(self.prompts)
         prompt = self.prompts[self.sequence]
@@ -197,7 +232,7 @@ class Generator:
                 h = cached_layer(layer, h, *self.cache[l], position, self.heads)
         self.token, self.made = prompt[-1:], 0
 
-    def next(self):
+    def next(self) -> tuple[torch.Tensor, "torch.Tensor | int", torch.Tensor]:
         """One generated token: (token, exit id, the logits it was chosen from)."""
         token, exit_id, logits = self.step(self.model, self.token, len(self.prompts[0]) - 1 + self.made,
                                            self.cache, self.thresholds, self.heads, self.places)
@@ -205,7 +240,7 @@ class Generator:
         return token, exit_id, logits
 
     @torch.no_grad()  # as the module's users generate: no autograd record of the weights' use
-    def timed(self, n, sync):
+    def timed(self, n: int, sync: bool) -> float:
         """Seconds of n generated tokens; a sequence's prefill is not counted."""
         total = 0.0
         for _ in range(n):
@@ -219,7 +254,8 @@ class Generator:
         return total
 
 
-def near_tie(t, token, exit_id, ref_token, ref_exit, ref_logits, ref_confidences, thresholds, margin):
+def near_tie(t: int, token: int, exit_id: int, ref_token: int, ref_exit: int, ref_logits: torch.Tensor,
+             ref_confidences: Sequence[Sequence[float]], thresholds: Sequence[float], margin: float) -> bool:
     """Whether step t parts from the module's decoding at a near tie (condbench's tie margin, which
     the workload carries): the exit where one left and the other did not has a confidence within
     the margin of its threshold, or, at the same exit, the token taken is within the margin
@@ -233,7 +269,8 @@ def near_tie(t, token, exit_id, ref_token, ref_exit, ref_logits, ref_confidences
 
 
 @torch.no_grad()
-def cases(w, device, wanted_variants, wanted_scenarios, sync):
+def cases(w: "Workload", device: str, wanted_variants: Sequence[str], wanted_scenarios: Sequence[str],
+          sync: bool) -> tuple[list["Case"], list[str]]:
     """The decoder's cases of the workload `w` (a condbench.workload.Workload) for peer.py (each times
     itself: case["loop"](n)), and notes on what did not run."""
     config = w.config
@@ -241,7 +278,9 @@ def cases(w, device, wanted_variants, wanted_scenarios, sync):
     model.load_state_dict(torch.load(w.path("weights.pt")))
     model = model.to(device).eval()
     prompts = torch.load(w.path("prompts.pt")).to(device)
-    found, notes = [], []
+    found: list[Case] = []
+    notes: list[str] = []
+    agreement = cast(Mapping[str, float], w.agreement)  # a decoder's workload carries its rule (workload.problem)
     for name, variant in VARIANTS.items():
         if (wanted_variants and name not in wanted_variants) or (not wanted_variants and
                                                                  device not in variant.default_devices):
@@ -251,19 +290,21 @@ def cases(w, device, wanted_variants, wanted_scenarios, sync):
             if wanted_scenarios and scenario not in wanted_scenarios:
                 continue
             thresholds = [float(t) for t in values]
-            tolerance = float(w.agreement["relative_tolerance"])
-            margin = float(w.agreement.get("tie_margin", 0.0))  # (older exports: none)
+            tolerance = float(agreement["relative_tolerance"])
+            margin = float(agreement.get("tie_margin", 0.0))  # (older exports: none)
             generator = Generator(model, prompts, step, thresholds, config, device)
             # Correct before it is fast: every sequence against the module's own cache-free decoding,
             # up to a near tie where the two may part (the rest of that sequence then follows
             # other tokens: not compared, and counted).
-            exits, why, ties = [], None, 0
+            exits: list[int] = []
+            why: str | None = None
+            ties = 0
             for s in range(len(prompts)):
                 generator.start()
                 made = [generator.next() for _ in range(config["generate"])]
                 tokens = [int(t) for t, _, _ in made]
                 ids = [int(e) for _, e, _ in made]
-                ref_confidences = []
+                ref_confidences: list[list[float]] = []
                 ref_tokens, ref_exits, ref_logits = decoder.generate(model.cpu(), prompts[s].tolist(),
                                                                      config["generate"], thresholds, config["heads"],
                                                                      config["exit_every"], ref_confidences)
@@ -292,7 +333,10 @@ def cases(w, device, wanted_variants, wanted_scenarios, sync):
                              "checked up to each")
             kind, _, value = scenario.partition(":")
             places = decoder.exit_layers(config["layers"], config["exit_every"])
-            host_reads = (lambda e, n=len(places): min(e, n - 1)) if variant.host_decides else (lambda e: 0)
+            # (exit id) -> host reads; "...": mypy infers no lambda with a default argument against a signature
+            host_reads: Callable[..., int] = (lambda e, n=len(places): min(e, n - 1)) if variant.host_decides \
+                else (lambda e: 0)
             found.append({"loop": (lambda n, g=generator: g.timed(n, sync)), "exits": exits,
-                          "host_syncs": host_reads, "blocks": len(places) - 1, "name": (kind, value), "variant": name})
+                          "host_syncs": host_reads, "blocks": len(places) - 1, "scenario_axis": (kind, value),
+                          "variant": name})
     return found, notes

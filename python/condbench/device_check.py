@@ -19,16 +19,19 @@ import json
 import os
 import sys
 import zipfile
+from typing import Any, Sequence
 
 from .rules import GPU_TRACK  # the --trace file's track of GPU spans, as C++ names it (nvtx::kGpuTrack)
 
 WHEEL_PARTS = ("torch/include/", "torch/share/cmake/", "torch/lib/")
+# One event of a Chrome trace as JSON gives it (its fields are the tracer's: ph, tid, name, dur, ...)
+TraceEvent = dict[str, Any]
 
 
-def trace_summary(path):
+def trace_summary(path: str) -> tuple[list[TraceEvent], list[TraceEvent]]:
     """(host inference ranges, GPU spans) of a condbench --trace file."""
     with open(path, encoding="utf-8") as f:
-        events = json.load(f)["traceEvents"]
+        events: list[TraceEvent] = json.load(f)["traceEvents"]
     gpu = {e["tid"] for e in events if e.get("ph") == "M" and e.get("args", {}).get("name") == GPU_TRACK}
     spans = [e for e in events if e.get("ph") == "X" and e["tid"] in gpu]
     host = [e for e in events if e.get("ph") == "X" and e["tid"] not in gpu and e.get("name") == "inference"]
@@ -38,7 +41,7 @@ def trace_summary(path):
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")  # what Kineto records on the GPU's timeline
 
 
-def kernel_table(path, top=25):
+def kernel_table(path: str, top: int = 25) -> list[str]:
     """The lines of a kernel table: name, calls, total and mean µs and share of the GPU's time, the
     largest total first; a trace without GPU events tables its host operators (cpu_op) instead."""
     with open(path, encoding="utf-8") as f:
@@ -46,7 +49,7 @@ def kernel_table(path, top=25):
     gpu = [e for e in events if e.get("cat") in GPU_CATEGORIES]
     chosen, what = (gpu, "GPU kernels and copies") if gpu else \
         ([e for e in events if e.get("cat") == "cpu_op"], "host operators (no GPU events in this trace)")
-    totals = {}
+    totals: dict[str, tuple[int, float]] = {}
     for e in chosen:
         calls, us = totals.get(e["name"], (0, 0.0))
         totals[e["name"]] = (calls + 1, us + float(e.get("dur", 0)))
@@ -58,14 +61,14 @@ def kernel_table(path, top=25):
     return lines
 
 
-def compile_times(folder):
+def compile_times(folder: str) -> str:
     """"model file compile: stage0.pt2 41.2 s, ..." from a compiled folder's manifest.json."""
     with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as f:
         manifest = json.load(f)
     return "model file compile: " + ", ".join(f"{k} {v:.1f} s" for k, v in manifest.get("compile_s", {}).items())
 
 
-def unpack_wheel(wheel, destination):
+def unpack_wheel(wheel: str, destination: str) -> int:
     """Extracts the parts of a torch wheel a build needs; returns how many files."""
     count = 0
     with zipfile.ZipFile(wheel) as z:
@@ -76,7 +79,7 @@ def unpack_wheel(wheel, destination):
     return count
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m condbench.device_check", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)

@@ -5,7 +5,7 @@ class Described(RuntimeError):
     """An error whose message is already one line naming its cause's type (first_line keeps it)."""
 
 
-def first_line(error):
+def first_line(error: BaseException) -> str:
     """An exception as one line of at most 300 characters: its type and its message's first line."""
     text = str(error).strip().splitlines()
     if isinstance(error, Described):

@@ -6,6 +6,8 @@ layers.{i} of nn.TransformerEncoderLayer, exit{k}.norm|proj, final.norm|proj), s
 exported state_dict loads unchanged. Both are condbench.model's view (blocks, block(k, h), head(k),
 final, confidence(logits)), which is all a variant (condbench.variants) uses — and so is a model
 file's module, through condbench.model's ModelFileView."""
+from typing import Any, Mapping
+
 import torch
 from torch import nn
 
@@ -15,7 +17,9 @@ from .model import EarlyExitModel
 class EarlyExitMLP(EarlyExitModel):
     """The question's MLP: block k = relu(backbone.k(h)), a Linear exit head after each."""
 
-    def __init__(self, in_features, hidden, num_classes, blocks):
+    final: nn.Linear
+
+    def __init__(self, in_features: int, hidden: int, num_classes: int, blocks: int) -> None:
         super().__init__()
         self.blocks = blocks
         self.backbone = nn.ModuleList(
@@ -25,10 +29,10 @@ class EarlyExitMLP(EarlyExitModel):
         self.final = nn.Linear(hidden, num_classes)
         self.num_classes, self.row_shape = num_classes, (in_features,)
 
-    def block(self, k, h):
+    def block(self, k: int, h: torch.Tensor) -> torch.Tensor:
         return torch.relu(self.backbone[k](h))
 
-    def head(self, k):
+    def head(self, k: int) -> nn.Module:
         """Exit head k+1 for k < blocks, else the final head."""
         return getattr(self, f"exit{k + 1}") if k < self.blocks else self.final
 
@@ -36,13 +40,14 @@ class EarlyExitMLP(EarlyExitModel):
 class EncoderHead(nn.Module):
     """A transformer exit head: LayerNorm then a Linear, on token 0 of each row."""
 
-    def __init__(self, d_model, num_classes):
+    def __init__(self, d_model: int, num_classes: int) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
         self.proj = nn.Linear(d_model, num_classes)
 
-    def forward(self, h):
-        return self.proj(self.norm(h[:, 0, :]))
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        logits: torch.Tensor = self.proj(self.norm(h[:, 0, :]))
+        return logits
 
 
 class EarlyExitEncoder(EarlyExitModel):
@@ -50,7 +55,9 @@ class EarlyExitEncoder(EarlyExitModel):
     activation="gelu", batch_first=True, norm_first=True) per layer, an exit head after each.
     Input [rows, seq, d_model]."""
 
-    def __init__(self, d_model, heads, ffn, seq, num_classes, blocks):
+    final: EncoderHead
+
+    def __init__(self, d_model: int, heads: int, ffn: int, seq: int, num_classes: int, blocks: int) -> None:
         super().__init__()
         self.blocks = blocks
         self.layers = nn.ModuleList([
@@ -61,20 +68,21 @@ class EarlyExitEncoder(EarlyExitModel):
         self.final = EncoderHead(d_model, num_classes)
         self.num_classes, self.row_shape = num_classes, (seq, d_model)
 
-    def block(self, k, h):
-        return self.layers[k](h)
+    def block(self, k: int, h: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.layers[k](h)
+        return out
 
-    def head(self, k):
+    def head(self, k: int) -> nn.Module:
         """Exit head k+1 for k < blocks, else the final head."""
         return getattr(self, f"exit{k + 1}") if k < self.blocks else self.final
 
 
 # The model families condbench knows, by the name condbench's descriptors give them
 # (src/families/): each class takes the family's sizes, num_classes and blocks as keywords.
-FAMILIES = {"mlp": EarlyExitMLP, "transformer": EarlyExitEncoder}
+FAMILIES: dict[str, type[EarlyExitModel]] = {"mlp": EarlyExitMLP, "transformer": EarlyExitEncoder}
 
 
-def build_model(config):
+def build_model(config: Mapping[str, Any]) -> EarlyExitModel:
     """The model a workload's config describes (condbench --export-workload's "config": its family,
     then every size by its axis name)."""
     family = FAMILIES.get(config.get("family", "mlp"))  # packages made before families said nothing
@@ -83,7 +91,7 @@ def build_model(config):
     return family(**{k: v for k, v in config.items() if k != "family"})
 
 
-def load_model(weights_path, config, device):
+def load_model(weights_path: str, config: Mapping[str, Any], device: str) -> EarlyExitModel:
     model = build_model(config)
     model.load_state_dict(torch.load(weights_path, map_location="cpu"), strict=True)
     return model.to(device).eval()

@@ -25,11 +25,16 @@ import os
 import sys
 import tempfile
 import zipfile
+from typing import TYPE_CHECKING, Sequence
 
 from . import aoti
+from .errors import first_line
+
+if TYPE_CHECKING:
+    import torch
 
 
-def module_and_input(device):
+def module_and_input(device: str) -> tuple["torch.nn.Module", "torch.Tensor"]:
     import torch
 
     torch.manual_seed(0)
@@ -39,7 +44,7 @@ def module_and_input(device):
     return module, torch.randn(4, 64, device=device)
 
 
-def compile_shared(exported, package, cache):
+def compile_shared(exported: str, package: str, cache: str) -> str:
     """A worker of A: the saved program compiled into one shared Inductor cache, as 4752837 did."""
     import torch
 
@@ -50,7 +55,7 @@ def compile_shared(exported, package, cache):
     return package
 
 
-def compile_own(exported, package):
+def compile_own(exported: str, package: str) -> str:
     """A worker of B: condbench.aoti's compile, in an Inductor cache of its own."""
     import torch
 
@@ -58,7 +63,7 @@ def compile_own(exported, package):
     return package
 
 
-def digests(package):
+def digests(package: str) -> list[str]:
     """'member sha256[:12]' for each member of a package (a zip), or why it cannot be read."""
     try:
         with zipfile.ZipFile(package) as z:
@@ -68,22 +73,22 @@ def digests(package):
         return [f"unreadable ({type(e).__name__}: {e})"]
 
 
-def short(name):
+def short(name: str) -> str:
     """A member's name with Inductor's 52-character digest cut: "ci4lobty…wrapper.so"."""
     stem, dot, kind = name.partition(".")
     return f"{stem[:8]}…{dot}{kind}" if len(stem) > 20 else name
 
 
-def fresh_load(package, x, want):
+def fresh_load(package: str, x: "torch.Tensor", want: "torch.Tensor") -> str:
     """'ok', 'differs' or how the fresh process ended."""
     try:
         got = aoti.outputs_apart(package, [(x,)])[0]
     except Exception as e:  # noqa: BLE001 -- how it ended is the result
-        return f"failed: {aoti.first_line(e)}"
+        return f"failed: {first_line(e)}"
     return "ok" if aoti.close(got.to(want.device), want) else "differs"
 
 
-def verdict(results):
+def verdict(results: dict[str, list[str]]) -> str:
     """The verdict line from {way: [fresh-load outcomes]} and C's in-process outcome (results['C here'])."""
     bad = {way: [r for r in outcomes if r != "ok"] for way, outcomes in results.items()}
     if all(bad[way] for way in results):
@@ -97,7 +102,7 @@ def verdict(results):
     return "unclear: " + "; ".join(f"{way} {', '.join(outcome)}" for way, outcome in bad.items() if outcome)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m condbench.load_experiment", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
@@ -120,7 +125,7 @@ def main(argv=None):
     print(f"load_experiment: torch {torch.__version__}, {args.device}, packages in {work}", flush=True)
 
     spawn = multiprocessing.get_context("spawn")
-    packages = {"A": [], "B": [], "C": []}
+    packages: dict[str, list[str]] = {"A": [], "B": [], "C": []}
     with concurrent.futures.ProcessPoolExecutor(2, mp_context=spawn) as pool:
         shared = os.path.join(work, "shared-inductor-cache")
         for r in range(args.rounds):
@@ -132,7 +137,7 @@ def main(argv=None):
     aoti.compile_program(program, here)
     packages["C"].append(here)
 
-    results = {}
+    results: dict[str, list[str]] = {}
     for way, paths in packages.items():
         for path in paths:
             outcome = fresh_load(path, x, want)
@@ -144,7 +149,7 @@ def main(argv=None):
         got = aoti.outputs(aoti.load(here), [(x,)])[0]
         results["C here"] = ["ok" if aoti.close(got, want) else "differs"]
     except Exception as e:  # noqa: BLE001 -- a crash never gets here; an exception is a result
-        results["C here"] = [f"failed: {aoti.first_line(e)}"]
+        results["C here"] = [f"failed: {first_line(e)}"]
     print(f"load_experiment: C here: {results['C here'][0]}", flush=True)
     print(f"verdict: {verdict(results)}", flush=True)
     return 0

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+from types import FrameType
 from typing import IO, List, NamedTuple, Optional
 
 from .rules import MAX_LOCKSTEP_ALLOWANCE
@@ -77,7 +78,7 @@ def turns() -> Optional[Turns]:
 
 class Worker(NamedTuple):
     name: str
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     go: int    # the coordinator's end: it writes a byte to give a turn
     done: int  # the coordinator's end: it reads a byte when the turn is over, nothing when the process ended
 
@@ -139,9 +140,9 @@ def exit_code(code: int) -> int:
 def coordinate(commands: List[List[str]], log: Optional[IO[str]], ident: str, keep_going: bool = False,
                given: str = "1") -> int:
     workers = [start(c, ident, given) for c in commands]
-    stopping = []
+    stopping: List[int] = []
 
-    def on_signal(number, frame):  # the coordinator stopped: so are its workers
+    def on_signal(number: int, frame: Optional[FrameType]) -> None:  # the coordinator stopped: so are its workers
         stopping.append(number)
         stop(workers)
 
@@ -170,7 +171,7 @@ def coordinate(commands: List[List[str]], log: Optional[IO[str]], ident: str, ke
         return None
 
     # Everyone's startup first, side by side: no turn is given before all are ready.
-    running = []
+    running: List[Worker] = []
     for w in workers:
         if finished(w):
             running.append(w)

@@ -11,6 +11,9 @@ built-in family's twin (condbench.families) or the module of a model file (condb
 
 The exit test itself, and the tolerances a result is checked with, are C++'s: condbench.rules and the
 exported workload carry them; nothing here types one."""
+from typing import TYPE_CHECKING, Sequence
+
+import torch
 from torch import nn
 
 from .rules import max_softmax
@@ -22,37 +25,59 @@ class EarlyExitModel(nn.Module):
 
     blocks: int
     num_classes: int
-    row_shape: tuple
+    row_shape: tuple[int, ...]
 
-    def block(self, k, h):
+    if TYPE_CHECKING:
+        # Read-only to the checker: a twin holds its final head as a submodule, a model file's view
+        # reads its module's through a property.
+        @property
+        def final(self) -> nn.Module: ...
+
+    def block(self, k: int, h: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def head(self, k):
+    def head(self, k: int) -> nn.Module:
         raise NotImplementedError
 
-    def confidence(self, logits):
+    def confidence(self, logits: torch.Tensor) -> torch.Tensor:
         return max_softmax(logits)
+
+
+if TYPE_CHECKING:
+    class ModelFileModule(nn.Module):
+        """A model file's module as the protocol has it (docs/your-model.md), once condbench.model_source's
+        ModelFile has checked it: stages and exits are nn.ModuleLists, final an nn.Module, confidence()
+        there where ModelFile.custom_confidence says so. For the checker only: the module's class is
+        the user's."""
+
+        stages: nn.ModuleList
+        exits: nn.ModuleList
+        final: nn.Module
+
+        def confidence(self, logits: torch.Tensor) -> torch.Tensor: ...
 
 
 class ModelFileView(EarlyExitModel):
     """A model file's module (stages, exits, final, and perhaps confidence(): docs/your-model.md) as
     the view: its stages are the blocks, its exits the heads."""
 
-    def __init__(self, module, classes, row_shape, custom_confidence):
+    def __init__(self, module: "ModelFileModule", classes: int, row_shape: Sequence[int],
+                 custom_confidence: bool) -> None:
         super().__init__()
         self.module = module
         self.blocks, self.num_classes, self.row_shape = len(module.stages), classes, tuple(row_shape)
         self.custom_confidence = custom_confidence
 
     @property
-    def final(self):
+    def final(self) -> nn.Module:
         return self.module.final
 
-    def block(self, k, h):
-        return self.module.stages[k](h)
+    def block(self, k: int, h: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.module.stages[k](h)
+        return out
 
-    def head(self, k):
+    def head(self, k: int) -> nn.Module:
         return self.module.exits[k] if k < self.blocks else self.module.final
 
-    def confidence(self, logits):
+    def confidence(self, logits: torch.Tensor) -> torch.Tensor:
         return self.module.confidence(logits) if self.custom_confidence else super().confidence(logits)

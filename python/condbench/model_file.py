@@ -49,6 +49,8 @@ import os
 import shutil
 import signal
 import sys
+from types import FrameType
+from typing import IO, TYPE_CHECKING, Any, Iterable, Mapping, NoReturn, Sequence, cast
 
 from . import aoti
 from .errors import first_line
@@ -56,8 +58,21 @@ from .model_source import (FORMAT, ModelFile, ProtocolError, changed_reads, dige
                            shape_text)
 from .regular_file import open_regular, require_regular
 
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+    from torch.export import ExportedProgram
 
-def export_part(model_file, name, part, example):
+    from .model import EarlyExitModel, ModelFileModule
+
+# A part's exported program, with the input and output it was checked on: (name, program, input, output)
+Program = tuple[str, "ExportedProgram", "torch.Tensor", "torch.Tensor"]
+# manifest.json as this module writes it and reads it back (its keys: docs/your-model.md, condbench's
+# model_file.h)
+Manifest = dict[str, Any]
+
+
+def export_part(model_file: ModelFile, name: str, part: "nn.Module", example: "torch.Tensor") -> "ExportedProgram":
     """torch.export of one part of the model file's module, the batch dynamic (condbench.aoti's export)."""
     try:
         return aoti.export(part, (example,), ({0: aoti.rows_dim()},))
@@ -69,7 +84,7 @@ def export_part(model_file, name, part, example):
                             "torch.where or torch.cond") from None
 
 
-def costs(part, example):
+def costs(part: "nn.Module", example: "torch.Tensor") -> tuple[int, int]:
     """FLOPs per row (torch.utils.flop_counter, on one row) and bytes of the part's parameters and buffers."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
@@ -80,11 +95,11 @@ def costs(part, example):
     return counter.get_total_flops(), sum(t.numel() * t.element_size() for t in tensors)
 
 
-def manifest(model_file, weights, batch, programs=None):
+def manifest(model_file: ModelFile, weights: str | None, batch: int, programs: list[Program] | None = None) -> Manifest:
     """What condbench needs to know of the model, checked and exported part by part; each part's
     exported program, input and output appended to `programs` when given."""
     traced, classes = model_file.trace(batch)
-    parts = []
+    parts: list[dict[str, Any]] = []
     for name, part, x, out in traced:
         program = export_part(model_file, name, part, x)
         if programs is not None:
@@ -98,7 +113,7 @@ def manifest(model_file, weights, batch, programs=None):
             "confidence": "confidence()" if model_file.custom_confidence else "max softmax", "parts": parts}
 
 
-def input_record(model_file, pool=None):
+def input_record(model_file: ModelFile, pool: "torch.Tensor | None" = None) -> dict[str, Any]:
     """The manifest's "input": its dtype, each input's row and (ids) limit, and pool.pt's name."""
     integer = model_file.inputs["integer"]
     limits = model_file.limits(model_file.pool() if pool is None and integer else pool)
@@ -108,7 +123,8 @@ def input_record(model_file, pool=None):
             "pool": "pool.pt" if integer else None}
 
 
-def within_limits(model_file, batch, max_row_values, max_stages, max_classes=None):
+def within_limits(model_file: ModelFile, batch: int, max_row_values: int | None, max_stages: int | None,
+                  max_classes: int | None = None) -> None:
     """Refuses a model condbench could not read or run (the limits are condbench's, given as flags),
     before anything is exported or compiled."""
     import math
@@ -133,7 +149,7 @@ def within_limits(model_file, batch, max_row_values, max_stages, max_classes=Non
                                     f"the {max_row_values} condbench can run (a smaller input or a narrower part)")
 
 
-def package_name(part):
+def package_name(part: str) -> str:
     """stages[2] -> stage2.pt2, exits[2] -> exit2.pt2, final -> final.pt2, confidence -> confidence.pt2"""
     return part.replace("stages[", "stage").replace("exits[", "exit").rstrip("]") + ".pt2"
 
@@ -141,26 +157,26 @@ def package_name(part):
 REFERENCE_ROWS = 64  # rows of the module's own forward kept beside the packages, for condbench's check
 
 
-def confidence_module(module):
+def confidence_module(module: "ModelFileModule") -> "nn.Module":
     """The module's confidence(logits) as a module of its own, for torch.export (the parameters it
     reads, if any, become the program's constants)."""
     from torch import nn
 
     class Confidence(nn.Module):
-        def forward(self, logits):
+        def forward(self, logits: "torch.Tensor") -> "torch.Tensor":
             return module.confidence(logits)
 
     return Confidence()
 
 
-def reference(model_file, view):
+def reference(model_file: ModelFile, view: "EarlyExitModel") -> dict[str, "torch.Tensor"]:
     """The module's own forward (through its early-exit `view`) on example_input(REFERENCE_ROWS): the
     input, every head's logits (logits.0 .. logits.<stages>, the last the final head's) and every
     exit's score (confidence.0 ..), what condbench checks each strategy against before timing it."""
     import torch
 
     x = model_file.input(REFERENCE_ROWS)
-    out = {"input": x}
+    out: dict[str, torch.Tensor] = {"input": x}
     with torch.no_grad():
         h = x
         for k in range(view.blocks):
@@ -176,9 +192,9 @@ def reference(model_file, view):
     return {k: (v if k == "input" else v.float()).detach().cpu().contiguous() for k, v in out.items()}
 
 
-def part_check(x, out, batch):
+def part_check(x: "torch.Tensor", out: "torch.Tensor", batch: int) -> aoti.Check:
     """A part's package against the part: its output on example_input(batch) (condbench.aoti.build's Check)."""
-    def judge(outs):
+    def judge(outs: Sequence["torch.Tensor"]) -> str | None:
         got = outs[0]
         if aoti.close(got, out):
             return None
@@ -189,13 +205,13 @@ def part_check(x, out, batch):
     return aoti.Check([(x,)], judge)
 
 
-def damaged(folder, m):
+def damaged(folder: str, m: Mapping[str, Any]) -> list[str]:
     """The files of a compiled folder that are missing or not as compiled (its manifest's "files"),
     or ["manifest.json"] where it has no such list."""
     files = m.get("files")
     if not isinstance(files, dict) or not files:
         return ["manifest.json"]
-    bad = []
+    bad: list[str] = []
     for name, sha256 in files.items():
         path = os.path.join(folder, name)
         try:
@@ -206,12 +222,13 @@ def damaged(folder, m):
     return bad
 
 
-def read_now(paths):
+def read_now(paths: Iterable[str]) -> list[dict[str, str]]:
     """What a load of the file read, as a folder records it: [{"path": real path, "sha256": ...}]."""
     return [{"path": p, "sha256": file_digest(p)} for p in sorted(paths)]
 
 
-def compiled_folder(path, weights, device, cache, state=None, reads=None):
+def compiled_folder(path: str, weights: str | None, device: str, cache: str, state: str | None = None,
+                    reads: Iterable[str] | None = None) -> str | None:
     """The folder the file and weights were compiled into for `device` before, found by the digest
     of their real paths and bytes, or None: also None where the folder's record of what its
     module read (a module it imports, weights model() loads) is not what this load read (`reads`,
@@ -261,7 +278,7 @@ def compiled_folder(path, weights, device, cache, state=None, reads=None):
     return folder
 
 
-def remove_abandoned(models):
+def remove_abandoned(models: str) -> None:
     """Removes the half-built folders (NAME.tmp-PID) of compiles whose process is gone: killed before
     its own cleanup could run. A folder of a compile still running is left to it."""
     for name in os.listdir(models):
@@ -277,7 +294,7 @@ def remove_abandoned(models):
             continue
 
 
-def compile_parts(model_file, weights, batch, cache, jobs=1):
+def compile_parts(model_file: ModelFile, weights: str | None, batch: int, cache: str, jobs: int = 1) -> str:
     """Each part compiled with AOTInductor for the model file's device into <cache>/models/<digest>-<device>/,
     with manifest.json beside the packages, through condbench.aoti's path (exported, compiled side by
     side, each package loaded back and checked against the module's own output), and the aoti
@@ -293,7 +310,7 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
     if final:
         return final
     final = os.path.join(cache, "models", f"{digest(model_file.path, weights, model_file.device)}-{model_file.device}")
-    programs = []
+    programs: list[Program] = []
     m = manifest(model_file, weights, batch, programs)
     m["format"], m["device"], m["torch"] = FORMAT, model_file.device, torch.__version__.split("+")[0]  # as LibTorch says it
     m["confidence_package"] = None  # the default exit rule: condbench's own
@@ -317,9 +334,11 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
         parts = [(package_name(name), program, part_check(x, out, batch)) for name, program, x, out in programs]
         seconds = aoti.compile_side_by_side(
             [(os.path.join(temp, package), program, None) for package, program, _ in parts] +
-            [(os.path.join(temp, f"{module}.pt2"), program, None) for module, (program, check) in whole.items()
-             if check is not None], jobs)
+            [(os.path.join(temp, f"{module}.pt2"), cast("ExportedProgram", program), None)  # a check: it exported
+             for module, (program, check) in whole.items() if check is not None], jobs)
         seconds = {os.path.basename(path): s for path, s in seconds.items()}
+        program: ExportedProgram | str  # a part's, then a whole-model module's: exported or why it is not
+        check: aoti.Check | None
         for i, ((name, *_), (package, program, check)) in enumerate(zip(programs, parts)):
             built = aoti.build(program, os.path.join(temp, package), check, "part")
             if "unavailable" in built:
@@ -363,7 +382,7 @@ def compile_parts(model_file, weights, batch, cache, jobs=1):
     return final
 
 
-def _stopped(signum, frame):
+def _stopped(signum: int, frame: FrameType | None) -> NoReturn:
     """SIGTERM or SIGHUP (condbench ending the compile, at its limit or stopped itself, or gone): exit
     through the finally blocks, so the half-built folder goes. Run by condbench, in a process group
     of its own, what the user's code started ends too."""
@@ -374,14 +393,14 @@ def _stopped(signum, frame):
     raise SystemExit(128 + signum)
 
 
-def _run_by_condbench():
+def _run_by_condbench() -> bool:
     """Whether condbench runs this compile: it names itself (CONDBENCH_COMPILE_PARENT) and makes this
     process the leader of a group of its own, which is then this compile's alone."""
     parent = os.environ.get("CONDBENCH_COMPILE_PARENT", "")
     return parent.isdigit() and os.getpgrp() == os.getpid()
 
 
-def _end_with_condbench():
+def _end_with_condbench() -> None:
     """Run by condbench: SIGTERM when condbench ends, however it ends (Linux's parent-death signal;
     killed outright, condbench cannot end the group itself), and an exit now where it is gone already."""
     if not _run_by_condbench():
@@ -396,7 +415,7 @@ def _end_with_condbench():
         _stopped(signal.SIGTERM, None)
 
 
-def main(argv):
+def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m condbench.model_file", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["check", "compile"])
@@ -476,7 +495,7 @@ def main(argv):
     return 0
 
 
-def answer_channel(fd):
+def answer_channel(fd: int | None) -> IO[str]:
     """Where main's answer goes (a file object): the descriptor `fd`, or the process's stdout as it is
     now; from here on, whatever writes to the process's stdout (the user's print, a library's at exit,
     a child's) goes to stderr. Called in a process whose stdout a caller has replaced (main() in a

@@ -11,9 +11,27 @@ import math
 import os
 import runpy
 import sys
+from types import ModuleType
+from typing import (TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, TypedDict, TypeVar,
+                    cast)
 
 from .errors import first_line
 from .regular_file import open_regular
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from .model import ModelFileModule, ModelFileView
+
+
+
+class _Hash(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+
+_H = TypeVar("_H", bound=_Hash)
+_T = TypeVar("_T")
 
 PROTOCOL = "docs/your-model.md"
 # The format of a compiled folder (manifest.json and what it names), as condbench reads it (kModelFileFormat);
@@ -29,11 +47,11 @@ class ProtocolError(Exception):
     """A model file that does not follow the protocol: one line naming the file and the part."""
 
 
-_recording = []  # the sets of files being recorded, innermost last
+_recording: list[set[str]] = []  # the sets of files being recorded, innermost last
 _hooked = False
 
 
-def _audit(event, args):
+def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event == "open" and _recording and isinstance(args[0], (str, bytes)):
         mode = args[1] if isinstance(args[1], str) else "r"
         if not any(c in mode for c in "wax+"):
@@ -41,13 +59,13 @@ def _audit(event, args):
 
 
 @contextlib.contextmanager
-def files_read():
+def files_read() -> Iterator[set[str]]:
     """The files opened for reading while the block runs (an audit hook, installed once)."""
     global _hooked
     if not _hooked:
         sys.addaudithook(_audit)
         _hooked = True
-    seen = set()
+    seen: set[str] = set()
     _recording.append(seen)
     try:
         yield seen
@@ -55,7 +73,7 @@ def files_read():
         _recording.remove(seen)
 
 
-def _python_own():
+def _python_own() -> tuple[str, ...]:
     import site
 
     site_dirs = [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]  # .venv's .pth too
@@ -64,7 +82,7 @@ def _python_own():
     return tuple(os.path.join(os.path.realpath(r), "") for r in roots if r) + ("/dev/", "/proc/", "/sys/")
 
 
-def hash_file(h, path):
+def hash_file(h: _H, path: str) -> _H:
     """Feeds the file's bytes to the hash h, in chunks: a gigabyte of weights is not read into memory
     whole. A FIFO or a device is refused (NotRegularFile, an OSError), never waited on."""
     with open_regular(path) as f:
@@ -73,11 +91,11 @@ def hash_file(h, path):
     return h
 
 
-def file_digest(path):
+def file_digest(path: str) -> str:
     return hash_file(hashlib.sha256(), path).hexdigest()
 
 
-def state_digest(module):
+def state_digest(module: "nn.Module") -> str:
     """The digest of the module's state_dict: every name, dtype, shape and value. What a cached folder
     must have been compiled from, whatever made the weights (a file model() loads, a seed, a download)."""
     import torch
@@ -88,17 +106,19 @@ def state_digest(module):
         if isinstance(value, torch.Tensor):
             t = value.detach().to("cpu").contiguous()
             h.update(f"{t.dtype} {list(t.shape)}\0".encode())
-            h.update(t.reshape(-1).view(torch.uint8).numpy())
+            # numpy's stubs give ndarray the buffer protocol (__buffer__) on Python >= 3.12 only
+            h.update(t.reshape(-1).view(torch.uint8).numpy())  # type: ignore[arg-type]
         else:  # a module's extra state
             h.update(repr(value).encode() + b"\0")
     return h.hexdigest()[:16]
 
 
-def model_inputs(seen, own):
+def model_inputs(seen: Iterable[str], own: set[str]) -> list[str]:
     """Of the files a model file read while it loaded, the ones its folder depends on beside the file
     and --weights (`own`): a module it imports from beside it (its source, where Python read the
     cached bytecode), weights model() loads. Python's own files and its packages' are not."""
-    ignore, inputs = _python_own(), set()
+    ignore = _python_own()
+    inputs: set[str] = set()
     for path in seen:
         head, name = os.path.split(path)
         if os.path.basename(head) == "__pycache__" and name.endswith(".pyc"):  # name.cpython-311.pyc
@@ -110,11 +130,11 @@ def model_inputs(seen, own):
     return sorted(inputs)
 
 
-def shape_text(value):
+def shape_text(value: object) -> str:
     return "[" + ", ".join(str(d) for d in value.shape) + "]" if hasattr(value, "shape") else type(value).__name__
 
 
-def _unpacked_class():
+def _unpacked_class() -> type["nn.Module"]:
     from torch import nn
 
     class Unpacked(nn.Module):
@@ -122,22 +142,41 @@ def _unpacked_class():
         their rows packed into one row (ModelFile.input); this splits a packed row back into the
         tensors, in order, and calls the stage on them."""
 
-        def __init__(self, stage, rows):
+        def __init__(self, stage: "nn.Module", rows: Iterable[Sequence[int]]) -> None:
             super().__init__()
             self.stage, self.rows = stage, [tuple(r) for r in rows]
             self.sizes = [int(math.prod(r)) for r in self.rows]
 
-        def forward(self, packed):
-            parts = packed.split(self.sizes, dim=1)
-            return self.stage(*(p.reshape(p.shape[0], *r) for p, r in zip(parts, self.rows)))
+        def forward(self, packed: "torch.Tensor") -> "torch.Tensor":
+            # torch's Tensor.split has no types
+            parts = packed.split(self.sizes, dim=1)  # type: ignore[no-untyped-call]
+            out: torch.Tensor = self.stage(*(p.reshape(p.shape[0], *r) for p, r in zip(parts, self.rows)))
+            return out
 
     return Unpacked
+
+
+class InputLayout(TypedDict):
+    """What ModelFile reads of example_input(2): the kind of its tensors, each one's row shape, and
+    each one's declared limit (model().input_limits, or its embedding's rows) or None."""
+    integer: bool
+    rows: list[tuple[int, ...]]
+    declared: list[int | None]
+
+
+# A part of the module as ModelFile.trace ran it: (name, module, input, output)
+Traced = tuple[str, "nn.Module", "torch.Tensor", "torch.Tensor"]
 
 
 class ModelFile:
     """The module a model file makes, with its example input and exit rule, checked part by part."""
 
-    def __init__(self, path, weights=None, device="cpu"):
+    module: "ModelFileModule"  # the protocol's parts checked (_load)
+    example_input: Callable[[int], Any]  # the user's: what it returns is checked where it is called
+    custom_confidence: bool
+    inputs: InputLayout
+
+    def __init__(self, path: str, weights: str | None = None, device: str = "cpu") -> None:
         import torch
         from torch import nn
 
@@ -153,7 +192,7 @@ class ModelFile:
         # what the compiled folder depends on beside the file and its weights (compiled_folder)
         self.reads = model_inputs(seen, own)
 
-    def _load(self, path, weights, device, torch, nn):
+    def _load(self, path: str, weights: str | None, device: str, torch: ModuleType, nn: ModuleType) -> None:
         try:
             namespace = runpy.run_path(path, run_name="condbench_model_file")
         except (KeyboardInterrupt, MemoryError):
@@ -203,7 +242,7 @@ class ModelFile:
         self.module = module.eval().to(device)
         self.inputs = self._input_layout()  # what example_input() reads is read here, recorded with the rest
 
-    def _example(self, batch):
+    def _example(self, batch: int) -> list["torch.Tensor"]:
         """example_input(batch) as given, checked: a tuple of tensors of one kind (float or integer),
         each with the batch's rows in dimension 0."""
         import torch
@@ -227,7 +266,7 @@ class ModelFile:
                                 "them one kind (a mask as the ids' integers, or as the image's floats)")
         return [t.float() if t.is_floating_point() else t.long() for t in tensors]
 
-    def _input_layout(self):
+    def _input_layout(self) -> InputLayout:
         """The inputs' rows, kind and limits, from example_input(2); where there are several, the
         first stage made to take them packed (Unpacked). Token ids are checked against the limit of
         the embedding that reads them before anything runs."""
@@ -244,7 +283,7 @@ class ModelFile:
         if embeddings and not integer:
             raise ProtocolError(f"{self.path}: example_input(2): input 0 is {tensors[0].dtype}, but stages[0] reads "
                                 "an nn.Embedding: token ids are an integer tensor")
-        limits = []
+        limits: list[int | None] = []
         for i, t in enumerate(tensors):
             limit = declared[i] if declared is not None else None
             if limit is None and integer and i == 0 and embeddings:
@@ -255,7 +294,7 @@ class ModelFile:
             self.module.stages[0] = _unpacked_class()(self.module.stages[0], [t.shape[1:] for t in tensors])
         return {"integer": integer, "rows": [tuple(t.shape[1:]) for t in tensors], "declared": limits}
 
-    def _in_range(self, t, i, inputs, limit, where):
+    def _in_range(self, t: "torch.Tensor", i: int, inputs: int, limit: int | None, where: str) -> None:
         """Refuses a negative integer, or one at or past `limit`, in input i: an embedding would read
         outside its table."""
         if t.is_floating_point() or t.numel() == 0:
@@ -267,12 +306,15 @@ class ModelFile:
                                 f"[0, {limit if limit is not None else '...'})"
                                 + (" (the rows of the embedding that reads it)" if limit is not None else ""))
 
-    def limits(self, pool):
+    def limits(self, pool: "torch.Tensor | None") -> list[int | None]:
         """Each integer input's limit: declared (input_limits) or its embedding's rows, else one above
-        the largest value the example rows `pool` (packed) hold; every example value checked in range."""
+        the largest value the example rows `pool` (packed) hold; every example value checked in range.
+        Float inputs have none (`pool` None)."""
         if not self.inputs["integer"]:
             return [None] * len(self.inputs["rows"])
-        out, begin, inputs = [], 0, len(self.inputs["rows"])
+        pool = cast("torch.Tensor", pool)  # integer inputs: the caller gives their rows
+        out: list[int | None] = []
+        begin, inputs = 0, len(self.inputs["rows"])
         for i, (row, limit) in enumerate(zip(self.inputs["rows"], self.inputs["declared"])):
             values = pool.reshape(pool.shape[0], -1)[:, begin:begin + math.prod(row)]
             self._in_range(values, i, inputs, limit, f"example_input({pool.shape[0]})")
@@ -280,7 +322,7 @@ class ModelFile:
             begin += math.prod(row)
         return out
 
-    def pool(self):
+    def pool(self) -> "torch.Tensor":
         """POOL_ROWS example rows, packed, made under POOL_SEED: condbench's pool for an integer input."""
         import torch
 
@@ -289,11 +331,11 @@ class ModelFile:
             return self.input(POOL_ROWS).cpu().contiguous()
 
     @functools.cached_property
-    def state(self):
+    def state(self) -> str:
         """The digest of the module's weights (state_digest), as the folder compiled from it records."""
         return state_digest(self.module)
 
-    def call(self, part, function, *args):
+    def call(self, part: str, function: Callable[..., _T], *args: object) -> _T:
         try:
             return function(*args)
         except (KeyboardInterrupt, MemoryError):
@@ -301,7 +343,7 @@ class ModelFile:
         except Exception as e:
             raise ProtocolError(f"{self.path}: {part}: failed ({first_line(e)})") from None
 
-    def input(self, batch):
+    def input(self, batch: int) -> "torch.Tensor":
         """example_input(batch) as condbench carries it: one tensor [batch, ...], float32 or int64;
         several are packed into one [batch, values] row by row, in order (the first stage unpacks them)."""
         import torch
@@ -313,14 +355,14 @@ class ModelFile:
         x = tensors[0] if len(tensors) == 1 else torch.cat([t.reshape(batch, -1) for t in tensors], 1)
         return x.to(self.device)
 
-    def parts(self):
+    def parts(self) -> Iterator[tuple[str, "nn.Module"]]:
         """(name, module) in the order an inference reaches them: stage k, then exit k; the final head."""
         for k, stage in enumerate(self.module.stages):
             yield f"stages[{k}]", stage
             yield f"exits[{k}]", self.module.exits[k]
         yield "final", self.module.final
 
-    def trace(self, batch):
+    def trace(self, batch: int) -> tuple[list[Traced], int]:
         """Every part on example_input(batch), its output checked: [(name, module, input, output)].
         Each part runs twice: a forward that gives other values for the same input (randomness, a
         layer left in training mode) is named here, not later as a compile that disagrees with it."""
@@ -328,7 +370,8 @@ class ModelFile:
 
         from .rules import COMPILE_CHECK as tolerance
 
-        traced, h, classes = [], self.input(batch), None
+        traced: list[Traced] = []
+        h, classes = self.input(batch), None
         last_stage = None  # the stage whose output h is
         with torch.no_grad():
             for name, part in self.parts():
@@ -370,9 +413,9 @@ class ModelFile:
                 traced.append((name, part, h, out))
                 if is_stage:
                     h, last_stage = out, name
-        return traced, classes
+        return traced, cast(int, classes)  # set: the final head is always traced
 
-def early_exit_view(model_file, classes):
+def early_exit_view(model_file: ModelFile, classes: int) -> "ModelFileView":
     """The module as condbench's Python side sees a built-in family (condbench.model's view). The
     peer's variants and the whole-model packages (DeployedCond, DeployedMasked) run it unchanged."""
     from .model import ModelFileView
@@ -381,7 +424,7 @@ def early_exit_view(model_file, classes):
     return ModelFileView(model_file.module, classes, row_shape, model_file.custom_confidence).eval()
 
 
-def digest(path, weights, device):
+def digest(path: str, weights: str | None, device: str) -> str:
     """The folder's name: the real paths of the file and the weights and their bytes, the torch
     version, the device and the format. The real path is in it: the same bytes elsewhere (a copy of
     model.py in another experiment's folder, beside other modules it imports) are another folder."""
@@ -398,14 +441,14 @@ def digest(path, weights, device):
     return h.hexdigest()[:16]
 
 
-def changed_reads(m):
+def changed_reads(m: Mapping[str, Any]) -> list[str] | None:
     """The files a folder's manifest says the module read when it was compiled (its "reads": a module
     it imports, weights model() loads) that are not as they were then, or None where the manifest
     has no such list (one written before it was kept)."""
     reads = m.get("reads")
     if not isinstance(reads, list):
         return None
-    changed = []
+    changed: list[str] = []
     for entry in reads:
         try:
             if file_digest(entry["path"]) != entry["sha256"]:
@@ -415,7 +458,7 @@ def changed_reads(m):
     return changed
 
 
-def load_compiled(folder):
+def load_compiled(folder: str) -> tuple[ModelFile, "ModelFileView"]:
     """The module a compiled folder was made from, as the peer runs it: (ModelFile, its early-exit
     view). The file and the weights must be those the folder was compiled from (the digest)."""
     path = os.path.join(folder, "manifest.json")

@@ -27,24 +27,51 @@ import socket
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Sequence, TypedDict, cast
 
 import torch
 
 from . import decoder_peer, lockstep, names, results, workload
+from .deployed import WORKAROUND_DOC, Thresholds
 from .families import load_model
-from .variants import SUMMARIES, VARIANTS, WORKAROUND_DOC, cudagraph_skips, variants, workarounds
+from .variants import SUMMARIES, VARIANTS, VariantFn, cudagraph_skips, variants, workarounds
 from .rules import (LOCKSTEP_ALLOWANCE_CONTEXT, LOCKSTEP_CONTEXT, PEAK_MEMORY_CONTEXT, RESULT_SCHEMA, exit_fires,
                     peak_resident_memory, strategy_context_key)
+
+if TYPE_CHECKING:
+    from .model import EarlyExitModel
 
 SCHEMA = RESULT_SCHEMA  # kResultSchema of include/condbench/result_format.h, through rules.json
 
 
-def fail(message):
+class Case(TypedDict, total=False):
+    """One case the peer times (a variant on a scenario of a workload), as its loops read it. A
+    whole model's has fn, walk and thresholds; a decoder's (condbench.decoder_peer) times itself
+    (loop) and says its scenario's axis, from which the peer names it."""
+    fn: VariantFn
+    walk: list[torch.Tensor]  # condbench's rows at batch 1, in its order
+    thresholds: Thresholds
+    loop: Callable[..., float]  # a decoder's: loop(n), seconds of n generated tokens (a lambda binding its generator)
+    scenario_axis: tuple[str, str]  # a decoder's: its scenario as an axis of its name
+    variant: str  # a decoder's
+    sync: bool
+    host_syncs: Callable[[int], int]
+    blocks: int
+    name: str
+    exits: list[int]
+    iterations: int
+
+
+# A repetition of a case: (per-inference µs, round, sequence)
+Sample = tuple[float, int, int]
+
+
+def fail(message: str) -> NoReturn:
     print(f"peer: {message}", file=sys.stderr)
     sys.exit(2)
 
 
-def cpu_model():
+def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -55,7 +82,7 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
-def load_workloads(root):
+def load_workloads(root: str) -> list[workload.Workload]:
     """The exported models under `root` (condbench.workload), each checked: one line and exit 2 where not."""
     try:
         return workload.load(root)
@@ -63,7 +90,7 @@ def load_workloads(root):
         fail(str(e))
 
 
-def load_model_file(folder, device):
+def load_model_file(folder: str, device: str) -> "EarlyExitModel":
     """The user's module a model file's folder was compiled from (docs/your-model.md), as the variants
     run a built-in family: blocks, block(k, h), head(k), confidence(logits)."""
     from .model_source import ProtocolError, load_compiled
@@ -74,7 +101,8 @@ def load_model_file(folder, device):
     return view.to(device).eval()
 
 
-def disagreement_with_module(fn, ref, thresholds, device, sync, agreement):
+def disagreement_with_module(fn: VariantFn, ref: Mapping[str, torch.Tensor], thresholds: Thresholds, device: str,
+                             sync: bool, agreement: Mapping[str, float]) -> str | None:
     """A variant on a model file's reference rows (`ref`: the module's own forward, which
     model_file.py compile kept in reference.pt) with a scenario's thresholds: None when every row's
     exit id and logits are the module's, else the first row that differs. `agreement` is condbench's
@@ -98,7 +126,7 @@ def disagreement_with_module(fn, ref, thresholds, device, sync, agreement):
     return None
 
 
-def cudagraph_note(device, skips):
+def cudagraph_note(device: str, skips: int) -> str:
     """Whether cudagraph trees took a reduce-overhead variant's graphs, from Inductor's own count of
     the graphs it declined CUDA graphs for (counters["inductor"]["cudagraph_skips"]) over its compile
     and warm-up."""
@@ -109,21 +137,22 @@ def cudagraph_note(device, skips):
     return f"cudagraph trees skipped {skips} of its graphs (Inductor's cudagraph_skips; its log says why)"
 
 
-def test_twins():
+def test_twins() -> list[str]:
     """CONDBENCH_TEST_TWIN, as condbench reads it: the python/<variant> items name variants to run a
     second time as <variant>_twin (the same code under another name; docs/statistics.md)."""
     items = [i for i in os.environ.get("CONDBENCH_TEST_TWIN", "").split(",") if i]
     return [i.split("/", 1)[1] for i in items if i.startswith("python/")]
 
 
-def run_variant(fn, rows, thresholds, sync):
+def run_variant(fn: VariantFn, rows: torch.Tensor, thresholds: Thresholds,
+                sync: bool) -> tuple[torch.Tensor, "torch.Tensor | int"]:
     out = fn(rows, thresholds)
     if sync:
         torch.cuda.synchronize()
     return out
 
 
-def timed_loop(case, n):
+def timed_loop(case: Case, n: int) -> float:
     """Seconds for n inferences of a case, walking its rows in condbench's order (a decoder's case
     times itself: n generated tokens)."""
     if "loop" in case:
@@ -137,7 +166,7 @@ def timed_loop(case, n):
     return time.perf_counter() - start
 
 
-def iterations_for(case, min_time):
+def iterations_for(case: Case, min_time: float) -> int:
     """Like Google Benchmark: grow the count until a run lasts min_time."""
     n = 1
     while True:
@@ -153,14 +182,14 @@ class Rounds:
     does the same for its own cases). Per case: [(per-inference µs, round, sequence)], sequence
     counting every repetition of the run in the order they ran."""
 
-    def __init__(self, cases, rng, turns=None):
-        self.samples = {id(c): [] for c in cases}
+    def __init__(self, cases: Iterable[Case], rng: random.Random, turns: lockstep.Turns | None = None) -> None:
+        self.samples: dict[int, list[Sample]] = {id(c): [] for c in cases}
         self.rng = rng
         self.round = 0
         self.sequence = 0
         self.turns = turns  # in lockstep with condbench (condbench.lockstep): a turn a round
 
-    def run(self, cases, count):
+    def run(self, cases: Sequence[Case], count: int) -> None:
         for _ in range(count):
             if self.turns:
                 self.turns.wait()
@@ -173,7 +202,8 @@ class Rounds:
             self.round += 1
 
 
-def entry(name, rep, repetitions, iterations, sample, counters):
+def entry(name: str, rep: int, repetitions: int, iterations: int, sample: Sample,
+          counters: Mapping[str, float]) -> dict[str, object]:
     value_us, round_index, sequence = sample
     return {"name": name, "family_index": 0, "per_family_instance_index": 0, "run_name": name,
             "run_type": "iteration", "repetitions": repetitions, "repetition_index": rep, "threads": 1,
@@ -181,16 +211,17 @@ def entry(name, rep, repetitions, iterations, sample, counters):
             "round": round_index, "sequence": sequence, **counters}
 
 
-def median(values):
+def median(values: Iterable[float]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
 
 
-def aggregates(name, repetitions, times, counters):
+def aggregates(name: str, repetitions: int, times: Sequence[float],
+               counters: Mapping[str, float]) -> list[dict[str, object]]:
     mean = sum(times) / len(times)
     sd = (sum((t - mean) ** 2 for t in times) / (len(times) - 1)) ** 0.5 if len(times) > 1 else 0.0
-    out = []
+    out: list[dict[str, object]] = []
     for agg, value, unit in [("mean", mean, "time"), ("median", median(times), "time"), ("stddev", sd, "time"),
                              ("cv", sd / mean if mean else 0.0, "percentage")]:
         out.append({"name": f"{name}_{agg}", "family_index": 0, "per_family_instance_index": 0, "run_name": name,
@@ -200,7 +231,7 @@ def aggregates(name, repetitions, times, counters):
     return out
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workload", required=True, help="directory condbench --export-workload wrote")
     parser.add_argument("--out", required=True, help="Google Benchmark JSON to write")
@@ -238,8 +269,9 @@ def main():
     sync = args.device == "cuda"
     twins = test_twins()
 
-    cases, notes = [], []
-    graph_skips = {}  # reduce-overhead variants: the graphs Inductor declined CUDA graphs for
+    cases: list[Case] = []
+    notes: list[str] = []
+    graph_skips: dict[str, int] = {}  # reduce-overhead variants: the graphs Inductor declined CUDA graphs for
     for w in workloads:
         config = w.config
         if w.decodes:  # docs/design.md §8: one generated token an iteration
@@ -248,7 +280,7 @@ def main():
             for case in found:
                 case["sync"] = sync
                 case["name"] = names.build(["early_exit", args.device, "python", case["variant"]],
-                                           [case["name"], ("batch", 1), *w.name_axes])
+                                           [case["scenario_axis"], ("batch", 1), *w.name_axes])
                 case["iterations"] = iterations_for(case, args.min_time)
                 cases.append(case)
             continue
@@ -259,7 +291,8 @@ def main():
         runnable, skipped = variants(model, args.device, named=wanted_variants)
         fallbacks = workarounds(model, args.device) if w.model_file else {}
         reference = torch.load(os.path.join(w.model_file, "reference.pt")) if w.model_file else None
-        runnable += [(name + "_twin", *rest) for name, *rest in runnable if name in twins]
+        runnable += [(name + "_twin", fn, host_syncs, tensor_thresholds)
+                     for name, fn, host_syncs, tensor_thresholds in runnable if name in twins]
         notes += [f"{name}: skipped ({why})" for name, why in skipped if not wanted_variants or name in wanted_variants]
         for name, fn, host_syncs, tensor_thresholds in runnable:
             if wanted_variants and name not in wanted_variants:
@@ -273,7 +306,9 @@ def main():
                 thresholds = torch.tensor(values, device=args.device) if tensor_thresholds else list(values)
                 if w.model_file:  # correct before it is fast: checked against the module itself
                     try:
-                        why = disagreement_with_module(fn, reference, thresholds, args.device, sync, w.agreement)
+                        # a model file's: its reference, and its rule of agreement (workload.problem)
+                        why = disagreement_with_module(fn, cast(Mapping[str, torch.Tensor], reference), thresholds,
+                                                       args.device, sync, cast(Mapping[str, float], w.agreement))
                     except Exception as e:  # noqa: BLE001 -- the user's module under this variant (a compiler's bug)
                         why = f"fails on it: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
                     if why:
@@ -294,7 +329,8 @@ def main():
                 skips_before = cudagraph_skips()
                 case["exits"] = [int(run_variant(fn, row, thresholds, sync)[1]) for row in walk]
                 if name in VARIANTS and VARIANTS[name].cudagraph_trees and skips_before is not None:
-                    graph_skips[name] = graph_skips.get(name, 0) + cudagraph_skips() - skips_before
+                    # the counter was there before: it is now
+                    graph_skips[name] = graph_skips.get(name, 0) + cast(int, cudagraph_skips()) - skips_before
                 case["iterations"] = iterations_for(case, args.min_time)
                 cases.append(case)
 
@@ -322,7 +358,7 @@ def main():
 
 
 
-def check_output(path, inputs):
+def check_output(path: str, inputs: Sequence[tuple[str, str] | tuple[str, str, bool]]) -> None:
     """condbench's output policy (include/condbench/output_file.h) for the peer's --out, before
     anything runs: absent or a regular file (never a link, FIFO, device or socket), in a folder that
     exists, not one of the inputs, nor inside an input folder (a model file's compiled folder)."""
@@ -349,7 +385,7 @@ def check_output(path, inputs):
             fail(f"--out: '{path}' lies inside '{given}', the folder of {flag}, which the peer reads; write elsewhere")
 
 
-def model_file_inputs(folder):
+def model_file_inputs(folder: str) -> list[tuple[str, str] | tuple[str, str, bool]]:
     """What a model file's workload reads beyond its own files: its compiled folder (nothing may be
     written into it) and, as its manifest names them, the file, its weights and the files its module
     read while it loaded (a module it imports, weights model() loads)."""
@@ -367,15 +403,15 @@ def model_file_inputs(folder):
 class Document:
     """The run as Google Benchmark JSON: every repetition of every case, its aggregates, the context."""
 
-    def __init__(self, args, cases, rounds, twins):
+    def __init__(self, args: argparse.Namespace, cases: list[Case], rounds: Rounds, twins: list[str]) -> None:
         self.args, self.cases, self.rounds, self.twins = args, cases, rounds, twins
         self.turns_id = rounds.turns.id if rounds.turns else ""
         self.turns_allowance = rounds.turns.allowance if rounds.turns else ""
-        self.context = {}  # added by the answer budget
+        self.context: dict[str, str] = {}  # added by the answer budget
 
-    def build(self):
+    def build(self) -> results.ResultDoc:
         args, twins = self.args, self.twins
-        benchmarks = []
+        benchmarks: list[dict[str, object]] = []
         for case in self.cases:
             exits, iterations = case["exits"], case["iterations"]
             visited = [exits[i % len(exits)] for i in range(min(iterations, len(exits)))]
@@ -417,7 +453,7 @@ LOOKS_CONTEXT, BUDGET_CONTEXT = "condbench_answer_looks", "condbench_answer_budg
 NOTES_CONTEXT = "condbench_peer_notes"
 
 
-def spend_answer_budget(args, cases, rounds, document):
+def spend_answer_budget(args: argparse.Namespace, cases: list[Case], rounds: Rounds, document: Document) -> str:
     """condbench's answer budget (bench/answer_budget.cpp), for the peer's cases: at each look,
     condbench-report --undecided names the cases the answer still needs and how many rounds to run
     over them before the next look (their repetitions doubled); stop when none is left or the time is
@@ -427,7 +463,7 @@ def spend_answer_budget(args, cases, rounds, document):
     by_name = {case["name"]: case for case in cases}
     scratch = f"{args.out}.undecided.{os.getpid()}"
 
-    def look(spent=()):
+    def look(spent: tuple[object, ...] = ()) -> tuple[dict[str, Any], list[Case]] | None:
         """What condbench-report says is undecided (with `spent`, the tally ROUNDS, CELLS, SECONDS,
         LOOKS, UNDECIDED_AT_START, what the budget did in words); None when it cannot say (the rounds
         so far are kept)."""
@@ -438,7 +474,7 @@ def spend_answer_budget(args, cases, rounds, document):
                                    scratch], capture_output=True, text=True, timeout=600)
             if done.returncode != 0:
                 raise RuntimeError(done.stderr.strip() or f"exit {done.returncode}")
-            answer = json.loads(done.stdout)
+            answer: dict[str, Any] = json.loads(done.stdout)  # condbench-report's --undecided JSON
             return answer, [by_name[n] for n in answer["cells"] if n in by_name]
         except (OSError, ValueError, KeyError, RuntimeError, subprocess.TimeoutExpired) as e:
             print(f"peer: warning: --answer-budget: {args.report_tool} could not judge ({e}); "
@@ -453,7 +489,8 @@ def spend_answer_budget(args, cases, rounds, document):
         return document.context[BUDGET_CONTEXT]
     plan, chosen = first_look
     planned, undecided_at_start = plan["looks"], plan["undecided"]
-    undecided, looks, ran_rounds, again = undecided_at_start, 1, 0, set()
+    undecided, looks, ran_rounds = undecided_at_start, 1, 0
+    again: set[str] = set()
     out_of_time = False
     while chosen and looks < planned and not out_of_time:
         count = plan["rounds_before_next_look"][looks - 1]

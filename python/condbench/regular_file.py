@@ -4,6 +4,7 @@ require_regular_file (include/condbench/input_file.h) refuses it. Opening a FIFO
 for a writer that may never come; here it is opened without waiting and refused."""
 import os
 import stat
+from typing import IO, Any
 
 
 class NotRegularFile(OSError):
@@ -11,12 +12,12 @@ class NotRegularFile(OSError):
     an unreadable file handles this one alike."""
 
 
-def kind(mode):
+def kind(mode: int) -> str:
     return ("a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else
             "a socket" if stat.S_ISSOCK(mode) else "a device")
 
 
-def open_regular(path, mode="rb", **options):
+def open_regular(path: str, mode: str = "rb", **options: Any) -> IO[Any]:
     """open(path, mode) for reading, of a regular file only (a link to one is one): raises
     NotRegularFile for anything else without blocking on it, FileNotFoundError where it is absent."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -31,7 +32,7 @@ def open_regular(path, mode="rb", **options):
         raise
 
 
-def require_regular(path):
+def require_regular(path: str) -> None:
     """Raises NotRegularFile where `path` exists and is not a regular file (before torch.load, say,
     which opens it itself)."""
     try:

@@ -24,13 +24,18 @@ import json
 import os
 import re
 import sys
+from typing import Any, Iterable, Sequence
+
+# A result file as JSON gives it: its shape is C++'s (result_format.h), checked by read() as far as this
+# module reads it.
+ResultDoc = dict[str, Any]
 
 
 class ResultFileError(Exception):
     """One line: the file and what is wrong with it."""
 
 
-def read(path):
+def read(path: str) -> ResultDoc:
     """The result file at `path` as a dict: a JSON object whose context carries condbench_schema
     (condbench and the peer write it; condbench-report decides which schemas it reads) and whose
     benchmarks are a list of objects. Raises ResultFileError otherwise."""
@@ -51,7 +56,7 @@ def read(path):
     return doc
 
 
-def write(path, doc, compact=False):
+def write(path: str, doc: ResultDoc, compact: bool = False) -> None:
     """Writes `doc` to `path` whole or not at all (a temporary beside it, then renamed); compact:
     without spaces or line breaks, as committed results are kept (the same numbers: floats
     round-trip)."""
@@ -69,19 +74,19 @@ def write(path, doc, compact=False):
             os.unlink(temporary)
 
 
-def merge(parts):
+def merge(parts: Iterable[str]) -> ResultDoc:
     """One result document of several files of one run: the first file's context, every file's
     benchmarks in order."""
     docs = [read(p) for p in parts]
     return {"context": docs[0]["context"], "benchmarks": [b for d in docs for b in d["benchmarks"]]}
 
 
-def iterations(doc):
+def iterations(doc: ResultDoc) -> list[dict[str, Any]]:
     """The rows that are one repetition each (not Google Benchmark's aggregates)."""
     return [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
 
 
-def cases_without_gpu_us(doc):
+def cases_without_gpu_us(doc: ResultDoc) -> tuple[list[str], set[str]]:
     """(missing, cases): the CUDA cases that ran (an errored row is a case the strategy cannot run)
     and have no GPU time (gpu_us, or gpu_span_us for a strategy that waits on the host), and every
     CUDA case that ran. A CUDA case is one the context's
@@ -93,7 +98,7 @@ def cases_without_gpu_us(doc):
             {b["run_name"] for b in rows})
 
 
-def gtest_skips(log_text):
+def gtest_skips(log_text: str) -> tuple[list[str], list[str]]:
     """(skipped, undeclared): the tests a gtest log shows skipped, and those whose output named no
     "unsupported: " reason (gtest's JSON marks a skip but drops its message; the log keeps it
     between the test's RUN and SKIPPED lines)."""
@@ -101,7 +106,7 @@ def gtest_skips(log_text):
     return [name for name, _ in skipped], [name for name, said in skipped if "unsupported: " not in said]
 
 
-def main(argv):
+def main(argv: Sequence[str]) -> int:
     command, args = (argv[0], argv[1:]) if argv else ("", [])
     if command in ("-h", "--help"):
         print(__doc__.strip())

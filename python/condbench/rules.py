@@ -7,18 +7,25 @@ import json
 import math
 import operator
 import os
+from typing import TYPE_CHECKING, Any, Callable, Mapping, overload
+
+if TYPE_CHECKING:  # for annotations alone: see max_softmax
+    import torch
+    from torch import nn
 
 
-def _load():
+def _load() -> dict[str, Any]:
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules.json")
     with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        rules: dict[str, Any] = json.load(f)  # as C++ wrote it: its shape is C++'s (rules.h)
+    return rules
 
 
 RULES = _load()
 
 # "score > threshold": the comparison C++'s math::exit_fires makes, read off it.
-_COMPARISONS = {"score > threshold": operator.gt, "score >= threshold": operator.ge}
+_COMPARISONS: dict[str, Callable[[Any, Any], "torch.Tensor | bool"]] = {
+    "score > threshold": operator.gt, "score >= threshold": operator.ge}
 try:
     _fires = _COMPARISONS[RULES["exit_rule"]["fires_when"]]
 except KeyError as e:
@@ -28,14 +35,20 @@ if RULES["exit_rule"]["score"] != "max_softmax":
     raise ImportError(f"condbench/rules.json: unknown default score {RULES['exit_rule']['score']!r}")
 
 
-def max_softmax(logits):
+def max_softmax(logits: "torch.Tensor") -> "torch.Tensor":
     """The exit rule's default score of each row (docs/design.md §1): its largest softmax probability."""
     import torch  # here, not above: the package's readers of rules without torch (device_check) import this
 
     return torch.softmax(logits, dim=-1).amax(dim=-1)
 
 
-def exit_fires(score, threshold):
+@overload
+def exit_fires(score: float, threshold: float) -> bool: ...
+@overload
+def exit_fires(score: "torch.Tensor", threshold: "torch.Tensor | float") -> "torch.Tensor": ...
+
+
+def exit_fires(score: "torch.Tensor | float", threshold: "torch.Tensor | float") -> "torch.Tensor | bool":
     """The exit test (docs/design.md §1): whether an exit with this score leaves at this threshold.
     Tensors (a bool tensor, traceable by torch.compile and torch.export) or floats (a bool)."""
     return _fires(score, threshold)
@@ -61,7 +74,7 @@ if not set(_MUST).issuperset(r["must"] for relations in CONFIG_RELATIONS.values(
                       "from this checkout's C++")
 
 
-def broken_relation(family, sizes):
+def broken_relation(family: str, sizes: Mapping[str, Any]) -> str | None:
     """The first relation of the family's sizes (a dict of them) that does not hold, said as C++'s
     SizeRelation::violation says it (its statement, then the sizes), or None."""
     for r in CONFIG_RELATIONS.get(family, []):
@@ -75,7 +88,7 @@ def broken_relation(family, sizes):
 CONFIG_SIZES = RULES["config_sizes"]
 
 
-def broken_size(family, sizes):
+def broken_size(family: str, sizes: Mapping[str, Any]) -> str | None:
     """The first of the family's sizes (a dict of them; those it holds) outside 1..the most C++
     accepts, said as C++'s range check says it, or None."""
     for size in CONFIG_SIZES.get(family, []):
@@ -93,10 +106,12 @@ MEMORY_BUDGET = RULES["memory_budget"]
 RESULT_SCHEMA = RULES["context"]["schema"]
 
 
-def strategy_context_key(key, per_token=False):
+def strategy_context_key(key: str, per_token: bool = False) -> str:
     """The context key of a strategy's summary (C++'s strategy_context_key): "strategy:cpu/python/py_cond",
     a decoder's (one generated token an iteration) "strategy:cpu/python/py_cond per token"."""
-    return RULES["context"]["strategy"] + key + (RULES["context"]["token_strategy_suffix"] if per_token else "")
+    context_key: str = RULES["context"]["strategy"] + key + (
+        RULES["context"]["token_strategy_suffix"] if per_token else "")
+    return context_key
 
 
 # the context key under which a result file keeps its process's peak resident memory
@@ -107,7 +122,7 @@ LOCKSTEP_ALLOWANCE_CONTEXT = RULES["context"]["lockstep_allowance"]
 MAX_LOCKSTEP_ALLOWANCE = RULES["max_lockstep_allowance"]  # CONDBENCH_LOCKSTEP_ALLOWANCE: 1 to this
 
 
-def peak_resident_memory():
+def peak_resident_memory() -> str:
     """This process's peak resident memory so far (getrusage maxrss), in C++'s words for its own."""
     import resource
 
@@ -119,7 +134,7 @@ def peak_resident_memory():
     return f"{size:.3g} {units[unit]} ({kib} kB, getrusage maxrss)"
 
 
-def module_floats(build):
+def module_floats(build: Callable[[], "nn.Module"]) -> int:
     """The floats of the parameters and buffers the module build() makes, made on the meta device:
     what the weights of a model ask for, counted before any is allocated."""
     import torch
@@ -129,7 +144,7 @@ def module_floats(build):
     return sum(t.numel() for t in list(module.parameters()) + list(module.buffers()))
 
 
-def over_memory_budget(family, sizes, rows, weights):
+def over_memory_budget(family: str, sizes: Mapping[str, Any], rows: int, weights: int) -> str | None:
     """None where `rows` rows of the family's model (`sizes` by name, with num_classes and blocks where
     it has them) and its `weights` floats fit condbench's memory budget, C++'s terms applied (rows 0:
     the weights alone); else the refusal, one line: what it asks for and its largest part."""
@@ -148,7 +163,8 @@ def over_memory_budget(family, sizes, rows, weights):
             f"{floats * MEMORY_BUDGET['bytes_per_float'] / 2 ** 30:.3g} GiB")
 
 
-def logits_agree(logits, expected, relative_tolerance=AGREEMENT["relative_tolerance"]):
+def logits_agree(logits: "torch.Tensor", expected: "torch.Tensor",
+                 relative_tolerance: float = AGREEMENT["relative_tolerance"]) -> bool:
     """condbench's agreement of logits (C++'s results_agree, include/condbench/agreement.h): the same
     shape, and every logit within the tolerance times the larger of its expected value's magnitude
     and its row's largest. The package's one copy of that comparison, held to C++'s verdicts on the

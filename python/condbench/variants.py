@@ -8,12 +8,23 @@ tensor). Its exit test is condbench.rules' (C++'s, as data)."""
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Sequence, Tuple
 
 import torch
 from torch import nn
 
-from .deployed import COND_LAYOUT_WORKAROUND, WORKAROUND_DOC, ExportableCond, NestedCond, masked_forward, should_exit
+from .deployed import (COND_LAYOUT_WORKAROUND, WORKAROUND_DOC, ExportableCond, NestedCond, Thresholds, masked_forward,
+                       should_exit)
+
+if TYPE_CHECKING:
+    from .model import EarlyExitModel
+
+# A variant as the peer runs it: fn(one row, thresholds) -> (logits, exit id as an int or a 0-d tensor),
+# the thresholds a tensor or a list as its make says
+VariantFn = Callable[..., Tuple[torch.Tensor, "torch.Tensor | int"]]
+# What a whole model's Variant.make returns: (fn, host_syncs(exit id), thresholds as a tensor?)
+Made = Tuple[VariantFn, Callable[[int], int], bool]
 
 
 class EagerIf(nn.Module):
@@ -21,15 +32,15 @@ class EagerIf(nn.Module):
     torch.compile each read breaks the graph; with mode="reduce-overhead" cudagraph trees record one
     graph per path the tests take."""
 
-    def __init__(self, model):
+    def __init__(self, model: "EarlyExitModel") -> None:
         super().__init__()
         self.model = model
 
-    def host_syncs(self, exit_id):
+    def host_syncs(self, exit_id: int) -> int:
         return min(exit_id, self.model.blocks)
 
     @torch.no_grad()
-    def forward(self, x, thresholds):
+    def forward(self, x: torch.Tensor, thresholds: Thresholds) -> tuple[torch.Tensor, int]:
         m, h = self.model, x
         for k in range(m.blocks):
             h = m.block(k, h)
@@ -39,7 +50,7 @@ class EagerIf(nn.Module):
         return m.final(h), m.blocks + 1
 
 
-def allow_recompiles():
+def allow_recompiles() -> None:
     """Raise dynamo's recompile limit (8 per code object) to 256. A process of the peer runs one
     code object for many things: BlocksCompile's stages share one forward, and eager torch.cond
     traces every branch through one wrapper, each nested level and each variant one more entry.
@@ -52,11 +63,11 @@ def allow_recompiles():
 class Stage(nn.Module):
     """Block k and its exit head, and the exit test: one compiled unit of BlocksCompile."""
 
-    def __init__(self, model, k):
+    def __init__(self, model: "EarlyExitModel", k: int) -> None:
         super().__init__()
         self.model, self.k = model, k
 
-    def forward(self, h, threshold):
+    def forward(self, h: torch.Tensor, threshold: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         h = self.model.block(self.k, h)
         logits = self.model.head(self.k)(h)
         return h, logits, should_exit(logits, threshold, self.model.confidence)
@@ -66,17 +77,17 @@ class BlocksCompile:
     """What the answers to the question suggested: compile each block with its head and exit test
     (torch.compile), and branch on the host between them with a Python if."""
 
-    def __init__(self, model):
+    def __init__(self, model: "EarlyExitModel") -> None:
         self.model = model
         allow_recompiles()
         self.stages = [torch.compile(Stage(model, k)) for k in range(model.blocks)]
         self.final = torch.compile(model.final)
 
-    def host_syncs(self, exit_id):
+    def host_syncs(self, exit_id: int) -> int:
         return min(exit_id, self.model.blocks)
 
     @torch.no_grad()
-    def __call__(self, x, thresholds):
+    def __call__(self, x: torch.Tensor, thresholds: torch.Tensor) -> tuple[torch.Tensor, int]:
         h = x
         for k, stage in enumerate(self.stages):
             h, logits, fire = stage(h, thresholds[k])
@@ -90,7 +101,7 @@ class OrtIf:
     dynamo=True) and run by ONNX Runtime's Python API on one thread, its outputs bound once to
     buffers made here (IOBinding). ONNX Runtime evaluates each If's condition on the host."""
 
-    def __init__(self, model, onnxruntime, path):
+    def __init__(self, model: "EarlyExitModel", onnxruntime: ModuleType, path: str) -> None:
         import contextlib
         import copy
         import io
@@ -101,7 +112,9 @@ class OrtIf:
         example = (torch.zeros(1, *model.row_shape), torch.zeros(model.blocks))
         logging.getLogger("torch.onnx").setLevel(logging.ERROR)
         with contextlib.redirect_stdout(io.StringIO()):  # the exporter's progress lines
-            torch.onnx.export(ExportableCond(frozen).eval(), example, dynamo=True, verbose=False).save(path)
+            # dynamo=True returns the ONNXProgram; torch's signature says ONNXProgram | None for either exporter
+            torch.onnx.export(ExportableCond(frozen).eval(), example, dynamo=True,  # type: ignore[union-attr]
+                              verbose=False).save(path)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = options.inter_op_num_threads = 1
         self.session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
@@ -115,10 +128,10 @@ class OrtIf:
         self.binding.bind_ortvalue_output(outputs[1], self.exit_id)
         self.blocks = model.blocks
 
-    def host_syncs(self, exit_id):
+    def host_syncs(self, exit_id: int) -> int:
         return min(exit_id, self.blocks)
 
-    def __call__(self, x, thresholds):
+    def __call__(self, x: torch.Tensor, thresholds: torch.Tensor) -> tuple[torch.Tensor, int]:
         self.binding.bind_cpu_input(self.inputs[0], x.numpy())
         self.binding.bind_cpu_input(self.inputs[1], thresholds.numpy())
         self.session.run_with_iobinding(self.binding)
@@ -128,15 +141,15 @@ class OrtIf:
 class Masked(nn.Module):
     """Every block and head, rows' results picked with torch.where: no host read."""
 
-    def __init__(self, model):
+    def __init__(self, model: "EarlyExitModel") -> None:
         super().__init__()
         self.model = model
 
-    def host_syncs(self, exit_id):
+    def host_syncs(self, exit_id: int) -> int:
         return 0
 
     @torch.no_grad()
-    def forward(self, x, thresholds):
+    def forward(self, x: torch.Tensor, thresholds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits, exit_id = masked_forward(self.model, x, thresholds)
         return logits, exit_id.reshape(())
 
@@ -167,11 +180,11 @@ class Variant:
     host_decides: bool = False
 
 
-def _as_is(module, tensor_thresholds=True):
+def _as_is(module: EagerIf | NestedCond | Masked | BlocksCompile | OrtIf, tensor_thresholds: bool = True) -> Made:
     return module, module.host_syncs, tensor_thresholds
 
 
-def _ort_if(model, device):
+def _ort_if(model: "EarlyExitModel", device: str) -> Made:
     try:
         import onnxruntime
     except ImportError:
@@ -188,7 +201,7 @@ def _ort_if(model, device):
     return _as_is(ort_if)
 
 
-def _cond_cudagraph(model, device):
+def _cond_cudagraph(model: "EarlyExitModel", device: str) -> Made:
     if device != "cuda":
         raise Unavailable("CUDA only")
     if tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 12):
@@ -196,13 +209,13 @@ def _cond_cudagraph(model, device):
     return CudaGraphed(NestedCond(model)), lambda exit_id: 0, True
 
 
-def _masked_cudagraph(model, device):
+def _masked_cudagraph(model: "EarlyExitModel", device: str) -> Made:
     if device != "cuda":
         raise Unavailable("CUDA only")
     return CudaGraphed(Masked(model)), lambda exit_id: 0, True
 
 
-def _compiled(module, **options):
+def _compiled(module: NestedCond | Masked | EagerIf, **options: Any) -> Made:
     return torch.compile(module, **options), module.host_syncs, True
 
 
@@ -211,7 +224,7 @@ def _compiled(module, **options):
 REDUCE_OVERHEAD = "reduce-overhead"
 
 
-def cudagraph_skips():
+def cudagraph_skips() -> int | None:
     """How many times Inductor declined CUDA graphs so far in this process (torch's own counter,
     counters["inductor"]["cudagraph_skips"], bumped with each reason it logs): None where this torch
     keeps no such counter."""
@@ -257,18 +270,22 @@ VARIANTS = {
         cudagraph_trees=True),
 }
 SUMMARIES = {name: v.summary for name, v in VARIANTS.items()}
+# A variant that runs here: (name, fn, host_syncs(exit id), thresholds as a tensor?)
+Runnable = Tuple[str, VariantFn, Callable[[int], int], bool]
 
 
-def workarounds(model, device):
+def workarounds(model: "EarlyExitModel", device: str) -> dict[str, Runnable]:
     """{variant: (its workaround's name, callable, host_syncs, thresholds as tensor?)}: what the peer runs
     in a variant's place where the variant as written disagrees with a model file's module."""
     return {v.instead_of: (name, *v.make(model, device)) for name, v in VARIANTS.items() if v.instead_of}
 
 
-def variants(model, device, named=()):
+def variants(model: "EarlyExitModel", device: str,
+             named: Sequence[str] = ()) -> tuple[list[Runnable], list[tuple[str, str]]]:
     """(name, callable, host_syncs(exit_id), thresholds as tensor?) for every variant that runs here
     (those `named`, else the device's defaults); and (name, reason) for those that cannot."""
-    runnable, skipped = [], []
+    runnable: list[Runnable] = []
+    skipped: list[tuple[str, str]] = []
     for name, variant in VARIANTS.items():
         if variant.instead_of or (named and name not in named) or (not named and device not in variant.default_devices):
             continue
@@ -284,14 +301,18 @@ class CudaGraphed:
     torch.compile (torch.cond's since PyTorch 2.12 as conditional IF nodes): the input is copied
     into the captured input and the graph replayed."""
 
-    def __init__(self, module):
-        self.module, self.graph, self.static = module, None, None
+    graph: "torch.cuda.CUDAGraph | None"
+    static: "tuple[torch.Tensor, torch.Tensor]"  # the captured input, once captured
+    out: "tuple[torch.Tensor, torch.Tensor]"  # the captured output
+
+    def __init__(self, module: NestedCond | Masked) -> None:
+        self.module, self.graph = module, None
 
     @torch.no_grad()
-    def __call__(self, x, thresholds):
+    def __call__(self, x: torch.Tensor, thresholds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if self.graph is None:
             self.static = (x.clone(), thresholds.clone())
-            side = torch.cuda.Stream()
+            side = torch.cuda.Stream()  # type: ignore[no-untyped-call]  # torch's Stream has no types
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
                 for _ in range(3):
