@@ -154,13 +154,7 @@ struct StrategyInfo : StrategyEntry {
   template <typename Type>
   static std::unique_ptr<const StrategyEntry> describe(const char* name, Engine engine, Device device,
                                                        const char* summary) {
-    auto info = std::make_unique<StrategyInfo>();
-    info->name = name;
-    info->engine = engine;
-    info->device = device;
-    info->summary = summary;
-    info->make = [device] { return std::make_unique<Type>(device); };
-    info->supports = &Type::supports;
+    auto info = new_entry<StrategyInfo, Type>(name, engine, device, summary);
     info->host_decides = Type::kHostDecides;
     info->single_launch = Type::kSingleLaunch;
     info->skips_blocks_on_device = Type::kSkipsBlocksOnDevice;

@@ -72,6 +72,20 @@ class StrategyRegistry {
   std::vector<std::unique_ptr<const StrategyEntry>> entries_;
 };
 
+// An entry of kind Info for the strategy Type, with what every kind holds alike: what the macro
+// passes, Type's maker and its supports(). Each kind's describe() adds its declarations.
+template <typename Info, typename Type>
+std::unique_ptr<Info> new_entry(const char* name, Engine engine, Device device, const char* summary) {
+  auto info = std::make_unique<Info>();
+  info->name = name;
+  info->engine = engine;
+  info->device = device;
+  info->summary = summary;
+  info->make = [device] { return std::make_unique<Type>(device); };
+  info->supports = &Type::supports;
+  return info;
+}
+
 // What CONDBENCH_REGISTER_STRATEGY calls: the entry Type's base describes (Type::Info::describe).
 template <typename Type>
 bool register_strategy(const char* name, Engine engine, Device device, const char* summary) {

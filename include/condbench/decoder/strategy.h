@@ -142,13 +142,7 @@ struct DecoderStrategyInfo : StrategyEntry {
   template <typename Type>
   static std::unique_ptr<const StrategyEntry> describe(const char* name, Engine engine, Device device,
                                                        const char* summary) {
-    auto info = std::make_unique<DecoderStrategyInfo>();
-    info->name = name;
-    info->engine = engine;
-    info->device = device;
-    info->summary = summary;
-    info->make = [device] { return std::make_unique<Type>(device); };
-    info->supports = &Type::supports;
+    auto info = new_entry<DecoderStrategyInfo, Type>(name, engine, device, summary);
     info->host_decides = Type::kHostDecides;
     info->computes_every_row = Type::kComputesEveryRow;
     info->skips_when_all_left = Type::kSkipsOnDeviceWhenAllLeft;
