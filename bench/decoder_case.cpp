@@ -256,8 +256,7 @@ void register_decoder_cases(const std::vector<DecoderCase>& cases) {
     TimedCase timed;
     timed.name = c.name();
     timed.device = c.strategy->device;
-    timed.strategy_path =
-        std::string(to_string(c.strategy->device)) + "/" + to_string(c.strategy->engine) + "/" + c.strategy->name;
+    timed.strategy_path = c.strategy->key();
     timed.why_skipped = [c]() -> Unsupported {
       if (const Unsupported why = cli::device_unavailable(c.strategy->device)) return why;
       return c.strategy->supports(c.config, c.strategy->device, c.batch);

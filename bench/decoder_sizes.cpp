@@ -55,6 +55,11 @@ std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes,
       for (const int64_t value : values) each.push_back(c.set(axis.key, static_cast<int>(value)));
     configs = std::move(each);
   }
+  // --full's second model made the first by the flags (--d-model=768 --heads=12 ...) is one model
+  std::vector<DecoderConfig> distinct;
+  for (const DecoderConfig& c : configs)
+    if (std::find(distinct.begin(), distinct.end(), c) == distinct.end()) distinct.push_back(c);
+  configs = std::move(distinct);
   for (const DecoderConfig& c : configs) {
     try {
       c.validate();

@@ -36,7 +36,8 @@ constexpr FlagSpec kFlags[] = {
     {"--batch", "N[,N...]", "rows per inference (default: the family's; see its sizes below)", true},
     {"--model", "FAMILY[,...]", "model families and the decoder (default: all; docs/models.md)", true},
     {"--decoder", "SIZE=N[,...]",
-     "the decoder's sizes as one flag, the old spelling of its size flags below (kept until 0.2)", true},
+     "the decoder's sizes as one flag: the old spelling of its size flags below (until 0.2; condbench-infer's only)",
+     true},
     {"--blocks", "N[,N...]", "the model's depth: blocks, or layers (default: the family's)", true},
     {"--weights", "FILE", "a PyTorch state_dict (torch.save); family and sizes come from it (default: seeded weights)",
      true},
@@ -350,7 +351,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     model_file = ModelSelection{read->config, {}};
     model_file->batches = given("--batch") ? cli::parse_batches(flags.at("--batch"))
                                            : model_file->config.family->runs_batches(options.full);
-    bool others = given("--model") || given("--weights");
+    bool others = given("--model") || given("--weights") || given("--decoder");
     for (const std::string& flag : size_flags()) others |= given(flag);
     if (given("--blocks") && !others) fail("--blocks: a model file's depth is its module's stages; drop --blocks");
     model_file_alone = !others;
@@ -369,6 +370,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
                                [&](const FamilyAxis& axis) { return axis.flag() == flag; });
           }))
         fail("--weights: " + flag + " sets the decoder, which --weights does not run; drop one");
+    if (given("--decoder")) fail("--weights: --decoder sets the decoder, which --weights does not run; drop one");
     for (const ModelFamily* family : model_families())
       for (const FamilyAxis& axis : family->axes()) {
         if (!given(axis.flag())) continue;
@@ -389,8 +391,8 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     m.batches = given("--batch") ? cli::parse_batches(flags.at("--batch")) : m.config.family->runs_batches(false);
     options.models = {m};
   } else {
-    // Without --model, a family's own sizes select it alone (--hidden: the mlp; --d-model, --heads,
-    // --ffn, --seq: the transformer), so a command line of the mlp runs what it always ran.
+    // Without --model, a size's flag selects the families that have it (--hidden: the mlp alone), so
+    // a command line of the mlp runs what it always ran.
     std::vector<const ModelFamily*> families;
     bool decoder = false;
     if (given("--model")) {
@@ -417,6 +419,10 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
         decoder = true;
       }
     }
+    // --blocks is a family's depth: with none selected (the decoder's is --layers and --exit-every,
+    // a model file's its stages) it would be dropped in silence
+    if (given("--blocks") && families.empty())
+      fail("--blocks: sets a family's depth, and none is selected (the decoder's is --layers and --exit-every)");
     options.models = select_models(flags, options.full, families, decoder);
     if (decoder) {
       options.decoders = decoder_configs(options.full, given("--decoder") ? flags.at("--decoder") : "", flags);

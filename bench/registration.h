@@ -37,7 +37,7 @@ std::vector<BenchmarkCase> select_cases(const RunnerOptions& options);
 
 void register_cases(const std::vector<BenchmarkCase>& cases);
 
-// The decoder cases the options select (none without --model=decoder).
+// The decoder cases the options select (none where no flag selects the decoder).
 std::vector<DecoderCase> select_decoder_cases(const RunnerOptions& options);
 
 // --list: every registered strategy (device/engine/name) with what it declares, then, for the

@@ -28,7 +28,8 @@ struct RunnerOptions {
   // Default: every family's sweep (ModelFamily's runs: the mlp at hidden 64 and 1024, 3 blocks,
   // batch 1 and 64; the transformer at its default sizes, 6 layers, batch 1 and 8).
   std::vector<ModelSelection> models;
-  // --model=decoder: the decoder models (decoder_case.h) and their batches; empty: none.
+  // The decoder models (decoder_case.h) and their batches: the default suite's, --model=decoder's or
+  // its size flags'; empty: none.
   std::vector<DecoderConfig> decoders;
   std::vector<int64_t> decoder_batches;
   std::string weights;

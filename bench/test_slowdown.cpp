@@ -64,7 +64,8 @@ std::string register_test_twins() {
     const StrategyInfo* original = nullptr;
     for (const StrategyInfo& info : registry.of<StrategyInfo>())
       if (info.key() == item) original = &info;
-    if (!original) fail("CONDBENCH_TEST_TWIN: '" + item + "' is not a registered device/engine/strategy");
+    if (!original)
+      fail("CONDBENCH_TEST_TWIN: '" + item + "' is not a registered device/engine/strategy of a family's inference");
     StrategyInfo twin = *original;
     twin.name += "_twin";
     twin.summary = "the same code as " + original->name + ", registered twice (CONDBENCH_TEST_TWIN)";

@@ -294,12 +294,17 @@ class BadFlags(unittest.TestCase):
             "early_exit/cpu/torch/eager_host/exit:1/batch:1/model:transformer/d_model:24/heads:2/ffn:40/seq:32/blocks:6",
             decoder.format(4)])
         self.assertTrue(all("model:decoder/vocab:3/" in n for n in names("--vocab=3")))
+        # --full's GPT-2-shaped decoder, made by the flags, is the one model it is, once
+        gpt2 = ["--full", "--model=decoder", "--d-model=768", "--heads=12", "--layers=12", "--ffn=3072", "--exit-every=3"]
+        self.assertEqual(len(names(*gpt2)), 1)
         for args, message in [(["--model=mlp", "--vocab=3"], "--vocab: sets the decoder; --model does not select it"),
                               (["--model=mlp", "--d-model=64"],
                                "--d-model: sets the transformer and the decoder; --model does not select them"),
                               (["--d-model=24", "--decoder=d_model=32"], "--d-model: --decoder=d_model gives it too"),
                               (["--model=decoder", "--heads=3"], "the decoder: heads must divide d_model"),
-                              (["--weights=w.pt", "--vocab=3"], "--weights: --vocab sets the decoder")]:
+                              (["--weights=w.pt", "--vocab=3"], "--weights: --vocab sets the decoder"),
+                              (["--weights=w.pt", "--decoder=vocab=3"], "--weights: --decoder sets the decoder"),
+                              (["--vocab=8", "--blocks=3"], "--blocks: sets a family's depth, and none is selected")]:
             with self.subTest(args=args):
                 self.assert_rejected(CONDBENCH, args, message)
         listed = run(CONDBENCH, "--help").stdout
@@ -475,7 +480,8 @@ class MachineChecks(unittest.TestCase):
         result = self.condbench(self.quiet, "--list", CONDBENCH_TEST_TWIN="cpu/native/nothing")
         self.assertEqual(result.returncode, 2)
         self.assertEqual(result.stderr.strip(),
-                         "condbench: CONDBENCH_TEST_TWIN: 'cpu/native/nothing' is not a registered device/engine/strategy")
+                         "condbench: CONDBENCH_TEST_TWIN: 'cpu/native/nothing' is not a registered device/engine/strategy "
+                         "of a family's inference")
 
 
 class BusyMachine(unittest.TestCase):

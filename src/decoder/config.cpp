@@ -33,7 +33,7 @@ int DecoderConfig::*field(std::string_view key) {
   fail("the decoder has no size '" + std::string(key) + "'");
 }
 
-FamilyAxis axis(const char* key, const char* help, int max, bool from_weights, bool per_sequence = false) {
+FamilyAxis axis(const char* key, const char* help, int max, bool from_weights, bool per_sequence) {
   FamilyAxis a{key, help, DecoderConfig{}.*field(key), max};
   a.from_weights = from_weights;
   a.per_sequence = per_sequence;
@@ -52,15 +52,15 @@ const std::vector<FamilyAxis>& decoder_axes() {
   // The limits keep a typo from allocating tens of gigabytes (the caches are batch x layers x
   // context x d_model floats), as every family's axes do.
   static const std::vector<FamilyAxis> axes = {
-      axis("vocab", "vocabulary: token ids 0..vocab-1", 1 << 18, true),
-      axis("d_model", "width", 1 << 14, true),
-      axis("heads", "attention heads (divide d_model)", 1024, false),
-      axis("layers", "transformer layers", 256, true),
-      axis("ffn", "MLP width", 1 << 16, true),
-      axis("context", "positions the cache holds", 1 << 14, true),
-      axis("exit_every", "an exit after every N-th layer", 256, false),
-      axis("prompt", "prompt tokens per row", 1 << 14, false, /*per_sequence=*/true),
-      axis("generate", "generated tokens per sequence", 1 << 14, false, /*per_sequence=*/true),
+      axis("vocab", "vocabulary: token ids 0..vocab-1", 1 << 18, /*from_weights=*/true, /*per_sequence=*/false),
+      axis("d_model", "width", 1 << 14, /*from_weights=*/true, /*per_sequence=*/false),
+      axis("heads", "attention heads (divide d_model)", 1024, /*from_weights=*/false, /*per_sequence=*/false),
+      axis("layers", "transformer layers", 256, /*from_weights=*/true, /*per_sequence=*/false),
+      axis("ffn", "MLP width", 1 << 16, /*from_weights=*/true, /*per_sequence=*/false),
+      axis("context", "positions the cache holds", 1 << 14, /*from_weights=*/true, /*per_sequence=*/false),
+      axis("exit_every", "an exit after every N-th layer", 256, /*from_weights=*/false, /*per_sequence=*/false),
+      axis("prompt", "prompt tokens per row", 1 << 14, /*from_weights=*/false, /*per_sequence=*/true),
+      axis("generate", "generated tokens per sequence", 1 << 14, /*from_weights=*/false, /*per_sequence=*/true),
   };
   return axes;
 }
