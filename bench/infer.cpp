@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "condbench/agreement.h"
+#include "condbench/decoder/config.h"
 #include "condbench/error.h"
 #include "condbench/model_file.h"
 #include "condbench/torch_device.h"
@@ -43,20 +44,25 @@ void print_usage(std::ostream& out) {
          "                        | --model-file=FILE.py|DIR [--model-weights=FILE] [--compile-timeout=SECONDS]]\n"
          "                       [--input=FILE | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
          "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
-         "       condbench-infer --model=decoder [--weights=FILE | --seed=N] [--decoder=SIZE=N,...]\n"
+         "       condbench-infer --model=decoder [--weights=FILE | --seed=N] [--SIZE=N ...]\n"
          "                       [--prompt=FILE | --batch=N --prompt-seed=N] [--generate=N] --thresholds=T1,...\n"
          "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
          "  the family (default "
       << model_families().front()->name()
       << ") and its sizes, --SIZE=N each; with --weights the family comes from the keys and only the\n"
          "  sizes marked * are given (the file cannot say them); those marked < can come from --input's shape:\n";
-  for (const ModelFamily* family : model_families()) {
-    out << "    " << family->name() << ":";
-    for (const FamilyAxis& axis : family->axes())
-      out << " " << axis.flag() << (axis.from_weights ? "" : "*") << (axis.input_dim >= 0 ? "<" : "") << " ("
-          << axis.help << ", default " << axis.fallback << ")";
+  const auto sizes = [&out](const std::string& name, const std::vector<FamilyAxis>& axes) {
+    out << "    " << name << ":";
+    for (const FamilyAxis& axis : axes)
+      if (!axis.per_sequence)
+        out << " " << axis.flag() << (axis.from_weights ? "" : "*") << (axis.input_dim >= 0 ? "<" : "") << " ("
+            << axis.help << ", default " << axis.fallback << ")";
     out << "\n";
-  }
+  };
+  for (const ModelFamily* family : model_families()) sizes(family->name(), family->axes());
+  sizes(kDecoderFamily, decoder_axes());
+  out << "  the decoder's sizes may also be --decoder=SIZE=N,..., the old spelling; its prompt's length is\n"
+         "  --prompt's (a file), or --decoder=prompt=N for seeded prompts\n";
   out << "  --model-file: your model (docs/your-model.md): its Python file, compiled by "
          "python/condbench/model_file.py\n"
          "  for the device (cached; --model-weights: a state_dict for it), or the folder that made; each strategy\n"

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
@@ -31,20 +32,33 @@ struct DecoderOptions {
   std::vector<std::string> strategies;
 };
 
+// The model's sizes as flags, --vocab=N as in condbench (one value each here), but for what a
+// sequence is: --prompt is a file here, whose rows give the prompt's length, and --generate a flag of
+// its own below.
+bool infer_size(const FamilyAxis& axis) { return !axis.per_sequence; }
+
 DecoderOptions parse(int argc, char** argv) {
-  const auto flags = cli::take_flags(argc, argv,
-                                     {"--model", "--weights", "--seed", "--decoder", "--prompt", "--batch",
-                                      "--prompt-seed", "--generate", "--thresholds", "--device", "--strategy"},
-                                     {});
+  std::vector<std::string> names = {"--model",       "--weights",  "--seed",       "--decoder", "--prompt",  "--batch",
+                                    "--prompt-seed", "--generate", "--thresholds", "--device",  "--strategy"};
+  for (const FamilyAxis& axis : decoder_axes())
+    if (infer_size(axis)) names.push_back(axis.flag());
+  const auto flags = cli::take_flags(argc, argv, names, {});
   if (argc > 1) fail(std::string("unknown argument '") + printable(argv[1]) + "' (--help lists the flags)");
   auto given = [&](const std::string& name) { return flags.count(name) > 0; };
   DecoderOptions options;
-  // Sizes the weights cannot say (heads, exit_every), or every size with seeded weights.
+  // Sizes the weights cannot say (heads, exit_every), or every size with seeded weights; each by the
+  // flag that gave it ("--decoder: vocab", the old spelling, or "--vocab"), for the refusals below.
   DecoderConfig config;
-  const std::vector<std::string> set = apply_decoder_sizes(given("--decoder") ? flags.at("--decoder") : "", config);
-  const auto set_by_decoder = [&](const std::string& key) {
-    return std::find(set.begin(), set.end(), key) != set.end();
-  };
+  std::map<std::string, std::string> set;
+  for (const std::string& key : apply_decoder_sizes(given("--decoder") ? flags.at("--decoder") : "", config))
+    set[key] = "--decoder: " + key;
+  for (const FamilyAxis& axis : decoder_axes()) {
+    if (!infer_size(axis) || !given(axis.flag())) continue;
+    if (set.count(axis.key)) fail(axis.flag() + ": --decoder=" + axis.key + " gives it too; drop one");
+    config.set(axis.key, static_cast<int>(cli::parse_int(axis.flag(), flags.at(axis.flag()), 1, axis.max)));
+    set[axis.key] = axis.flag();
+  }
+  const auto set_by_decoder = [&](const std::string& key) { return set.count(key) > 0; };
   // Two flags for one size: neither may be dropped in silence.
   if (given("--prompt") && set_by_decoder("prompt"))
     fail("--decoder: prompt: --prompt gives the prompt's tokens per row; drop one");
@@ -53,7 +67,7 @@ DecoderOptions parse(int argc, char** argv) {
     if (given("--seed")) fail("--seed: not with --weights (the file gives the weights)");
     for (const FamilyAxis& axis : decoder_axes())
       if (axis.from_weights && set_by_decoder(axis.key))
-        fail("--decoder: " + axis.key + ": the weights give it (--weights); drop it");
+        fail(set.at(axis.key) + ": the weights give it (--weights); drop it");
     DecoderConfig sizes = config;
     sizes.prompt = sizes.generate = 1;  // the run's lengths are checked below, against the flags that give them
     options.model = load_decoder_file(flags.at("--weights"), sizes);
@@ -65,7 +79,7 @@ DecoderOptions parse(int argc, char** argv) {
     try {
       sizes.validate();
     } catch (const Error& e) {
-      fail(std::string("--decoder: ") + e.what());
+      fail(std::string(given("--decoder") ? "--decoder: " : "the decoder: ") + e.what());
     }
   }
   int64_t rows = 4;

@@ -43,7 +43,7 @@ class AgainstTheModule(unittest.TestCase):
         cls.dir.cleanup()
 
     def infer(self, *extra, prompt=None):
-        return run(INFER, "--model=decoder", "--weights=" + self.weights, f"--decoder=heads={HEADS},exit_every={EXIT_EVERY}",
+        return run(INFER, "--model=decoder", "--weights=" + self.weights, f"--heads={HEADS}", f"--exit-every={EXIT_EVERY}",
                    "--prompt=" + (prompt or self.prompt_file), f"--generate={STEPS}", "--device=cpu", *extra)
 
     def thresholds_between(self):

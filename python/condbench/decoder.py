@@ -183,7 +183,7 @@ def main() -> None:
     # checked here against the others, so that what is saved is a decoder condbench runs
     for size in ("heads", "exit_every"):
         save.add_argument("--" + size.replace("_", "-"), dest=size, type=int, default=defaults[size],
-                          help=f"checked, not saved (default {defaults[size]}; condbench-infer --decoder={size}=N)")
+                          help=f"checked, not saved (default {defaults[size]}; condbench-infer --{size.replace('_', '-')}=N)")
     args = parser.parse_args()
     sizes = {k: v for k, v in vars(args).items() if k in defaults}
     # C++'s limits and relations (rules.json), then its memory budget, before anything is made
