@@ -6,15 +6,15 @@
 
 namespace condbench {
 
-void TorchStrategy::finish() {
+void finish_torch_stream([[maybe_unused]] Device device) {
 #if CONDBENCH_CUDA
-  if (device() == Device::cuda) torch_cuda::synchronize_current_stream();
+  if (device == Device::cuda) torch_cuda::synchronize_current_stream();
 #endif
 }
 
-std::optional<void*> TorchStrategy::cuda_stream() const {
+std::optional<void*> torch_stream([[maybe_unused]] Device device) {
 #if CONDBENCH_CUDA
-  if (device() == Device::cuda) return torch_cuda::current_stream();
+  if (device == Device::cuda) return torch_cuda::current_stream();
 #endif
   return std::nullopt;
 }
