@@ -14,23 +14,7 @@ void EagerHost::prepare(const EarlyExitModel& model, int64_t batch) {
   exit_id_ = at::empty({batch}, on_device.dtype(at::kInt));
   logits_ = at::empty({batch, layers_->config().num_classes}, on_device.dtype(at::kFloat));
   output() = {exit_id_, logits_};
-#if CONDBENCH_CUDA
-  if (read_back_ == ReadBack::pinned_event) {
-    pinned_ = at::empty({batch}, at::TensorOptions().dtype(at::kBool).pinned_memory(true));
-    readback_ = std::make_unique<torch_cuda::PinnedReadback>();
-  }
-#endif
-}
-
-at::Tensor EagerHost::read_decision(const at::Tensor& fire, [[maybe_unused]] int64_t active) {
-#if CONDBENCH_CUDA
-  if (read_back_ == ReadBack::pinned_event) {
-    at::Tensor landing = pinned_.narrow(0, 0, active);
-    readback_->read(fire, landing);
-    return landing;
-  }
-#endif
-  return fire.to(at::kCPU);  // on CUDA: a device->host copy that waits for the stream
+  reader_.prepare(batch);
 }
 
 const ExitOutput& EagerHost::do_run(const at::Tensor& input, const std::vector<float>& thresholds) {
@@ -52,7 +36,7 @@ const ExitOutput& EagerHost::do_run(const at::Tensor& input, const std::vector<f
     record().bytes_read += block_bytes(config, k) + head_bytes(config, k);
 
     // The host decision: one device->host read of the exit test.
-    const at::Tensor fire_host = read_decision(fire, active);
+    const at::Tensor fire_host = reader_.read(fire, active);
     ++record().host_syncs;
     record().bytes_read_back += static_cast<double>(active);  // one bool per active row
     const bool* fires = fire_host.data_ptr<bool>();

@@ -12,27 +12,11 @@ void DecodeEagerHost::do_prepare(const DecoderModel& model, int64_t batch) {
   const auto on_device = at::TensorOptions().device(torch_device(device()));
   output_ = {at::empty({batch}, on_device.dtype(at::kLong)), at::empty({batch}, on_device.dtype(at::kInt)),
              at::empty({batch, model.config.vocab}, on_device.dtype(at::kFloat))};
-#if CONDBENCH_CUDA
-  if (read_back_ == ReadBack::pinned_event) {
-    pinned_ = at::empty({batch}, at::TensorOptions().dtype(at::kBool).pinned_memory(true));
-    readback_ = std::make_unique<torch_cuda::PinnedReadback>();
-  }
-#endif
+  reader_.prepare(batch);
 }
 
 void DecodeEagerHost::do_start(const at::Tensor& prompt) {
   decoder_->prefill(prompt.narrow(1, 0, prompt.size(1) - 1), cache_);
-}
-
-at::Tensor DecodeEagerHost::read_decision(const at::Tensor& fire, [[maybe_unused]] int64_t running) {
-#if CONDBENCH_CUDA
-  if (read_back_ == ReadBack::pinned_event) {
-    at::Tensor landing = pinned_.narrow(0, 0, running);
-    readback_->read(fire, landing);
-    return landing;
-  }
-#endif
-  return fire.to(at::kCPU);  // on CUDA: a device->host copy that waits for the stream
 }
 
 const DecodeOutput& DecodeEagerHost::do_step(const at::Tensor& input, const std::vector<float>& thresholds,
@@ -68,7 +52,7 @@ const DecodeOutput& DecodeEagerHost::do_step(const at::Tensor& input, const std:
     const at::Tensor logits = decoder_->logits(h);
     count_head(running);
     // The host decision: one read of the running rows' exit test.
-    const at::Tensor fire = read_decision(TorchDecoder::exit_test(logits, thresholds[exit - 1]), running);
+    const at::Tensor fire = reader_.read(TorchDecoder::exit_test(logits, thresholds[exit - 1]), running);
     ++counters.host_syncs;
     const bool* fires = fire.data_ptr<bool>();
     const int64_t fired = std::count(fires, fires + running, true);

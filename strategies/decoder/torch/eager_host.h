@@ -11,20 +11,17 @@
 #include <memory>
 
 #include "decoder/torch/torch_decoder_strategy.h"
-
-#if CONDBENCH_CUDA
-#include "condbench/torch_cuda.h"
-#endif
+#include "torch/exit_test_reader.h"
 
 namespace condbench {
 
 class DecodeEagerHost : public TorchDecoderStrategy {
  public:
   static constexpr bool kHostDecides = true;
-  enum class ReadBack { blocking_copy, pinned_event };
+  using ReadBack = ExitTestReader::Mode;
 
   explicit DecodeEagerHost(Device device, ReadBack read_back = ReadBack::blocking_copy)
-      : TorchDecoderStrategy(device), read_back_(read_back) {}
+      : TorchDecoderStrategy(device), reader_(read_back) {}
 
  protected:
   void do_prepare(const DecoderModel& model, int64_t batch) override;
@@ -32,19 +29,13 @@ class DecodeEagerHost : public TorchDecoderStrategy {
   const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override;
 
  private:
-  // The exit test of `running` rows, on the host.
-  at::Tensor read_decision(const at::Tensor& fire, int64_t running);
   // `rows` of the batch (every row when undefined) take exit `exit` with these logits.
   void write_rows(const at::Tensor& rows, const at::Tensor& logits, int exit);
 
-  ReadBack read_back_;
+  ExitTestReader reader_;
   std::unique_ptr<TorchDecoder> decoder_;
   KvCache cache_;
   DecodeOutput output_;
-  at::Tensor pinned_;  // ReadBack::pinned_event: where each test lands
-#if CONDBENCH_CUDA
-  std::unique_ptr<torch_cuda::PinnedReadback> readback_;
-#endif
 };
 
 }  // namespace condbench
