@@ -56,6 +56,8 @@ class StrategyRegistry {
   bool knows(const std::string& name) const;  // of any unit, on any device and engine
 
   // The entries of one kind (StrategyInfo, DecoderStrategyInfo: each names its kUnit), in order.
+  // Loop with `const Info& info`: the reference is then the registry's entry, whose address stays
+  // valid (the vector of wrappers is a temporary).
   template <typename Info>
   std::vector<std::reference_wrapper<const Info>> of() const {
     std::vector<std::reference_wrapper<const Info>> out;
