@@ -77,6 +77,29 @@ def layer_forward(layer: Layer, h: torch.Tensor, heads: int) -> torch.Tensor:
     return out
 
 
+def cached_rest(layer: Layer, h: torch.Tensor, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Layer `layer` on one token's state h [1, d] after its query q [1, d] and its key and value are
+    in the cache, whatever the cache's layout (keys and values [..., heads, positions, head_dim]):
+    attention over the cache (`mask` over its positions where it holds unwritten ones), the output
+    projection and the MLP, each residual. Every cached step (the peer's, the compiled ones) runs its
+    layers through this; layer_forward, without a cache, stays the reference."""
+    d = h.shape[-1]
+    heads = keys.shape[-3]
+    a = F.scaled_dot_product_attention(q.view(*keys.shape[:-2], 1, d // heads), keys, values, attn_mask=mask)
+    x = h + layer.attn.out(a.reshape(1, d))
+    out: torch.Tensor = x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x))))
+    return out
+
+
+def left_kv(layer: Layer, h: torch.Tensor, heads: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The key and value `layer` writes for a token that left with state h [1, d] (CALM's state
+    propagation: only the key and value rows of the packed projection), each [heads, head_dim]."""
+    d = h.shape[-1]
+    kv = F.linear(layer.norm1(h), layer.attn.qkv.weight[d:], layer.attn.qkv.bias[d:])
+    return kv[0, :d].view(heads, d // heads), kv[0, d:].view(heads, d // heads)
+
+
 def exit_layers(layers: int, exit_every: int) -> list[int]:
     """The layer (1-based) after which each exit reads the state; the last is the final one."""
     return [e * exit_every for e in range(1, (layers - 1) // exit_every + 1)] + [layers]

@@ -29,7 +29,6 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
 
 import torch
-from torch.nn import functional as F
 
 from . import decoder, variants
 from .variants import Variant
@@ -56,20 +55,13 @@ def cached_layer(layer: decoder.Layer, h: torch.Tensor, keys: torch.Tensor, valu
     q, k, v = layer.attn.qkv(layer.norm1(h)).chunk(3, -1)
     keys[:, :, position] = k.view(1, heads, d // heads)
     values[:, :, position] = v.view(1, heads, d // heads)
-    a = F.scaled_dot_product_attention(q.view(1, heads, 1, d // heads), keys[:, :, :position + 1],
-                                       values[:, :, :position + 1])
-    x = h + layer.attn.out(a.reshape(1, d))
-    out: torch.Tensor = x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x))))
-    return out
+    return decoder.cached_rest(layer, h, q, keys[:, :, :position + 1], values[:, :, :position + 1])
 
 
 def propagate(layer: decoder.Layer, h: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, position: int,
               heads: int) -> None:
     """Only the key and value `layer` would write for state h: a token that left."""
-    d = h.shape[-1]
-    kv = F.linear(layer.norm1(h), layer.attn.qkv.weight[d:], layer.attn.qkv.bias[d:])
-    keys[:, :, position] = kv[:, :d].view(1, heads, d // heads)
-    values[:, :, position] = kv[:, d:].view(1, heads, d // heads)
+    keys[0, :, position], values[0, :, position] = decoder.left_kv(layer, h, heads)
 
 
 def eager_if_step(model: decoder.Decoder, token: torch.Tensor, position: int, cache: Cache, thresholds: Sequence[float],
@@ -104,11 +96,7 @@ def static_layer(layer: decoder.Layer, h: torch.Tensor, keys: torch.Tensor, valu
     q, k, v = layer.attn.qkv(layer.norm1(h)).chunk(3, -1)
     keys.index_copy_(2, position, k.view(1, heads, 1, d // heads))
     values.index_copy_(2, position, v.view(1, heads, 1, d // heads))
-    a = F.scaled_dot_product_attention(q.view(1, heads, 1, d // heads), keys, values,
-                                       attn_mask=seen[None, None, None, :])
-    x = h + layer.attn.out(a.reshape(1, d))
-    out: torch.Tensor = x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x))))
-    return out
+    return decoder.cached_rest(layer, h, q, keys, values, seen[None, None, None, :])
 
 
 def static_masked_step_tensors(model: decoder.Decoder, heads: int, places: Sequence[int], token: torch.Tensor,

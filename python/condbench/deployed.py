@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from . import decoder
 from .rules import exit_fires, max_softmax
@@ -185,16 +184,13 @@ def fixed_layer(layer: decoder.Layer, h: torch.Tensor, keys: torch.Tensor, value
     d = h.shape[-1]
     q, k, v = layer.attn.qkv(layer.norm1(h)).chunk(3, -1)
     keys, values = write(keys, at, k.view(heads, d // heads)), write(values, at, v.view(heads, d // heads))
-    a = F.scaled_dot_product_attention(q.view(heads, 1, d // heads), keys, values, attn_mask=seen[None, None, :])
-    x = h + layer.attn.out(a.reshape(1, d))
-    return x + layer.fc2(F.gelu(layer.fc1(layer.norm2(x)))), keys, values
+    return decoder.cached_rest(layer, h, q, keys, values, seen[None, None, :]), keys, values
 
 
 def fixed_propagate(layer: decoder.Layer, h: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, at: torch.Tensor,
                     heads: int) -> tuple[torch.Tensor, torch.Tensor]:
-    d = h.shape[-1]
-    kv = F.linear(layer.norm1(h), layer.attn.qkv.weight[d:], layer.attn.qkv.bias[d:])
-    return write(keys, at, kv[0, :d].view(heads, d // heads)), write(values, at, kv[0, d:].view(heads, d // heads))
+    k, v = decoder.left_kv(layer, h, heads)
+    return write(keys, at, k), write(values, at, v)
 
 
 def cond_step_tensors(model: decoder.Decoder, heads: int, places: Sequence[int], token: torch.Tensor, at: torch.Tensor,
