@@ -13,11 +13,10 @@ std::vector<std::string> apply_decoder_sizes(const std::string& sizes, DecoderCo
   for (const std::string& item : cli::split_list("--decoder", sizes)) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
-    const auto axis =
-        std::find_if(decoder_axes().begin(), decoder_axes().end(), [&](const FamilyAxis& a) { return a.key == key; });
-    if (eq == std::string::npos || axis == decoder_axes().end()) {
+    const FamilyAxis* axis = decoder_family().axis(key);
+    if (eq == std::string::npos || axis == nullptr) {
       std::string known;
-      for (const FamilyAxis& a : decoder_axes()) known += (known.empty() ? "" : ", ") + a.key;
+      for (const FamilyAxis& a : decoder_family().axes()) known += (known.empty() ? "" : ", ") + a.key;
       fail("--decoder: '" + printable(item) + "' is not SIZE=N with SIZE one of " + known);
     }
     // --decoder=vocab=8,vocab=16 would keep the last in silence
@@ -44,7 +43,7 @@ std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes,
   }
   std::vector<std::string> given;
   for (DecoderConfig& c : configs) given = apply_decoder_sizes(sizes, c);
-  for (const FamilyAxis& axis : decoder_axes()) {
+  for (const FamilyAxis& axis : decoder_family().axes()) {
     const auto flag = flags.find(axis.flag());
     if (flag == flags.end()) continue;
     if (std::find(given.begin(), given.end(), axis.key) != given.end())
@@ -68,10 +67,6 @@ std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes,
     }
   }
   return configs;
-}
-
-std::vector<int64_t> decoder_batches(bool full) {
-  return full ? std::vector<int64_t>{1, 8, 32} : std::vector<int64_t>{1, 8};
 }
 
 }  // namespace condbench

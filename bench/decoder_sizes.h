@@ -19,7 +19,5 @@ std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes,
 // Sets the sizes --decoder=SIZE=N,... names in `config`, each in its range and once; checks nothing
 // across sizes. Returns the sizes it set, by key.
 std::vector<std::string> apply_decoder_sizes(const std::string& sizes, DecoderConfig& config);
-// The batches a run decodes at without --batch.
-std::vector<int64_t> decoder_batches(bool full);
 
 }  // namespace condbench

@@ -148,7 +148,7 @@ std::vector<std::string> export_decoder_workloads(const std::vector<DecoderCase>
       nlohmann::json meta;
       nlohmann::json& described = meta["config"];
       described["family"] = kDecoderFamily;
-      for (const FamilyAxis& axis : decoder_axes()) described[axis.key] = config.size(axis.key);
+      for (const FamilyAxis& axis : decoder_family().axes()) described[axis.key] = config.size(axis.key);
       described["num_exits"] = config.num_exits();
       meta["name_axes"] = config.name_axes();
       meta["tag"] = name;

@@ -14,7 +14,6 @@
 
 #include "cli.h"
 #include "condbench/agreement.h"
-#include "condbench/decoder/config.h"
 #include "condbench/error.h"
 #include "condbench/model_file.h"
 #include "condbench/torch_device.h"
@@ -59,8 +58,7 @@ void print_usage(std::ostream& out) {
             << axis.help << ", default " << axis.fallback << ")";
     out << "\n";
   };
-  for (const ModelFamily* family : model_families()) sizes(family->name(), family->axes());
-  sizes(kDecoderFamily, decoder_axes());
+  for (const Family* family : families()) sizes(family->name(), family->axes());
   out << "  the decoder's sizes may also be --decoder=SIZE=N,..., the old spelling; its prompt's length is\n"
          "  --prompt's (a file), or --decoder=prompt=N for seeded prompts\n";
   out << "  --model-file: your model (docs/your-model.md): its Python file, compiled by "

@@ -40,7 +40,7 @@ bool infer_size(const FamilyAxis& axis) { return !axis.per_sequence; }
 DecoderOptions parse(int argc, char** argv) {
   std::vector<std::string> names = {"--model",       "--weights",  "--seed",       "--decoder", "--prompt",  "--batch",
                                     "--prompt-seed", "--generate", "--thresholds", "--device",  "--strategy"};
-  for (const FamilyAxis& axis : decoder_axes())
+  for (const FamilyAxis& axis : decoder_family().axes())
     if (infer_size(axis)) names.push_back(axis.flag());
   const auto flags = cli::take_flags(argc, argv, names, {});
   if (argc > 1) fail(std::string("unknown argument '") + printable(argv[1]) + "' (--help lists the flags)");
@@ -52,7 +52,7 @@ DecoderOptions parse(int argc, char** argv) {
   std::map<std::string, std::string> set;
   for (const std::string& key : apply_decoder_sizes(given("--decoder") ? flags.at("--decoder") : "", config))
     set[key] = "--decoder: " + key;
-  for (const FamilyAxis& axis : decoder_axes()) {
+  for (const FamilyAxis& axis : decoder_family().axes()) {
     if (!infer_size(axis) || !given(axis.flag())) continue;
     if (set.count(axis.key)) fail(axis.flag() + ": --decoder=" + axis.key + " gives it too; drop one");
     config.set(axis.key, static_cast<int>(cli::parse_int(axis.flag(), flags.at(axis.flag()), 1, axis.max)));
@@ -65,13 +65,13 @@ DecoderOptions parse(int argc, char** argv) {
   if (given("--generate") && set_by_decoder("generate")) fail("--decoder: generate: given by --generate too; drop one");
   if (given("--weights")) {
     if (given("--seed")) fail("--seed: not with --weights (the file gives the weights)");
-    for (const FamilyAxis& axis : decoder_axes())
+    for (const FamilyAxis& axis : decoder_family().axes())
       if (axis.from_weights && set_by_decoder(axis.key))
         fail(set.at(axis.key) + ": the weights give it (--weights); drop it");
     DecoderConfig sizes = config;
     sizes.prompt = sizes.generate = 1;  // the run's lengths are checked below, against the flags that give them
     options.model = load_decoder_file(flags.at("--weights"), sizes);
-    for (const FamilyAxis& axis : decoder_axes())
+    for (const FamilyAxis& axis : decoder_family().axes())
       if (axis.from_weights) config.set(axis.key, options.model.config.size(axis.key));
   } else {
     DecoderConfig sizes = config;

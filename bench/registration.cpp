@@ -34,7 +34,7 @@ constexpr FlagSpec kFlags[] = {
     {"--strategy", "NAME[,NAME...]", "strategies by name (default: all; --list shows them)", true},
     {"--scenario", "S[,S...]", "exit:K or mix:early|uniform|late (default: every one of each depth)", true},
     {"--batch", "N[,N...]", "rows per inference (default: the family's; see its sizes below)", true},
-    {"--model", "FAMILY[,...]", "model families and the decoder (default: all; docs/models.md)", true},
+    {"--model", "FAMILY[,...]", "model families, the decoder one of them (default: all; docs/models.md)", true},
     {"--decoder", "SIZE=N[,...]",
      "the decoder's sizes as one flag: the old spelling of its size flags below (until 0.2)", true},
     {"--blocks", "N[,N...]", "the model's depth: blocks, or layers (default: the family's)", true},
@@ -73,23 +73,23 @@ constexpr FlagSpec kFlags[] = {
     {"--list", nullptr, "the strategies, what they declare, and what they cannot run here; run nothing"},
 };
 
-// The flags of every family's sizes (--hidden, --d-model, ...), each once, in family order, then the
-// decoder's that no family has (--vocab, --layers, ...).
+// The flags of every family's sizes (--hidden, --d-model, ..., --vocab), each once, in family order.
 std::vector<std::string> size_flags() {
   std::vector<std::string> flags;
-  const auto add = [&](const FamilyAxis& axis) {
-    if (std::find(flags.begin(), flags.end(), axis.flag()) == flags.end()) flags.push_back(axis.flag());
-  };
-  for (const ModelFamily* family : model_families())
-    for (const FamilyAxis& axis : family->axes()) add(axis);
-  for (const FamilyAxis& axis : decoder_axes()) add(axis);
+  for (const Family* family : families())
+    for (const FamilyAxis& axis : family->axes())
+      if (std::find(flags.begin(), flags.end(), axis.flag()) == flags.end()) flags.push_back(axis.flag());
   return flags;
 }
 
-// Whether `flag` sets a size of the decoder.
-bool decoder_flag(const std::string& flag) {
-  return std::any_of(decoder_axes().begin(), decoder_axes().end(),
-                     [&](const FamilyAxis& axis) { return axis.flag() == flag; });
+// The families whose sizes `flag` sets (--d-model: the transformer and the decoder).
+std::vector<const Family*> owners(const std::string& flag) {
+  std::vector<const Family*> out;
+  for (const Family* family : families())
+    if (std::any_of(family->axes().begin(), family->axes().end(),
+                    [&](const FamilyAxis& axis) { return axis.flag() == flag; }))
+      out.push_back(family);
+  return out;
 }
 
 std::vector<std::string> flag_names(bool switches) {
@@ -132,34 +132,53 @@ void print_flags(std::ostream& out) {
       line(axis.flag() + "=N[,N...]", axis.help + " (default " + fallback + ")");
     }
   };
-  for (const ModelFamily* family : model_families()) {
+  out << "\nEach family's sizes are flags, a list a sweep. A size flag selects every family that has it unless\n"
+         "--model narrows the choice; a flag two families share (--d-model, --heads, --ffn) sets both.\n";
+  for (const Family* family : families()) {
     out << "\nThe " << family->name() << " family (--model=" << family->name() << "): " << family->summary()
-        << ".\n  blocks " << joined(family->runs_blocks(false)) << " (--full " << joined(family->runs_blocks(true))
-        << "), batch " << joined(family->runs_batches(false)) << " (--full " << joined(family->runs_batches(true))
+        << ".\n  one iteration: " << (family->unit() == TimedUnit::token ? "one generated token" : "one inference")
+        << "; ";
+    if (const ModelFamily* model = family->per_inference())
+      out << "blocks " << joined(model->runs_blocks(false)) << " (--full " << joined(model->runs_blocks(true)) << "), ";
+    out << "batch " << joined(family->runs_batches(false)) << " (--full " << joined(family->runs_batches(true))
         << ")\n";
     sizes(family->axes());
   }
-  out << "\nThe decoder (--model=" << kDecoderFamily
-      << "): a causal transformer LM whose generated tokens leave early; one iteration is one token.\n"
-         "  --full adds GPT-2 small's layer shape; batch "
-      << joined(decoder_batches(false)) << " (--full " << joined(decoder_batches(true))
-      << "). A size flag it shares with a family (--d-model, --heads, --ffn) sets both.\n";
-  sizes(decoder_axes());
   out << "\nGoogle Benchmark's flags:\n";
 }
 
 namespace {
 
-std::vector<const ModelFamily*> parse_families(const std::string& flag, const std::string& text) {
-  std::vector<const ModelFamily*> families;
+std::vector<const Family*> parse_families(const std::string& flag, const std::string& text) {
+  std::vector<const Family*> selected;
   for (const std::string& name : cli::split_list(flag, text)) {
     try {
-      families.push_back(&model_family(name));
+      selected.push_back(&family(name));
     } catch (const Error& e) {
       fail(flag + ": " + e.what());
     }
   }
-  return families;
+  return selected;
+}
+
+bool contains(const std::vector<const Family*>& families, const Family* family) {
+  return std::find(families.begin(), families.end(), family) != families.end();
+}
+
+// Refuses a size flag that sets no family `selected` holds: --model chose others.
+void require_selected(const std::map<std::string, std::string>& flags, const std::vector<const Family*>& selected) {
+  for (const std::string& flag : size_flags()) {
+    if (flags.count(flag) == 0) continue;
+    std::string names;  // "the transformer and the decoder"
+    bool chosen = false;
+    for (const Family* family : owners(flag)) {
+      names += (names.empty() ? "the " : " and the ") + family->name();
+      chosen |= contains(selected, family);
+    }
+    if (!chosen)
+      fail(flag + ": sets " + names + "; --model does not select " +
+           (names.find(" and ") == std::string::npos ? "it" : "them"));
+  }
 }
 
 // Every combination of the values of `lists`, the first list's values outermost.
@@ -180,29 +199,14 @@ std::vector<std::vector<int>> combinations(const std::vector<std::vector<int>>& 
 // The models the flags select, each with its batches (docs/design.md §4): for each family, every
 // combination of its depths and sizes (a size's flag, else its sweep), the depth outermost.
 std::vector<ModelSelection> select_models(const std::map<std::string, std::string>& flags, bool full,
-                                          const std::vector<const ModelFamily*>& families, bool decoder) {
+                                          const std::vector<const Family*>& selected) {
   auto given = [&](const std::string& name) { return flags.count(name) > 0; };
-  for (const std::string& flag : size_flags()) {
-    if (!given(flag)) continue;
-    std::string owners;  // "the transformer and the decoder"
-    bool selected = false;
-    const auto owner = [&](const std::string& name, bool chosen) {
-      owners += (owners.empty() ? "the " : " and the ") + name;
-      selected |= chosen;
-    };
-    for (const ModelFamily* family : model_families())
-      for (const FamilyAxis& axis : family->axes())
-        if (axis.flag() == flag)
-          owner(family->name(), std::find(families.begin(), families.end(), family) != families.end());
-    if (decoder_flag(flag)) owner(kDecoderFamily, decoder);
-    if (!selected)
-      fail(flag + ": sets " + owners + "; --model does not select " +
-           (owners.find(" and ") == std::string::npos ? "it" : "them"));
-  }
   const std::vector<int64_t> batches =
       given("--batch") ? cli::parse_batches(flags.at("--batch")) : std::vector<int64_t>{};
   std::vector<ModelSelection> models;
-  for (const ModelFamily* family : families) {
+  for (const Family* each : selected) {
+    const ModelFamily* family = each->per_inference();
+    if (family == nullptr) continue;  // the decoder's models: decoder_configs
     auto values = [&](const std::string& flag, int hi, std::vector<int> otherwise) {
       if (!given(flag)) return otherwise;
       std::vector<int> parsed;
@@ -362,13 +366,11 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     options.weights = flags.at("--weights");
     for (const char* flag : {"--blocks", "--model"})
       if (given(flag)) fail(std::string("--weights: the model's family and sizes come from the file; drop ") + flag);
-    for (const std::string& flag : size_flags())
-      if (given(flag) && decoder_flag(flag) &&
-          std::none_of(model_families().begin(), model_families().end(), [&](const ModelFamily* family) {
-            return std::any_of(family->axes().begin(), family->axes().end(),
-                               [&](const FamilyAxis& axis) { return axis.flag() == flag; });
-          }))
-        fail("--weights: " + flag + " sets the decoder, which --weights does not run; drop one");
+    for (const std::string& flag : size_flags()) {
+      const std::vector<const Family*> by = owners(flag);
+      if (given(flag) && std::none_of(by.begin(), by.end(), [](const Family* f) { return f->per_inference(); }))
+        fail("--weights: " + flag + " sets the " + by.front()->name() + ", which --weights does not run; drop one");
+    }
     if (given("--decoder")) fail("--weights: --decoder sets the decoder, which --weights does not run; drop one");
     for (const ModelFamily* family : model_families())
       for (const FamilyAxis& axis : family->axes()) {
@@ -392,41 +394,30 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
   } else {
     // Without --model, a size's flag selects the families that have it (--hidden: the mlp alone), so
     // a command line of the mlp runs what it always ran.
-    std::vector<const ModelFamily*> families;
-    bool decoder = false;
+    std::vector<const Family*> selected;
     if (given("--model")) {
-      // The decoder is a family of its own kind (docs/design.md §8): its cases are DecoderCases.
-      std::string others;
-      for (const std::string& name : cli::split_list("--model", flags.at("--model")))
-        if (name == kDecoderFamily)
-          decoder = true;
-        else
-          others += (others.empty() ? "" : ",") + name;
-      if (!others.empty()) families = parse_families("--model", others);
+      selected = parse_families("--model", flags.at("--model"));
     } else {
-      // A size's flag selects every family that has it, the decoder too (--d-model: the transformer
-      // and the decoder; --vocab: the decoder alone).
-      for (const ModelFamily* family : model_families())
-        for (const FamilyAxis& axis : family->axes())
-          if (given(axis.flag()) && std::find(families.begin(), families.end(), family) == families.end())
-            families.push_back(family);
-      decoder = given("--decoder");
-      for (const FamilyAxis& axis : decoder_axes()) decoder |= given(axis.flag());
-      // Nothing selects a family: the default suite, every family and the decoder.
-      if (families.empty() && !decoder) {
-        families = model_families();
-        decoder = true;
-      }
+      // A size's flag selects every family that has it (--d-model: the transformer and the decoder;
+      // --vocab: the decoder alone); nothing selects one: the default suite, every family.
+      for (const Family* family : families())
+        if (std::any_of(family->axes().begin(), family->axes().end(),
+                        [&](const FamilyAxis& axis) { return given(axis.flag()); }) ||
+            (family == &decoder_family() && given("--decoder")))
+          selected.push_back(family);
+      if (selected.empty()) selected = families();
     }
+    require_selected(flags, selected);
     // --blocks is a family's depth: with none selected (the decoder's is --layers and --exit-every,
     // a model file's its stages) it would be dropped in silence
-    if (given("--blocks") && families.empty())
+    if (given("--blocks") &&
+        std::none_of(selected.begin(), selected.end(), [](const Family* f) { return f->per_inference(); }))
       fail("--blocks: sets a family's depth, and none is selected (the decoder's is --layers and --exit-every)");
-    options.models = select_models(flags, options.full, families, decoder);
-    if (decoder) {
+    options.models = select_models(flags, options.full, selected);
+    if (contains(selected, &decoder_family())) {
       options.decoders = decoder_configs(options.full, given("--decoder") ? flags.at("--decoder") : "", flags);
       options.decoder_batches =
-          given("--batch") ? cli::parse_batches(flags.at("--batch")) : decoder_batches(options.full);
+          given("--batch") ? cli::parse_batches(flags.at("--batch")) : decoder_family().runs_batches(options.full);
     }
   }
   if (model_file && !model_file_alone) options.models.push_back(*model_file);

@@ -37,7 +37,7 @@ void ModelFamily::example_rows(int64_t /*rows*/, at::Tensor& /*out*/) const {
   fail("the " + name() + " family's input is float values condbench draws; it has no example rows");
 }
 
-const FamilyAxis* ModelFamily::axis(std::string_view key) const {
+const FamilyAxis* Family::axis(std::string_view key) const {
   for (const FamilyAxis& a : axes_)
     if (a.key == key) return &a;
   return nullptr;
@@ -48,7 +48,7 @@ ModelConfig ModelFamily::config() const {
   config.family = this;
   config.blocks = default_blocks();
   config.num_classes = default_classes();
-  for (const FamilyAxis& a : axes_) config.sizes.push_back(a.fallback);
+  for (const FamilyAxis& a : axes()) config.sizes.push_back(a.fallback);
   return config;
 }
 

@@ -1,9 +1,10 @@
-// The model family registry (include/condbench/family.h): each family registers itself from its
-// own file in src/families/, with CONDBENCH_REGISTER_FAMILY.
+// The model family registry (include/condbench/family.h): each family timed per inference registers
+// itself from its own file in src/families/, with CONDBENCH_REGISTER_FAMILY; the decoder is built in.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
+#include "condbench/decoder/config.h"
 #include "condbench/error.h"
 #include "condbench/family.h"
 
@@ -36,17 +37,32 @@ bool register_family(std::unique_ptr<const ModelFamily> family) {
 
 const std::vector<const ModelFamily*>& model_families() { return registry().by_name; }
 
+const std::vector<const Family*>& families() {
+  // Built at the first call, after static initialisation registered every ModelFamily.
+  static const std::vector<const Family*> all = [] {
+    std::vector<const Family*> out(model_families().begin(), model_families().end());
+    out.push_back(&decoder_family());
+    return out;
+  }();
+  return all;
+}
+
 std::string family_names() {
   std::string names;
-  for (const ModelFamily* family : model_families()) names += (names.empty() ? "" : ", ") + family->name();
-  return names.empty() ? "none is linked in: link condbench_families" : names;
+  for (const Family* f : families()) names += (names.empty() ? "" : ", ") + f->name();
+  return model_families().empty() ? names + " (no other is linked in: link condbench_families)" : names;
+}
+
+const Family& family(std::string_view name) {
+  for (const Family* f : families())
+    if (f->name() == name) return *f;
+  fail("unknown model family '" + std::string(name) + "' (" + family_names() + ")");
 }
 
 const ModelFamily& model_family(std::string_view name) {
-  const auto& all = model_families();
-  const auto it = std::find_if(all.begin(), all.end(), [&](const ModelFamily* f) { return f->name() == name; });
-  if (it == all.end()) fail("unknown model family '" + std::string(name) + "' (" + family_names() + ")");
-  return **it;
+  const ModelFamily* found = family(name).per_inference();
+  if (found == nullptr) fail("the " + std::string(name) + " is timed per token, not per inference");
+  return *found;
 }
 
 ModelConfig model_config(std::string_view family) { return model_family(family).config(); }

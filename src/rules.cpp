@@ -79,7 +79,7 @@ nlohmann::json config_tags() {
   }
   const DecoderConfig decoder;
   nlohmann::json sizes = nlohmann::json::array();
-  for (const FamilyAxis& axis : decoder_axes())
+  for (const FamilyAxis& axis : decoder_family().axes())
     if (!axis.per_sequence) sizes.push_back({axis.key, decoder.size(axis.key)});
   out.push_back({{"family", kDecoderFamily}, {"sizes", sizes}, {"tag", decoder.step_tag()}});
   return out;
@@ -99,33 +99,30 @@ nlohmann::json config_sizes() {
     return nlohmann::json{{"size", key}, {"most", most}, {"default", fallback}};
   };
   nlohmann::json out = nlohmann::json::object();
-  for (const ModelFamily* family : model_families()) {
-    const ModelConfig defaults = family->config();
+  for (const Family* family : families()) {
     nlohmann::json sizes = nlohmann::json::array();
-    for (const FamilyAxis& axis : family->axes()) sizes.push_back(size(axis.key, axis.max, defaults.size(axis.key)));
-    sizes.push_back(size("num_classes", ModelConfig::kMaxClasses, defaults.num_classes));
-    sizes.push_back(size("blocks", ModelConfig::kMaxBlocks, defaults.blocks));
+    for (const FamilyAxis& axis : family->axes())
+      if (!axis.per_sequence) sizes.push_back(size(axis.key, axis.max, axis.fallback));
+    if (const ModelFamily* model = family->per_inference()) {
+      const ModelConfig defaults = model->config();
+      sizes.push_back(size("num_classes", ModelConfig::kMaxClasses, defaults.num_classes));
+      sizes.push_back(size("blocks", ModelConfig::kMaxBlocks, defaults.blocks));
+    }
     out[family->name()] = sizes;
   }
-  nlohmann::json sizes = nlohmann::json::array();
-  for (const FamilyAxis& axis : decoder_axes())
-    if (!axis.per_sequence) sizes.push_back(size(axis.key, axis.max, axis.fallback));
-  out[kDecoderFamily] = sizes;
   return out;
 }
 
-// How each family's sizes must relate (ModelFamily::relations, decoder_relations), for --config:
+// How each family's sizes must relate (Family::relations), for --config:
 // {"size": "heads", "must": "divide", "other": "d_model", "says": its statement}.
 nlohmann::json config_relations() {
-  const auto as_list = [](const std::vector<SizeRelation>& relations) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const SizeRelation& r : relations)
-      list.push_back({{"size", r.size}, {"must", r.must()}, {"other", r.other}, {"says", r.statement()}});
-    return list;
-  };
   nlohmann::json out = nlohmann::json::object();
-  for (const ModelFamily* family : model_families()) out[family->name()] = as_list(family->relations());
-  out[kDecoderFamily] = as_list(decoder_relations());
+  for (const Family* family : families()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const SizeRelation& r : family->relations())
+      list.push_back({{"size", r.size}, {"must", r.must()}, {"other", r.other}, {"says", r.statement()}});
+    out[family->name()] = list;
+  }
   return out;
 }
 

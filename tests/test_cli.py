@@ -309,7 +309,8 @@ class BadFlags(unittest.TestCase):
                 self.assert_rejected(CONDBENCH, args, message)
         listed = run(CONDBENCH, "--help").stdout
         self.assertIn("--exit-every=N[,N...]           an exit after every N-th layer (default 2)", listed)
-        self.assertLess(listed.index("The transformer family"), listed.index("The decoder (--model=decoder)"))
+        self.assertLess(listed.index("The transformer family"), listed.index("The decoder family (--model=decoder)"))
+        self.assertIn("one iteration: one generated token; batch 1,8 (--full 1,8,32)", listed)
 
     def test_condbench_rejects_unknown_flags(self):
         result = run(CONDBENCH, "--benchmark_nonsense=1")

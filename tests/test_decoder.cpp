@@ -298,6 +298,38 @@ TEST(DecoderConfig, ChecksItsSizes) {
             "vocab=512 d_model=256 heads=4 layers=8 ffn=1024 context=64 exit_every=2 prompt=16 generate=32");
 }
 
+// The decoder is a family of the other timed unit: families() lists every ModelFamily, then it,
+// each once; it has no inference members, and asking for it as one names why.
+TEST(DecoderConfig, TheDecoderIsAFamilyTimedPerToken) {
+  const std::vector<const Family*>& all = families();
+  ASSERT_EQ(all.size(), model_families().size() + 1);
+  for (size_t i = 0; i < model_families().size(); ++i) {
+    EXPECT_EQ(all[i], model_families()[i]);
+    EXPECT_EQ(all[i]->unit(), TimedUnit::inference);
+    EXPECT_EQ(all[i]->per_inference(), model_families()[i]);
+  }
+  EXPECT_EQ(all.back(), &decoder_family());
+  EXPECT_EQ(&family(kDecoderFamily), &decoder_family());
+  EXPECT_EQ(decoder_family().unit(), TimedUnit::token);
+  EXPECT_EQ(decoder_family().per_inference(), nullptr);
+  EXPECT_NE(decoder_family().axis("exit_every"), nullptr);
+  EXPECT_EQ(decoder_family().axis("blocks"), nullptr);
+  EXPECT_EQ(decoder_family().runs_batches(false), (std::vector<int64_t>{1, 8}));
+  try {
+    static_cast<void>(model_family(kDecoderFamily));
+    ADD_FAILURE() << "the decoder was read as a family timed per inference";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "the decoder is timed per token, not per inference");
+  }
+  try {
+    static_cast<void>(family("rnn"));
+    ADD_FAILURE() << "an unknown family was found";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "unknown model family 'rnn' (" + family_names() + ")");
+    EXPECT_NE(family_names().find(kDecoderFamily), std::string::npos);
+  }
+}
+
 // The decoder's sizes are FamilyAxis rows, as every family's: each key reaches its own field (a
 // table that mapped two keys to one field would fail here), its default is the config's, and
 // only what a sequence is stays out of the compiled step's name.
@@ -305,13 +337,13 @@ TEST(DecoderConfig, ItsSizesAreFamilyAxesEachReachingItsOwnField) {
   DecoderConfig c;
   std::set<std::string> keys;
   int value = 100;
-  for (const FamilyAxis& axis : decoder_axes()) {
+  for (const FamilyAxis& axis : decoder_family().axes()) {
     EXPECT_TRUE(keys.insert(axis.key).second) << axis.key;
     EXPECT_EQ(axis.fallback, DecoderConfig{}.size(axis.key)) << axis.key;
     c.set(axis.key, ++value);
   }
   value = 100;
-  for (const FamilyAxis& axis : decoder_axes()) EXPECT_EQ(c.size(axis.key), ++value) << axis.key;
+  for (const FamilyAxis& axis : decoder_family().axes()) EXPECT_EQ(c.size(axis.key), ++value) << axis.key;
   EXPECT_EQ(c.vocab, 101);
   EXPECT_EQ(c.generate, 109);
   EXPECT_EQ(DecoderConfig{}.step_tag(), "decoder-vocab512-d_model256-heads4-layers8-ffn1024-context64-exit_every2");

@@ -68,8 +68,8 @@ TEST(Rules, EachRelationOfSizesIsCheckedAndSaidAsRulesJsonStatesIt) {
       EXPECT_EQ(refusal(c), r.violation(size, other)) << family->name();
     }
   }
-  ASSERT_EQ(relations[kDecoderFamily].size(), decoder_relations().size());
-  ASSERT_EQ(decoder_relations().size(), 2U);
+  ASSERT_EQ(relations[kDecoderFamily].size(), decoder_family().relations().size());
+  ASSERT_EQ(decoder_family().relations().size(), 2U);
   DecoderConfig c;
   c.heads = 5;
   c.d_model = 32;

@@ -1,12 +1,16 @@
 #pragma once
 // A model family, described once (docs/design.md §1, docs/contributing.md "Adding a model
-// family"): its name, its axes, its parameters (the state_dict contract), what a block and a head
-// cost, and its LibTorch forward. Everything else — the runner's flags and sweeps, benchmark
-// names, model descriptions, the workload the peer reads, the AOTInductor packages, condbench-infer
-// and the reading of a state_dict — loops over these descriptors instead of naming a family.
+// family"): its name, its axes, how its sizes relate, what it times, and — for a family timed per
+// inference — its parameters (the state_dict contract), what a block and a head cost, and its
+// LibTorch forward. Everything else — the runner's flags and sweeps, benchmark names, model
+// descriptions, the workload the peer reads, the AOTInductor packages, condbench-infer and the
+// reading of a state_dict — loops over these descriptors instead of naming a family.
 //
-// A family is one file, src/families/<name>.cpp, that defines a ModelFamily and registers it in one
-// line, CONDBENCH_REGISTER_FAMILY(Type), as a strategy does (its Python twin, for the peer and the
+// A Family is what every family is, whatever its timed unit: its name, its sizes (FamilyAxis rows),
+// their relations and its batches. A ModelFamily, timed per inference, adds the inference's members;
+// the decoder (condbench/decoder/config.h), timed per generated token, is a Family of the other unit.
+// A ModelFamily is one file, src/families/<name>.cpp, that registers it in one line,
+// CONDBENCH_REGISTER_FAMILY(Type), as a strategy does (its Python twin, for the peer and the
 // AOTInductor packages, is a class in python/condbench/families.py). This header is torch-free: the
 // native engine and the CUDA kernels read a ModelConfig without LibTorch; only layers() needs it,
 // and only its definitions include it.
@@ -21,6 +25,7 @@
 #include "condbench/config.h"
 #include "condbench/memory_budget.h"
 #include "condbench/parameters.h"
+#include "condbench/result_format.h"  // TimedUnit
 #include "condbench/size_relation.h"
 
 namespace c10 {
@@ -94,11 +99,14 @@ struct WholeModelPackage {
   std::string default_refused;  // "the compiled cond module differs from the module on example_input row 4"
 };
 
-class ModelFamily {
+class ModelFamily;
+
+// What every family is, whatever it times: its name, its sizes, how they relate, and its batches.
+class Family {
  public:
-  virtual ~ModelFamily() = default;
-  ModelFamily(const ModelFamily&) = delete;
-  ModelFamily& operator=(const ModelFamily&) = delete;
+  virtual ~Family() = default;
+  Family(const Family&) = delete;
+  Family& operator=(const Family&) = delete;
 
   const std::string& name() const { return name_; }
   const std::string& summary() const { return summary_; }  // one line, for --help and docs
@@ -106,14 +114,47 @@ class ModelFamily {
   const FamilyAxis* axis(std::string_view key) const;  // nullptr when this family has no such axis
   // The mlp's benchmark names predate families and never said `model:`; every other family's do.
   bool named_in_results() const { return named_in_results_; }
+  // One timed iteration: an inference of a batch (a ModelFamily), or one generated token of a batch
+  // of sequences (the decoder).
+  TimedUnit unit() const { return unit_; }
+  // This family's inference members, or nullptr for a family timed per token.
+  virtual const ModelFamily* per_inference() const { return nullptr; }
+
+  // How its sizes must relate (each axis's range is checked already): the configs' validate checks
+  // them, and rules.json gives them to condbench.aoti's --config.
+  virtual std::vector<SizeRelation> relations() const { return {}; }
+  // The batches the runner runs without --batch, and with --full.
+  virtual std::vector<int64_t> runs_batches(bool full) const = 0;
+
+ protected:
+  Family(std::string name, std::string summary, std::vector<FamilyAxis> axes, TimedUnit unit,
+         bool named_in_results = true)
+      : name_(std::move(name)),
+        summary_(std::move(summary)),
+        axes_(std::move(axes)),
+        unit_(unit),
+        named_in_results_(named_in_results) {}
+  // For a family whose name is read at run time (a model file's, from its manifest).
+  void set_name(std::string name) { name_ = std::move(name); }
+
+ private:
+  std::string name_, summary_;
+  std::vector<FamilyAxis> axes_;
+  TimedUnit unit_;
+  bool named_in_results_;
+};
+
+// A family timed per inference: what a batch's early-exit forward is made of.
+class ModelFamily : public Family {
+ public:
+  const ModelFamily* per_inference() const final { return this; }
 
   // The family's default model: every axis at its fallback, default_blocks() deep, default_classes().
   ModelConfig config() const;
   virtual int default_blocks() const = 0;
   virtual int default_classes() const { return 10; }
-  // What the runner runs without flags (blocks and batches), and with --full.
+  // The depths the runner runs without --blocks, and with --full.
   virtual std::vector<int> runs_blocks(bool full) const = 0;
-  virtual std::vector<int64_t> runs_batches(bool full) const = 0;
   // Models --full adds beyond the sweep of the axes (the transformer: BERT-base's encoder).
   virtual std::vector<ModelConfig> full_extras() const { return {}; }
 
@@ -129,9 +170,6 @@ class ModelFamily {
   virtual void example_rows(int64_t rows, at::Tensor& out) const;
   virtual void check_input_values(const at::Tensor& /*rows*/, const std::string& /*whose*/) const {}
   virtual int width(const ModelConfig& config) const = 0;
-  // How its sizes must relate (each axis's range is checked already): ModelConfig::validate checks
-  // them, and rules.json gives them to condbench.aoti's --config.
-  virtual std::vector<SizeRelation> relations() const { return {}; }
   // Any other check across axes; throws condbench::Error.
   virtual void check(const ModelConfig& /*config*/) const {}
   // What a batch of this family's model holds at once beside its weights (its input rows,
@@ -183,27 +221,22 @@ class ModelFamily {
 
  protected:
   ModelFamily(std::string name, std::string summary, std::vector<FamilyAxis> axes, bool named_in_results = true)
-      : name_(std::move(name)),
-        summary_(std::move(summary)),
-        axes_(std::move(axes)),
-        named_in_results_(named_in_results) {}
-  // For a family whose name is read at run time (a model file's, from its manifest).
-  void set_name(std::string name) { name_ = std::move(name); }
-
- private:
-  std::string name_, summary_;
-  std::vector<FamilyAxis> axes_;
-  bool named_in_results_;
+      : Family(std::move(name), std::move(summary), std::move(axes), TimedUnit::inference, named_in_results) {}
 };
 
-// The registry (src/family_registry.cpp): every family linked in (the condbench_families object
-// library), sorted by name.
+// The registry (src/family_registry.cpp): every family timed per inference linked in (the
+// condbench_families object library), sorted by name.
 const std::vector<const ModelFamily*>& model_families();
-// The family named `name`; throws condbench::Error listing the known ones.
+// Every family: model_families(), then the decoder (built in: condbench/decoder/config.h), which
+// --model, the size flags, --help and rules.json treat as one.
+const std::vector<const Family*>& families();
+// The family named `name`, of either unit; throws condbench::Error listing the known ones.
+const Family& family(std::string_view name);
+// The family timed per inference named `name`; throws condbench::Error as family() does.
 const ModelFamily& model_family(std::string_view name);
 // model_family(name).config(): the family's default model.
 ModelConfig model_config(std::string_view family);
-// "mlp, transformer"
+// "mlp, transformer, decoder"
 std::string family_names();
 // What CONDBENCH_REGISTER_FAMILY calls during static initialisation; aborts on a second family of a name.
 bool register_family(std::unique_ptr<const ModelFamily> family);

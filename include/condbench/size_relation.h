@@ -1,6 +1,6 @@
 #pragma once
 // How two sizes of one model must relate, beside each size's own range: "heads must divide
-// d_model". A family lists its relations once (ModelFamily::relations, decoder_relations); C++
+// d_model". A family lists its relations once (Family::relations); C++
 // checks them (ModelConfig::validate, DecoderConfig::validate) and condbench.aoti's --config
 // receives them as data (rules.json's config_relations), so no other place writes them again.
 #include <string>

@@ -9,7 +9,7 @@ namespace condbench {
 
 namespace {
 
-// Where each of decoder_axes()'s sizes lives in a DecoderConfig, by key: the one place a key meets
+// Where each of the decoder's sizes lives in a DecoderConfig, by key: the one place a key meets
 // a field.
 struct Field {
   const char* key;
@@ -33,7 +33,7 @@ int DecoderConfig::*field(std::string_view key) {
   fail("the decoder has no size '" + std::string(key) + "'");
 }
 
-FamilyAxis axis(const char* key, const char* help, int max, bool from_weights, bool per_sequence) {
+FamilyAxis size_axis(const char* key, const char* help, int max, bool from_weights, bool per_sequence) {
   FamilyAxis a{key, help, DecoderConfig{}.*field(key), max};
   a.from_weights = from_weights;
   a.per_sequence = per_sequence;
@@ -48,38 +48,52 @@ DecoderConfig& DecoderConfig::set(std::string_view key, int value) {
   return *this;
 }
 
-const std::vector<FamilyAxis>& decoder_axes() {
-  // The limits keep a typo from allocating tens of gigabytes (the caches are batch x layers x
-  // context x d_model floats), as every family's axes do.
-  static const std::vector<FamilyAxis> axes = {
-      axis("vocab", "vocabulary: token ids 0..vocab-1", 1 << 18, /*from_weights=*/true, /*per_sequence=*/false),
-      axis("d_model", "width", 1 << 14, /*from_weights=*/true, /*per_sequence=*/false),
-      axis("heads", "attention heads (divide d_model)", 1024, /*from_weights=*/false, /*per_sequence=*/false),
-      axis("layers", "transformer layers", 256, /*from_weights=*/true, /*per_sequence=*/false),
-      axis("ffn", "MLP width", 1 << 16, /*from_weights=*/true, /*per_sequence=*/false),
-      axis("context", "positions the cache holds", 1 << 14, /*from_weights=*/true, /*per_sequence=*/false),
-      axis("exit_every", "an exit after every N-th layer", 256, /*from_weights=*/false, /*per_sequence=*/false),
-      axis("prompt", "prompt tokens per row", 1 << 14, /*from_weights=*/false, /*per_sequence=*/true),
-      axis("generate", "generated tokens per sequence", 1 << 14, /*from_weights=*/false, /*per_sequence=*/true),
-  };
-  return axes;
-}
+DecoderFamily::DecoderFamily()
+    : Family(
+          kDecoderFamily,
+          "a causal transformer LM whose generated tokens leave early; --full adds GPT-2 small's layer shape",
+          // The limits keep a typo from allocating tens of gigabytes (the caches are batch x
+          // layers x context x d_model floats), as every family's axes do.
+          {
+              size_axis("vocab", "vocabulary: token ids 0..vocab-1", 1 << 18, /*from_weights=*/true,
+                        /*per_sequence=*/false),
+              size_axis("d_model", "width", 1 << 14, /*from_weights=*/true, /*per_sequence=*/false),
+              size_axis("heads", "attention heads (divide d_model)", 1024, /*from_weights=*/false,
+                        /*per_sequence=*/false),
+              size_axis("layers", "transformer layers", 256, /*from_weights=*/true, /*per_sequence=*/false),
+              size_axis("ffn", "MLP width", 1 << 16, /*from_weights=*/true, /*per_sequence=*/false),
+              size_axis("context", "positions the cache holds", 1 << 14, /*from_weights=*/true, /*per_sequence=*/false),
+              size_axis("exit_every", "an exit after every N-th layer", 256, /*from_weights=*/false,
+                        /*per_sequence=*/false),
+              size_axis("prompt", "prompt tokens per row", 1 << 14, /*from_weights=*/false, /*per_sequence=*/true),
+              size_axis("generate", "generated tokens per sequence", 1 << 14, /*from_weights=*/false,
+                        /*per_sequence=*/true),
+          },
+          TimedUnit::token) {}
 
-const std::vector<SizeRelation>& decoder_relations() {
-  static const std::vector<SizeRelation> relations = {
+std::vector<SizeRelation> DecoderFamily::relations() const {
+  return {
       {"exit_every", SizeRelation::Kind::kBelow, "layers", "an exit before the last layer"},
       {"heads", SizeRelation::Kind::kDivides, "d_model", "each head a slice of the width"},
   };
-  return relations;
+}
+
+std::vector<int64_t> DecoderFamily::runs_batches(bool full) const {
+  return full ? std::vector<int64_t>{1, 8, 32} : std::vector<int64_t>{1, 8};
+}
+
+const DecoderFamily& decoder_family() {
+  static const DecoderFamily family;
+  return family;
 }
 
 void DecoderConfig::validate() const {
-  for (const FamilyAxis& axis : decoder_axes()) {
+  for (const FamilyAxis& axis : decoder_family().axes()) {
     const int value = size(axis.key);
     if (value < 1 || value > axis.max)
       fail(axis.key + " must be in 1.." + std::to_string(axis.max) + ", got " + std::to_string(value));
   }
-  for (const SizeRelation& r : decoder_relations()) r.require(size(r.size), size(r.other));
+  for (const SizeRelation& r : decoder_family().relations()) r.require(size(r.size), size(r.other));
   // The prefill holds prompt-1 positions and every step one more: the last step reads position
   // prompt + generate - 2, and its token is never read back in.
   if (prompt + generate - 1 > context)
@@ -129,7 +143,7 @@ SizeOf DecoderConfig::memory_sizes(int64_t rows) const {
 
 std::string DecoderConfig::describe() const {
   std::string text;
-  for (const FamilyAxis& axis : decoder_axes()) {
+  for (const FamilyAxis& axis : decoder_family().axes()) {
     if (!text.empty()) text += ' ';
     text.append(axis.key).append("=").append(std::to_string(size(axis.key)));
   }
@@ -139,7 +153,7 @@ std::string DecoderConfig::describe() const {
 namespace {
 std::string tag_of(const DecoderConfig& c, bool with_sequence) {
   std::string name = kDecoderFamily;
-  for (const FamilyAxis& axis : decoder_axes())
+  for (const FamilyAxis& axis : decoder_family().axes())
     if (with_sequence || !axis.per_sequence) name.append("-").append(axis.key).append(std::to_string(c.size(axis.key)));
   return name;
 }
@@ -150,7 +164,7 @@ std::string DecoderConfig::step_tag() const { return tag_of(*this, false); }
 
 std::vector<std::pair<std::string, std::string>> DecoderConfig::name_axes() const {
   std::vector<std::pair<std::string, std::string>> axes = {{"model", kDecoderFamily}};
-  for (const FamilyAxis& axis : decoder_axes()) axes.emplace_back(axis.key, std::to_string(size(axis.key)));
+  for (const FamilyAxis& axis : decoder_family().axes()) axes.emplace_back(axis.key, std::to_string(size(axis.key)));
   // What every family's names end with, the exits before the final one, that a scenario exit:K
   // is checked against (K <= blocks + 1).
   axes.emplace_back("blocks", std::to_string(num_exits() - 1));

@@ -10,7 +10,7 @@
 #include "condbench/family.h"
 #include "condbench/model.h"
 
-namespace condbench::families {
+namespace condbench {
 namespace {
 
 class MlpLayers final : public TorchLayers {
@@ -117,4 +117,4 @@ CONDBENCH_REGISTER_FAMILY(Mlp);
 
 }  // namespace
 
-}  // namespace condbench::families
+}  // namespace condbench

@@ -13,7 +13,7 @@
 #include "condbench/family.h"
 #include "condbench/model.h"
 
-namespace condbench::families {
+namespace condbench {
 namespace {
 
 constexpr double kNormEps = 1e-5;
@@ -180,4 +180,4 @@ CONDBENCH_REGISTER_FAMILY(Transformer);
 
 }  // namespace
 
-}  // namespace condbench::families
+}  // namespace condbench

@@ -74,7 +74,7 @@ Cached cached(const ModelConfig& c, Device device, const std::string& module) {
 
 Cached cached(const DecoderConfig& c, Device device, const std::string& module) {
   Cached k{package_file(c.step_tag(), device, module), kDecoderFamily, {}, c.describe()};
-  for (const FamilyAxis& axis : decoder_axes())
+  for (const FamilyAxis& axis : decoder_family().axes())
     if (!axis.per_sequence) k.sizes.emplace_back(axis.key, c.size(axis.key));
   return k;
 }

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "condbench/family.h"  // FamilyAxis
+#include "condbench/family.h"  // Family, FamilyAxis
 #include "condbench/memory_budget.h"
 #include "condbench/parameters.h"
 #include "condbench/result_format.h"  // kDecoderFamily
@@ -44,7 +44,7 @@ struct DecoderConfig {
   int final_exit() const { return num_exits(); }
   int exit_layer(int exit) const { return exit == final_exit() ? layers : exit * exit_every; }
   int head_dim() const { return d_model / heads; }
-  // The size of decoder_axes()'s `key`, as ModelConfig::size is a family's; throws condbench::Error
+  // The size of decoder_family()'s axis `key`, as ModelConfig::size is a family's; throws condbench::Error
   // naming an unknown key.
   int size(std::string_view key) const;
   DecoderConfig& set(std::string_view key, int value);
@@ -75,19 +75,24 @@ struct DecoderConfig {
   friend bool operator==(const DecoderConfig&, const DecoderConfig&) = default;
 };
 
-// How the decoder's sizes must relate (DecoderConfig::validate; rules.json's config_relations).
-const std::vector<SizeRelation>& decoder_relations();
+// The decoder as a family (family.h): its sizes as every family's are described (FamilyAxis: the
+// key, --help's words, the default, the most accepted, whether a state_dict's shapes say it), in
+// the order of its benchmark-name axes, `per_sequence` marking what a sequence is (prompt,
+// generate), not its step; how they must relate (DecoderConfig::validate, rules.json's
+// config_relations); its batches. It is timed per generated token.
+class DecoderFamily final : public Family {
+ public:
+  DecoderFamily();
+  std::vector<SizeRelation> relations() const override;
+  std::vector<int64_t> runs_batches(bool full) const override;
+};
+const DecoderFamily& decoder_family();
 
 // What `rows` rows decoding at once hold beside the weights, as named products of "rows" and the
 // decoder's sizes: the key/value cache above all (memory_budget.h; rules.json gives them to Python).
 const std::vector<MemoryTerm>& decoder_memory_terms();
 // What condbench-infer keeps beside that: every step's logits of two strategies and their JSON.
 const std::vector<MemoryTerm>& decoder_output_terms();
-
-// The decoder's sizes as every family's are described (FamilyAxis: the key, --help's words, the
-// default, the most accepted, whether a state_dict's shapes say it), in the order of its
-// benchmark-name axes; `per_sequence` marks what a sequence is (prompt, generate), not its step.
-const std::vector<FamilyAxis>& decoder_axes();
 
 // The state_dict contract (docs/models.md, "The decoder"): embed.weight [vocab, d], pos.weight
 // [context, d]; for each layer layers.{i}.{norm1, attn.qkv, attn.out, norm2, fc1, fc2}.{weight,
