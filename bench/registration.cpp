@@ -245,10 +245,11 @@ void require_memory_budget(const RunnerOptions& options) {
   for (const ModelSelection& m : options.models)
     for (const int64_t batch : m.batches) {
       MemoryNeed need = m.config.memory_need(batch);
-      const double pool = static_cast<double>(Workload::pool_rows_for(batch)) * m.config.row_elements();
+      const bool ids = m.config.family->integer_input();  // an int64 value: two floats' bytes
+      const double pool = static_cast<double>(Workload::pool_rows_for(batch)) * m.config.row_elements() * (ids ? 2 : 1);
       need.add("the input pool",
                std::to_string(Workload::pool_rows_for(batch)) + " rows x " + std::to_string(m.config.row_elements()) +
-                   " values",
+                   (ids ? " int64 values" : " values"),
                pool);
       need.require("--batch " + std::to_string(batch) + " of " + m.config.describe());
     }

@@ -226,6 +226,7 @@ ModelFileFamily::ModelFileFamily(const std::string& folder)
   classes_ = manifest.classes;
   parts_ = manifest.parts;
   integer_input_ = manifest.integer_input;
+  memory_terms_ = manifest.memory_terms();
   inputs_ = manifest.inputs;
   confidence_package_ = manifest.confidence_package;
   const int stages = manifest.stages();
@@ -384,24 +385,7 @@ int ModelFileFamily::width(const ModelConfig& /*config*/) const {
   return static_cast<int>(elements);
 }
 
-std::vector<MemoryTerm> ModelFileFamily::memory_terms(const ModelConfig& /*config*/) const {
-  const auto values = [](const std::vector<int64_t>& row) {
-    double n = 1;
-    for (const int64_t d : row) n *= static_cast<double>(d);
-    return n;
-  };
-  double widest = 0, weights = 0;  // the largest row a part takes or gives; the parts' weights
-  for (const ModelFilePart& part : parts_) {
-    widest = std::max({widest, values(part.input_row), values(part.output_row)});
-    weights += part.bytes / kBytesPerFloat;
-  }
-  // What the built-in families count, from the manifest: the input rows, a few of the widest rows
-  // live at once, every exit's logits; and the packages' weights, which no state_dict holds.
-  return {{"the parts' weights", {}, weights},
-          {"the input rows", {"rows"}, 2 * values(parts_.front().input_row)},
-          {"the activations", {"rows"}, 4 * widest},
-          {"every exit's logits", {"rows", "num_classes", "blocks"}, 3}};
-}
+std::vector<MemoryTerm> ModelFileFamily::memory_terms(const ModelConfig& /*config*/) const { return memory_terms_; }
 
 void ModelFileFamily::check(const ModelConfig& config) const {
   if (config.blocks != stages())

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -249,6 +250,24 @@ ModelFileManifest read_manifest(const std::string& folder) {
   text << in.rdbuf();
   if (!in && !in.eof()) fail("model file " + folder + ": manifest.json: unreadable");
   return parse_manifest(text.str(), folder);
+}
+
+std::vector<MemoryTerm> ModelFileManifest::memory_terms() const {
+  const auto values = [](const std::vector<int64_t>& row) {
+    double n = 1;
+    for (const int64_t d : row) n *= static_cast<double>(d);
+    return n;
+  };
+  double widest = 0, weights = 0;  // the largest row a part takes or gives; the parts' weights
+  for (const ModelFilePart& part : parts) {
+    widest = std::max({widest, values(part.input_row), values(part.output_row)});
+    weights += part.bytes / kBytesPerFloat;
+  }
+  const double per_value = integer_input ? 2 : 1;  // floats' worth of bytes of one input value
+  return {{"the parts' weights", {}, weights},
+          {"the input rows", {"rows"}, 2 * per_value * values(parts.front().input_row)},
+          {"the activations", {"rows"}, 4 * widest},
+          {"every exit's logits", {"rows", "num_classes", "blocks"}, 3}};
 }
 
 }  // namespace condbench

@@ -105,6 +105,15 @@ TEST(ModelFileManifest, TokenIdsAndAMaskPackIntoTheFirstStagesRow) {
   EXPECT_EQ(m.inputs[0].below, 1000);
   EXPECT_EQ(m.inputs[1].below, 2);
   EXPECT_EQ(m.pool, "pool.pt");
+  // The input rows in floats' worth of bytes: twice the values of an int64 input (4 per row here),
+  // beside the float input's of the same manifest.
+  const auto input_rows = [](const ModelFileManifest& manifest) {
+    for (const MemoryTerm& term : manifest.memory_terms())
+      if (term.what == "the input rows") return term.times;
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(input_rows(m), 2 * 2 * 4);
+  EXPECT_DOUBLE_EQ(input_rows(parse_manifest(good_manifest().dump(), "F")), 2 * 4);
   const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
       {[](nlohmann::json& j) { j["input"]["dtype"] = "float16"; }, "input.dtype: 'float16', not float32 or int64"},
       {[](nlohmann::json& j) { j["input"]["inputs"][1]["below"] = nullptr; }, "input.inputs[1].below: not an integer"},

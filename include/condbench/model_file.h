@@ -112,10 +112,11 @@ class ModelFileFamily final : public ModelFamily {
   Device device_ = Device::cpu;  // what the packages were compiled for
   int classes_ = 0;
   bool integer_input_ = false;
-  std::vector<ManifestInput> inputs_;  // packed into stages[0]'s input row, in order
-  at::Tensor pool_;                    // an integer input's example rows (pool.pt)
-  std::vector<ModelFilePart> parts_;   // stages[0], exits[0], stages[1], ..., final
-  std::string confidence_package_;     // "" when the exit rule is the largest softmax probability
+  std::vector<ManifestInput> inputs_;     // packed into stages[0]'s input row, in order
+  at::Tensor pool_;                       // an integer input's example rows (pool.pt)
+  std::vector<ModelFilePart> parts_;      // stages[0], exits[0], stages[1], ..., final
+  std::vector<MemoryTerm> memory_terms_;  // the manifest's (ModelFileManifest::memory_terms)
+  std::string confidence_package_;        // "" when the exit rule is the largest softmax probability
   ModelFileReference reference_;
   std::map<std::string, WholeModelPackage> whole_model_;
   mutable std::mutex mutex_;

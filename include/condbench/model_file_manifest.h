@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "condbench/memory_budget.h"
+
 namespace condbench {
 
 // What a compiled folder may hold, as condbench reads it: one input row's values (a 3 x 1024 x 1024
@@ -70,6 +72,10 @@ struct ModelFileManifest {
   std::string source, weights;  // the real paths of the file and its --weights when compiled ("" where not given)
 
   int stages() const { return static_cast<int>(parts.size() / 2); }
+  // What a batch of its model holds beside the weights the family counts (memory_budget.h), as the
+  // built-in families count it: the parts' weights, which no state_dict holds; the input rows (an
+  // int64 value the bytes of two floats); a few of the widest rows live at once; every exit's logits.
+  std::vector<MemoryTerm> memory_terms() const;
 };
 
 // Parses and checks `text`, the manifest of `folder` (which only names it in errors): the format,
