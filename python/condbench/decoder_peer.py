@@ -30,13 +30,12 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
 
 import torch
 
-from . import decoder, variants
-from .variants import Variant
+from . import decoder, names, variants
+from .variants import Case, Variant
 from .deployed import StepBody, cond_step_tensors, masked_step_tensors, masked_token
 from .rules import exit_fires, logits_agree, max_softmax
 
 if TYPE_CHECKING:
-    from .peer import Case
     from .workload import Workload
 
 # The cache a Generator keeps: (keys, values) per layer, each [1, heads, context, head_dim]
@@ -258,9 +257,9 @@ def near_tie(t: int, token: int, exit_id: int, ref_token: int, ref_exit: int, re
 
 @torch.no_grad()
 def cases(w: "Workload", device: str, wanted_variants: Sequence[str], wanted_scenarios: Sequence[str],
-          sync: bool) -> tuple[list["Case"], list[str]]:
-    """The decoder's cases of the workload `w` (a condbench.workload.Workload) for peer.py (each times
-    itself: case["loop"](n)), and notes on what did not run."""
+          sync: bool) -> tuple[list[Case], list[str]]:
+    """The decoder's cases of the workload `w` (a condbench.workload.Workload) for peer.py, each loop
+    n generated tokens, and notes on what did not run."""
     config = w.config
     model = decoder.Decoder(config["vocab"], config["d_model"], config["layers"], config["ffn"], config["context"])
     model.load_state_dict(torch.load(w.path("weights.pt")))
@@ -324,7 +323,8 @@ def cases(w: "Workload", device: str, wanted_variants: Sequence[str], wanted_sce
             # (exit id) -> host reads; "...": mypy infers no lambda with a default argument against a signature
             host_reads: Callable[..., int] = (lambda e, n=len(places): min(e, n - 1)) if variant.host_decides \
                 else (lambda e: 0)
-            found.append({"loop": (lambda n, g=generator: g.timed(n, sync)), "exits": exits,
-                          "host_syncs": host_reads, "blocks": len(places) - 1, "scenario_axis": (kind, value),
-                          "variant": name})
+            found.append(Case(names.build(["early_exit", device, "python", name],
+                                          [(kind, value), ("batch", 1), *w.name_axes]),
+                              loop=functools.partial(generator.timed, sync=sync), exits=tuple(exits),
+                              blocks=len(places) - 1, host_syncs=host_reads))
     return found, notes

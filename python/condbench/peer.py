@@ -18,6 +18,7 @@ answer comparisons that are still undecided, judged by `condbench-report --undec
 condbench's file given by --against), until each is decided or the time is spent.
 """
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -27,14 +28,14 @@ import socket
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Sequence, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Sequence, cast
 
 import torch
 
 from . import decoder_peer, lockstep, names, results, workload
 from .deployed import WORKAROUND_DOC, Thresholds
 from .families import load_model
-from .variants import SUMMARIES, VARIANTS, VariantFn, cudagraph_skips, variants, workarounds
+from .variants import SUMMARIES, VARIANTS, Case, VariantFn, cudagraph_skips, variants, workarounds
 from .rules import (LOCKSTEP_ALLOWANCE_CONTEXT, LOCKSTEP_CONTEXT, PEAK_MEMORY_CONTEXT, RESULT_SCHEMA, exit_fires,
                     peak_resident_memory, strategy_context_key)
 
@@ -42,24 +43,6 @@ if TYPE_CHECKING:
     from .model import EarlyExitModel
 
 SCHEMA = RESULT_SCHEMA  # kResultSchema of include/condbench/result_format.h, through rules.json
-
-
-class Case(TypedDict, total=False):
-    """One case the peer times (a variant on a scenario of a workload), as its loops read it. A
-    whole model's has fn, walk and thresholds; a decoder's (condbench.decoder_peer) times itself
-    (loop) and says its scenario's axis, from which the peer names it."""
-    fn: VariantFn
-    walk: list[torch.Tensor]  # condbench's rows at batch 1, in its order
-    thresholds: Thresholds
-    loop: Callable[..., float]  # a decoder's: loop(n), seconds of n generated tokens (a lambda binding its generator)
-    scenario_axis: tuple[str, str]  # a decoder's: its scenario as an axis of its name
-    variant: str  # a decoder's
-    sync: bool
-    host_syncs: Callable[[int], int]
-    blocks: int
-    name: str
-    exits: list[int]
-    iterations: int
 
 
 # A repetition of a case: (per-inference µs, round, sequence)
@@ -152,27 +135,26 @@ def run_variant(fn: VariantFn, rows: torch.Tensor, thresholds: Thresholds,
     return out
 
 
-def timed_loop(case: Case, n: int) -> float:
-    """Seconds for n inferences of a case, walking its rows in condbench's order (a decoder's case
-    times itself: n generated tokens)."""
-    if "loop" in case:
-        return case["loop"](n)
-    fn, walk, thresholds, sync = case["fn"], case["walk"], case["thresholds"], case["sync"]
-    start = time.perf_counter()
-    for i in range(n):
-        fn(walk[i % len(walk)], thresholds)
-        if sync:
-            torch.cuda.synchronize()  # one inference = finished on the device, like condbench
-    return time.perf_counter() - start
+def walking(fn: VariantFn, walk: Sequence[torch.Tensor], thresholds: Thresholds, sync: bool) -> Callable[[int], float]:
+    """A whole model's loop: seconds of n inferences walking condbench's rows in its order."""
+    def loop(n: int) -> float:
+        start = time.perf_counter()
+        for i in range(n):
+            fn(walk[i % len(walk)], thresholds)
+            if sync:
+                torch.cuda.synchronize()  # one inference = finished on the device, like condbench
+        return time.perf_counter() - start
+    return loop
 
 
-def iterations_for(case: Case, min_time: float) -> int:
-    """Like Google Benchmark: grow the count until a run lasts min_time."""
+def with_iterations(case: Case, min_time: float) -> Case:
+    """The case with a repetition's iteration count, as Google Benchmark grows it: until a run lasts
+    min_time."""
     n = 1
     while True:
-        took = timed_loop(case, n)
+        took = case.loop(n)
         if took >= min_time or n >= 1 << 24:
-            return n
+            return dataclasses.replace(case, iterations=n)
         n = max(n * 2, int(n * min_time / max(took, 1e-9) * 1.2))
 
 
@@ -196,8 +178,8 @@ class Rounds:
             order = list(cases)
             self.rng.shuffle(order)
             for case in order:
-                seconds = timed_loop(case, case["iterations"])
-                self.samples[id(case)].append((seconds / case["iterations"] * 1e6, self.round, self.sequence))
+                seconds = case.loop(case.iterations)
+                self.samples[id(case)].append((seconds / case.iterations * 1e6, self.round, self.sequence))
                 self.sequence += 1
             self.round += 1
 
@@ -277,12 +259,7 @@ def main() -> None:
         if w.decodes:  # docs/design.md §8: one generated token an iteration
             found, skipped_here = decoder_peer.cases(w, args.device, wanted_variants, wanted_scenarios, sync)
             notes += skipped_here
-            for case in found:
-                case["sync"] = sync
-                case["name"] = names.build(["early_exit", args.device, "python", case["variant"]],
-                                           [case["scenario_axis"], ("batch", 1), *w.name_axes])
-                case["iterations"] = iterations_for(case, args.min_time)
-                cases.append(case)
+            cases += [with_iterations(case, args.min_time) for case in found]
             continue
         model = load_model(w.path("weights.pt"), config, args.device) if not w.model_file \
             else load_model_file(w.model_file, args.device)
@@ -320,19 +297,18 @@ def main() -> None:
                             notes.append(f"{name}: {runnable[-1][0]} runs in its place ({WORKAROUND_DOC})")
                         continue
                 kind, _, value = scenario.partition(":")
-                case = {"fn": fn, "walk": walk, "thresholds": thresholds, "sync": sync, "host_syncs": host_syncs,
-                        "blocks": config["blocks"],
-                        "name": names.build(["early_exit", args.device, "python", name],
-                                            [(kind, value), ("batch", 1), *w.name_axes])}
                 # Untimed pass over the walk: compiles, warms up, and learns each row's exit; then the
                 # iteration count that makes a repetition last --min-time.
                 skips_before = cudagraph_skips()
-                case["exits"] = [int(run_variant(fn, row, thresholds, sync)[1]) for row in walk]
+                exits = tuple(int(run_variant(fn, row, thresholds, sync)[1]) for row in walk)
                 if name in VARIANTS and VARIANTS[name].cudagraph_trees and skips_before is not None:
                     # the counter was there before: it is now
                     graph_skips[name] = graph_skips.get(name, 0) + cast(int, cudagraph_skips()) - skips_before
-                case["iterations"] = iterations_for(case, args.min_time)
-                cases.append(case)
+                case = Case(names.build(["early_exit", args.device, "python", name],
+                                        [(kind, value), ("batch", 1), *w.name_axes]),
+                            loop=walking(fn, walk, thresholds, sync), exits=exits, blocks=config["blocks"],
+                            host_syncs=host_syncs)
+                cases.append(with_iterations(case, args.min_time))
 
     notes += [f"{name}: {cudagraph_note(args.device, skips)}" for name, skips in graph_skips.items()]
     rounds = Rounds(cases, random.Random(), turns)
@@ -347,7 +323,7 @@ def main() -> None:
     result = document.build()
     for case in cases:
         times = [sample[0] for sample in rounds.samples[id(case)]]
-        print(f"{case['name']:<80} {sorted(times)[len(times) // 2]:10.2f} us", flush=True)
+        print(f"{case.name:<80} {sorted(times)[len(times) // 2]:10.2f} us", flush=True)
     results.write(args.out, result)
     for note in notes:
         print(f"peer: {note}")
@@ -413,16 +389,16 @@ class Document:
         args, twins = self.args, self.twins
         benchmarks: list[dict[str, object]] = []
         for case in self.cases:
-            exits, iterations = case["exits"], case["iterations"]
+            exits, iterations = case.exits, case.iterations
             visited = [exits[i % len(exits)] for i in range(min(iterations, len(exits)))]
-            counters = {"host_syncs": sum(case["host_syncs"](e) for e in visited) / len(visited),
+            counters = {"host_syncs": sum(case.host_syncs(e) for e in visited) / len(visited),
                         "exit_mean": sum(visited) / len(visited)}
-            for k in range(1, case["blocks"] + 2):
+            for k in range(1, case.blocks + 2):
                 counters[f"exit_{k}"] = visited.count(k) / len(visited)
             mine = self.rounds.samples[id(case)]
-            benchmarks += [entry(case["name"], r, len(mine), iterations, sample, counters)
+            benchmarks += [entry(case.name, r, len(mine), iterations, sample, counters)
                            for r, sample in enumerate(mine)]
-            benchmarks += aggregates(case["name"], len(mine), [sample[0] for sample in mine], counters)
+            benchmarks += aggregates(case.name, len(mine), [sample[0] for sample in mine], counters)
         device_name = torch.cuda.get_device_name(0) if args.device == "cuda" else "none"
         return {
             "context": {
@@ -460,7 +436,7 @@ def spend_answer_budget(args: argparse.Namespace, cases: list[Case], rounds: Rou
     spent. Returns what it did, in condbench-report's words, and records it in the document's context:
     the schedule and the words are the report's, as condbench's own budget uses them."""
     start = time.monotonic()
-    by_name = {case["name"]: case for case in cases}
+    by_name = {case.name: case for case in cases}
     scratch = f"{args.out}.undecided.{os.getpid()}"
 
     def look(spent: tuple[object, ...] = ()) -> tuple[dict[str, Any], list[Case]] | None:
@@ -498,7 +474,7 @@ def spend_answer_budget(args: argparse.Namespace, cases: list[Case], rounds: Rou
               f"up to {count} rounds over {len(chosen)} cases", flush=True)
         done = 0
         for _ in range(count):
-            cost = sum(c["iterations"] * median([s[0] for s in rounds.samples[id(c)]]) * 1e-6 for c in chosen)
+            cost = sum(c.iterations * median([s[0] for s in rounds.samples[id(c)]]) * 1e-6 for c in chosen)
             if time.monotonic() - start + cost > args.answer_budget:
                 out_of_time = True
                 break
@@ -508,7 +484,7 @@ def spend_answer_budget(args: argparse.Namespace, cases: list[Case], rounds: Rou
             break
         ran_rounds += done
         looks += 1
-        again.update(c["name"] for c in chosen)
+        again.update(c.name for c in chosen)
         judged = look()
         if judged is None:
             break  # looks counts the rounds' look; the last judgement is the report's

@@ -180,6 +180,21 @@ class Variant:
     host_decides: bool = False
 
 
+@dataclass(frozen=True)
+class Case:
+    """One case the peer times, whatever its model: a variant on a scenario of a workload, named as
+    condbench names its twin. loop(n) times n iterations and returns their seconds: a whole model's n
+    inferences walking condbench's rows in its order, a decoder's n generated tokens (a new
+    sequence's prefill outside the timed region). exits: the iterations' exit ids in that order;
+    host_syncs(exit id): one iteration's host reads; blocks: the exits before the final one."""
+    name: str
+    loop: Callable[[int], float]
+    exits: Tuple[int, ...]
+    blocks: int
+    host_syncs: Callable[[int], int]
+    iterations: int = 1  # a repetition's: set by the peer once an untimed pass has measured the loop
+
+
 def _as_is(module: EagerIf | NestedCond | Masked | BlocksCompile | OrtIf, tensor_thresholds: bool = True) -> Made:
     return module, module.host_syncs, tensor_thresholds
 
