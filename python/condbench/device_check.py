@@ -21,6 +21,7 @@ import sys
 import zipfile
 from typing import Any, Sequence
 
+from .model_source import ProtocolError, read_manifest
 from .rules import GPU_TRACK  # the --trace file's track of GPU spans, as C++ names it (nvtx::kGpuTrack)
 
 WHEEL_PARTS = ("torch/include/", "torch/share/cmake/", "torch/lib/")
@@ -63,9 +64,8 @@ def kernel_table(path: str, top: int = 25) -> list[str]:
 
 def compile_times(folder: str) -> str:
     """"model file compile: stage0.pt2 41.2 s, ..." from a compiled folder's manifest.json."""
-    with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as f:
-        manifest = json.load(f)
-    return "model file compile: " + ", ".join(f"{k} {v:.1f} s" for k, v in manifest.get("compile_s", {}).items())
+    compile_s = read_manifest(folder).compile_s
+    return "model file compile: " + ", ".join(f"{k} {v:.1f} s" for k, v in compile_s.items())
 
 
 def unpack_wheel(wheel: str, destination: str) -> int:
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"device_check: {args.wheel} holds none of {', '.join(WHEEL_PARTS)}", file=sys.stderr)
             return 1
         return 0
-    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as e:
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, ProtocolError) as e:
         print(f"device_check: {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
 

@@ -54,8 +54,8 @@ from typing import IO, TYPE_CHECKING, Any, Iterable, Mapping, NoReturn, Sequence
 
 from . import aoti
 from .errors import first_line
-from .model_source import (FORMAT, ModelFile, ProtocolError, changed_reads, digest, early_exit_view, file_digest,
-                           shape_text)
+from .model_source import (FORMAT, CompiledManifest, ModelFile, ProtocolError, changed_reads, digest, early_exit_view,
+                           file_digest, read_manifest, shape_text)
 from .regular_file import open_regular, require_regular
 
 if TYPE_CHECKING:
@@ -205,11 +205,10 @@ def part_check(x: "torch.Tensor", out: "torch.Tensor", batch: int) -> aoti.Check
     return aoti.Check([(x,)], judge)
 
 
-def damaged(folder: str, m: Mapping[str, Any]) -> list[str]:
+def damaged(folder: str, files: Mapping[str, str]) -> list[str]:
     """The files of a compiled folder that are missing or not as compiled (its manifest's "files"),
-    or ["manifest.json"] where it has no such list."""
-    files = m.get("files")
-    if not isinstance(files, dict) or not files:
+    or ["manifest.json"] where it lists none."""
+    if not files:
         return ["manifest.json"]
     bad: list[str] = []
     for name, sha256 in files.items():
@@ -241,28 +240,27 @@ def compiled_folder(path: str, weights: str | None, device: str, cache: str, sta
         folder = os.path.join(cache, "models", f"{digest(path, weights, device)}-{device}")
     except OSError:
         return None  # a file or weights that cannot be read: ModelFile says so
-    try:
-        with open_regular(os.path.join(folder, "manifest.json"), "r") as f:
-            m = json.load(f)
-    except FileNotFoundError:
+    if not os.path.lexists(os.path.join(folder, "manifest.json")):
         return None
-    except (OSError, ValueError):
+    try:
+        m: CompiledManifest | None = read_manifest(folder)
+    except ProtocolError:
         m = None
     source, weights_source = os.path.realpath(path), weights and os.path.realpath(weights)
-    if not isinstance(m, dict):
+    if m is None:
         why = "its manifest.json is unreadable"
-    elif changed_reads(m) is None or "files" not in m:
+    elif m.reads is None or m.files is None:
         why = "an older model_file.py made it, without a record of its files and of what the module read"
-    elif (m.get("source"), m.get("weights")) != (source, weights_source):
-        why = f"it was compiled from {m.get('source')!r} (weights {m.get('weights')!r})"
-    elif stale := changed_reads(m):
+    elif (m.source, m.weights) != (source, weights_source):
+        why = f"it was compiled from {m.source!r} (weights {m.weights!r})"
+    elif stale := changed_reads(m.reads):
         why = f"{', '.join(stale)}, which the module read, changed since it was compiled"
-    elif reads is not None and sorted(m["reads"], key=lambda r: str(r.get("path"))) != read_now(reads):
+    elif reads is not None and list(m.reads) != [(r["path"], r["sha256"]) for r in read_now(reads)]:
         why = "the module read other files when it was compiled than it reads now"
-    elif state is not None and m.get("state_dict") != state:
-        why = "model() makes other weights than it was compiled with" if "state_dict" in m else \
+    elif state is not None and m.state_dict != state:
+        why = "model() makes other weights than it was compiled with" if m.state_dict is not None else \
             "an older model_file.py made it, without a digest of model()'s weights"
-    elif broken := damaged(folder, m):
+    elif broken := damaged(folder, m.files):
         why = f"{', '.join(broken[:3])} {'is' if len(broken) == 1 else 'are'} missing or not as compiled"
     else:
         why = None

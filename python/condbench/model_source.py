@@ -11,6 +11,7 @@ import math
 import os
 import runpy
 import sys
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import (TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, TypedDict, TypeVar,
                     cast)
@@ -441,53 +442,96 @@ def digest(path: str, weights: str | None, device: str) -> str:
     return h.hexdigest()[:16]
 
 
-def changed_reads(m: Mapping[str, Any]) -> list[str] | None:
-    """The files a folder's manifest says the module read when it was compiled (its "reads": a module
-    it imports, weights model() loads) that are not as they were then, or None where the manifest
-    has no such list (one written before it was kept)."""
-    reads = m.get("reads")
-    if not isinstance(reads, list):
-        return None
+@dataclass(frozen=True)
+class CompiledManifest:
+    """What the Python side reads of a compiled folder's manifest.json (condbench.model_file writes it;
+    condbench's model_file_manifest.h reads its parts and packages), read once by read_manifest: the
+    real paths of the file and its weights, the device, the classes and the digest of the three;
+    where the model_file.py of the time kept them, the digest of model()'s state_dict, the files the
+    module read while it loaded ((real path, sha256) each, by path), the folder's files by sha256 and
+    each part's compile seconds."""
+    source: str
+    weights: str | None
+    device: str
+    classes: int
+    digest: str
+    state_dict: str | None = None
+    reads: tuple[tuple[str, str], ...] | None = None
+    files: Mapping[str, str] | None = None
+    compile_s: Mapping[str, float] = field(default_factory=dict)
+
+
+def read_manifest(folder: str) -> CompiledManifest:
+    """FOLDER/manifest.json. Raises ProtocolError, one line naming it, where it cannot be read or is
+    not one a compile wrote."""
+    path = os.path.join(folder, "manifest.json")
+    try:
+        with open_regular(path, "r") as f:
+            m = json.load(f)
+
+        def strings(value: object, what: str) -> dict[str, str]:
+            if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                      for k, v in value.items()):
+                raise ValueError(f"{what} is not a table of strings")
+            return value
+
+        reads = m.get("reads")
+        if reads is not None:
+            if not isinstance(reads, list):
+                raise ValueError("reads is not a list")
+            reads = tuple(sorted((r["path"], r["sha256"]) for r in (strings(r, "a read") for r in reads)))
+        compile_s = m.get("compile_s", {})
+        if not isinstance(compile_s, dict) or not all(isinstance(v, (int, float)) for v in compile_s.values()):
+            raise ValueError("compile_s is not a table of seconds")
+        manifest = CompiledManifest(
+            source=m["source"], weights=m["weights"], device=m["device"], classes=int(m["classes"]),
+            digest=str(m.get("digest")), state_dict=m.get("state_dict"), reads=reads,
+            files=strings(m["files"], "files") if "files" in m else None, compile_s=compile_s)
+        if not isinstance(manifest.source, str) or not (manifest.weights is None or isinstance(manifest.weights, str)):
+            raise ValueError("source or weights is not a path")
+        if manifest.device not in ("cpu", "cuda"):
+            raise ValueError("device is not cpu or cuda")
+        if not (manifest.state_dict is None or isinstance(manifest.state_dict, str)):
+            raise ValueError("state_dict is not a digest")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ProtocolError(f"{path}: not a manifest model_file.py compile wrote ({first_line(e)})") from None
+    return manifest
+
+
+def changed_reads(reads: Iterable[tuple[str, str]]) -> list[str]:
+    """Of the files a folder's manifest says the module read when it was compiled (a module it
+    imports, weights model() loads), those that are not as they were then."""
     changed: list[str] = []
-    for entry in reads:
+    for path, sha256 in reads:
         try:
-            if file_digest(entry["path"]) != entry["sha256"]:
-                changed.append(entry["path"])
-        except (OSError, KeyError, TypeError):
-            changed.append(str(entry.get("path") if isinstance(entry, dict) else entry))
+            if file_digest(path) != sha256:
+                changed.append(path)
+        except OSError:
+            changed.append(path)
     return changed
 
 
 def load_compiled(folder: str) -> tuple[ModelFile, "ModelFileView"]:
     """The module a compiled folder was made from, as the peer runs it: (ModelFile, its early-exit
     view). The file and the weights must be those the folder was compiled from (the digest)."""
-    path = os.path.join(folder, "manifest.json")
-    try:
-        with open_regular(path, "r") as f:
-            m = json.load(f)
-        source, weights, classes, device = m["source"], m["weights"], int(m["classes"]), m["device"]
-        if not isinstance(source, str) or not (weights is None or isinstance(weights, str)):
-            raise ValueError("source or weights is not a path")
-        if device not in ("cpu", "cuda"):
-            raise ValueError("device is not cpu or cuda")
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ProtocolError(f"{path}: not a manifest model_file.py compile wrote ({first_line(e)})") from None
+    m = read_manifest(folder)
+    source, weights = m.source, m.weights
     # the digest before anything runs: a changed file, or another one, is never executed
     try:
-        same = digest(source, weights, device) == m.get("digest")
+        same = digest(source, weights, m.device) == m.digest
     except OSError as e:
         raise ProtocolError(f"{source}: cannot be read ({first_line(e)})") from None
     if not same:
         raise ProtocolError(f"{source}: changed since it was compiled into {folder} (or its weights did): "
                             "compile it again (scripts/run --model-file does)")
-    if changed := changed_reads(m):
+    if changed := changed_reads(m.reads or ()):
         raise ProtocolError(f"{source}: {changed[0]}, which it reads, changed since it was compiled into {folder}: "
                             "compile it again (scripts/run --model-file does)")
     model_file = ModelFile(source, weights)
-    if "state_dict" not in m:
+    if m.state_dict is None:
         raise ProtocolError(f"{folder}: made by an older model_file.py, without a digest of model()'s weights: "
                             "compile it again (scripts/run --model-file does)")
-    if model_file.state != m["state_dict"]:
+    if model_file.state != m.state_dict:
         raise ProtocolError(f"{source}: model() makes other weights than it did when it was compiled into {folder}: "
                             "compile it again (scripts/run --model-file does)")
-    return model_file, early_exit_view(model_file, classes)
+    return model_file, early_exit_view(model_file, m.classes)

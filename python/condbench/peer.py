@@ -365,12 +365,12 @@ def model_file_inputs(folder: str) -> list[tuple[str, str] | tuple[str, str, boo
     """What a model file's workload reads beyond its own files: its compiled folder (nothing may be
     written into it) and, as its manifest names them, the file, its weights and the files its module
     read while it loaded (a module it imports, weights model() loads)."""
+    from .model_source import ProtocolError, read_manifest
+
     try:
-        with open(os.path.join(folder, "manifest.json")) as f:
-            m = json.load(f)
-        reads = [r.get("path") for r in m.get("reads", []) if isinstance(r, dict)]
-        files = [m.get("source"), m.get("weights"), *reads]
-    except (OSError, ValueError, AttributeError, TypeError):
+        m = read_manifest(folder)
+        files = [m.source, m.weights, *(path for path, _ in m.reads or ())]
+    except ProtocolError:
         files = []  # load_model_file says what is wrong with it
     return [("--workload (its model file's folder)", folder, True)] + \
         [("--workload (its model file's module)", p) for p in files if isinstance(p, str)]

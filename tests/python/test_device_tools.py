@@ -63,7 +63,8 @@ class CompileTimes(unittest.TestCase):
     def test_each_package_with_its_seconds(self):
         with tempfile.TemporaryDirectory() as folder:
             with open(os.path.join(folder, "manifest.json"), "w") as f:
-                json.dump({"compile_s": {"stage0.pt2": 41.234, "final.pt2": 3.0}}, f)
+                json.dump({"source": "/m/mlp.py", "weights": None, "device": "cuda", "classes": 10, "digest": "0" * 16,
+                           "compile_s": {"stage0.pt2": 41.234, "final.pt2": 3.0}}, f)
             result = command("compile-times", folder)
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertEqual(result.stdout.strip(), "model file compile: stage0.pt2 41.2 s, final.pt2 3.0 s")

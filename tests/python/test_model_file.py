@@ -456,7 +456,8 @@ def example_input(batch):
         layers = os.path.realpath(os.path.join(os.path.dirname(first), "layers.py"))
         m = {"files": {"stage0.pt2": model_file.file_digest(os.path.join(folder, "stage0.pt2"))},
              "source": os.path.realpath(first), "weights": None, "state_dict": loaded.state,
-             "reads": model_file.read_now([layers])}
+             "reads": model_file.read_now([layers]), "device": "cpu", "classes": 2,
+             "digest": model_file.digest(first, None, "cpu")}
         with open(os.path.join(folder, "manifest.json"), "w") as f:
             json.dump(m, f)
         with open(os.path.join(folder, "manifest.json"), "rb") as f:
@@ -515,7 +516,8 @@ def example_input(batch):
         with open(os.path.join(folder, "manifest.json"), "w") as f:
             json.dump({"files": {"stage0.pt2": model_file.file_digest(os.path.join(folder, "stage0.pt2"))},
                        "source": os.path.realpath(path), "weights": None, "state_dict": state,
-                       "reads": model_file.read_now(loaded.reads)}, f)
+                       "reads": model_file.read_now(loaded.reads), "device": "cpu", "classes": 2,
+                       "digest": model_file.digest(path, None, "cpu")}, f)
         result = subprocess.run(MODEL_FILE + ["compile", "chatty.py", "--cache", "cache", "--jobs", "1"],
                                 cwd=self.dir.name, capture_output=True, text=True, timeout=300)
         self.assertEqual(result.returncode, 0, result.stderr)
