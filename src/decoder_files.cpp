@@ -4,13 +4,12 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 #include <map>
-#include <set>
 
 #include "condbench/config.h"
 #include "condbench/error.h"
+#include "condbench/model.h"
 #include "condbench/torch_save_files.h"
 #include "torch_save_reader.h"
 
@@ -18,47 +17,23 @@ namespace condbench {
 
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
-// The decoder `given` with the sizes the state_dict's shapes hold, checked against its contract.
+// The decoder `given` with the sizes the state_dict's shapes hold, its keys and shapes checked as a
+// family's are (check_parameters).
 DecoderConfig decoder_config_of(const StateDict& headers, const DecoderConfig& given) {
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (const auto& [key, tensor] : headers) shapes[key] = tensor.sizes().vec();
-  auto need = [&](const std::string& key) -> const std::vector<int64_t>& {
-    const auto found = shapes.find(key);
-    if (found == shapes.end()) fail("has no '" + key + "': not a decoder's state_dict (docs/models.md)");
-    if (found->second.size() != 2) fail("'" + key + "' has shape " + shape_text(found->second) + ", not 2-D");
-    return found->second;
-  };
+  const StateDictShapes shapes(headers);
+  if (!shapes.has("embed.weight")) fail("weights: has no 'embed.weight': not a decoder's state_dict (docs/models.md)");
   auto size = [](int64_t n) { return static_cast<int>(std::min<int64_t>(n, std::numeric_limits<int>::max())); };
   DecoderConfig c = given;
-  c.vocab = size(need("embed.weight")[0]);
-  c.d_model = size(need("embed.weight")[1]);
-  c.context = size(need("pos.weight")[0]);
-  c.ffn = size(need("layers.0.fc1.weight")[0]);
-  // Layers: one past the highest layers.N. a key names, so that a layer missing in between is named
-  // as the key it lacks, not read as a shallower decoder (whose exit_every would then be refused).
-  c.layers = 0;
-  for (const auto& [key, shape] : shapes) {
-    int n = -1;
-    if (std::sscanf(key.c_str(), "layers.%d.", &n) == 1 && n >= 0 && n < 1 << 10) c.layers = std::max(c.layers, n + 1);
-  }
+  const std::vector<int64_t>& embed = shapes.require("embed.weight", 2);
+  c.vocab = size(embed[0]);
+  c.d_model = size(embed[1]);
+  c.context = size(shapes.require("pos.weight", 2)[0]);
+  c.ffn = size(shapes.require("layers.0.fc1.weight", 2)[0]);
+  // A layer missing between others is named as the key it lacks, not read as a shallower decoder
+  // (whose exit_every would then be refused).
+  c.layers = shapes.count("layers.", ".norm1.weight");
   c.validate();
-  std::set<std::string> expected;
-  for (const ParameterSpec& spec : decoder_parameters(c)) {
-    expected.insert(spec.name);
-    const auto found = shapes.find(spec.name);
-    if (found == shapes.end()) fail("has no '" + spec.name + "', which a decoder of " + c.describe() + " has");
-    if (found->second != spec.shape)
-      fail("'" + spec.name + "' has shape " + shape_text(found->second) + ", a decoder of its other sizes has " +
-           shape_text(spec.shape));
-  }
-  for (const auto& [key, shape] : shapes)
-    if (!expected.count(key)) fail("has '" + printable(key) + "', which a decoder has not (docs/models.md)");
+  check_parameters(decoder_parameters(c), headers);
   return c;
 }
 
@@ -74,9 +49,7 @@ DecoderModel decoder_from(const std::string& path, const DecoderConfig& given, R
   if (saved.kind != detail::SavedObject::Kind::dict_of_tensors)
     fail("weights '" + path + "': expected a state_dict (a dict of tensors), found a tensor");
   std::map<std::string, at::Tensor> by_key;
-  for (const auto& [key, tensor] : saved.items) {
-    if (!at::isFloatingType(tensor.scalar_type()))
-      fail("weights '" + path + "': '" + printable(key) + "' is not a floating-point tensor");
+  for (const auto& [key, tensor] : saved.items) {  // keys, shapes and dtypes: checked from the headers
     detail::check_values("weights", path, key, tensor);
     by_key[key] = tensor;
   }

@@ -143,10 +143,14 @@ void EarlyExitModelImpl::assign(const FlatParameters& params) {
 }
 
 void check_state_dict(const ModelConfig& config, const StateDict& state_dict) {
+  check_parameters(parameter_specs(config), state_dict);
+}
+
+void check_parameters(const std::vector<ParameterSpec>& specs, const StateDict& state_dict) {
   std::map<std::string, at::Tensor> given;
   for (const auto& [name, tensor] : state_dict) given[name] = tensor;
   std::set<std::string> expected;
-  for (const ParameterSpec& spec : parameter_specs(config)) {
+  for (const ParameterSpec& spec : specs) {
     expected.insert(spec.name);
     auto it = given.find(spec.name);
     if (it == given.end()) fail("weights: missing key '" + spec.name + "'" + key_hint(state_dict));

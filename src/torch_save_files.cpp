@@ -33,17 +33,12 @@ StateDict load_state_dict_file(const std::string& path) {
       fail(
           "holds a decoder's state_dict (embed.weight, pos.weight): condbench runs the decoder on seeded weights "
           "(--model=decoder); condbench-infer --model=decoder --weights reads this file");
-    try {
-      // Keys and shapes only: the sizes a file cannot say (a transformer's heads) at 1, which fits any.
-      std::map<std::string, int> ones;
-      for (const ModelFamily* family : model_families())
-        for (const FamilyAxis& axis : family->axes())
-          if (!axis.from_weights) ones[axis.key] = 1;
-      check_state_dict(infer_config(headers, ones), headers);
-    } catch (const Error& e) {  // the reader names the file already: drop the model's "weights: "
-      const std::string why = e.what();
-      fail(why.rfind("weights: ", 0) == 0 ? why.substr(9) : why);
-    }
+    // Keys and shapes only: the sizes a file cannot say (a transformer's heads) at 1, which fits any.
+    std::map<std::string, int> ones;
+    for (const ModelFamily* family : model_families())
+      for (const FamilyAxis& axis : family->axes())
+        if (!axis.from_weights) ones[axis.key] = 1;
+    check_state_dict(infer_config(headers, ones), headers);
   };
   detail::SavedObject saved = detail::read_torch_save_file("weights", path, check);
   if (saved.kind != detail::SavedObject::Kind::dict_of_tensors)

@@ -563,7 +563,9 @@ SavedObject read_torch_save(const std::string& what, const std::string& path, st
   try {
     return read_archive(in, size, check);
   } catch (const Error& e) {
-    fail(prefix + e.what());
+    // What `check` says as "weights: ..." (the model's own words) reads "weights '<path>': ..." here.
+    const std::string why = e.what(), own = what + ": ";
+    fail(prefix + (why.rfind(own, 0) == 0 ? why.substr(own.size()) : why));
   } catch (const std::bad_alloc&) {
     throw;  // the limits above should make this impossible; the tool reports it as internal
   } catch (const c10::Error& e) {

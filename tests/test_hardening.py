@@ -665,7 +665,7 @@ class Bounded(Case):
         # a layer missing between others is that layer's key, not "exit_every must be below layers"
         gap = self.write("gap.pt", state_dict_file(decoder_tensors(layers=4, skip={"layers.1.attn.qkv.weight"})))
         self.assert_bad_input(run(INFER, "--device=cpu", "--model=decoder", f"--weights={gap}", "--decoder=heads=1",
-                                  "--thresholds=0.5"), "has no 'layers.1.attn.qkv.weight'")
+                                  "--thresholds=0.5"), "missing key 'layers.1.attn.qkv.weight'")
         # a decoder's weights given to condbench --weights: said so, not read as a transformer's
         whole = self.write("d.pt", state_dict_file(decoder_tensors()))
         for tool, extra in [(CONDBENCH, ["--benchmark_list_tests"]), (INFER, ["--thresholds=0.5"])]:

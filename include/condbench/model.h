@@ -123,5 +123,7 @@ std::string key_hint(const StateDict& state_dict);
 // Throws condbench::Error naming the first missing, unexpected, non-float or wrongly shaped key of
 // `state_dict` for a model of `config`. Reads no tensor data, so it also checks meta tensors.
 void check_state_dict(const ModelConfig& config, const StateDict& state_dict);
+// The same against `specs`, whatever model they are of (a family's, the decoder's).
+void check_parameters(const std::vector<ParameterSpec>& specs, const StateDict& state_dict);
 
 }  // namespace condbench
