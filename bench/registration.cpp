@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "condbench/decoder/config.h"
 #include "condbench/error.h"
 #include "condbench/family.h"
 #include "condbench/model_file.h"

@@ -95,7 +95,7 @@ int StateDictShapes::count(const std::string& prefix, const std::string& suffix)
     const std::string rest = key.substr(prefix.size());
     const size_t digits = rest.find_first_not_of("0123456789");
     if (digits == 0 || digits == std::string::npos || digits > 6) continue;
-    if (std::stoi(rest.substr(0, digits)) > n)
+    if (std::stoi(rest.substr(0, digits)) >= n)  // block n has keys, but not this one
       fail("weights: missing key '" + prefix + std::to_string(n) + suffix + "' before '" + printable(key) + "'" +
            key_hint(state_dict_));
   }

@@ -294,6 +294,9 @@ class BadFlags(unittest.TestCase):
             "early_exit/cpu/torch/eager_host/exit:1/batch:1/model:transformer/d_model:24/heads:2/ffn:40/seq:32/blocks:6",
             decoder.format(4)])
         self.assertTrue(all("model:decoder/vocab:3/" in n for n in names("--vocab=3")))
+        # --model lists families of either unit, each with its own size flags
+        self.assertEqual(names("--model=mlp,decoder", "--hidden=16", *flags, "--generate=4"),
+                         ["early_exit/cpu/torch/eager_host/exit:1/batch:1/hidden:16/blocks:3", decoder.format(4)])
         # --full's GPT-2-shaped decoder, made by the flags, is the one model it is, once
         gpt2 = ["--full", "--model=decoder", "--d-model=768", "--heads=12", "--layers=12", "--ffn=3072", "--exit-every=3"]
         self.assertEqual(len(names(*gpt2)), 1)

@@ -17,6 +17,7 @@
 #include "condbench/decoder/strategy.h"
 #include "condbench/decoder/torch_decoder.h"
 #include "condbench/error.h"
+#include "condbench/family.h"
 #include "decoder/torch/conditional_step.h"
 #include "decoder/torch/masked_step.h"
 #include "decoder_check.h"

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
+#include "condbench/decoder/config.h"
 #include "condbench/error.h"
 #include "condbench/model.h"
 #include "condbench/random.h"
@@ -36,6 +38,65 @@ class StateDictFile : public ::testing::Test {
 
   std::filesystem::path dir_;
 };
+
+// The decoder's state_dict is read as a family's: its sizes from the shapes, then every key, shape and
+// dtype against its contract, each refusal naming the key (the last layer's missing norm too, not
+// read as a shallower decoder).
+TEST_F(StateDictFile, ADecodersIsCheckedKeyByKeyAsAFamilys) {
+  DecoderConfig c;
+  c.vocab = 8;
+  c.d_model = 8;
+  c.heads = 2;
+  c.layers = 3;
+  c.ffn = 16;
+  c.context = 8;
+  c.exit_every = 2;
+  c.prompt = c.generate = 1;
+  const std::vector<ParameterSpec> specs = decoder_parameters(c);
+  const FlatParameters params = seeded_decoder_parameters(c, 1);
+  const auto state = [&] {
+    StateDict sd;
+    for (size_t i = 0; i < specs.size(); ++i)
+      sd.emplace_back(specs[i].name, at::tensor(params[i]).reshape(specs[i].shape));
+    return sd;
+  };
+  const auto refusal = [&](const StateDict& sd) -> std::string {
+    save_state_dict_file(sd, path("d.pt"));
+    DecoderConfig given;  // what a state_dict cannot say: heads, exit_every, the sequence's lengths
+    given.heads = 2;
+    given.prompt = given.generate = 1;
+    try {
+      EXPECT_EQ(load_decoder_file(path("d.pt"), given).config, c);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const auto with = [&](const std::function<void(StateDict&)>& change) {
+    StateDict sd = state();
+    change(sd);
+    return refusal(sd);
+  };
+  const auto entry = [](StateDict& sd, const std::string& key) -> at::Tensor& {
+    return std::find_if(sd.begin(), sd.end(), [&](const auto& e) { return e.first == key; })->second;
+  };
+  const std::string file = "weights '" + path("d.pt") + "': ";
+  EXPECT_EQ(refusal(state()), "");
+  EXPECT_EQ(
+      with([](StateDict& sd) {
+        sd.erase(std::find_if(sd.begin(), sd.end(), [](const auto& e) { return e.first == "layers.2.norm1.weight"; }));
+      }),
+      file + "missing key 'layers.2.norm1.weight' before 'layers.2.attn.out.bias'");
+  EXPECT_EQ(with([&](StateDict& sd) {
+              entry(sd, "layers.1.fc1.weight") = at::zeros({15, 8});
+            }),
+            file + "'layers.1.fc1.weight' has shape [15, 8], expected [16, 8]");
+  EXPECT_EQ(with([](StateDict& sd) { sd.emplace_back("extra", at::zeros({1})); }), file + "unexpected key 'extra'");
+  EXPECT_EQ(with([&](StateDict& sd) { entry(sd, "layers.0.fc2.bias") = at::zeros({8}, at::kLong); }),
+            file + "'layers.0.fc2.bias' is not a floating-point tensor");
+  EXPECT_EQ(with([](StateDict& sd) { sd.erase(sd.begin()); }),
+            file + "has no 'embed.weight': not a decoder's state_dict (docs/models.md)");
+}
 
 TEST_F(StateDictFile, ParameterNamesAreThoseOfThePyTorchModule) {
   const EarlyExitModel model(model_config("mlp"), 1);

@@ -16,7 +16,6 @@ needed: the prepare step runs before any environment, the GPU machine installs n
 """
 import argparse
 import json
-import os
 import sys
 import zipfile
 from typing import Any, Sequence

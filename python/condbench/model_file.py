@@ -56,7 +56,7 @@ from . import aoti
 from .errors import first_line
 from .model_source import (FORMAT, CompiledManifest, ModelFile, ProtocolError, changed_reads, digest, early_exit_view,
                            file_digest, read_manifest, shape_text)
-from .regular_file import open_regular, require_regular
+from .regular_file import require_regular
 
 if TYPE_CHECKING:
     import torch

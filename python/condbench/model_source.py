@@ -493,7 +493,7 @@ def read_manifest(folder: str) -> CompiledManifest:
             raise ValueError("device is not cpu or cuda")
         if not (manifest.state_dict is None or isinstance(manifest.state_dict, str)):
             raise ValueError("state_dict is not a digest")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError) as e:
         raise ProtocolError(f"{path}: not a manifest model_file.py compile wrote ({first_line(e)})") from None
     return manifest
 

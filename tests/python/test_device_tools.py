@@ -70,6 +70,19 @@ class CompileTimes(unittest.TestCase):
             self.assertEqual(result.stdout.strip(), "model file compile: stage0.pt2 41.2 s, final.pt2 3.0 s")
             self.assertEqual(command("compile-times", os.path.join(folder, "absent")).returncode, 2)
 
+    def test_a_manifest_no_compile_wrote_is_one_line(self):
+        # read_manifest's refusals: each a ProtocolError naming the file, never a traceback
+        good = {"source": "/m/mlp.py", "weights": None, "device": "cpu", "classes": 10, "digest": "0" * 16}
+        for change in [{"classes": float("inf")}, {"device": "tpu"}, {"reads": [{"path": "/m/helper.py"}]},
+                       {"compile_s": {"stage0.pt2": "slow"}}, {"files": ["stage0.pt2"]}, {"source": None}]:
+            with self.subTest(change=change), tempfile.TemporaryDirectory() as folder:
+                with open(os.path.join(folder, "manifest.json"), "w") as f:
+                    json.dump({**good, **change}, f)
+                result = command("compile-times", folder)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+                self.assertIn("manifest.json: not a manifest model_file.py compile wrote", result.stderr)
+
 
 class UnpackWheel(unittest.TestCase):
     def test_only_what_a_build_needs_is_extracted(self):
