@@ -41,7 +41,7 @@ void print_usage(std::ostream& out) {
   out << "usage: condbench-infer [--weights=FILE [SIZES] | --seed=N [--model=FAMILY] [SIZES] --num-classes=N "
          "--blocks=N\n"
          "                        | --model-file=FILE.py|DIR [--model-weights=FILE] [--compile-timeout=SECONDS]]\n"
-         "                       [--input=FILE | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
+         "                       [--input=FILE[,FILE...] | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
          "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
          "       condbench-infer --model=decoder [--weights=FILE | --seed=N] [--SIZE=N ...]\n"
          "                       [--prompt=FILE | --batch=N --prompt-seed=N] [--generate=N] --thresholds=T1,...\n"
@@ -65,7 +65,9 @@ void print_usage(std::ostream& out) {
          "python/condbench/model_file.py\n"
          "  for the device (cached; --model-weights: a state_dict for it), or the folder that made; each strategy\n"
          "  is first checked against the module's own forward on the folder's reference rows; --compile-timeout:\n"
-         "  the compile's limit in seconds (default 1800), its process group ended there\n";
+         "  the compile's limit in seconds (default 1800), its process group ended there\n"
+         "  --input: the rows (torch.save); a model file of several inputs takes one file each, in the order\n"
+         "  example_input() gives them (ids.pt,mask.pt), or them packed into one row as condbench carries them\n";
 }
 
 std::string shape_text(at::IntArrayRef sizes) {
@@ -87,6 +89,31 @@ std::string whose(const std::string& key) {
   std::string text;
   for (const std::string& owner : owners_of(key)) text += (text.empty() ? "the " : " and the ") + owner + "'s";
   return text;
+}
+
+// The rows of several --input files, one per tensor the model takes (`shapes`: each one's row), packed
+// into the model's one row as condbench carries them: each tensor's values one after another.
+at::Tensor packed(const std::vector<at::Tensor>& inputs, const std::vector<std::vector<int64_t>>& shapes) {
+  if (inputs.size() != shapes.size())
+    fail("--input: " + std::to_string(inputs.size()) + " files for a model of " + std::to_string(shapes.size()) +
+         " input" + (shapes.size() == 1 ? "" : "s") + " (one file each, in the order example_input() gives them)");
+  std::vector<at::Tensor> rows;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const at::Tensor& t = inputs[i];
+    const std::string which = "--input: file " + std::to_string(i + 1) + " ";
+    if (t.dim() != static_cast<int64_t>(shapes[i].size()) + 1 || t.sizes().slice(1) != at::IntArrayRef(shapes[i])) {
+      std::string want = "rows";
+      for (const int64_t d : shapes[i]) want += ", " + std::to_string(d);
+      fail(which + shape_text(t.sizes()) + ": the model's input " + std::to_string(i + 1) + " is [" + want + "]");
+    }
+    if (t.size(0) != inputs[0].size(0))
+      fail(which + "has " + std::to_string(t.size(0)) + " rows, file 1 " + std::to_string(inputs[0].size(0)));
+    if (t.scalar_type() != inputs[0].scalar_type())
+      fail(which + "is " + std::string(c10::toString(t.scalar_type())) + ", file 1 " +
+           std::string(c10::toString(inputs[0].scalar_type())) + ": give every input one dtype");
+    rows.push_back(t.reshape({t.size(0), -1}));
+  }
+  return at::cat(rows, 1);
 }
 
 // The memory budget (memory_budget.h) of `rows` rows of the model, and of their logits as this
@@ -119,9 +146,12 @@ Options parse_options(int argc, char** argv) {
   };
   Options options;
   at::Tensor input;
+  std::vector<at::Tensor> inputs;  // --input=A,B,...: one file per tensor the model takes, packed below
   if (given("--input")) {
     if (given("--batch") || given("--input-seed")) fail("--input: not with --batch or --input-seed");
-    input = load_tensor_file(flags.at("--input"));
+    for (const std::string& file : cli::split_list("--input", flags.at("--input")))
+      inputs.push_back(load_tensor_file(file));
+    if (inputs.size() == 1) input = inputs.front();
   }
   std::map<std::string, int> sizes;  // by axis key, from the flags
   std::map<std::string, std::string> flag_of;
@@ -172,6 +202,7 @@ Options parse_options(int argc, char** argv) {
   for (const auto& [key, value] : sizes)
     if (!config.has(key))
       fail(flag_of.at(key) + ": " + whose(key) + "; this model is of the " + config.family->name() + " family");
+  if (inputs.size() > 1) input = packed(inputs, config.family->input_shapes(config));
   // A size an input row's shape holds (a transformer's tokens per row) is the input's.
   const std::vector<int64_t> row = config.row_shape();
   if (input.defined() &&

@@ -379,6 +379,12 @@ std::vector<int64_t> ModelFileFamily::row_shape(const ModelConfig& /*config*/) c
   return parts_.front().input_row;
 }
 
+std::vector<std::vector<int64_t>> ModelFileFamily::input_shapes(const ModelConfig& /*config*/) const {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const ManifestInput& input : inputs_) shapes.push_back(input.row);
+  return shapes;
+}
+
 int ModelFileFamily::width(const ModelConfig& /*config*/) const {
   int64_t elements = 1;
   for (const int64_t d : parts_[parts_.size() - 2].input_row) elements *= d;  // what the last exit reads

@@ -167,6 +167,27 @@ class TokenModelFile(unittest.TestCase):
         pool = peer_agrees(self)
         self.assertEqual((pool.dtype, tuple(pool.shape)), (torch.int64, (1024, 32)))  # the model's own rows
 
+    def test_each_input_may_be_a_file_of_its_own(self):
+        # --input=ids.pt,mask.pt: packed here as condbench carries them, the same answer as packed rows
+        ids_path, mask_path = (os.path.join(self.dir.name, n) for n in ("ids.pt", "mask.pt"))
+        torch.save(self.ids[:4], ids_path)
+        torch.save(self.mask[:4], mask_path)
+        thresholds = "--thresholds=" + ",".join(repr(t) for t in self.thresholds)
+        apart = run(INFER, "--device=cpu", f"--model-file={self.folder}", f"--input={ids_path},{mask_path}",
+                    thresholds, "--strategy=masked")
+        packed = self.infer(torch.cat([self.ids[:4], self.mask[:4]], 1), "--strategy=masked")
+        self.assertEqual(apart.returncode, 0, apart.stderr)
+        self.assertEqual(json.loads(apart.stdout)["strategies"], json.loads(packed.stdout)["strategies"])
+        short = os.path.join(self.dir.name, "short.pt")
+        torch.save(self.mask[:2], short)
+        for files, said in [(ids_path, "expected an integer tensor of token ids [rows, 32], got Long [4, 16]"),
+                            (f"{ids_path},{mask_path},{short}", "3 files for a model of 2 inputs"),
+                            (f"{ids_path},{short}", "--input: file 2 has 2 rows, file 1 4")]:
+            with self.subTest(files=files):
+                result = run(INFER, "--device=cpu", f"--model-file={self.folder}", f"--input={files}", thresholds)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn(said, result.stderr)
+
     def test_the_mask_matters(self):
         # the same ids with the padding unmasked: another answer, so the mask reached the layers
         ids, logits, _ = module_forward(self.module, (self.ids, self.mask), [2.0, 2.0, 2.0])

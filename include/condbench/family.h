@@ -160,6 +160,11 @@ class ModelFamily : public Family {
 
   // One input row's shape ([rows, row...] is an input) and the width the exit heads read.
   virtual std::vector<int64_t> row_shape(const ModelConfig& config) const = 0;
+  // The row shape of each tensor the model takes, in the order they pack into row_shape (each one's
+  // values one after another): one, row_shape itself, but for a model file of several inputs.
+  virtual std::vector<std::vector<int64_t>> input_shapes(const ModelConfig& config) const {
+    return {row_shape(config)};
+  }
   // What an input row holds: float32 values condbench draws N(0, 1) (every built-in family), or int64
   // token ids and masks (a model file whose example_input() gives integers), whose rows the model
   // gives: example_rows sets `out` to `rows` of its own rows, repeated as needed (the base throws: a

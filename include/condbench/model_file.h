@@ -90,6 +90,7 @@ class ModelFileFamily final : public ModelFamily {
   std::vector<int> runs_blocks(bool /*full*/) const override { return {stages()}; }
   std::vector<int64_t> runs_batches(bool full) const override;
   std::vector<int64_t> row_shape(const ModelConfig& config) const override;
+  std::vector<std::vector<int64_t>> input_shapes(const ModelConfig& config) const override;
   int width(const ModelConfig& config) const override;
   void check(const ModelConfig& config) const override;
   std::vector<MemoryTerm> memory_terms(const ModelConfig& config) const override;
