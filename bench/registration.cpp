@@ -166,6 +166,11 @@ bool contains(const std::vector<const Family*>& families, const Family* family) 
   return std::find(families.begin(), families.end(), family) != families.end();
 }
 
+// Whether any of `families` is timed per inference (has blocks, reads --weights).
+bool any_per_inference(const std::vector<const Family*>& families) {
+  return std::any_of(families.begin(), families.end(), [](const Family* f) { return f->per_inference(); });
+}
+
 // Refuses a size flag that sets no family `selected` holds: --model chose others.
 void require_selected(const std::map<std::string, std::string>& flags, const std::vector<const Family*>& selected) {
   for (const std::string& flag : size_flags()) {
@@ -370,7 +375,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
       if (given(flag)) fail(std::string("--weights: the model's family and sizes come from the file; drop ") + flag);
     for (const std::string& flag : size_flags()) {
       const std::vector<const Family*> by = owners(flag);
-      if (given(flag) && std::none_of(by.begin(), by.end(), [](const Family* f) { return f->per_inference(); }))
+      if (given(flag) && !any_per_inference(by))
         fail("--weights: " + flag + " sets the " + by.front()->name() + ", which --weights does not run; drop one");
     }
     if (given("--decoder")) fail("--weights: --decoder sets the decoder, which --weights does not run; drop one");
@@ -412,8 +417,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     require_selected(flags, selected);
     // --blocks is a family's depth: with none selected (the decoder's is --layers and --exit-every,
     // a model file's its stages) it would be dropped in silence
-    if (given("--blocks") &&
-        std::none_of(selected.begin(), selected.end(), [](const Family* f) { return f->per_inference(); }))
+    if (given("--blocks") && !any_per_inference(selected))
       fail("--blocks: sets a family's depth, and none is selected (the decoder's is --layers and --exit-every)");
     options.models = select_models(flags, options.full, selected);
     if (contains(selected, &decoder_family())) {
