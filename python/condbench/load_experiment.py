@@ -3,7 +3,7 @@ call 2 of 2026-12-04: model_file.py loading a CUDA package in the process that h
 spawn workers had compiled packages into one shared Inductor cache)? One module, compiled four ways:
 
   A  two spawn workers compiling it at once into one shared Inductor cache (condbench at 4752837)
-  B  two spawn workers at once, each in an Inductor cache of its own (condbench.aoti now)
+  B  two spawn workers at once, each in an Inductor cache of its own (condbench.inductor now)
   C  compiled once here and loaded here, in the process that exported it (a check loaded in-process)
 then every package loaded again in a fresh process (condbench.package_run, faulthandler on) and run
 against the module, each package's members' digests printed so two racing packages can be compared.
@@ -27,7 +27,7 @@ import tempfile
 import zipfile
 from typing import TYPE_CHECKING, Sequence
 
-from . import aoti
+from . import inductor
 from .errors import first_line
 
 if TYPE_CHECKING:
@@ -56,10 +56,10 @@ def compile_shared(exported: str, package: str, cache: str) -> str:
 
 
 def compile_own(exported: str, package: str) -> str:
-    """A worker of B: condbench.aoti's compile, in an Inductor cache of its own."""
+    """A worker of B: condbench.inductor's compile, in an Inductor cache of its own."""
     import torch
 
-    aoti.compile_program(torch.export.load(exported), package)
+    inductor.compile_program(torch.export.load(exported), package)
     return package
 
 
@@ -82,10 +82,10 @@ def short(name: str) -> str:
 def fresh_load(package: str, x: "torch.Tensor", want: "torch.Tensor") -> str:
     """'ok', 'differs' or how the fresh process ended."""
     try:
-        got = aoti.outputs_apart(package, [(x,)])[0]
+        got = inductor.outputs_apart(package, [(x,)])[0]
     except Exception as e:  # noqa: BLE001 -- how it ended is the result
         return f"failed: {first_line(e)}"
-    return "ok" if aoti.close(got.to(want.device), want) else "differs"
+    return "ok" if inductor.close(got.to(want.device), want) else "differs"
 
 
 def verdict(results: dict[str, list[str]]) -> str:
@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with torch.no_grad():
         want = module(x)
     exported = os.path.join(work, "linear.exported")
-    program = aoti.export(module, (x,))
+    program = inductor.export(module, (x,))
     torch.export.save(program, exported)
     print(f"load_experiment: torch {torch.__version__}, {args.device}, packages in {work}", flush=True)
 
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs = [pool.submit(compile_own, exported, os.path.join(work, f"B-{w}.pt2")) for w in (0, 1)]
         packages["B"] += [job.result() for job in jobs]
     here = os.path.join(work, "C.pt2")
-    aoti.compile_program(program, here)
+    inductor.compile_program(program, here)
     packages["C"].append(here)
 
     results: dict[str, list[str]] = {}
@@ -146,8 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   + ", ".join(digests(path)), flush=True)
     print("load_experiment: C loaded in the exporting process ...", flush=True)
     try:
-        got = aoti.outputs(aoti.load(here), [(x,)])[0]
-        results["C here"] = ["ok" if aoti.close(got, want) else "differs"]
+        got = inductor.outputs(inductor.load(here), [(x,)])[0]
+        results["C here"] = ["ok" if inductor.close(got, want) else "differs"]
     except Exception as e:  # noqa: BLE001 -- a crash never gets here; an exception is a result
         results["C here"] = [f"failed: {first_line(e)}"]
     print(f"load_experiment: C here: {results['C here'][0]}", flush=True)

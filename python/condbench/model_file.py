@@ -32,7 +32,7 @@ exports every stage, exit and the final head with torch.export (the batch dynami
 manifest as JSON: the parts in order with their input and output shapes (the batch as "rows"),
 FLOPs per row (torch.utils.flop_counter) and bytes of parameters and buffers, the classes, and a
 digest of the file, the weights, the device and the torch version. compile does the same, then
-(on condbench.aoti's one path: export, compile, check) compiles each part with AOTInductor for the device (default the CPU; cuda where a GPU is, on the
+(on condbench.inductor's one path: export, compile, check) compiles each part with AOTInductor for the device (default the CPU; cuda where a GPU is, on the
 machine that runs it: a CUDA package is native code for that GPU and that torch) into
 <cache>/models/<digest>-<device>/ (each package loaded back and
 checked against the module's own output; the folder whole or absent, reused when there: the same
@@ -52,7 +52,7 @@ import sys
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, Iterable, Mapping, NoReturn, Sequence, cast
 
-from . import aoti
+from . import inductor
 from .errors import first_line
 from .model_source import (FORMAT, CompiledManifest, ModelFile, ProtocolError, changed_reads, digest, early_exit_view,
                            file_digest, read_manifest, shape_text)
@@ -73,9 +73,9 @@ Manifest = dict[str, Any]
 
 
 def export_part(model_file: ModelFile, name: str, part: "nn.Module", example: "torch.Tensor") -> "ExportedProgram":
-    """torch.export of one part of the model file's module, the batch dynamic (condbench.aoti's export)."""
+    """torch.export of one part of the model file's module, the batch dynamic (condbench.inductor's export)."""
     try:
-        return aoti.export(part, (example,), ({0: aoti.rows_dim()},))
+        return inductor.export(part, (example,), ({0: inductor.rows_dim()},))
     except (KeyboardInterrupt, MemoryError):
         raise
     except Exception as e:
@@ -192,17 +192,17 @@ def reference(model_file: ModelFile, view: "EarlyExitModel") -> dict[str, "torch
     return {k: (v if k == "input" else v.float()).detach().cpu().contiguous() for k, v in out.items()}
 
 
-def part_check(x: "torch.Tensor", out: "torch.Tensor", batch: int) -> aoti.Check:
-    """A part's package against the part: its output on example_input(batch) (condbench.aoti.build's Check)."""
+def part_check(x: "torch.Tensor", out: "torch.Tensor", batch: int) -> inductor.Check:
+    """A part's package against the part: its output on example_input(batch) (condbench.inductor.build's Check)."""
     def judge(outs: Sequence["torch.Tensor"]) -> str | None:
         got = outs[0]
-        if aoti.close(got, out):
+        if inductor.close(got, out):
             return None
         if got.shape != out.shape:
             return f"returns {shape_text(got)} where the module returns {shape_text(out)} on example_input({batch})"
         return f"differs from the module by {(got - out).abs().max().item():.3g} on example_input({batch})"
 
-    return aoti.Check([(x,)], judge)
+    return inductor.Check([(x,)], judge)
 
 
 def damaged(folder: str, files: Mapping[str, str]) -> list[str]:
@@ -294,7 +294,7 @@ def remove_abandoned(models: str) -> None:
 
 def compile_parts(model_file: ModelFile, weights: str | None, batch: int, cache: str, jobs: int = 1) -> str:
     """Each part compiled with AOTInductor for the model file's device into <cache>/models/<digest>-<device>/,
-    with manifest.json beside the packages, through condbench.aoti's path (exported, compiled side by
+    with manifest.json beside the packages, through condbench.inductor's path (exported, compiled side by
     side, each package loaded back and checked against the module's own output), and the aoti
     engine's whole-model modules generated from the stages; built in a temporary folder, then renamed
     into place, so the folder is either whole or absent. A folder already there is the same file,
@@ -320,7 +320,7 @@ def compile_parts(model_file: ModelFile, weights: str | None, batch: int, cache:
         programs.append(("confidence", export_part(model_file, "confidence()", confidence_module(model_file.module), logits),
                          logits, model_file.module.confidence(logits).detach()))
     view = early_exit_view(model_file, m["classes"])
-    whole = aoti.whole_model_programs(view, model_file.input(max(batch, aoti.CHECK_ROWS)))
+    whole = inductor.whole_model_programs(view, model_file.input(max(batch, inductor.CHECK_ROWS)))
     os.makedirs(os.path.dirname(final), exist_ok=True)
     remove_abandoned(os.path.dirname(final))
     temp = f"{final}.tmp-{os.getpid()}"
@@ -328,17 +328,17 @@ def compile_parts(model_file: ModelFile, weights: str | None, batch: int, cache:
     os.makedirs(temp)
     try:
         # Every package side by side where it can be (Inductor's defaults: the weights are the
-        # module's); then each checked in order by aoti.build, which compiles one the workers did not
+        # module's); then each checked in order by inductor.build, which compiles one the workers did not
         parts = [(package_name(name), program, part_check(x, out, batch)) for name, program, x, out in programs]
-        seconds = aoti.compile_side_by_side(
+        seconds = inductor.compile_side_by_side(
             [(os.path.join(temp, package), program, None) for package, program, _ in parts] +
             [(os.path.join(temp, f"{module}.pt2"), cast("ExportedProgram", program), None)  # a check: it exported
              for module, (program, check) in whole.items() if check is not None], jobs)
         seconds = {os.path.basename(path): s for path, s in seconds.items()}
         program: ExportedProgram | str  # a part's, then a whole-model module's: exported or why it is not
-        check: aoti.Check | None
+        check: inductor.Check | None
         for i, ((name, *_), (package, program, check)) in enumerate(zip(programs, parts)):
-            built = aoti.build(program, os.path.join(temp, package), check, "part")
+            built = inductor.build(program, os.path.join(temp, package), check, "part")
             if "unavailable" in built:
                 raise ProtocolError(f"{model_file.path}: {name}: {built['unavailable']}")
             seconds.setdefault(package, built["compile_s"])
@@ -351,7 +351,7 @@ def compile_parts(model_file: ModelFile, weights: str | None, batch: int, cache:
             # cond as a user compiles it; where its check fails, again with the workaround for
             # Inductor's torch.cond on channels_last buffers (models with convolutions), which
             # condbench then puts beside its timings
-            built = aoti.build(program, os.path.join(temp, f"{module}.pt2"), check, f"{module} module",
+            built = inductor.build(program, os.path.join(temp, f"{module}.pt2"), check, f"{module} module",
                                fallback=COND_LAYOUT_WORKAROUND if module == "cond" else None)
             if "package" in built:
                 seconds.setdefault(f"{module}.pt2", built["compile_s"])
@@ -472,7 +472,7 @@ def main(argv: Sequence[str]) -> int:
         for given in (args.file, args.weights):
             if given:
                 require_regular(given)
-        from .aoti import cache_root  # condbench's cache, where its packages go too
+        from .inductor import cache_root  # condbench's cache, where its packages go too
 
         cache = args.cache or cache_root()
         # loaded (run) even where a folder is cached: model()'s weights are part of what the folder is

@@ -1,4 +1,4 @@
-"""Runs an AOTInductor package on saved calls in a process of its own: condbench.aoti checks a CUDA
+"""Runs an AOTInductor package on saved calls in a process of its own: condbench.inductor checks a CUDA
 package this way, so that a loader that crashes ends this process and not the compile.
 
 usage: python -X faulthandler -m condbench.package_run PACKAGE CALLS OUTPUTS
@@ -7,7 +7,7 @@ usage: python -X faulthandler -m condbench.package_run PACKAGE CALLS OUTPUTS
 """
 import sys
 
-from . import aoti
+from . import inductor
 
 
 def main(argv: list[str]) -> int:
@@ -18,7 +18,7 @@ def main(argv: list[str]) -> int:
 
     package_path, calls_path, outputs_path = argv
     calls = torch.load(calls_path)
-    torch.save(aoti.outputs(aoti.load(package_path), calls), outputs_path)
+    torch.save(inductor.outputs(inductor.load(package_path), calls), outputs_path)
     return 0
 
 

@@ -1,7 +1,7 @@
-"""condbench.aoti, the one path from a module to a package (export, compile, check) that the built-in
-families' and decoders' packages and a model file's take: each check refuses a package that computes
-something else, and build keeps a package only when its check passes, with the fallback options
-where the first ones fail it. Runs without the C++ build; nothing here runs Inductor (its compile is
+"""condbench.inductor, the one path from a module to a package (export, compile, check) that the
+built-in families' and decoders' packages (condbench.aoti, whose command is tested last) and a model
+file's take: each check refuses a package that computes something else, and build keeps a package
+only when its check passes, with the fallback options where the first ones fail it. Runs without the C++ build; nothing here runs Inductor (its compile is
 what the aoti_packages and model_file ctests run). Usage: test_aoti.py."""
 import os
 import tempfile
@@ -15,9 +15,9 @@ except ImportError:  # the package's readers without torch are tested elsewhere
 
 def verdict(check, package):
     """What build's check says of `package` (anything callable as the module is), run here."""
-    from condbench import aoti
+    from condbench import inductor
 
-    return check.judge(aoti.outputs(package, check.calls))
+    return check.judge(inductor.outputs(package, check.calls))
 
 
 @unittest.skipIf(torch is None, "no torch here: scripts/setup's .venv has it")
@@ -26,14 +26,14 @@ class Checks(unittest.TestCase):
     is off by a little (which must not): a package is anything callable as the module is."""
 
     def test_a_whole_model_module_is_checked_on_rows_that_leave_at_every_exit(self):
-        from condbench import aoti
+        from condbench import inductor
         from condbench.families import build_model
         from condbench.deployed import DeployedCond, DeployedMasked
 
         torch.manual_seed(0)
         model = build_model({"family": "mlp", "in_features": 6, "hidden": 16, "num_classes": 4, "blocks": 3}).eval()
-        x = torch.randn(aoti.CHECK_ROWS, 6)
-        programs = aoti.whole_model_programs(model, x, "random example")
+        x = torch.randn(inductor.CHECK_ROWS, 6)
+        programs = inductor.whole_model_programs(model, x, "random example")
         self.assertEqual(set(programs), {"cond", "masked"})
         for module, deployed in (("cond", DeployedCond(model)), ("masked", DeployedMasked(model))):
             program, check = programs[module]
@@ -58,13 +58,13 @@ class Checks(unittest.TestCase):
     def test_the_check_rows_reach_every_exit(self):
         # thresholds halfway between each exit's middle scores: some rows leave at each exit, and some
         # go on to the final head, so a package wrong at any one exit is seen
-        from condbench import aoti
+        from condbench import inductor
         from condbench.families import build_model
         from condbench.deployed import masked_forward
 
         torch.manual_seed(1)
         model = build_model({"family": "mlp", "in_features": 5, "hidden": 12, "num_classes": 3, "blocks": 2}).eval()
-        x = torch.randn(aoti.CHECK_ROWS, 5)
+        x = torch.randn(inductor.CHECK_ROWS, 5)
         seen = []
 
         def recording(x, thresholds):
@@ -72,18 +72,18 @@ class Checks(unittest.TestCase):
             seen.extend(int(i) for i in ids.reshape(-1))
             return ids.to(torch.int32), logits
 
-        self.assertIsNone(verdict(aoti.whole_model_programs(model, x)["masked"][1], recording))
+        self.assertIsNone(verdict(inductor.whole_model_programs(model, x)["masked"][1], recording))
         self.assertEqual(set(seen), {1, 2, 3})
 
     def test_a_decoder_step_is_checked_on_every_output(self):
-        from condbench import aoti, deployed
+        from condbench import deployed, inductor
 
         torch.manual_seed(0)
         config = {"vocab": 11, "d_model": 8, "heads": 2, "layers": 4, "ffn": 16, "context": 6, "exit_every": 2}
         for module in ("cond", "masked"):
             with self.subTest(module=module):
                 step = deployed.DecodeStep.of(config, module, "cpu")
-                program, check = aoti.step_program(step)
+                program, check = inductor.step_program(step)
                 self.assertIsNone(verdict(check, step))
                 self.assertIsNone(verdict(check, program.module()))
 
@@ -101,15 +101,15 @@ class Checks(unittest.TestCase):
                     self.assertIn("differs from the step on a token at position", why)
 
     def test_close_holds_floats_to_cpps_compile_tolerance_and_the_rest_to_equality(self):
-        from condbench import aoti, rules
+        from condbench import inductor, rules
 
         tol = rules.COMPILE_CHECK
         want = torch.tensor([[1.0, -2.0]])
-        self.assertTrue(aoti.close(want * (1 + 0.5 * tol["relative_tolerance"]), want))
-        self.assertFalse(aoti.close(want * (1 + 3 * tol["relative_tolerance"]) + tol["absolute_tolerance"], want))
-        self.assertFalse(aoti.close(torch.ones(1, 3), torch.ones(1, 2)))
-        self.assertTrue(aoti.close(torch.tensor([2], dtype=torch.int64), torch.tensor([2], dtype=torch.int32)))
-        self.assertFalse(aoti.close(torch.tensor([3]), torch.tensor([2])))
+        self.assertTrue(inductor.close(want * (1 + 0.5 * tol["relative_tolerance"]), want))
+        self.assertFalse(inductor.close(want * (1 + 3 * tol["relative_tolerance"]) + tol["absolute_tolerance"], want))
+        self.assertFalse(inductor.close(torch.ones(1, 3), torch.ones(1, 2)))
+        self.assertTrue(inductor.close(torch.tensor([2], dtype=torch.int64), torch.tensor([2], dtype=torch.int32)))
+        self.assertFalse(inductor.close(torch.tensor([3]), torch.tensor([2])))
 
 
 @unittest.skipIf(torch is None, "no torch here: scripts/setup's .venv has it")
@@ -121,8 +121,8 @@ class Build(unittest.TestCase):
         self.dir = tempfile.TemporaryDirectory()
         self.path = os.path.join(self.dir.name, "cond.pt2")
         self.compiles = []
-        inductor = torch._inductor
-        self.real = inductor.aoti_compile_and_package, inductor.aoti_load_package
+        torch_inductor = torch._inductor
+        self.real = torch_inductor.aoti_compile_and_package, torch_inductor.aoti_load_package
 
         def compile_(program, package_path, inductor_configs=None):
             self.compiles.append(inductor_configs)
@@ -134,40 +134,40 @@ class Build(unittest.TestCase):
                 options = f.read()
             return lambda: options  # the stand-in package's output: the options it was compiled with
 
-        inductor.aoti_compile_and_package, inductor.aoti_load_package = compile_, load
+        torch_inductor.aoti_compile_and_package, torch_inductor.aoti_load_package = compile_, load
 
     def tearDown(self):
         torch._inductor.aoti_compile_and_package, torch._inductor.aoti_load_package = self.real
         self.dir.cleanup()
 
     def test_a_package_whose_check_passes_is_kept(self):
-        from condbench import aoti
+        from condbench import inductor
 
-        built = aoti.build("program", self.path, passes(), "cond module", {"a": 1})
+        built = inductor.build("program", self.path, passes(), "cond module", {"a": 1})
         self.assertEqual(set(built), {"package", "compile_s"})
         self.assertEqual(built["package"], "cond.pt2")
         self.assertEqual(self.compiles, [{"a": 1}])
         self.assertTrue(os.path.isfile(self.path))
         # a package already there (compile_side_by_side's) is checked, not compiled again
-        self.assertEqual(aoti.build("program", self.path, passes(), "cond module")["package"], "cond.pt2")
+        self.assertEqual(inductor.build("program", self.path, passes(), "cond module")["package"], "cond.pt2")
         self.assertEqual(len(self.compiles), 1)
 
     def test_a_package_whose_check_fails_is_removed_or_compiled_again_with_the_fallback(self):
-        from condbench import aoti
+        from condbench import inductor
 
-        wrong_without_the_workaround = aoti.Check([()], lambda outs: None if "layout_optimization" in outs[0] else
+        wrong_without_the_workaround = inductor.Check([()], lambda outs: None if "layout_optimization" in outs[0] else
                                                   "differs from the module on example_input row 4")
 
-        built = aoti.build("program", self.path, wrong_without_the_workaround, "cond module")
+        built = inductor.build("program", self.path, wrong_without_the_workaround, "cond module")
         self.assertEqual(built, {"unavailable": "the compiled cond module differs from the module on example_input row 4"})
         self.assertFalse(os.path.exists(self.path))
-        built = aoti.build("program", self.path, wrong_without_the_workaround, "cond module",
+        built = inductor.build("program", self.path, wrong_without_the_workaround, "cond module",
                            fallback={"layout_optimization": False})
         self.assertEqual((built["package"], built["workaround"], built["default"]),
                          ("cond.pt2", "layout_optimization=False",
                           "the compiled cond module differs from the module on example_input row 4"))
         self.assertEqual(self.compiles[-2:], [None, {"layout_optimization": False}])
-        built = aoti.build("program", self.path + "2", aoti.Check([()], lambda outs: "differs"), "cond module",
+        built = inductor.build("program", self.path + "2", inductor.Check([()], lambda outs: "differs"), "cond module",
                            fallback={"layout_optimization": False})
         self.assertEqual(built, {"unavailable": "the compiled cond module differs, and with layout_optimization=False "
                                                 "too"})
@@ -180,7 +180,7 @@ class Build(unittest.TestCase):
         metadata JSON in CI. Each compile's folder is new, empty, no other's, and gone after it."""
         from torch._inductor.runtime.cache_dir_utils import cache_dir
 
-        from condbench import aoti
+        from condbench import inductor
 
         shared, folders = cache_dir(), []
         real_compile = torch._inductor.aoti_compile_and_package
@@ -193,7 +193,7 @@ class Build(unittest.TestCase):
 
         torch._inductor.aoti_compile_and_package = compile_
         for k in range(2):
-            aoti.compile_program("program", f"{self.path}{k}")
+            inductor.compile_program("program", f"{self.path}{k}")
         self.assertEqual(len(folders), 2)
         self.assertNotEqual(folders[0][0], folders[1][0])
         for folder, contents in folders:
@@ -203,20 +203,20 @@ class Build(unittest.TestCase):
         self.assertEqual(cache_dir(), shared)  # Inductor's own folder again after the compile
 
     def test_a_check_that_raises_is_a_refusal_in_one_line(self):
-        from condbench import aoti
+        from condbench import inductor
 
         def raises(outs):
             raise RuntimeError("shape mismatch\nand more")
 
-        self.assertEqual(aoti.build("program", self.path, aoti.Check([()], raises), "part"),
+        self.assertEqual(inductor.build("program", self.path, inductor.Check([()], raises), "part"),
                          {"unavailable": "AOTInductor cannot compile the part (RuntimeError: shape mismatch)"})
         self.assertFalse(os.path.exists(self.path))
 
 
 def passes():
-    from condbench import aoti
+    from condbench import inductor
 
-    return aoti.Check([()], lambda outs: None)
+    return inductor.Check([()], lambda outs: None)
 
 
 @unittest.skipIf(torch is None, "no torch here: scripts/setup's .venv has it")
@@ -227,30 +227,30 @@ class CheckApart(unittest.TestCase):
     that is no package ends its process in one line of the refusal. One small Inductor compile."""
 
     def test_a_package_checked_apart_gives_its_outputs_and_a_broken_one_a_refusal(self):
-        from condbench import aoti
+        from condbench import inductor
 
         torch.manual_seed(0)
         module = torch.nn.Linear(4, 3).eval()
         x = torch.randn(2, 4)
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "linear.pt2")
-            aoti.compile_program(aoti.export(module, (x,)), path)
+            inductor.compile_program(inductor.export(module, (x,)), path)
             want = module(x).detach()
             seen = []
 
             def judge(outs):
                 seen.extend(outs)
-                return None if aoti.close(outs[0], want) else "differs"
+                return None if inductor.close(outs[0], want) else "differs"
 
-            os.environ[aoti.CHECK_APART_ENV] = "1"
+            os.environ[inductor.CHECK_APART_ENV] = "1"
             try:
-                self.assertIsNone(aoti.check_package(path, aoti.Check([(x,)], judge)))
+                self.assertIsNone(inductor.check_package(path, inductor.Check([(x,)], judge)))
                 broken = os.path.join(d, "broken.pt2")
                 with open(broken, "w") as f:
                     f.write("not a package")
-                built = aoti.build("program", broken, aoti.Check([(x,)], judge), "part")
+                built = inductor.build("program", broken, inductor.Check([(x,)], judge), "part")
             finally:
-                del os.environ[aoti.CHECK_APART_ENV]
+                del os.environ[inductor.CHECK_APART_ENV]
             self.assertEqual(len(seen), 1)
             self.assertTrue(torch.allclose(seen[0], want))
             self.assertRegex(built["unavailable"], r"^AOTInductor cannot compile the part \(RuntimeError: loading and "
@@ -270,8 +270,8 @@ class BuiltInRoute(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         self.programs = {}
-        inductor = torch._inductor
-        self.real = inductor.aoti_compile_and_package, inductor.aoti_load_package
+        torch_inductor = torch._inductor
+        self.real = torch_inductor.aoti_compile_and_package, torch_inductor.aoti_load_package
         self.right = True
 
         def compile_(program, package_path, inductor_configs=None):
@@ -283,7 +283,7 @@ class BuiltInRoute(unittest.TestCase):
             program = self.programs[path]
             return program.module() if self.right else "not a module"
 
-        inductor.aoti_compile_and_package, inductor.aoti_load_package = compile_, load
+        torch_inductor.aoti_compile_and_package, torch_inductor.aoti_load_package = compile_, load
 
     def tearDown(self):
         torch._inductor.aoti_compile_and_package, torch._inductor.aoti_load_package = self.real

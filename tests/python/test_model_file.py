@@ -293,7 +293,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
                               result.stderr)
         self.assertEqual(os.listdir(os.path.join(cache, "models")), [os.path.basename(folder)])
         # a whole-model module that does not compile or export: the manifest says why, no package
-        from condbench import aoti
+        from condbench import inductor
 
         def failing_cond(program, package_path):
             raise RuntimeError("no cond today")
@@ -301,14 +301,14 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
         torch._inductor.aoti_compile_and_package = failing_cond
         try:
             path_cond = os.path.join(self.dir.name, "cond.pt2")
-            made = aoti.build("program", path_cond, lambda package: None, "cond module")
+            made = inductor.build("program", path_cond, lambda package: None, "cond module")
             self.assertEqual(list(made), ["unavailable"])
             self.assertKeptFolder("AOTInductor cannot compile the cond module (RuntimeError: no cond today",
                                   made["unavailable"])
         finally:
             torch._inductor.aoti_compile_and_package = real
         self.assertFalse(os.path.exists(path_cond))
-        self.assertEqual(aoti.build("torch.export cannot trace it", path_cond, None, "cond module"),
+        self.assertEqual(inductor.build("torch.export cannot trace it", path_cond, None, "cond module"),
                          {"unavailable": "torch.export cannot trace it"})
 
     def test_a_folder_is_compiled_again_when_what_the_module_read_changed_or_it_is_damaged(self):
@@ -619,12 +619,12 @@ def example_input(batch):
 
     def test_a_package_the_workers_cannot_compile_is_left_to_the_caller(self):
         # compile_side_by_side is best effort: what cannot be saved for a worker is not compiled, and
-        # nothing of it is left in the folder (aoti.build then compiles it itself, naming the error)
-        from condbench import aoti
+        # nothing of it is left in the folder (inductor.build then compiles it itself, naming the error)
+        from condbench import inductor
         folder = os.path.join(self.dir.name, "workers")
         os.makedirs(folder)
         jobs = [(os.path.join(folder, "a.pt2"), "not a program", None), (os.path.join(folder, "b.pt2"), object(), None)]
-        self.assertEqual(aoti.compile_side_by_side(jobs, 2), {})
+        self.assertEqual(inductor.compile_side_by_side(jobs, 2), {})
         self.assertEqual(os.listdir(folder), [])
 
 

@@ -24,7 +24,7 @@ PACKAGE = os.path.join(ROOT, "python", "condbench")
 # The modules that time what a PyTorch user writes, and those that compile what condbench deploys:
 # neither side imports the other (condbench.deployed and condbench.model_source sit below both).
 PEER = ("peer", "variants", "decoder_peer", "workload")
-COMPILER = ("aoti", "model_file")
+COMPILER = ("inductor", "aoti", "model_file")
 
 
 def imports_of(name):
@@ -67,7 +67,7 @@ class Layers(unittest.TestCase):
 
     def test_imports_inside_functions_and_through_chains_are_seen(self):
         self.assertIn("model_source", imports_of("peer"))  # load_model_file's, inside the function
-        self.assertIn("deployed", reached("model_file"))  # through condbench.aoti's functions
+        self.assertIn("deployed", reached("model_file"))  # through condbench.inductor's functions
         self.assertIn("rules", reached("peer"))
 
 
@@ -258,13 +258,13 @@ class Rules(unittest.TestCase):
 
     def test_every_exported_batch_is_cpps_batch_limit(self):
         # a package takes any batch condbench runs (C++'s kMaxBatch, rules.json's max_batch): one
-        # dimension of rows, made by condbench.aoti from the rule, and no other
+        # dimension of rows, made by condbench.inductor from the rule, and no other
         made = []
         for path, tree in package_trees():
             for node in ast.walk(tree):
                 if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("Dim"):
                     made.append((path, ast.unparse(node)))
-        self.assertEqual(made, [("python/condbench/aoti.py", "torch.export.Dim('rows', min=1, max=MAX_BATCH)")])
+        self.assertEqual(made, [("python/condbench/inductor.py", "torch.export.Dim('rows', min=1, max=MAX_BATCH)")])
 
 
 def one_line_exit_2(test, call):
@@ -416,9 +416,9 @@ class Bounded(unittest.TestCase):
         # a model() that changes the working folder changes nothing of where condbench's cache is
         from unittest import mock
 
-        from condbench import aoti
+        from condbench import inductor
         with mock.patch.dict(os.environ, {"CONDBENCH_AOTI_DIR": "relative/cache"}):
-            self.assertEqual(aoti.cache_root(), os.path.join(os.getcwd(), "relative", "cache"))
+            self.assertEqual(inductor.cache_root(), os.path.join(os.getcwd(), "relative", "cache"))
 
 
 if __name__ == "__main__":
