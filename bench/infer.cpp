@@ -4,29 +4,25 @@
 // this batch (cond at more than one row, an aoti strategy whose package is not compiled) are
 // listed under "skipped" with the reason. Exit code 0: all agree; 1: they do not; 2: bad input.
 #include <ATen/ATen.h>
-#include <unistd.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <map>
 
 #include "cli.h"
-#include "condbench/agreement.h"
 #include "condbench/error.h"
 #include "condbench/model_file.h"
 #include "condbench/torch_device.h"
 #include "condbench/torch_save_files.h"
 #include "condbench/workload.h"
 #include "infer_decoder.h"
+#include "infer_run.h"
 #include "model_file_compile.h"
 
 namespace condbench {
 namespace {
-
-// float as the JSON number type, so logits print in their shortest float form.
-using Json = nlohmann::basic_json<std::map, std::vector, std::string, bool, std::int64_t, std::uint64_t, float>;
 
 struct Options {
   ModelSource source;
@@ -271,93 +267,46 @@ int run(int argc, char** argv) {
   const EarlyExitModel model = shared_model(options.source);
   const int64_t rows = options.input.size(0);
   bool scores_checked = false;
-  Json out;
+  infer::Json out;
   out["model"] = model->config().describe();
   out["rows"] = rows;
   out["thresholds"] = options.thresholds;
-  out["strategies"] = Json::array();
-  at::Tensor first_ids, first_logits;
-  bool agree = true;
-  for (const StrategyInfo& info : StrategyRegistry::instance().of<StrategyInfo>()) {
-    if (std::find(options.devices.begin(), options.devices.end(), info.device) == options.devices.end()) continue;
-    if (!options.strategies.empty() &&
-        std::find(options.strategies.begin(), options.strategies.end(), info.name) == options.strategies.end())
-      continue;
-    if (info.device == Device::cuda && !cli::cuda_available()) fail("--device: no CUDA device on this machine");
-    if (const Unsupported why = info.unsupported(model->config(), rows)) {
-      out["skipped"].push_back({{"strategy", info.key()}, {"reason", *why}});
-      continue;
-    }
+  infer::Run run;
+  run.unit = TimedUnit::inference;
+  run.devices = options.devices;
+  run.strategies = options.strategies;
+  run.noun = "strategy";
+  run.overflow = "the weights or the input";
+  run.unsupported = [&](const StrategyEntry& entry) {
+    return static_cast<const StrategyInfo&>(entry).unsupported(model->config(), rows);
+  };
+  run.answer = [&](const StrategyEntry& entry, const std::function<void(const std::string&)>& disagree) {
     if (!scores_checked) {
       // The exit rule's score on these rows, as condbench checks it on its pool: a model file's
       // confidence() outside (0, 1] would send rows out at threshold 1 ("no row leaves here").
       // Once a strategy can run them (a folder compiled for another device runs nothing here).
-      // (Non-finite scores are weights or rows that overflow float32: said below, with the strategy.)
+      // (Non-finite scores are weights or rows that overflow float32: said with the strategy.)
       exit_scores_in_range(model, options.input, "the rows given (--input or --batch)", /*pass_non_finite=*/true);
       scores_checked = true;
     }
-    std::unique_ptr<Strategy> strategy = info.make();
-    try {
-      strategy->prepare(model, rows);
-    } catch (const NotRunnable& e) {  // found only in prepare (a capture refused): skipped, as above
-      out["skipped"].push_back({{"strategy", info.key()}, {"reason", one_line(e)}});
-      continue;
-    }
-    const std::string who = info.key();
+    std::unique_ptr<Strategy> strategy = static_cast<const StrategyInfo&>(entry).make();
+    strategy->prepare(model, rows);
     try {
       model->config().family->check_before_use(*strategy, options.thresholds, rows);
     } catch (const Error& e) {
-      std::cerr << "condbench-infer: " << who << ": " << e.what() << "\n";
-      agree = false;
+      disagree(e.what());
     }
     // The input lives until finish(): on CUDA the strategy's stream may still be reading it.
-    const at::Tensor input = options.input.to(torch_device(info.device));
+    const at::Tensor input = options.input.to(torch_device(entry.device));
     const ExitOutput result = strategy->run(input, options.thresholds);
     strategy->finish();
-    const at::Tensor ids = result.exit_id.to(at::kCPU, at::kInt).contiguous();
-    const at::Tensor logits = result.logits.to(at::kCPU, at::kFloat).contiguous();
-    if (!logits.isfinite().all().item<bool>()) {
-      // The first strategy's: the model overflows on this data (bad input). A later one's, where the
-      // first's are finite: that strategy is wrong (internal), and the results do not agree.
-      if (!first_ids.defined())
-        fail(who +
-             ": the logits are not finite: the weights or the input overflow float32, which the model "
-             "computes in");
-      std::cerr << "condbench-infer: " << who << ": the logits are not finite where the first strategy's are\n";
-      agree = false;
-    }
-
-    Json entry;
-    entry["device"] = to_string(info.device);
-    entry["engine"] = to_string(info.engine);
-    entry["strategy"] = info.name;
-    entry["exit_ids"] = std::vector<int32_t>(ids.data_ptr<int32_t>(), ids.data_ptr<int32_t>() + rows);
-    Json rows_json = Json::array();
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* row = logits.data_ptr<float>() + r * logits.size(1);
-      rows_json.push_back(std::vector<float>(row, row + logits.size(1)));
-    }
-    entry["logits"] = std::move(rows_json);
-    out["strategies"].push_back(std::move(entry));
-
-    if (!first_ids.defined()) {
-      first_ids = ids;
-      first_logits = logits;
-    } else if (!results_agree(ids, logits, first_ids, first_logits)) {
-      agree = false;
-    }
-  }
-  if (out["strategies"].empty()) {
-    if (out.contains("skipped"))
-      fail("no strategy selected can run this: " + out["skipped"][0]["strategy"].get<std::string>() + ": " +
-           out["skipped"][0]["reason"].get<std::string>());
-    fail("no strategy matches --device and --strategy");
-  }
-  out["agree"] = agree;
-  std::cout << out.dump(isatty(STDOUT_FILENO) ? 2 : -1) << "\n";  // indented for a person, one line for a pipe
+    return std::optional<infer::Answer>(
+        {result.exit_id.to(at::kCPU, at::kInt).contiguous(), result.logits.to(at::kCPU, at::kFloat).contiguous(), {}});
+  };
+  const int code = infer::run_strategies(std::move(out), run);
   // which folder answered, once it did (a refusal stays one line)
   if (!options.model_file_used.empty()) std::cerr << "condbench-infer: " << options.model_file_used << "\n";
-  return agree ? 0 : 1;
+  return code;
 }
 
 }  // namespace

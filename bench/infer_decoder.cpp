@@ -4,25 +4,21 @@
 #include "infer_decoder.h"
 
 #include <ATen/ATen.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <iostream>
+#include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli.h"
-#include "condbench/agreement.h"
 #include "condbench/error.h"
 #include "condbench/random.h"
 #include "condbench/torch_device.h"
 #include "condbench/torch_save_files.h"
 #include "decoder_sizes.h"
+#include "infer_run.h"
 
 namespace condbench {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 struct DecoderOptions {
   DecoderModel model;
@@ -135,11 +131,7 @@ DecoderOptions parse(int argc, char** argv) {
 
 // One strategy's whole generation, on the CPU: tokens and exit ids [rows, generate], logits
 // [rows, generate, vocab].
-struct Generation {
-  at::Tensor tokens, exit_ids, logits;
-};
-
-Generation generate(DecoderStrategy& strategy, const DecoderOptions& options) {
+infer::Answer generate(DecoderStrategy& strategy, const DecoderOptions& options) {
   const DecoderConfig& c = options.model.config;
   const at::Device device = torch_device(strategy.device());
   const at::Tensor prompt = options.prompt.to(device);
@@ -149,21 +141,12 @@ Generation generate(DecoderStrategy& strategy, const DecoderOptions& options) {
   for (int t = 0; t < c.generate; ++t) {
     const DecodeOutput& out = strategy.step(input, options.thresholds);
     strategy.finish();
-    tokens.push_back(out.token.to(at::kCPU).clone());
-    exit_ids.push_back(out.exit_id.to(at::kCPU).clone());
-    logits.push_back(out.logits.to(at::kCPU).clone());
+    tokens.push_back(out.token.to(at::kCPU, at::kLong).clone());
+    exit_ids.push_back(out.exit_id.to(at::kCPU, at::kInt).clone());
+    logits.push_back(out.logits.to(at::kCPU, at::kFloat).clone());
     input = out.token.clone();
   }
-  return {at::stack(tokens, 1), at::stack(exit_ids, 1), at::stack(logits, 1)};
-}
-
-template <typename T>
-Json rows_of(const at::Tensor& t) {  // [rows, n] -> [[...], ...]
-  Json out = Json::array();
-  const at::Tensor c = t.contiguous();
-  for (int64_t r = 0; r < c.size(0); ++r)
-    out.push_back(std::vector<T>(c[r].data_ptr<T>(), c[r].data_ptr<T>() + c.size(1)));
-  return out;
+  return {at::stack(exit_ids, 1), at::stack(logits, 1), at::stack(tokens, 1)};
 }
 
 }  // namespace
@@ -171,8 +154,18 @@ Json rows_of(const at::Tensor& t) {  // [rows, n] -> [[...], ...]
 bool wants_decoder(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == std::string("--model=") + kDecoderFamily) return true;
-    if (arg == "--model" && i + 1 < argc && std::string(argv[i + 1]) == kDecoderFamily) return true;
+    std::string name;
+    if (arg.rfind("--model=", 0) == 0)
+      name = arg.substr(std::string("--model=").size());
+    else if (arg == "--model" && i + 1 < argc)
+      name = argv[i + 1];
+    else
+      continue;
+    try {
+      return family(name).unit() == TimedUnit::token;
+    } catch (const Error&) {  // no such family: the model's flags say so
+      return false;
+    }
   }
   return false;
 }
@@ -180,70 +173,34 @@ bool wants_decoder(int argc, char** argv) {
 int run_decoder(int argc, char** argv) {
   const DecoderOptions options = parse(argc, argv);
   const DecoderConfig& c = options.model.config;
-  Json out;
+  const int64_t rows = options.prompt.size(0);
+  infer::Json out;
   out["model"] = c.describe();
-  out["rows"] = options.prompt.size(0);
+  out["rows"] = rows;
   out["thresholds"] = options.thresholds;
-  out["strategies"] = Json::array();
-  std::optional<Generation> first;
-  bool agree = true;
-  for (const DecoderStrategyInfo& info : StrategyRegistry::instance().of<DecoderStrategyInfo>()) {
-    if (std::find(options.devices.begin(), options.devices.end(), info.device) == options.devices.end()) continue;
-    if (!options.strategies.empty() &&
-        std::find(options.strategies.begin(), options.strategies.end(), info.name) == options.strategies.end())
-      continue;
-    if (info.device == Device::cuda && !cli::cuda_available()) fail("--device: no CUDA device on this machine");
-    if (const Unsupported why = info.supports(c, info.device, options.prompt.size(0))) {
-      out["skipped"].push_back({{"strategy", info.key()}, {"reason", *why}});
-      continue;
-    }
-    std::unique_ptr<DecoderStrategy> strategy = info.make();
+  infer::Run run;
+  run.unit = TimedUnit::token;
+  run.devices = options.devices;
+  run.strategies = options.strategies;
+  run.noun = "decoder strategy";
+  run.overflow = "the weights";
+  run.unsupported = [&](const StrategyEntry& entry) {
+    return static_cast<const DecoderStrategyInfo&>(entry).supports(c, entry.device, rows);
+  };
+  run.answer = [&](const StrategyEntry& entry,
+                   const std::function<void(const std::string&)>& disagree) -> std::optional<infer::Answer> {
+    std::unique_ptr<DecoderStrategy> strategy = static_cast<const DecoderStrategyInfo&>(entry).make();
     try {
-      strategy->prepare(options.model, options.prompt.size(0));
-    } catch (const NotRunnable& e) {  // found only in prepare (a capture refused): skipped, with why
-      out["skipped"].push_back({{"strategy", info.key()}, {"reason", one_line(e)}});
-      continue;
+      strategy->prepare(options.model, rows);
+    } catch (const NotRunnable&) {
+      throw;
     } catch (const Error& e) {  // an aoti package that computes another model: said, and no agreement
-      std::cerr << "condbench-infer: " << info.key() << ": " << e.what() << "\n";
-      agree = false;
-      continue;
+      disagree(e.what());
+      return std::nullopt;
     }
-    const Generation g = generate(*strategy, options);
-    if (!g.logits.isfinite().all().item<bool>()) {
-      if (!first)
-        fail(info.key() + ": the logits are not finite: the weights overflow float32, which the model computes in");
-      std::cerr << "condbench-infer: " << info.key() << ": the logits are not finite where the first strategy's are\n";
-      agree = false;
-    }
-    Json entry;
-    entry["device"] = to_string(info.device);
-    entry["engine"] = to_string(info.engine);
-    entry["strategy"] = info.name;
-    entry["tokens"] = rows_of<int64_t>(g.tokens);
-    entry["exit_ids"] = rows_of<int32_t>(g.exit_ids);
-    Json logits = Json::array();
-    for (int64_t r = 0; r < g.logits.size(0); ++r) logits.push_back(rows_of<float>(g.logits[r]));
-    entry["logits"] = std::move(logits);  // [row][step][vocab]
-    out["strategies"].push_back(std::move(entry));
-    if (!first) {
-      first = g;
-    } else if (!at::equal(g.tokens, first->tokens) ||
-               !results_agree(g.exit_ids.flatten(), g.logits.flatten(0, 1), first->exit_ids.flatten(),
-                              first->logits.flatten(0, 1))) {
-      agree = false;
-    }
-  }
-  if (out["strategies"].empty()) {
-    if (!agree) return 1;  // the one selected was refused, and said why
-    // every strategy selected was skipped: why, with how to make it run (an aoti package to compile)
-    if (out.contains("skipped"))
-      fail("no decoder strategy selected can run this: " + out["skipped"][0]["strategy"].get<std::string>() + ": " +
-           out["skipped"][0]["reason"].get<std::string>());
-    fail("no decoder strategy matches --device and --strategy");
-  }
-  out["agree"] = agree;
-  std::cout << out.dump(isatty(STDOUT_FILENO) ? 2 : -1) << "\n";
-  return agree ? 0 : 1;
+    return generate(*strategy, options);
+  };
+  return infer::run_strategies(std::move(out), run);
 }
 
 }  // namespace condbench

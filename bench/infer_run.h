@@ -1,0 +1,51 @@
+#pragma once
+// condbench-infer's one loop, for either timed unit (docs/design.md §5, §8): every registered
+// strategy of the unit that --device and --strategy select runs the same rows once; each one's
+// answer is printed as JSON with whether they all agree, and those that cannot run the rows are
+// listed under "skipped" with the reason.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "condbench/strategy.h"
+
+namespace condbench::infer {
+
+// float as the JSON number type, so logits print in their shortest float form.
+using Json = nlohmann::basic_json<std::map, std::vector, std::string, bool, std::int64_t, std::uint64_t, float>;
+
+// One strategy's answer, on the CPU: an exit id and logits per row (a decoder's per row and token,
+// with the tokens it generated).
+struct Answer {
+  at::Tensor exit_ids;  // int32 [rows] or [rows, tokens]
+  at::Tensor logits;    // float32 [rows, classes] or [rows, tokens, vocab]
+  at::Tensor tokens;    // int64 [rows, tokens]; undefined for a model timed per inference
+};
+
+struct Run {
+  TimedUnit unit = TimedUnit::inference;
+  std::vector<Device> devices;
+  std::vector<std::string> strategies;  // empty: every one
+  std::string noun;                     // "strategy", "decoder strategy": what the refusals call one
+  std::string overflow;                 // what overflows float32 where the first answer is not finite
+  // Why `entry` cannot run these rows at all, or nullopt.
+  std::function<Unsupported(const StrategyEntry&)> unsupported;
+  // The entry's answer. Throws NotRunnable for a strategy that finds it cannot run only once prepared
+  // (skipped, with why); calls `disagree(why)` where it ran but is wrong (said, and no agreement), and
+  // returns nullopt where it has no answer to print.
+  std::function<std::optional<Answer>(const StrategyEntry&, const std::function<void(const std::string&)>& disagree)>
+      answer;
+};
+
+// Runs every selected strategy of `run.unit`, prints `out` with their answers and "agree" on stdout,
+// and returns the exit code: 0 when they agree, 1 when they do not. Throws condbench::Error where none
+// can run (bad input) or the first answer's logits are not finite.
+int run_strategies(Json out, const Run& run);
+
+}  // namespace condbench::infer
