@@ -251,12 +251,7 @@ void require_memory_budget(const RunnerOptions& options) {
   for (const ModelSelection& m : options.models)
     for (const int64_t batch : m.batches) {
       MemoryNeed need = m.config.memory_need(batch);
-      const bool ids = m.config.family->integer_input();  // an int64 value: two floats' bytes
-      const double pool = static_cast<double>(Workload::pool_rows_for(batch)) * m.config.row_elements() * (ids ? 2 : 1);
-      need.add("the input pool",
-               std::to_string(Workload::pool_rows_for(batch)) + " rows x " + std::to_string(m.config.row_elements()) +
-                   (ids ? " int64 values" : " values"),
-               pool);
+      Workload::add_pool_need(need, batch, m.config.row_elements(), m.config.family->integer_input());
       need.require("--batch " + std::to_string(batch) + " of " + m.config.describe());
     }
   for (const DecoderConfig& c : options.decoders)

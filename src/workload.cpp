@@ -26,6 +26,14 @@ std::string ModelSource::key() const {
 
 int64_t Workload::pool_rows_for(int64_t batch) { return std::max(kMinPoolRows, batch); }
 
+void Workload::add_pool_need(MemoryNeed& need, int64_t batch, int64_t row_elements, bool int64_values) {
+  const int64_t rows = pool_rows_for(batch);
+  need.add("the input pool",
+           std::to_string(rows) + " rows x " + std::to_string(row_elements) +
+               (int64_values ? " int64 values x 2" : " values"),
+           static_cast<double>(rows) * static_cast<double>(row_elements) * (int64_values ? 2 : 1));
+}
+
 Workload::Workload(EarlyExitModel model, int64_t batch) : model_(std::move(model)), batch_(batch) {
   if (batch < 1) fail("batch must be at least 1, got " + std::to_string(batch));
   const ModelConfig& cfg = config();

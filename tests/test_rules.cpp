@@ -12,6 +12,7 @@
 #include "condbench/memory_budget.h"
 #include "condbench/parameters.h"
 #include "condbench/rules.h"
+#include "condbench/workload.h"
 
 namespace condbench {
 namespace {
@@ -105,6 +106,21 @@ TEST(MemoryBudget, ANeedIsTheWeightsAndTheFamilysTermsAtItsBatch) {
   const double cache = 4.0 * 3 * decoder.layers * decoder.context * decoder.d_model;  // 3 rows, keys and values twice
   EXPECT_GT(decoder.memory_need(3).bytes(), 4 * (parameter_floats(decoder_parameters(decoder)) + cache));
   EXPECT_EQ(over_budget(decoder.memory_need(64)), "");
+}
+
+TEST(MemoryBudget, TheInputPoolCountsAnInt64ValueAsTwoFloats) {
+  // at least 1024 rows (docs/design.md §3), else the batch's; token ids take twice a float's bytes
+  MemoryNeed floats, ids, large;
+  Workload::add_pool_need(floats, 8, 32, /*int64_values=*/false);
+  Workload::add_pool_need(ids, 8, 32, /*int64_values=*/true);
+  Workload::add_pool_need(large, 4096, 32, /*int64_values=*/true);
+  EXPECT_EQ(floats.bytes(), 4.0 * 1024 * 32);
+  EXPECT_EQ(ids.bytes(), 8.0 * 1024 * 32);
+  EXPECT_EQ(large.bytes(), 8.0 * 4096 * 32);
+  Workload::add_pool_need(large, 1 << 20, 1024, /*int64_values=*/true);
+  EXPECT_NE(over_budget(large).find("the input pool 1048576 rows x 1024 int64 values x 2 floats = 8 GiB"),
+            std::string::npos)
+      << over_budget(large);
 }
 
 TEST(MemoryBudget, ARefusalNamesTheProductAndTheBudget) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "condbench/memory_budget.h"
 #include "condbench/model.h"
 #include "condbench/scenario.h"
 
@@ -58,6 +59,9 @@ class Workload {
   std::vector<float> thresholds(const Scenario& scenario) const;
 
   static int64_t pool_rows_for(int64_t batch);
+  // The input pool's part of the memory budget for `batch`: pool_rows_for(batch) rows of
+  // `row_elements` values, each an int64 (a token id: two floats' bytes) or a float.
+  static void add_pool_need(MemoryNeed& need, int64_t batch, int64_t row_elements, bool int64_values);
 
  private:
   EarlyExitModel model_;
