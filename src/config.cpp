@@ -33,6 +33,20 @@ std::string FamilyAxis::flag() const {
   return flag;
 }
 
+std::vector<Family::TaggedModel> ModelFamily::tagged_models() const {
+  std::vector<ModelConfig> configs = full_extras();
+  configs.insert(configs.begin(), config());
+  std::vector<TaggedModel> out;
+  for (const ModelConfig& c : configs) {
+    TaggedModel& m = out.emplace_back();
+    for (const FamilyAxis& axis : axes()) m.sizes.emplace_back(axis.key, c.size(axis.key));
+    m.sizes.emplace_back("num_classes", c.num_classes);
+    m.sizes.emplace_back("blocks", c.blocks);
+    m.tag = c.tag();
+  }
+  return out;
+}
+
 void ModelFamily::example_rows(int64_t /*rows*/, at::Tensor& /*out*/) const {
   fail("the " + name() + " family's input is float values condbench draws; it has no example rows");
 }

@@ -7,7 +7,6 @@
 
 #include "condbench/agreement.h"
 #include "condbench/config.h"
-#include "condbench/decoder/config.h"
 #include "condbench/error.h"
 #include "condbench/exit_math.h"
 #include "condbench/family.h"
@@ -61,27 +60,17 @@ nlohmann::json agreement_examples() {
   return out;
 }
 
-// ModelConfig::tag and DecoderConfig::step_tag, the folder names of the aoti engine's packages, on
-// every built-in family's models: what condbench.aoti's config_key (which names the folder of a
-// --config it compiles) must reproduce. Each size in the family's order, as the tag writes them.
+// The tags of every built-in family's models (Family::tagged_models), the folder names of the aoti
+// engine's packages: what condbench.aoti's config_key (which names the folder of a --config it
+// compiles) must reproduce. Each size in the family's order, as the tag writes them.
 nlohmann::json config_tags() {
   nlohmann::json out = nlohmann::json::array();
-  for (const ModelFamily* family : model_families()) {
-    std::vector<ModelConfig> configs = family->full_extras();
-    configs.insert(configs.begin(), family->config());
-    for (const ModelConfig& c : configs) {
+  for (const Family* family : families())
+    for (const Family::TaggedModel& m : family->tagged_models()) {
       nlohmann::json sizes = nlohmann::json::array();
-      for (const FamilyAxis& axis : family->axes()) sizes.push_back({axis.key, c.size(axis.key)});
-      sizes.push_back({"num_classes", c.num_classes});
-      sizes.push_back({"blocks", c.blocks});
-      out.push_back({{"family", family->name()}, {"sizes", sizes}, {"tag", c.tag()}});
+      for (const auto& [key, value] : m.sizes) sizes.push_back({key, value});
+      out.push_back({{"family", family->name()}, {"sizes", sizes}, {"tag", m.tag}});
     }
-  }
-  const DecoderConfig decoder;
-  nlohmann::json sizes = nlohmann::json::array();
-  for (const FamilyAxis& axis : decoder_family().axes())
-    if (!axis.per_sequence) sizes.push_back({axis.key, decoder.size(axis.key)});
-  out.push_back({{"family", kDecoderFamily}, {"sizes", sizes}, {"tag", decoder.step_tag()}});
   return out;
 }
 
@@ -126,10 +115,10 @@ nlohmann::json config_relations() {
   return out;
 }
 
-// The memory budget (memory_budget.h): its bytes, its words, and what each built-in family and the
-// decoder hold for a batch beside their weights, as products of named sizes ("rows" the batch),
-// for condbench.aoti --config, the decoder's save and the peer, which count the weights themselves
-// (their modules' parameters, made on the meta device).
+// The memory budget (memory_budget.h): its bytes, its words, and what each built-in family (the
+// decoder one of them) holds for a batch beside its weights, as products of named sizes ("rows"
+// the batch), for condbench.aoti --config, the decoder's save and the peer, which count the weights
+// themselves (their modules' parameters, made on the meta device).
 nlohmann::json memory_budget() {
   const auto as_list = [](const std::vector<MemoryTerm>& terms) {
     nlohmann::json list = nlohmann::json::array();
@@ -137,9 +126,7 @@ nlohmann::json memory_budget() {
     return list;
   };
   nlohmann::json terms = nlohmann::json::object();
-  for (const ModelFamily* family : model_families())
-    terms[family->name()] = as_list(family->memory_terms(family->config()));
-  terms[kDecoderFamily] = as_list(decoder_memory_terms());
+  for (const Family* family : families()) terms[family->name()] = as_list(family->default_memory_terms());
   return {{"bytes", kMemoryBudgetBytes},
           {"bytes_per_float", kBytesPerFloat},
           {"says", memory_budget_statement()},

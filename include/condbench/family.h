@@ -126,6 +126,18 @@ class Family {
   // The batches the runner runs without --batch, and with --full.
   virtual std::vector<int64_t> runs_batches(bool full) const = 0;
 
+  // A built-in model as rules.json states it to condbench.aoti: its sizes in the order of its tag
+  // (each axis but a sequence's, then a ModelFamily's num_classes and blocks), and the tag, the
+  // name of its aoti packages' folder.
+  struct TaggedModel {
+    std::vector<std::pair<std::string, int>> sizes;
+    std::string tag;
+  };
+  // The family's default model, then those --full adds.
+  virtual std::vector<TaggedModel> tagged_models() const = 0;
+  // What a batch of its default model holds beside its weights (rules.json's memory terms).
+  virtual std::vector<MemoryTerm> default_memory_terms() const = 0;
+
  protected:
   Family(std::string name, std::string summary, std::vector<FamilyAxis> axes, TimedUnit unit,
          bool named_in_results = true)
@@ -157,6 +169,9 @@ class ModelFamily : public Family {
   virtual std::vector<int> runs_blocks(bool full) const = 0;
   // Models --full adds beyond the sweep of the axes (the transformer: BERT-base's encoder).
   virtual std::vector<ModelConfig> full_extras() const { return {}; }
+
+  std::vector<TaggedModel> tagged_models() const final;
+  std::vector<MemoryTerm> default_memory_terms() const final { return memory_terms(config()); }
 
   // One input row's shape ([rows, row...] is an input) and the width the exit heads read.
   virtual std::vector<int64_t> row_shape(const ModelConfig& config) const = 0;

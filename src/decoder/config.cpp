@@ -71,6 +71,17 @@ DecoderFamily::DecoderFamily()
           },
           TimedUnit::token) {}
 
+std::vector<Family::TaggedModel> DecoderFamily::tagged_models() const {
+  const DecoderConfig decoder;
+  TaggedModel m;
+  for (const FamilyAxis& axis : axes())
+    if (!axis.per_sequence) m.sizes.emplace_back(axis.key, decoder.size(axis.key));
+  m.tag = decoder.step_tag();
+  return {m};
+}
+
+std::vector<MemoryTerm> DecoderFamily::default_memory_terms() const { return decoder_memory_terms(); }
+
 std::vector<SizeRelation> DecoderFamily::relations() const {
   return {
       {"exit_every", SizeRelation::Kind::kBelow, "layers", "an exit before the last layer"},

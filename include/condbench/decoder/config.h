@@ -85,6 +85,8 @@ class DecoderFamily final : public Family {
   DecoderFamily();
   std::vector<SizeRelation> relations() const override;
   std::vector<int64_t> runs_batches(bool full) const override;
+  std::vector<TaggedModel> tagged_models() const override;  // its step's sizes and step_tag
+  std::vector<MemoryTerm> default_memory_terms() const override;
 };
 const DecoderFamily& decoder_family();
 
