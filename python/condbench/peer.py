@@ -11,58 +11,38 @@ usage: python -m condbench.peer --workload DIR --out FILE.json [--device cpu|cud
 
 Every variant x scenario is made ready first (an untimed pass, then the iteration count); then
 each round times every case once in a freshly shuffled order, as condbench interleaves its own
-repetitions, and each repetition records its round and its place in the run (sequence).
+repetitions, and each repetition records its round and its place in the run (sequence)
+(condbench.rounds); the file is condbench.peer_result's.
 
 --answer-budget spends up to SECONDS more, as condbench's does: rounds over the cases in the report's
 answer comparisons that are still undecided, judged by `condbench-report --undecided` (beside
-condbench's file given by --against), until each is decided or the time is spent.
+condbench's file given by --against), until each is decided or the time is spent
+(condbench.answer_budget).
 """
 import argparse
-import dataclasses
-import datetime
-import json
 import os
-import platform
 import random
-import socket
-import subprocess
 import sys
-import time
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Sequence, cast
+from typing import TYPE_CHECKING, Mapping, NoReturn, Sequence, cast
 
 import torch
 
 from . import decoder_peer, lockstep, names, results, workload
+from .answer_budget import spend_answer_budget
 from .deployed import WORKAROUND_DOC, Thresholds
 from .families import load_model
-from .variants import SUMMARIES, VARIANTS, Case, VariantFn, cudagraph_skips, variants, workarounds
-from .rules import (LOCKSTEP_ALLOWANCE_CONTEXT, LOCKSTEP_CONTEXT, PEAK_MEMORY_CONTEXT, RESULT_SCHEMA, exit_fires,
-                    peak_resident_memory, strategy_context_key)
+from .peer_result import NOTES_CONTEXT, Document
+from .rounds import Rounds, run_variant, walking, with_iterations
+from .rules import PEAK_MEMORY_CONTEXT, exit_fires, peak_resident_memory
+from .variants import VARIANTS, Case, VariantFn, cudagraph_skips, variants, workarounds
 
 if TYPE_CHECKING:
     from .model import EarlyExitModel
-
-SCHEMA = RESULT_SCHEMA  # kResultSchema of include/condbench/result_format.h, through rules.json
-
-
-# A repetition of a case: (per-inference µs, round, sequence)
-Sample = tuple[float, int, int]
 
 
 def fail(message: str) -> NoReturn:
     print(f"peer: {message}", file=sys.stderr)
     sys.exit(2)
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def load_workloads(root: str) -> list[workload.Workload]:
@@ -125,92 +105,6 @@ def test_twins() -> list[str]:
     second time as <variant>_twin (the same code under another name; docs/statistics.md)."""
     items = [i for i in os.environ.get("CONDBENCH_TEST_TWIN", "").split(",") if i]
     return [i.split("/", 1)[1] for i in items if i.startswith("python/")]
-
-
-def run_variant(fn: VariantFn, rows: torch.Tensor, thresholds: Thresholds,
-                sync: bool) -> tuple[torch.Tensor, "torch.Tensor | int"]:
-    out = fn(rows, thresholds)
-    if sync:
-        torch.cuda.synchronize()
-    return out
-
-
-def walking(fn: VariantFn, walk: Sequence[torch.Tensor], thresholds: Thresholds, sync: bool) -> Callable[[int], float]:
-    """A whole model's loop: seconds of n inferences walking condbench's rows in its order."""
-    def loop(n: int) -> float:
-        start = time.perf_counter()
-        for i in range(n):
-            fn(walk[i % len(walk)], thresholds)
-            if sync:
-                torch.cuda.synchronize()  # one inference = finished on the device, like condbench
-        return time.perf_counter() - start
-    return loop
-
-
-def with_iterations(case: Case, min_time: float) -> Case:
-    """The case with a repetition's iteration count, as Google Benchmark grows it: until a run lasts
-    min_time."""
-    n = 1
-    while True:
-        took = case.loop(n)
-        if took >= min_time or n >= 1 << 24:
-            return dataclasses.replace(case, iterations=n)
-        n = max(n * 2, int(n * min_time / max(took, 1e-9) * 1.2))
-
-
-class Rounds:
-    """Each round times every case it is given once, in a freshly shuffled order, so a change in the
-    machine's speed lands on every case alike (condbench's --benchmark_enable_random_interleaving
-    does the same for its own cases). Per case: [(per-inference µs, round, sequence)], sequence
-    counting every repetition of the run in the order they ran."""
-
-    def __init__(self, cases: Iterable[Case], rng: random.Random, turns: lockstep.Turns | None = None) -> None:
-        self.samples: dict[int, list[Sample]] = {id(c): [] for c in cases}
-        self.rng = rng
-        self.round = 0
-        self.sequence = 0
-        self.turns = turns  # in lockstep with condbench (condbench.lockstep): a turn a round
-
-    def run(self, cases: Sequence[Case], count: int) -> None:
-        for _ in range(count):
-            if self.turns:
-                self.turns.wait()
-            order = list(cases)
-            self.rng.shuffle(order)
-            for case in order:
-                seconds = case.loop(case.iterations)
-                self.samples[id(case)].append((seconds / case.iterations * 1e6, self.round, self.sequence))
-                self.sequence += 1
-            self.round += 1
-
-
-def entry(name: str, rep: int, repetitions: int, iterations: int, sample: Sample,
-          counters: Mapping[str, float]) -> dict[str, object]:
-    value_us, round_index, sequence = sample
-    return {"name": name, "family_index": 0, "per_family_instance_index": 0, "run_name": name,
-            "run_type": "iteration", "repetitions": repetitions, "repetition_index": rep, "threads": 1,
-            "iterations": iterations, "real_time": value_us, "cpu_time": value_us, "time_unit": "us",
-            "round": round_index, "sequence": sequence, **counters}
-
-
-def median(values: Iterable[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
-
-
-def aggregates(name: str, repetitions: int, times: Sequence[float],
-               counters: Mapping[str, float]) -> list[dict[str, object]]:
-    mean = sum(times) / len(times)
-    sd = (sum((t - mean) ** 2 for t in times) / (len(times) - 1)) ** 0.5 if len(times) > 1 else 0.0
-    out: list[dict[str, object]] = []
-    for agg, value, unit in [("mean", mean, "time"), ("median", median(times), "time"), ("stddev", sd, "time"),
-                             ("cv", sd / mean if mean else 0.0, "percentage")]:
-        out.append({"name": f"{name}_{agg}", "family_index": 0, "per_family_instance_index": 0, "run_name": name,
-                    "run_type": "aggregate", "repetitions": repetitions, "threads": 1, "aggregate_name": agg,
-                    "aggregate_unit": unit, "iterations": repetitions, "real_time": value, "cpu_time": value,
-                    "time_unit": "us", **(counters if agg in ("mean", "median") else {})})
-    return out
 
 
 def main() -> None:
@@ -331,9 +225,6 @@ def main() -> None:
     print(f"wrote {args.out}")
 
 
-
-
-
 def check_output(path: str, inputs: Sequence[tuple[str, str] | tuple[str, str, bool]]) -> None:
     """condbench's output policy (include/condbench/output_file.h) for the peer's --out, before
     anything runs: absent or a regular file (never a link, FIFO, device or socket), in a folder that
@@ -374,129 +265,6 @@ def model_file_inputs(folder: str) -> list[tuple[str, str] | tuple[str, str, boo
         files = []  # load_model_file says what is wrong with it
     return [("--workload (its model file's folder)", folder, True)] + \
         [("--workload (its model file's module)", p) for p in files if isinstance(p, str)]
-
-
-class Document:
-    """The run as Google Benchmark JSON: every repetition of every case, its aggregates, the context."""
-
-    def __init__(self, args: argparse.Namespace, cases: list[Case], rounds: Rounds, twins: list[str]) -> None:
-        self.args, self.cases, self.rounds, self.twins = args, cases, rounds, twins
-        self.turns_id = rounds.turns.id if rounds.turns else ""
-        self.turns_allowance = rounds.turns.allowance if rounds.turns else ""
-        self.context: dict[str, str] = {}  # added by the answer budget
-
-    def build(self) -> results.ResultDoc:
-        args, twins = self.args, self.twins
-        benchmarks: list[dict[str, object]] = []
-        for case in self.cases:
-            exits, iterations = case.exits, case.iterations
-            visited = [exits[i % len(exits)] for i in range(min(iterations, len(exits)))]
-            counters = {"host_syncs": sum(case.host_syncs(e) for e in visited) / len(visited),
-                        "exit_mean": sum(visited) / len(visited)}
-            for k in range(1, case.blocks + 2):
-                counters[f"exit_{k}"] = visited.count(k) / len(visited)
-            mine = self.rounds.samples[id(case)]
-            benchmarks += [entry(case.name, r, len(mine), iterations, sample, counters)
-                           for r, sample in enumerate(mine)]
-            benchmarks += aggregates(case.name, len(mine), [sample[0] for sample in mine], counters)
-        device_name = torch.cuda.get_device_name(0) if args.device == "cuda" else "none"
-        return {
-            "context": {
-                "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-                "host_name": socket.gethostname(), "executable": "python -m condbench.peer",
-                "num_cpus": os.cpu_count(), "library_build_type": "release",
-                "condbench_schema": SCHEMA, "peer": "python", "condbench_interleaving": "rounds",
-                **({LOCKSTEP_CONTEXT: self.turns_id, LOCKSTEP_ALLOWANCE_CONTEXT: self.turns_allowance}
-                   if self.turns_id else {}),
-                "python_version": platform.python_version(),
-                "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda or "none",
-                "device_name": device_name, "cpu_model": cpu_model(), "threads": str(torch.get_num_threads()),
-                **{strategy_context_key(f"{args.device}/python/{name}"): summary for name, summary in SUMMARIES.items()},
-                **{strategy_context_key(f"{args.device}/python/{name}", per_token=True): summary
-                   for name, summary in decoder_peer.SUMMARIES.items()},
-                **{strategy_context_key(f"{args.device}/python/{name}_twin"):
-                   f"the same code as {name}, run twice (CONDBENCH_TEST_TWIN)" for name in twins},
-                **({"condbench_test_twin": os.environ["CONDBENCH_TEST_TWIN"]} if twins else {}),
-                **self.context,
-            },
-            "benchmarks": benchmarks,
-        }
-
-
-# report/analysis.h: the looks an answer budget splits its verdicts over, and the context keys; and the
-# peer's notes (one a line), which the report's answer repeats where a variant was refused or replaced.
-LOOKS_CONTEXT, BUDGET_CONTEXT = "condbench_answer_looks", "condbench_answer_budget"
-NOTES_CONTEXT = "condbench_peer_notes"
-
-
-def spend_answer_budget(args: argparse.Namespace, cases: list[Case], rounds: Rounds, document: Document) -> str:
-    """condbench's answer budget (bench/answer_budget.cpp), for the peer's cases: at each look,
-    condbench-report --undecided names the cases the answer still needs and how many rounds to run
-    over them before the next look (their repetitions doubled); stop when none is left or the time is
-    spent. Returns what it did, in condbench-report's words, and records it in the document's context:
-    the schedule and the words are the report's, as condbench's own budget uses them."""
-    start = time.monotonic()
-    by_name = {case.name: case for case in cases}
-    scratch = f"{args.out}.undecided.{os.getpid()}"
-
-    def look(spent: tuple[object, ...] = ()) -> tuple[dict[str, Any], list[Case]] | None:
-        """What condbench-report says is undecided (with `spent`, the tally ROUNDS, CELLS, SECONDS,
-        LOOKS, UNDECIDED_AT_START, what the budget did in words); None when it cannot say (the rounds
-        so far are kept)."""
-        results.write(scratch, document.build())
-        told = [f"--repetitions={args.repetitions}"] + ([f"--spent={','.join(map(str, spent))}"] if spent else [])
-        try:
-            done = subprocess.run([args.report_tool, "--undecided", *told, *([args.against] if args.against else []),
-                                   scratch], capture_output=True, text=True, timeout=600)
-            if done.returncode != 0:
-                raise RuntimeError(done.stderr.strip() or f"exit {done.returncode}")
-            answer: dict[str, Any] = json.loads(done.stdout)  # condbench-report's --undecided JSON
-            return answer, [by_name[n] for n in answer["cells"] if n in by_name]
-        except (OSError, ValueError, KeyError, RuntimeError, subprocess.TimeoutExpired) as e:
-            print(f"peer: warning: --answer-budget: {args.report_tool} could not judge ({e}); "
-                  "no more rounds", file=sys.stderr)
-            return None
-        finally:
-            os.remove(scratch)
-
-    first_look = look()
-    if first_look is None:
-        document.context[BUDGET_CONTEXT] = "no round: condbench-report could not judge the answer"
-        return document.context[BUDGET_CONTEXT]
-    plan, chosen = first_look
-    planned, undecided_at_start = plan["looks"], plan["undecided"]
-    undecided, looks, ran_rounds = undecided_at_start, 1, 0
-    again: set[str] = set()
-    out_of_time = False
-    while chosen and looks < planned and not out_of_time:
-        count = plan["rounds_before_next_look"][looks - 1]
-        print(f"peer: answer budget, look {looks} of {planned}: {undecided} comparisons undecided, "
-              f"up to {count} rounds over {len(chosen)} cases", flush=True)
-        done = 0
-        for _ in range(count):
-            cost = sum(c.iterations * median([s[0] for s in rounds.samples[id(c)]]) * 1e-6 for c in chosen)
-            if time.monotonic() - start + cost > args.answer_budget:
-                out_of_time = True
-                break
-            rounds.run(chosen, 1)
-            done += 1
-        if done == 0:
-            break
-        ran_rounds += done
-        looks += 1
-        again.update(c.name for c in chosen)
-        judged = look()
-        if judged is None:
-            break  # looks counts the rounds' look; the last judgement is the report's
-        now, chosen = judged
-        undecided = now["undecided"]
-    if ran_rounds > 0:
-        document.context[LOOKS_CONTEXT] = str(planned)
-    # the last look again, with the tally: condbench-report says it as condbench does
-    said = look((ran_rounds, len(again), round(time.monotonic() - start, 3), looks, undecided_at_start))
-    document.context[BUDGET_CONTEXT] = said[0]["spent"] if said else \
-        f"{ran_rounds} rounds; condbench-report could not say more ({undecided} comparisons undecided at the end)"
-    return document.context[BUDGET_CONTEXT]
 
 
 if __name__ == "__main__":

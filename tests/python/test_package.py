@@ -23,7 +23,7 @@ def without_pythonpath():
 PACKAGE = os.path.join(ROOT, "python", "condbench")
 # The modules that time what a PyTorch user writes, and those that compile what condbench deploys:
 # neither side imports the other (condbench.deployed and condbench.model_source sit below both).
-PEER = ("peer", "variants", "decoder_peer", "workload")
+PEER = ("peer", "rounds", "peer_result", "answer_budget", "variants", "decoder_peer", "workload")
 COMPILER = ("inductor", "aoti", "model_file")
 
 
