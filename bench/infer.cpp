@@ -6,10 +6,11 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <optional>
 
 #include "cli.h"
 #include "condbench/error.h"
@@ -267,20 +268,10 @@ int run(int argc, char** argv) {
   const EarlyExitModel model = shared_model(options.source);
   const int64_t rows = options.input.size(0);
   bool scores_checked = false;
-  infer::Json out;
-  out["model"] = model->config().describe();
-  out["rows"] = rows;
-  out["thresholds"] = options.thresholds;
-  infer::Run run;
-  run.unit = TimedUnit::inference;
-  run.devices = options.devices;
-  run.strategies = options.strategies;
-  run.noun = "strategy";
-  run.overflow = "the weights or the input";
-  run.unsupported = [&](const StrategyEntry& entry) {
+  const auto unsupported = [&](const StrategyEntry& entry) {
     return static_cast<const StrategyInfo&>(entry).unsupported(model->config(), rows);
   };
-  run.answer = [&](const StrategyEntry& entry, const std::function<void(const std::string&)>& disagree) {
+  const auto answer = [&](const StrategyEntry& entry, const std::function<void(const std::string&)>& disagree) {
     if (!scores_checked) {
       // The exit rule's score on these rows, as condbench checks it on its pool: a model file's
       // confidence() outside (0, 1] would send rows out at threshold 1 ("no row leaves here").
@@ -303,7 +294,16 @@ int run(int argc, char** argv) {
     return std::optional<infer::Answer>(
         {result.exit_id.to(at::kCPU, at::kInt).contiguous(), result.logits.to(at::kCPU, at::kFloat).contiguous(), {}});
   };
-  const int code = infer::run_strategies(std::move(out), run);
+  const int code = infer::run_strategies({.unit = TimedUnit::inference,
+                                          .model = model->config().describe(),
+                                          .rows = rows,
+                                          .thresholds = options.thresholds,
+                                          .devices = options.devices,
+                                          .strategies = options.strategies,
+                                          .noun = "strategy",
+                                          .overflow = "the weights or the input",
+                                          .unsupported = unsupported,
+                                          .answer = answer});
   // which folder answered, once it did (a refusal stays one line)
   if (!options.model_file_used.empty()) std::cerr << "condbench-infer: " << options.model_file_used << "\n";
   return code;

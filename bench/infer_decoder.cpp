@@ -7,10 +7,15 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli.h"
+#include "condbench/decoder/strategy.h"
 #include "condbench/error.h"
+#include "condbench/family.h"
 #include "condbench/random.h"
 #include "condbench/torch_device.h"
 #include "condbench/torch_save_files.h"
@@ -174,21 +179,11 @@ int run_decoder(int argc, char** argv) {
   const DecoderOptions options = parse(argc, argv);
   const DecoderConfig& c = options.model.config;
   const int64_t rows = options.prompt.size(0);
-  infer::Json out;
-  out["model"] = c.describe();
-  out["rows"] = rows;
-  out["thresholds"] = options.thresholds;
-  infer::Run run;
-  run.unit = TimedUnit::token;
-  run.devices = options.devices;
-  run.strategies = options.strategies;
-  run.noun = "decoder strategy";
-  run.overflow = "the weights";
-  run.unsupported = [&](const StrategyEntry& entry) {
+  const auto unsupported = [&](const StrategyEntry& entry) {
     return static_cast<const DecoderStrategyInfo&>(entry).supports(c, entry.device, rows);
   };
-  run.answer = [&](const StrategyEntry& entry,
-                   const std::function<void(const std::string&)>& disagree) -> std::optional<infer::Answer> {
+  const auto answer = [&](const StrategyEntry& entry,
+                          const std::function<void(const std::string&)>& disagree) -> std::optional<infer::Answer> {
     std::unique_ptr<DecoderStrategy> strategy = static_cast<const DecoderStrategyInfo&>(entry).make();
     try {
       strategy->prepare(options.model, rows);
@@ -200,7 +195,16 @@ int run_decoder(int argc, char** argv) {
     }
     return generate(*strategy, options);
   };
-  return infer::run_strategies(std::move(out), run);
+  return infer::run_strategies({.unit = TimedUnit::token,
+                                .model = c.describe(),
+                                .rows = rows,
+                                .thresholds = options.thresholds,
+                                .devices = options.devices,
+                                .strategies = options.strategies,
+                                .noun = "decoder strategy",
+                                .overflow = "the weights",
+                                .unsupported = unsupported,
+                                .answer = answer});
 }
 
 }  // namespace condbench

@@ -1,5 +1,6 @@
 #include "infer_run.h"
 
+#include <ATen/ATen.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,7 +31,11 @@ bool selected(const std::vector<std::string>& names, const std::string& name) {
 
 }  // namespace
 
-int run_strategies(Json out, const Run& run) {
+int run_strategies(const Run& run) {
+  Json out;
+  out["model"] = run.model;
+  out["rows"] = run.rows;
+  out["thresholds"] = run.thresholds;
   out["strategies"] = Json::array();
   std::optional<Answer> first;
   bool agree = true;

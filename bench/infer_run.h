@@ -3,7 +3,7 @@
 // strategy of the unit that --device and --strategy select runs the same rows once; each one's
 // answer is printed as JSON with whether they all agree, and those that cannot run the rows are
 // listed under "skipped" with the reason.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <functional>
@@ -30,22 +30,26 @@ struct Answer {
 
 struct Run {
   TimedUnit unit = TimedUnit::inference;
+  std::string model;  // its description, printed
+  int64_t rows = 0;
+  std::vector<float> thresholds;
   std::vector<Device> devices;
   std::vector<std::string> strategies;  // empty: every one
   std::string noun;                     // "strategy", "decoder strategy": what the refusals call one
   std::string overflow;                 // what overflows float32 where the first answer is not finite
   // Why `entry` cannot run these rows at all, or nullopt.
   std::function<Unsupported(const StrategyEntry&)> unsupported;
-  // The entry's answer. Throws NotRunnable for a strategy that finds it cannot run only once prepared
-  // (skipped, with why); calls `disagree(why)` where it ran but is wrong (said, and no agreement), and
-  // returns nullopt where it has no answer to print.
+  // The entry's answer. Throws NotRunnable for a strategy that finds it cannot run only once it tries
+  // (a capture refused in prepare): skipped, with why. Calls `disagree(why)` where it ran but is wrong
+  // (said, and no agreement), and returns nullopt where it has no answer to print.
   std::function<std::optional<Answer>(const StrategyEntry&, const std::function<void(const std::string&)>& disagree)>
       answer;
 };
 
-// Runs every selected strategy of `run.unit`, prints `out` with their answers and "agree" on stdout,
-// and returns the exit code: 0 when they agree, 1 when they do not. Throws condbench::Error where none
-// can run (bad input) or the first answer's logits are not finite.
-int run_strategies(Json out, const Run& run);
+// Runs every selected strategy of `run.unit`, prints the model, rows, thresholds and their answers
+// with whether they agree on stdout, and returns the exit code: 0 when they agree, 1 when they do
+// not. Throws condbench::Error where none can run (bad input) or the first answer's logits are not
+// finite.
+int run_strategies(const Run& run);
 
 }  // namespace condbench::infer

@@ -109,6 +109,23 @@ class AgainstTheModule(unittest.TestCase):
             self.assertEqual(s["tokens"], [tokens])
             self.assertEqual(s["exit_ids"], [[3] * STEPS])
 
+    def test_the_model_flag_picks_the_decoder_by_its_timed_unit(self):
+        # --model decoder, two words, as --model=decoder: the decoder's prompts and tokens; each answer
+        # of integers where they are ids
+        result = run(INFER, "--model", "decoder", "--weights=" + self.weights, f"--heads={HEADS}",
+                     f"--exit-every={EXIT_EVERY}", "--prompt=" + self.prompt_file, f"--generate={STEPS}",
+                     "--device=cpu", "--thresholds=1,1", "--strategy=eager_host")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        out = json.loads(result.stdout)
+        self.assertEqual(sorted(out), ["agree", "model", "rows", "strategies", "thresholds"])
+        answer = out["strategies"][0]
+        self.assertEqual(sorted(answer), ["device", "engine", "exit_ids", "logits", "strategy", "tokens"])
+        for key in ("tokens", "exit_ids"):
+            self.assertTrue(all(type(v) is int for row in answer[key] for v in row), key)
+        self.assertEqual(answer["exit_ids"], [[3] * STEPS] * len(self.prompts))
+        # a family no one registered: the families' refusal, which names the decoder among them
+        self.refused(run(INFER, "--model=nosuch", "--thresholds=0.5", "--device=cpu"), "nosuch", "decoder")
+
     def refused(self, result, *words):
         self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
         self.assertEqual(result.stdout, "")

@@ -19,7 +19,7 @@ struct Tolerances {
   double tie_margin;
 };
 
-// When an AOTInductor package is accepted (condbench.aoti, the one path from a module to a package,
+// When an AOTInductor package is accepted (condbench.inductor, the one path from a module to a package,
 // for the built-in families' and decoders' packages as for a model file's parts and whole-model
 // modules): its outputs against the module it was compiled from, on rows whose score is not within
 // tie_margin of a threshold. Python reads it as data (rules.h: "compile_check").

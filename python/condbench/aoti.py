@@ -70,8 +70,8 @@ def config_key(config: Mapping[str, Any]) -> str:
 
 
 def source_digest(config: Mapping[str, Any]) -> str:
-    """What made a package: this file, the modules it exports and the rules they apply (rules.json,
-    C++'s: a changed exit test is another graph)."""
+    """What made a package: this file, the path it takes (inductor.py), the modules it exports and the
+    rules they apply (rules.json, C++'s: a changed exit test is another graph)."""
     digest = hashlib.sha256()
     made_by = ("decoder.py", "deployed.py") if config.get("family") == DECODER else \
         ("families.py", "model.py", "deployed.py")

@@ -1,7 +1,7 @@
 """What condbench deploys, as PyTorch modules: the forwards the aoti engine's packages are compiled
 from, which the Python peer also times as its variants. It sits below both: the peer
-(condbench.variants, condbench.decoder_peer) and the compiler (condbench.aoti, condbench.model_file)
-import it, and neither imports the other (tests/python/test_package.py, Layers).
+(condbench.variants, condbench.decoder_peer) and the compiler (condbench.inductor, condbench.aoti,
+condbench.model_file) import it, and neither imports the other (tests/python/test_package.py, Layers).
 
   the whole model   should_exit (the exit test), NestedCond and ExportableCond (the question's
                     nested torch.cond), masked_forward; DeployedCond and DeployedMasked, what the
@@ -133,7 +133,7 @@ class DeployedMasked(nn.Module):
 # channels_last, which the branch reads as NCHW: on a model with convolutions AOTInductor and
 # torch.compile(cpp_wrapper=True) compute wrong results, torch.compile stops at a stride assert. Compiled
 # without layout optimization it is right (docs/upstream-cond-layout.md, the reproducer in upstream/).
-# The one place condbench.aoti's path (which falls back to it for a model file's cond; the built-in
+# The one place condbench.inductor's path (which falls back to it for a model file's cond; the built-in
 # families' modules have no convolution) and the peer's workaround variant take it from.
 COND_LAYOUT_WORKAROUND: dict[str, object] = {"layout_optimization": False}
 WORKAROUND_DOC = "docs/upstream-cond-layout.md"
@@ -280,7 +280,7 @@ class DecodeStep(nn.Module):
                 torch.zeros(len(self.places) - 1, device=device), cache)
 
     def sample_inputs(self, position: int, threshold: float) -> StepInputs:
-        """A token mid-sequence, for condbench.aoti's check of a compiled step: a random token at
+        """A token mid-sequence, for condbench.inductor's check of a compiled step: a random token at
         `position` over a cache of random keys and values, every threshold `threshold` (0: the token
         leaves at the first exit, 1: at none, so that the check is clear of ties)."""
         c, device = self.config, self.model.pos.weight.device

@@ -57,11 +57,11 @@ def exit_fires(score: "torch.Tensor | float", threshold: "torch.Tensor | float")
 # The tolerances and tie margins (dicts of absolute_tolerance, relative_tolerance, tie_margin).
 AGREEMENT = RULES["agreement"]                          # condbench-infer's agree, the decoder's check
 MODEL_FILE_AGREEMENT = RULES["model_file_agreement"]    # a strategy or variant against a model file's module
-COMPILE_CHECK = RULES["compile_check"]                  # condbench.aoti: a package against its module
+COMPILE_CHECK = RULES["compile_check"]                  # condbench.inductor: a package against its module
 # What condbench reads of a compiled folder (max_row_values, max_stages, max_classes): model_file.py's
 # limits where no caller gives its own
 MODEL_FILE_LIMITS = RULES["model_file_limits"]
-# The most rows a batch holds (every tool's --batch): what condbench.aoti exports a package to accept
+# The most rows a batch holds (every tool's --batch): what condbench.inductor exports a package to accept
 MAX_BATCH = RULES["max_batch"]
 # The --trace file's track of GPU spans (nvtx::kGpuTrack)
 GPU_TRACK = RULES["trace"]["gpu_track"]

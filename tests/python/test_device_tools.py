@@ -127,7 +127,7 @@ class LoadExperiment(unittest.TestCase):
     def test_the_verdict_names_the_one_way_that_failed(self):
         try:
             from condbench.load_experiment import verdict
-        except ImportError as e:  # it imports condbench.aoti, which needs no torch to import
+        except ImportError as e:  # it imports condbench.inductor, which needs no torch to import
             self.fail(str(e))
         ok = ["ok", "ok"]
         self.assertTrue(verdict({"A": ["failed: signal 11", "ok"], "B": ok, "C": ["ok"], "C here": ["ok"]})

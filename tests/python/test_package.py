@@ -24,7 +24,9 @@ PACKAGE = os.path.join(ROOT, "python", "condbench")
 # The modules that time what a PyTorch user writes, and those that compile what condbench deploys:
 # neither side imports the other (condbench.deployed and condbench.model_source sit below both).
 PEER = ("peer", "rounds", "peer_result", "answer_budget", "variants", "decoder_peer", "workload")
-COMPILER = ("inductor", "aoti", "model_file")
+COMPILER = ("inductor", "aoti", "model_file", "package_run", "load_experiment")
+# The one AOTInductor path and what takes it without the built-in families' packages (condbench.aoti).
+PATH_TAKERS = ("inductor", "model_file", "package_run", "load_experiment")
 
 
 def imports_of(name):
@@ -65,9 +67,15 @@ class Layers(unittest.TestCase):
             with self.subTest(module=name):
                 self.assertEqual(reached(name) & set(PEER), set())
 
+    def test_the_path_does_not_import_the_built_in_route(self):
+        for name in PATH_TAKERS:
+            with self.subTest(module=name):
+                self.assertNotIn("aoti", reached(name))
+
     def test_imports_inside_functions_and_through_chains_are_seen(self):
         self.assertIn("model_source", imports_of("peer"))  # load_model_file's, inside the function
-        self.assertIn("deployed", reached("model_file"))  # through condbench.inductor's functions
+        self.assertNotIn("deployed", imports_of("package_run"))
+        self.assertIn("deployed", reached("package_run"))  # through condbench.inductor's functions
         self.assertIn("rules", reached("peer"))
 
 
@@ -411,6 +419,27 @@ class Bounded(unittest.TestCase):
             json.dump({**meta, "model_file": "", "agreement": {}, "config": {**meta["config"], "hidden": 10 ** 9}}, f)
         with self.assertRaisesRegex(workload.WorkloadError, "model_file is '', not a compiled folder's path"):
             workload.load(self.dir.name)
+
+    def test_a_package_is_made_again_when_the_path_it_took_changes(self):
+        # source_digest covers condbench.aoti's own code and condbench.inductor's, which compiles and
+        # checks: a changed check is a package made by other code
+        import shutil
+        from unittest import mock
+
+        from condbench import aoti
+        config = aoti.parse_config("mlp:in_features=4,hidden=8,num_classes=3,blocks=2")
+        with tempfile.TemporaryDirectory() as copy:
+            for name in os.listdir(PACKAGE):
+                if name.endswith((".py", ".json")):
+                    shutil.copy(os.path.join(PACKAGE, name), copy)
+            with mock.patch.object(aoti, "HERE", copy):
+                before = aoti.source_digest(config)
+                self.assertEqual(before, aoti.source_digest(config))
+                for name in ("inductor.py", "aoti.py", "deployed.py", "rules.json"):
+                    with self.subTest(changed=name), open(os.path.join(copy, name), "a") as f:
+                        f.write("\n")
+                    self.assertNotEqual(aoti.source_digest(config), before)
+                    before = aoti.source_digest(config)
 
     def test_a_relative_cache_folder_is_made_absolute_at_once(self):
         # a model() that changes the working folder changes nothing of where condbench's cache is
