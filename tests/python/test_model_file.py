@@ -312,7 +312,7 @@ class M(""").replace("nn.ModuleList([nn.Linear(4, 8), nn.Linear(8, 8)])",
                          {"unavailable": "torch.export cannot trace it"})
 
     def test_a_folder_is_compiled_again_when_what_the_module_read_changed_or_it_is_damaged(self):
-        from condbench import model_file, model_source
+        from condbench import model_compile, model_file, model_source
         # a model file that imports a module from beside it and loads its weights from there
         self.write("helper.py", "SCALE = 1.0\n")
         path = self.write("uses_helper.py", HEADER + """
@@ -356,16 +356,16 @@ def example_input(batch):
 
         def folder_as_compiled(reads=True):
             """A compiled folder as compile leaves it, its packages stood in for by one file."""
-            folder = os.path.join(cache, "models", f"{model_file.digest(path, None, 'cpu')}-cpu")
+            folder = os.path.join(cache, "models", f"{model_source.digest(path, None, 'cpu')}-cpu")
             os.makedirs(folder, exist_ok=True)
             with open(os.path.join(folder, "stage0.pt2"), "wb") as f:
                 f.write(b"a package")
-            m = {"files": {"stage0.pt2": model_file.file_digest(os.path.join(folder, "stage0.pt2"))},
-                 "source": os.path.realpath(path), "weights": None, "digest": model_file.digest(path, None, "cpu"),
+            m = {"files": {"stage0.pt2": model_source.file_digest(os.path.join(folder, "stage0.pt2"))},
+                 "source": os.path.realpath(path), "weights": None, "digest": model_source.digest(path, None, "cpu"),
                  "classes": 3,
                  "device": "cpu", "state_dict": state}
             if reads:
-                m["reads"] = [{"path": p, "sha256": model_file.file_digest(p)} for p in json.loads(listed.stdout)]
+                m["reads"] = [{"path": p, "sha256": model_source.file_digest(p)} for p in json.loads(listed.stdout)]
             with open(os.path.join(folder, "manifest.json"), "w") as f:
                 json.dump(m, f)
             return folder
@@ -373,7 +373,7 @@ def example_input(batch):
         def found(given=path, reads=None):
             err = io.StringIO()
             with contextlib.redirect_stderr(err):
-                return model_file.compiled_folder(given, None, "cpu", cache, state, reads), err.getvalue()
+                return model_compile.compiled_folder(given, None, "cpu", cache, state, reads), err.getvalue()
 
         folder = folder_as_compiled()
         self.assertEqual(found(), (folder, ""))
@@ -418,7 +418,7 @@ def example_input(batch):
     def test_a_folder_serves_only_the_file_and_the_reads_it_was_compiled_from(self):
         # #59 item 2: the same model.py in two experiment folders, each importing its own layers.py;
         # item 12: a folder reached through another path is served as it is, never rewritten
-        from condbench import model_file
+        from condbench import model_compile, model_file, model_source
         folders = []
         for name, width in (("exp1", 4), ("exp2", 6)):
             os.makedirs(os.path.join(self.dir.name, name))
@@ -446,18 +446,18 @@ def example_input(batch):
         first, second = folders
         with open(first, "rb") as a, open(second, "rb") as b:
             self.assertEqual(a.read(), b.read())  # one file's bytes, two places
-        self.assertNotEqual(model_file.digest(first, None, "cpu"), model_file.digest(second, None, "cpu"))
+        self.assertNotEqual(model_source.digest(first, None, "cpu"), model_source.digest(second, None, "cpu"))
         cache = os.path.join(self.dir.name, "cache")
         loaded = model_file.ModelFile(first)
-        folder = os.path.join(cache, "models", f"{model_file.digest(first, None, 'cpu')}-cpu")
+        folder = os.path.join(cache, "models", f"{model_source.digest(first, None, 'cpu')}-cpu")
         os.makedirs(folder)
         with open(os.path.join(folder, "stage0.pt2"), "wb") as f:
             f.write(b"a package")
         layers = os.path.realpath(os.path.join(os.path.dirname(first), "layers.py"))
-        m = {"files": {"stage0.pt2": model_file.file_digest(os.path.join(folder, "stage0.pt2"))},
+        m = {"files": {"stage0.pt2": model_source.file_digest(os.path.join(folder, "stage0.pt2"))},
              "source": os.path.realpath(first), "weights": None, "state_dict": loaded.state,
-             "reads": model_file.read_now([layers]), "device": "cpu", "classes": 2,
-             "digest": model_file.digest(first, None, "cpu")}
+             "reads": model_compile.read_now([layers]), "device": "cpu", "classes": 2,
+             "digest": model_source.digest(first, None, "cpu")}
         with open(os.path.join(folder, "manifest.json"), "w") as f:
             json.dump(m, f)
         with open(os.path.join(folder, "manifest.json"), "rb") as f:
@@ -466,7 +466,7 @@ def example_input(batch):
         def found(given, reads):
             err = io.StringIO()
             with contextlib.redirect_stderr(err):
-                return model_file.compiled_folder(given, None, "cpu", cache, loaded.state, reads), err.getvalue()
+                return model_compile.compiled_folder(given, None, "cpu", cache, loaded.state, reads), err.getvalue()
 
         self.assertEqual(loaded.reads, [layers])
         self.assertEqual(found(first, loaded.reads), (folder, ""))
@@ -494,7 +494,7 @@ def example_input(batch):
         # #59 items 3 and 7: a module that prints a path when it loads and another at exit, and whose
         # model() changes the working folder; the file and the cache given as relative paths. The
         # folder is a stand-in found in the cache, so nothing is compiled.
-        from condbench import model_file
+        from condbench import model_compile, model_file, model_source
         chatty = ("import atexit\nimport os\n"
                   "print('/printed/when/it/loads')\n"
                   "atexit.register(print, '/printed/at/exit/models/0123456789abcdef-cpu')\n" +
@@ -509,15 +509,15 @@ def example_input(batch):
         finally:
             os.chdir(here)
             atexit.unregister(print)  # the module's, registered in this process too
-        folder = os.path.join(cache, "models", f"{model_file.digest(path, None, 'cpu')}-cpu")
+        folder = os.path.join(cache, "models", f"{model_source.digest(path, None, 'cpu')}-cpu")
         os.makedirs(folder)
         with open(os.path.join(folder, "stage0.pt2"), "wb") as f:
             f.write(b"a package")
         with open(os.path.join(folder, "manifest.json"), "w") as f:
-            json.dump({"files": {"stage0.pt2": model_file.file_digest(os.path.join(folder, "stage0.pt2"))},
+            json.dump({"files": {"stage0.pt2": model_source.file_digest(os.path.join(folder, "stage0.pt2"))},
                        "source": os.path.realpath(path), "weights": None, "state_dict": state,
-                       "reads": model_file.read_now(loaded.reads), "device": "cpu", "classes": 2,
-                       "digest": model_file.digest(path, None, "cpu")}, f)
+                       "reads": model_compile.read_now(loaded.reads), "device": "cpu", "classes": 2,
+                       "digest": model_source.digest(path, None, "cpu")}, f)
         result = subprocess.run(MODEL_FILE + ["compile", "chatty.py", "--cache", "cache", "--jobs", "1"],
                                 cwd=self.dir.name, capture_output=True, text=True, timeout=300)
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -583,7 +583,7 @@ def example_input(batch):
         self.assertEqual(MODEL_FILE_LIMITS["max_stages"], 256)
 
     def test_a_stopped_compile_cleans_up_and_a_killed_ones_folder_goes_next_time(self):
-        from condbench import model_file
+        from condbench import model_compile
         # SIGTERM (condbench at --compile-timeout, or stopped) exits through the finally blocks that
         # remove a half-built folder: exit status 128 + 15, not death by the signal
         path = self.write("sleepy.py", GOOD.replace("    return torch.randn(batch, 4)",
@@ -598,7 +598,7 @@ def example_input(batch):
         dead, alive = (os.path.join(models, f"0123456789abcdef-cpu.tmp-{pid}") for pid in (999999999, os.getpid()))
         for folder in (dead, alive, os.path.join(models, "0123456789abcdef-cpu")):
             os.makedirs(folder)
-        model_file.remove_abandoned(models)
+        model_compile.remove_abandoned(models)
         self.assertEqual(sorted(os.listdir(models)), ["0123456789abcdef-cpu", os.path.basename(alive)])
 
     def test_bad_weights_and_a_missing_file_are_named(self):

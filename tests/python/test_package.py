@@ -24,9 +24,9 @@ PACKAGE = os.path.join(ROOT, "python", "condbench")
 # The modules that time what a PyTorch user writes, and those that compile what condbench deploys:
 # neither side imports the other (condbench.deployed and condbench.model_source sit below both).
 PEER = ("peer", "rounds", "peer_result", "answer_budget", "variants", "decoder_peer", "workload")
-COMPILER = ("inductor", "aoti", "model_file", "package_run", "load_experiment")
+COMPILER = ("inductor", "aoti", "model_compile", "model_file", "package_run", "load_experiment")
 # The one AOTInductor path and what takes it without the built-in families' packages (condbench.aoti).
-PATH_TAKERS = ("inductor", "model_file", "package_run", "load_experiment")
+PATH_TAKERS = ("inductor", "model_compile", "model_file", "package_run", "load_experiment")
 
 
 def imports_of(name):
