@@ -30,17 +30,8 @@ std::vector<std::string> apply_decoder_sizes(const std::string& sizes, DecoderCo
 std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes,
                                            const std::map<std::string, std::string>& flags) {
   std::vector<DecoderConfig> configs = {DecoderConfig{}};
-  if (full) {
-    // GPT-2 small's layers (d_model 768, 12 heads, 12 layers, ffn 3072); the vocabulary stays
-    // small, so that the LM head does not hide what the layers cost.
-    DecoderConfig gpt2;
-    gpt2.d_model = 768;
-    gpt2.heads = 12;
-    gpt2.layers = 12;
-    gpt2.ffn = 3072;
-    gpt2.exit_every = 3;
-    configs.push_back(gpt2);
-  }
+  if (full)
+    for (const DecoderConfig& extra : decoder_family().full_extras()) configs.push_back(extra);
   std::vector<std::string> given;
   for (DecoderConfig& c : configs) given = apply_decoder_sizes(sizes, c);
   for (const FamilyAxis& axis : decoder_family().axes()) {

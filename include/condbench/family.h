@@ -133,7 +133,7 @@ class Family {
     std::vector<std::pair<std::string, int>> sizes;
     std::string tag;
   };
-  // The family's default model, then those --full adds (the decoder: its default step alone).
+  // The family's default model, then those --full adds.
   virtual std::vector<TaggedModel> tagged_models() const = 0;
   // What a batch of its default model holds beside its weights (rules.json's memory terms).
   virtual std::vector<MemoryTerm> default_memory_terms() const = 0;

@@ -71,13 +71,29 @@ DecoderFamily::DecoderFamily()
           },
           TimedUnit::token) {}
 
+std::vector<DecoderConfig> DecoderFamily::full_extras() const {
+  // GPT-2 small's layers (d_model 768, 12 heads, 12 layers, ffn 3072); the vocabulary stays small, so
+  // that the LM head does not hide what the layers cost.
+  DecoderConfig gpt2;
+  gpt2.d_model = 768;
+  gpt2.heads = 12;
+  gpt2.layers = 12;
+  gpt2.ffn = 3072;
+  gpt2.exit_every = 3;
+  return {gpt2};
+}
+
 std::vector<Family::TaggedModel> DecoderFamily::tagged_models() const {
-  const DecoderConfig decoder;
-  TaggedModel m;
-  for (const FamilyAxis& axis : axes())
-    if (!axis.per_sequence) m.sizes.emplace_back(axis.key, decoder.size(axis.key));
-  m.tag = decoder.step_tag();
-  return {m};
+  std::vector<DecoderConfig> decoders = full_extras();
+  decoders.insert(decoders.begin(), DecoderConfig{});
+  std::vector<TaggedModel> out;
+  for (const DecoderConfig& decoder : decoders) {
+    TaggedModel& m = out.emplace_back();
+    for (const FamilyAxis& axis : axes())
+      if (!axis.per_sequence) m.sizes.emplace_back(axis.key, decoder.size(axis.key));
+    m.tag = decoder.step_tag();
+  }
+  return out;
 }
 
 std::vector<MemoryTerm> DecoderFamily::default_memory_terms() const { return decoder_memory_terms(); }

@@ -85,7 +85,9 @@ class DecoderFamily final : public Family {
   DecoderFamily();
   std::vector<SizeRelation> relations() const override;
   std::vector<int64_t> runs_batches(bool full) const override;
-  std::vector<TaggedModel> tagged_models() const override;  // its step's sizes and step_tag
+  // The decoders --full adds beyond the default (GPT-2 small's layer shape).
+  std::vector<DecoderConfig> full_extras() const;
+  std::vector<TaggedModel> tagged_models() const override;  // each one's step sizes and step_tag
   std::vector<MemoryTerm> default_memory_terms() const override;
 };
 const DecoderFamily& decoder_family();
