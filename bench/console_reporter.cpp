@@ -11,6 +11,7 @@
 
 #include "condbench/counters.h"
 #include "condbench/error.h"
+#include "condbench/family.h"
 #include "condbench/result_format.h"
 
 namespace condbench {
@@ -32,10 +33,25 @@ std::string clock_text(double seconds) {
 // Where a benchmark goes in the table: its block (sorted by key, titled) and its row.
 struct Place {
   std::string block_key, block_title, row_key, row_label;
+  bool per_token = false;  // a strategy's benchmark timed per generated token
 };
 
 std::string padded(const std::string& number) {
   return std::string(number.size() < 12 ? 12 - number.size() : 0, '0') + number;
+}
+
+// Whether a benchmark of `model` is timed per generated token: its family's unit (a model file's
+// name, which no registry holds, is timed per inference).
+bool per_token(const std::vector<BenchmarkName::Part>& model) {
+  for (const BenchmarkName::Part& part : model)
+    if (part.key == "model") {
+      try {
+        return family(part.value).unit() == TimedUnit::token;
+      } catch (const Error&) {
+        return false;
+      }
+    }
+  return false;
 }
 
 Place place_of(const std::string& name) {
@@ -50,6 +66,7 @@ Place place_of(const std::string& name) {
   Place place;
   place.block_key = "1/" + id->device + "/" + model_order(id->model) + padded(batch);
   place.block_title = id->device + " · " + model_text(id->model) + " · batch " + batch;
+  place.per_token = per_token(id->model);
   // by scenario (exit:1, exit:2, ... then the mixes), then by strategy
   place.row_key = padded(std::to_string(scenario_rank(id->scenario))) + "/" + id->strategy_key() + "/" + name;
   place.row_label =
@@ -152,11 +169,13 @@ void ConsoleReporter::print_table() {
     std::map<std::string, std::pair<std::string, const Row*>> rows;
   };
   std::map<std::string, Block> blocks;
+  bool inferences = false, tokens = false;  // the timed units the strategies' blocks hold
   for (const auto& [name, row] : rows_) {
     if (skipped_.count(name)) continue;
     const Place place = place_of(name);
     Block& block = blocks[place.block_key];
     block.title = place.block_title;
+    if (place.block_key.rfind("1/", 0) == 0) (place.per_token ? tokens : inferences) = true;
     // primitives by the size they read, then by name; strategies by scenario, then by name
     const auto bytes = row.counters.find("bytes");
     const std::string order =
@@ -195,7 +214,18 @@ void ConsoleReporter::print_table() {
     const bool primitives = key.rfind("0/", 0) == 0;
     const std::vector<const CounterSpec*> shown = primitives ? std::vector<const CounterSpec*>() : columns(block);
     std::string title = block.title;
-    title += std::string(title.size() < kLabel ? kLabel - title.size() : 1, ' ');
+    if (title.size() >= kLabel) {  // a long model (the decoder's): lines of its own, the columns' heads below
+      constexpr size_t kWidth = 100;
+      while (title.size() > kWidth) {
+        const size_t cut = title.rfind(", ", kWidth - 1);
+        if (cut == std::string::npos) break;
+        table_ << "\n" << title.substr(0, cut + 1);
+        title.erase(0, cut + 2);
+      }
+      table_ << "\n" << title;
+      title.clear();
+    }
+    title += std::string(kLabel - title.size(), ' ');
     table_ << "\n" << title << cell("median us", 11) << cell("cv", 8);
     if (primitives) table_ << cell("rate", 14);
     for (const CounterSpec* spec : shown) table_ << cell(std::string(spec->console), width(*spec));
@@ -217,9 +247,17 @@ void ConsoleReporter::print_table() {
       table_ << "\n";
     }
   }
-  if (!blocks.empty())
-    table_ << "\nmedian wall time per inference; cv across repetitions; the other columns are counters per\n"
-              "inference (docs/design.md §4; every counter is in the JSON: --benchmark_out)\n";
+  if (inferences && tokens)
+    table_ << "\nmedian wall time per inference, and per generated token for the decoder; cv across repetitions;\n"
+              "the other columns are counters of the same unit (docs/design.md §4; every counter is in the JSON:\n"
+              "--benchmark_out)\n";
+  else if (inferences || tokens)
+    table_ << "\nmedian wall time per " << (tokens ? "generated token" : "inference")
+           << "; cv across repetitions; the other columns are counters per\n"
+           << (tokens ? "generated token" : "inference")
+           << " (docs/design.md §4; every counter is in the JSON: --benchmark_out)\n";
+  else if (!blocks.empty())
+    table_ << "\nmedian wall time per iteration; cv across repetitions\n";
   for (const auto& [name, reason] : skipped_) table_ << "skipped  " << name << ": " << reason << "\n";
   table_ << std::flush;
 }

@@ -817,6 +817,22 @@ class Console(unittest.TestCase):
         self.assertIsNotNone(peak, lines[-1])
         self.assertTrue(100_000 < int(peak.group(3)) < 4_000_000, peak.group(0))
 
+    def test_a_decoders_table_reads_in_100_columns_and_says_its_unit(self):
+        # the decoder's long model wraps above its columns' heads; the footer names each unit timed
+        for models, unit in [("decoder", "median wall time per generated token; "),
+                             ("decoder,mlp", "median wall time per inference, and per generated token for the "
+                                             "decoder; ")]:
+            result = run(CONDBENCH, *self.BASE, f"--model={models}", "--strategy=fused", "--batch=1", "--layers=4",
+                         "--generate=2", "--benchmark_filter=^early_exit/")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            lines = result.stdout.splitlines()
+            with self.subTest(models=models):
+                self.assertTrue(all(len(line) <= 100 for line in lines), max(lines, key=len))
+                heads = lines.index(next(l for l in lines if l.startswith("cpu · decoder: vocab 512,")))
+                self.assertRegex(lines[heads + 1], r"generate 2 · batch 1$")
+                self.assertRegex(lines[heads + 2], r"^ +median us +cv +syncs")
+                self.assertIn(unit, result.stdout)
+
     def test_progress_counts_the_repetitions_and_states_the_least_time_first(self):
         result = run(CONDBENCH, *self.BASE, "--strategy=fused,eager_host", "--hidden=16", "--batch=1",
                      "--benchmark_filter=eager_host", "--progress")
