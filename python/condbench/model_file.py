@@ -32,17 +32,18 @@ exports every stage, exit and the final head with torch.export (the batch dynami
 manifest as JSON: the parts in order with their input and output shapes (the batch as "rows"),
 FLOPs per row (torch.utils.flop_counter) and bytes of parameters and buffers, the classes, and a
 digest of the file, the weights, the device and the torch version. compile does the same, then
-(on condbench.inductor's one path: export, compile, check) compiles each part with AOTInductor for the device (default the CPU; cuda where a GPU is, on the
+compiles each part with AOTInductor for the device (default the CPU; cuda where a GPU is, on the
 machine that runs it: a CUDA package is native code for that GPU and that torch) into
-<cache>/models/<digest>-<device>/ (each package loaded back and
-checked against the module's own output; the folder whole or absent, reused when there: the same
-file, weights and torch, the files the module read as they were, and model() making the same
-state_dict, so weights it loads or makes itself are in the key), and the
-aoti engine's whole-model modules generated from the stages (nested torch.cond: cond.pt2; masking:
-masked.pt2; each checked, or marked unavailable with the reason), and prints the folder. Anything
-wrong is one line naming the file and the part, exit code 2. This module is the command: the
-process, its signals and its answer's channel; the work is condbench.model_compile's.
+<cache>/models/<digest>-<device>/, each package loaded back and checked against the module's own
+output. The folder is whole or absent, and reused when there: the same file, weights and torch, the
+files the module read as they were, and model() making the same state_dict, so weights it loads or
+makes itself are in the key. It also holds the aoti engine's whole-model modules generated from
+the stages (nested torch.cond: cond.pt2; masking: masked.pt2; each checked, or marked unavailable
+with the reason). compile prints the folder. Anything wrong is one line naming the file and the
+part, exit code 2.
 """
+# This module is the command (the process, its signals, its answer's channel); condbench.model_compile
+# is the compile, on condbench.inductor's one path (export, compile, check).
 import argparse
 import contextlib
 import json

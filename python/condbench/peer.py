@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""The Python peer of condbench: the early-exit MLP written as a PyTorch user would —
-plain `if`, nested torch.cond (eager and torch.compile), torch.where masking (eager and compiled),
-and on CUDA torch.cond captured in a CUDA graph — timed on exactly condbench's work (the weights,
-input pool and thresholds `condbench --export-workload` writes) and written as Google Benchmark
-JSON that condbench-report reads beside condbench's own results.
+"""The Python peer of condbench: each exported model (a built-in family, your model file's module,
+the decoder's token) written as a PyTorch user would — plain `if`, nested torch.cond (eager and
+torch.compile), torch.where masking (eager and compiled), and on CUDA torch.cond captured in a CUDA
+graph (docs/peer.md lists every variant) — timed on exactly condbench's work (the weights, input
+pool and thresholds `condbench --export-workload` writes) and written as Google Benchmark JSON that
+condbench-report reads beside condbench's own results.
 
 usage: python -m condbench.peer --workload DIR --out FILE.json [--device cpu|cuda] [--variants LIST]
                [--scenarios LIST] [--threads N] [--repetitions 10] [--min-time 0.05]
@@ -11,14 +12,14 @@ usage: python -m condbench.peer --workload DIR --out FILE.json [--device cpu|cud
 
 Every variant x scenario is made ready first (an untimed pass, then the iteration count); then
 each round times every case once in a freshly shuffled order, as condbench interleaves its own
-repetitions, and each repetition records its round and its place in the run (sequence)
-(condbench.rounds); the file is condbench.peer_result's.
+repetitions, and each repetition records its round and its place in the run (sequence).
 
 --answer-budget spends up to SECONDS more, as condbench's does: rounds over the cases in the report's
 answer comparisons that are still undecided, judged by `condbench-report --undecided` (beside
-condbench's file given by --against), until each is decided or the time is spent
-(condbench.answer_budget).
+condbench's file given by --against), until each is decided or the time is spent.
 """
+# This module is the command; condbench.rounds times, condbench.peer_result writes the file and
+# condbench.answer_budget spends the budget.
 import argparse
 import os
 import random
