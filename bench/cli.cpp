@@ -140,7 +140,7 @@ std::vector<std::string> parse_strategies(const std::string& flag, const std::st
       for (const auto& entry : StrategyRegistry::instance().all()) known.insert(entry->name);
       std::string list;
       for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      fail(flag + ": unknown strategy '" + name + "' (known: " + list + ")");
+      fail(flag + ": unknown strategy '" + name + "' (known: " + list + "; or a key --list prints, cpu/native/fused)");
     }
   return names;
 }

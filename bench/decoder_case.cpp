@@ -35,10 +35,7 @@ std::vector<DecoderCase> select_decoder_cases(const std::vector<DecoderConfig>& 
       for (const Scenario& scenario : scenarios.empty() ? all_scenarios(blocks) : scenarios) {
         if (!scenario.fits(blocks)) continue;
         for (const DecoderStrategyInfo& info : StrategyRegistry::instance().of<DecoderStrategyInfo>()) {
-          if (std::find(devices.begin(), devices.end(), info.device) == devices.end()) continue;
-          if (!strategies.empty() && std::find(strategies.begin(), strategies.end(), info.name) == strategies.end())
-            continue;
-          cases.push_back({&info, config, batch, scenario});
+          if (info.selected(devices, strategies)) cases.push_back({&info, config, batch, scenario});
         }
       }
   }

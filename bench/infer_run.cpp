@@ -25,10 +25,6 @@ Json nested(const at::Tensor& t) {
   return out;
 }
 
-bool selected(const std::vector<std::string>& names, const std::string& name) {
-  return names.empty() || std::find(names.begin(), names.end(), name) != names.end();
-}
-
 }  // namespace
 
 int run_strategies(const Run& run) {
@@ -41,10 +37,7 @@ int run_strategies(const Run& run) {
   bool agree = true;
   for (const auto& registered : StrategyRegistry::instance().all()) {
     const StrategyEntry& entry = *registered;
-    if (entry.unit != run.unit ||
-        std::find(run.devices.begin(), run.devices.end(), entry.device) == run.devices.end() ||
-        !selected(run.strategies, entry.name))
-      continue;
+    if (entry.unit != run.unit || !entry.selected(run.devices, run.strategies)) continue;
     if (entry.device == Device::cuda && !cli::cuda_available()) fail("--device: no CUDA device on this machine");
     const std::string who = entry.key();
     const auto skip = [&](const std::string& why) { out["skipped"].push_back({{"strategy", who}, {"reason", why}}); };

@@ -32,7 +32,7 @@ struct FlagSpec {
 };
 constexpr FlagSpec kFlags[] = {
     {"--device", "cpu|cuda|all", "devices to run (default: cpu, and cuda where a GPU is)", true},
-    {"--strategy", "NAME[,NAME...]", "strategies by name (default: all; --list shows them)", true},
+    {"--strategy", "NAME[,NAME...]", "names (fused) or --list keys (cpu/native/fused); default: all", true},
     {"--scenario", "S[,S...]", "exit:K or mix:early|uniform|late (default: every one of each depth)", true},
     {"--batch", "N[,N...]", "rows per inference (default: the family's; see its sizes below)", true},
     {"--model", "FAMILY[,...]", "model families, the decoder one of them (default: all; docs/models.md)", true},
@@ -305,7 +305,7 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
       std::string runs_on;  // the devices `name` is registered on
       bool selected = false;
       for (const auto& entry : StrategyRegistry::instance().all())
-        if (entry->name == name && runs_on.find(to_string(entry->device)) == std::string::npos) {
+        if (entry->answers_to(name) && runs_on.find(to_string(entry->device)) == std::string::npos) {
           runs_on += (runs_on.empty() ? "" : ", ") + std::string(to_string(entry->device));
           selected |= std::find(options.devices.begin(), options.devices.end(), entry->device) != options.devices.end();
         }
@@ -449,11 +449,7 @@ void require_devices_present(const RunnerOptions& options) {
 
 std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
   std::vector<BenchmarkCase> cases;
-  auto wanted = [&](const StrategyInfo& info) {
-    if (std::find(options.devices.begin(), options.devices.end(), info.device) == options.devices.end()) return false;
-    return options.strategies.empty() ||
-           std::find(options.strategies.begin(), options.strategies.end(), info.name) != options.strategies.end();
-  };
+  auto wanted = [&](const StrategyInfo& info) { return info.selected(options.devices, options.strategies); };
   for (const ModelSelection& model : options.models) {
     ModelSource source;
     source.config = model.config;

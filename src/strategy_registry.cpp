@@ -22,6 +22,12 @@ const char* to_string(Engine engine) {
 
 std::string StrategyEntry::key() const { return std::string(to_string(device)) + "/" + to_string(engine) + "/" + name; }
 
+bool StrategyEntry::selected(const std::vector<Device>& devices, const std::vector<std::string>& names) const {
+  return std::find(devices.begin(), devices.end(), device) != devices.end() &&
+         (names.empty() ||
+          std::any_of(names.begin(), names.end(), [&](const std::string& n) { return answers_to(n); }));
+}
+
 StrategyRegistry& StrategyRegistry::instance() {
   static StrategyRegistry registry;
   return registry;
@@ -45,8 +51,8 @@ const StrategyEntry* StrategyRegistry::find(TimedUnit unit, Device device, Engin
   return nullptr;
 }
 
-bool StrategyRegistry::knows(const std::string& name) const {
-  return std::any_of(entries_.begin(), entries_.end(), [&](const auto& entry) { return entry->name == name; });
+bool StrategyRegistry::knows(const std::string& text) const {
+  return std::any_of(entries_.begin(), entries_.end(), [&](const auto& entry) { return entry->answers_to(text); });
 }
 
 }  // namespace condbench

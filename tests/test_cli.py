@@ -252,6 +252,19 @@ class BadFlags(unittest.TestCase):
             self.assertEqual(result.stderr.strip(), "condbench: --strategy: graph_while runs on cuda only, which "
                                                     "--device does not select")
 
+    def test_a_strategy_is_selected_by_its_name_or_by_the_key_list_prints(self):
+        def listed(strategies):
+            result = run(CONDBENCH, "--device=cpu", "--strategy=" + strategies, "--hidden=16", "--batch=1",
+                         "--scenario=exit:1", "--benchmark_list_tests=true")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            return {"/".join(line.split("/")[1:4]) for line in result.stdout.split() if line.startswith("early_exit/")}
+        self.assertEqual(listed("cpu/native/fused"), {"cpu/native/fused"})
+        self.assertEqual(listed("masked"), {"cpu/torch/masked", "cpu/aoti/masked"})
+        self.assertEqual(listed("cpu/torch/masked,fused"), {"cpu/torch/masked", "cpu/native/fused"})
+        result = run(CONDBENCH, "--device=cpu", "--strategy=cpu/torch/fused")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("unknown strategy 'cpu/torch/fused'", result.stderr)
+
     def test_help_lists_every_flag_of_condbench_then_google_benchmarks(self):
         for flag in ["--help", "-h"]:
             result = run(CONDBENCH, flag)

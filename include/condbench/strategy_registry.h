@@ -41,6 +41,11 @@ struct StrategyEntry {
   StrategyEntry& operator=(const StrategyEntry&) = default;
 
   std::string key() const;  // "cpu/torch/eager_host": the name's labels; the unit says whose
+  // Whether --strategy's `text` names it: by its name ("fused", on every device and engine that has
+  // one) or by its key ("cpu/native/fused", what --list prints).
+  bool answers_to(const std::string& text) const { return text == name || text == key(); }
+  // Whether a run on `devices` with --strategy's `names` (empty: every strategy) runs it.
+  bool selected(const std::vector<Device>& devices, const std::vector<std::string>& names) const;
   // The result file's context key that describes it (strategy_context_key).
   std::string context_key() const { return strategy_context_key(key(), unit); }
 };
@@ -53,7 +58,7 @@ class StrategyRegistry {
   // Every strategy, by unit (inference first), then key: listings stay stable whatever the link order.
   const std::vector<std::unique_ptr<const StrategyEntry>>& all() const { return entries_; }
   const StrategyEntry* find(TimedUnit unit, Device device, Engine engine, const std::string& name) const;
-  bool knows(const std::string& name) const;  // of any unit, on any device and engine
+  bool knows(const std::string& text) const;  // a name or a key (answers_to), of any unit
 
   // The entries of one kind (StrategyInfo, DecoderStrategyInfo: each names its kUnit), in order.
   // Loop with `const Info& info`: the reference is then the registry's entry, whose address stays
