@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <sstream>
+#include <string>
 
 #include "condbench/config.h"
 #include "condbench/error.h"
@@ -93,10 +95,11 @@ float parse_float(const std::string& flag, const std::string& text, float lo, fl
   const float value = std::strtof(text.c_str(), &end);
   if (text.empty() || *end != '\0' || std::isnan(value)) fail(flag + ": '" + text + "' is not a number");
   // strtof sets ERANGE on underflow too: 1e-50 is a fine (zero) threshold; only overflow is out of range.
-  if (std::isinf(value) || (errno == ERANGE && std::abs(value) > 1.0f))
-    fail(flag + ": " + text + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  if (value < lo || value > hi)
-    fail(flag + ": " + text + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  if (std::isinf(value) || (errno == ERANGE && std::abs(value) > 1.0f) || value < lo || value > hi) {
+    std::ostringstream range;  // "[0, 1]": the bounds at their shortest
+    range << "[" << lo << ", " << hi << "]";
+    fail(flag + ": " + text + " is out of range " + range.str());
+  }
   return value;
 }
 

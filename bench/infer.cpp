@@ -13,7 +13,9 @@
 #include <optional>
 
 #include "cli.h"
+#include "condbench/decoder/config.h"
 #include "condbench/error.h"
+#include "condbench/family.h"
 #include "condbench/model_file.h"
 #include "condbench/torch_device.h"
 #include "condbench/torch_save_files.h"
@@ -35,8 +37,8 @@ struct Options {
 };
 
 void print_usage(std::ostream& out) {
-  out << "usage: condbench-infer [--weights=FILE [SIZES] | --seed=N [--model=FAMILY] [SIZES] --num-classes=N "
-         "--blocks=N\n"
+  out << "usage: condbench-infer [--weights=FILE [SIZES]\n"
+         "                        | --seed=N [--model=FAMILY] [SIZES] [--num-classes=N] [--blocks=N]\n"
          "                        | --model-file=FILE.py|DIR [--model-weights=FILE] [--compile-timeout=SECONDS]]\n"
          "                       [--input=FILE[,FILE...] | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
          "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
@@ -56,6 +58,11 @@ void print_usage(std::ostream& out) {
     out << "\n";
   };
   for (const Family* family : families()) sizes(family->name(), family->axes());
+  // --thresholds takes one per exit before the final one: the default models' counts, from their families.
+  out << "  --thresholds: one per exit before the final one (--blocks of them; by default";
+  for (const ModelFamily* family : model_families())
+    out << " " << family->name() << " " << family->default_blocks() << ",";
+  out << " decoder " << DecoderConfig{}.num_exits() - 1 << ")\n";
   out << "  the decoder's sizes may also be --decoder=SIZE=N,..., the old spelling; its prompt's length is\n"
          "  --prompt's (a file), or --decoder=prompt=N for seeded prompts\n";
   out << "  --model-file: your model (docs/your-model.md): its Python file, compiled by "
@@ -136,7 +143,13 @@ Options parse_options(int argc, char** argv) {
         axes.push_back(&axis);
       }
   const auto flags = cli::take_flags(argc, argv, names, {});
-  if (argc > 1) fail(std::string("unknown argument '") + argv[1] + "'");
+  if (argc > 1) {
+    const std::string arg = argv[1], flag = arg.substr(0, arg.find('='));
+    const std::vector<std::string> decoder = decoder_flags();
+    if (std::find(decoder.begin(), decoder.end(), flag) != decoder.end())
+      fail(flag + ": the decoder's flag; with --model=decoder");
+    fail("unknown argument '" + printable(arg) + "' (--help lists the flags)");
+  }
   auto given = [&](const std::string& name) { return flags.count(name) > 0; };
   auto int_flag = [&](const std::string& name, int hi) {
     return static_cast<int>(cli::parse_int(name, flags.at(name), 1, hi));

@@ -38,12 +38,20 @@ struct DecoderOptions {
 // its own below.
 bool infer_size(const FamilyAxis& axis) { return !axis.per_sequence; }
 
-DecoderOptions parse(int argc, char** argv) {
+}  // namespace
+
+std::vector<std::string> decoder_flags() {
   std::vector<std::string> names = {"--model",       "--weights",  "--seed",       "--decoder", "--prompt",  "--batch",
                                     "--prompt-seed", "--generate", "--thresholds", "--device",  "--strategy"};
   for (const FamilyAxis& axis : decoder_family().axes())
     if (infer_size(axis)) names.push_back(axis.flag());
-  const auto flags = cli::take_flags(argc, argv, names, {});
+  return names;
+}
+
+namespace {
+
+DecoderOptions parse(int argc, char** argv) {
+  const auto flags = cli::take_flags(argc, argv, decoder_flags(), {});
   if (argc > 1) fail(std::string("unknown argument '") + printable(argv[1]) + "' (--help lists the flags)");
   auto given = [&](const std::string& name) { return flags.count(name) > 0; };
   DecoderOptions options;

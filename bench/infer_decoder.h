@@ -1,7 +1,13 @@
 #pragma once
 // condbench-infer's decoder mode (--model=decoder): every selected decoder strategy's generated
 // tokens, exit ids and logits for the same prompts, as JSON with whether they agree.
+#include <string>
+#include <vector>
+
 namespace condbench {
+
+// The flags of the decoder mode: the other mode names them in its refusal.
+std::vector<std::string> decoder_flags();
 
 // Whether --model names a family timed per token (the decoder), whose rows are prompts.
 bool wants_decoder(int argc, char** argv);

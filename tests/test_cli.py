@@ -343,6 +343,8 @@ class BadFlags(unittest.TestCase):
             (["--thresholds=0.5,0.5,0.5", "--input=/nonexistent.pt"], "/nonexistent.pt"),
             (["--thresholds=0.5,0.5,0.5", "--strategy=nope"], "--strategy"),
             (["--thresholds=0.5,0.5,0.5", "--device=tpu"], "--device"),
+            (["--thresholds=0.5,0.5,0.5", "--generate=3"], "--generate: the decoder's flag; with --model=decoder"),
+            (["--thresholds=0.5,0.5,0.5", "--nope=3"], "unknown argument '--nope=3'"),
         ]
         for flag_args, names in cases:
             with self.subTest(flag_args=flag_args):

@@ -176,7 +176,7 @@ class Flags(Case):
     def test_tiny_thresholds_are_numbers(self):
         result = run(INFER, "--device=cpu", "--batch=2", "--thresholds=1e-50,0,0")
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assert_bad_input(run(INFER, "--device=cpu", "--thresholds=1e50,0,0"), "out of range")
+        self.assert_bad_input(run(INFER, "--device=cpu", "--thresholds=1e50,0,0"), "out of range [0, 1]")
 
     def test_benchmark_out_given_twice(self):
         a, b = os.path.join(self.dir, "a.json"), os.path.join(self.dir, "b.json")
