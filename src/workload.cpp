@@ -40,7 +40,8 @@ Workload::Workload(EarlyExitModel model, int64_t batch) : model_(std::move(model
   const int64_t rows = pool_rows_for(batch);
   if (static_cast<double>(rows) * static_cast<double>(cfg.row_elements()) > static_cast<double>(kMaxPoolValues))
     fail("an input pool of " + std::to_string(rows) + " rows of " + std::to_string(cfg.row_elements()) +
-         " values is over condbench's 1 GiB (2^28 values): a smaller batch, seq or width");
+         " values is over condbench's 2^28 values (1 GiB of float32, 2 GiB of int64 ids): a smaller batch, seq or "
+         "width");
   pool_ = input_rows(cfg, rows, kPoolSeed);
   for (int64_t start = 0; start + batch <= rows; start += batch)
     batches_.push_back(pool_.narrow(0, start, batch));  // row slices of a row-major tensor: contiguous
