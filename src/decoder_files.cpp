@@ -18,22 +18,16 @@ namespace condbench {
 namespace {
 
 // The decoder `given` with the sizes the state_dict's shapes hold, its keys and shapes checked as a
-// family's are (check_parameters).
+// family's are (check_parameters), both by the family's contract.
 DecoderConfig decoder_config_of(const StateDict& headers, const DecoderConfig& given) {
   const StateDictShapes shapes(headers);
-  if (!shapes.has("embed.weight")) fail("weights: has no 'embed.weight': not a decoder's state_dict (docs/models.md)");
-  auto size = [](int64_t n) { return static_cast<int>(std::min<int64_t>(n, std::numeric_limits<int>::max())); };
+  const StateDictContractOf<DecoderConfig>& contract = decoder_family().state_dict();
+  if (!shapes.has(contract.own_key()))
+    fail("weights: has no '" + contract.own_key() + "': not a decoder's state_dict (docs/models.md)");
   DecoderConfig c = given;
-  const std::vector<int64_t>& embed = shapes.require("embed.weight", 2);
-  c.vocab = size(embed[0]);
-  c.d_model = size(embed[1]);
-  c.context = size(shapes.require("pos.weight", 2)[0]);
-  c.ffn = size(shapes.require("layers.0.fc1.weight", 2)[0]);
-  // A layer missing between others is named as the key it lacks, not read as a shallower decoder
-  // (whose exit_every would then be refused).
-  c.layers = shapes.count("layers.", ".norm1.weight");
+  contract.read_sizes(shapes, c);
   c.validate();
-  check_parameters(decoder_parameters(c), headers);
+  check_parameters(contract.parameters(c), headers);
   return c;
 }
 
@@ -53,7 +47,7 @@ DecoderModel decoder_from(const std::string& path, const DecoderConfig& given, R
     detail::check_values("weights", path, key, tensor);
     by_key[key] = tensor;
   }
-  for (const ParameterSpec& spec : decoder_parameters(model.config)) {
+  for (const ParameterSpec& spec : decoder_family().parameters(model.config)) {
     const at::Tensor t = by_key.at(spec.name).to(at::kFloat).contiguous();
     model.params.emplace_back(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
   }
@@ -81,6 +75,18 @@ at::Tensor prompt_from(const detail::SavedObject& saved, const DecoderConfig& co
 }
 
 }  // namespace
+
+void DecoderFamily::read_sizes(const StateDictShapes& shapes, DecoderConfig& c) const {
+  auto size = [](int64_t n) { return static_cast<int>(std::min<int64_t>(n, std::numeric_limits<int>::max())); };
+  const std::vector<int64_t>& embed = shapes.require("embed.weight", 2);
+  c.vocab = size(embed[0]);
+  c.d_model = size(embed[1]);
+  c.context = size(shapes.require("pos.weight", 2)[0]);
+  c.ffn = size(shapes.require("layers.0.fc1.weight", 2)[0]);
+  // A layer missing between others is named as the key it lacks, not read as a shallower decoder
+  // (whose exit_every would then be refused).
+  c.layers = shapes.count("layers.", ".norm1.weight");
+}
 
 namespace detail {
 

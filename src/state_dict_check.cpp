@@ -34,8 +34,8 @@ std::string key_hint(const StateDict& state_dict) {
   // torch.compile "_orig_mod.", a wrapper its attribute's name.
   auto starts_a_model_key = [](const std::string& key, size_t at) {
     if (key.compare(at, 4, "exit") == 0 || key.compare(at, 6, "final.") == 0) return true;
-    return std::any_of(model_families().begin(), model_families().end(), [&](const ModelFamily* family) {
-      const StateDictContract* contract = family->state_dict();
+    return std::any_of(families().begin(), families().end(), [&](const Family* family) {
+      const StateDictKeys* contract = family->state_dict_keys();
       return contract && key.compare(at, contract->block_prefix().size(), contract->block_prefix()) == 0;
     });
   };
@@ -50,8 +50,8 @@ std::string key_hint(const StateDict& state_dict) {
              "torch.save({k.removeprefix('" +
              printable(prefix) + "'): v for k, v in sd.items()}, path)";
   }
-  for (const ModelFamily* family : model_families())
-    if (const StateDictContract* contract = family->state_dict())
+  for (const Family* family : families())
+    if (const StateDictKeys* contract = family->state_dict_keys())
       if (std::string hint = contract->weights_hint(keys); !hint.empty()) return hint;
   return "";
 }

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "condbench/error.h"
+#include "condbench/family.h"
 #include "condbench/torch_save_files.h"
 #include "torch_save_reader.h"
 #include "torch_save_writer.h"
@@ -26,13 +27,18 @@ StateDict load_state_dict_file(const std::string& path) {
   // file for another model is refused without copying its weights.
   auto check = [](const StateDict& headers) {
     if (headers.size() == 1 && headers.front().first.empty()) return;  // a bare tensor: refused below
-    const auto holds = [&](const char* key) {
+    // A family timed per token shares a block prefix with one timed per inference (the decoder's
+    // "layers." is the transformer's): its own key says whose file this is.
+    const auto holds = [&](const std::string& key) {
       return std::any_of(headers.begin(), headers.end(), [&](const auto& entry) { return entry.first == key; });
     };
-    if (holds("embed.weight") && holds("pos.weight"))  // the decoder's contract (docs/models.md)
-      fail(
-          "holds a decoder's state_dict (embed.weight, pos.weight): condbench runs the decoder on seeded weights "
-          "(--model=decoder); condbench-infer --model=decoder --weights reads this file");
+    for (const Family* family : families()) {
+      const StateDictKeys* keys = family->state_dict_keys();
+      if (family->per_inference() || keys == nullptr || keys->own_key().empty() || !holds(keys->own_key())) continue;
+      const std::string& name = family->name();
+      fail("holds a " + name + "'s state_dict (" + keys->own_key() + "): condbench runs the " + name +
+           " on seeded weights (--model=" + name + "); condbench-infer --model=" + name + " --weights reads this file");
+    }
     // Keys and shapes only: the sizes a file cannot say (a transformer's heads) at 1, which fits any.
     std::map<std::string, int> ones;
     for (const ModelFamily* family : model_families())

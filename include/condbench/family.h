@@ -65,27 +65,38 @@ struct FamilyAxis {
 };
 
 // The state_dict contract of a family whose weights a state_dict holds (docs/models.md): what
-// condbench seeds, saves, and reads from --weights. Built-in families are one.
-class StateDictContract {
+// condbench seeds, saves, and reads from --weights. Built-in families are one, of either unit: its
+// keys, whatever the config (StateDictKeys), then its parameters and sizes on the family's config
+// (StateDictContractOf: a ModelFamily's ModelConfig, the decoder's DecoderConfig).
+class StateDictKeys {
  public:
-  virtual ~StateDictContract() = default;
-  // Every parameter in state_dict order, with its seeded initialisation.
-  virtual std::vector<ParameterSpec> parameters(const ModelConfig& config) const = 0;
+  virtual ~StateDictKeys() = default;
   // What every block's keys start with ("backbone.", "layers."): a state_dict holding such a key
   // holds this family's model.
   virtual std::string block_prefix() const = 0;
-  // The model's sizes from a state_dict's shapes: every axis with from_weights, num_classes and
-  // blocks. Throws condbench::Error naming a key.
-  virtual void read_sizes(const StateDictShapes& state_dict, ModelConfig& config) const = 0;
+  // A key that only this family's state_dicts hold ("embed.weight"), which tells its file from
+  // another family's of the same block prefix; "" where the block prefix is enough.
+  virtual std::string own_key() const { return ""; }
   // How to fix a state_dict of this family that is almost right, from its keys: "" when no known
   // mistake fits, else "; ..." to append to the error.
   virtual std::string weights_hint(const std::vector<std::string>& /*keys*/) const { return ""; }
 
  protected:
-  StateDictContract() = default;
-  StateDictContract(const StateDictContract&) = default;
-  StateDictContract& operator=(const StateDictContract&) = default;
+  StateDictKeys() = default;
+  StateDictKeys(const StateDictKeys&) = default;
+  StateDictKeys& operator=(const StateDictKeys&) = default;
 };
+
+template <typename Config>
+class StateDictContractOf : public StateDictKeys {
+ public:
+  // Every parameter in state_dict order, with its seeded initialisation.
+  virtual std::vector<ParameterSpec> parameters(const Config& config) const = 0;
+  // The model's sizes from a state_dict's shapes: every axis with from_weights (and a ModelConfig's
+  // num_classes and blocks). Throws condbench::Error naming a key.
+  virtual void read_sizes(const StateDictShapes& state_dict, Config& config) const = 0;
+};
+using StateDictContract = StateDictContractOf<ModelConfig>;
 
 // A whole-model AOTInductor package a family compiled itself (a model file's cond.pt2, masked.pt2),
 // or why it has none. Where the default compile disagreed with the module and a workaround's did not
@@ -119,6 +130,9 @@ class Family {
   TimedUnit unit() const { return unit_; }
   // This family's inference members, or nullptr for a family timed per token.
   virtual const ModelFamily* per_inference() const { return nullptr; }
+  // Its state_dict's keys (the contract, whatever its config), or nullptr for a family whose weights
+  // are inside its own code (a model file's packages).
+  virtual const StateDictKeys* state_dict_keys() const = 0;
 
   // How its sizes must relate (each axis's range is checked already): the configs' validate checks
   // them, and rules.json gives them to condbench.aoti's --config.
@@ -201,6 +215,7 @@ class ModelFamily : public Family {
   // The state_dict contract (docs/models.md), or nullptr for a family whose weights are inside its
   // own code (a model file's packages): nothing condbench seeds, saves or reads from --weights.
   virtual const StateDictContract* state_dict() const = 0;
+  const StateDictKeys* state_dict_keys() const final { return state_dict(); }
 
   // Per row (docs/measured.md): FLOPs of block `block` and of one head; bytes of their parameters.
   virtual double block_flops(const ModelConfig& config, int block) const = 0;

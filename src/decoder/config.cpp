@@ -98,6 +98,10 @@ std::vector<Family::TaggedModel> DecoderFamily::tagged_models() const {
 
 std::vector<MemoryTerm> DecoderFamily::default_memory_terms() const { return decoder_memory_terms(); }
 
+std::vector<ParameterSpec> DecoderFamily::parameters(const DecoderConfig& config) const {
+  return decoder_parameters(config);
+}
+
 std::vector<SizeRelation> DecoderFamily::relations() const {
   return {
       {"exit_every", SizeRelation::Kind::kBelow, "layers", "an exit before the last layer"},

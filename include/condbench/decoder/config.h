@@ -80,9 +80,19 @@ struct DecoderConfig {
 // the order of its benchmark-name axes, `per_sequence` marking what a sequence is (prompt,
 // generate), not its step; how they must relate (DecoderConfig::validate, rules.json's
 // config_relations); its batches. It is timed per generated token.
-class DecoderFamily final : public Family {
+class DecoderFamily final : public Family, public StateDictContractOf<DecoderConfig> {
  public:
   DecoderFamily();
+  // Its state_dict contract (docs/models.md, "The decoder"): decoder_parameters, the block prefix
+  // "layers." (the transformer's too: "embed.weight" tells the two apart), and its sizes from the
+  // shapes (read_sizes: defined beside the reader, src/decoder_files.cpp, as it needs LibTorch).
+  const StateDictKeys* state_dict_keys() const override { return this; }
+  const StateDictContractOf<DecoderConfig>& state_dict() const { return *this; }
+  std::vector<ParameterSpec> parameters(const DecoderConfig& config) const override;
+  std::string block_prefix() const override { return "layers."; }
+  std::string own_key() const override { return "embed.weight"; }
+  void read_sizes(const StateDictShapes& state_dict, DecoderConfig& config) const override;
+
   std::vector<SizeRelation> relations() const override;
   std::vector<int64_t> runs_batches(bool full) const override;
   // The decoders --full adds beyond the default (GPT-2 small's layer shape).
