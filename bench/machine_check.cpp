@@ -21,12 +21,6 @@ namespace condbench {
 
 namespace {
 
-std::string format(double value, const char* spec = "%.2f") {
-  char text[32];
-  std::snprintf(text, sizeof text, spec, value);
-  return text;
-}
-
 std::string join(const std::vector<std::string>& lines) {
   std::string out;
   for (const std::string& line : lines) out += (out.empty() ? "" : "; ") + line;
@@ -37,12 +31,12 @@ std::string join(const std::vector<std::string>& lines) {
 ContextEntries entries(const MachineState& state, const std::vector<std::string>& warnings, const std::string& when) {
   const std::optional<double> other = other_load(state);
   const bool busy = other && machine_busy(*other, state.cpus);
-  const std::string loads = state.load1
-                                ? format(*state.load1) + " " + format(*state.load5) + " " + format(*state.load15)
-                                : std::string("unknown");
+  const std::string loads =
+      state.load1 ? load_text(*state.load1) + " " + load_text(*state.load5) + " " + load_text(*state.load15)
+                  : std::string("unknown");
   return {
       {"condbench_machine_busy" + std::string(when == "start" ? "" : "_end"), busy ? "yes" : "no"},
-      {"condbench_running_" + when, state.running ? format(*state.running, "%.1f") : "unknown"},
+      {"condbench_running_" + when, state.running ? load_text(*state.running, "%.1f") : "unknown"},
       {"condbench_loadavg_" + when, loads},
       {"condbench_machine_warnings_" + when, join(warnings)},
   };
@@ -52,8 +46,9 @@ ContextEntries entries(const MachineState& state, const std::vector<std::string>
 std::string unsettled(const MachineState& state, const std::vector<std::string>& warnings) {
   const std::optional<double> other = other_load(state);
   if (other && machine_busy(*other, state.cpus)) return warnings.front();
-  return "the 1-minute load average is " + format(state.load1.value_or(0)) + " on " + std::to_string(state.cpus) +
-         " CPUs, not below " + format(kBusyLoadPerCpu * state.cpus, "%.1f") + ": the last minute's work is still in it";
+  return "the 1-minute load average is " + load_text(state.load1.value_or(0)) + " on " + std::to_string(state.cpus) +
+         " CPUs, not below " + load_text(kBusyLoadPerCpu * state.cpus, "%.1f") +
+         ": the last minute's work is still in it";
 }
 
 }  // namespace
@@ -105,8 +100,8 @@ ContextEntries check_machine_after_run(int threads) {
       state.load1 ? std::optional<double>(std::max(0.0, *state.load1 - threads)) : std::nullopt;
   if ((other && machine_busy(*other, state.cpus)) || (during && machine_busy(*during, state.cpus)))
     warnings.push_back("the machine was busy at the end of the run (" +
-                       (state.running ? format(*state.running, "%.1f") + " other tasks running, " : std::string()) +
-                       "load average " + (state.load1 ? format(*state.load1) : std::string("?")) + " on " +
+                       (state.running ? load_text(*state.running, "%.1f") + " other tasks running, " : std::string()) +
+                       "load average " + (state.load1 ? load_text(*state.load1) : std::string("?")) + " on " +
                        std::to_string(state.cpus) + " CPUs): these timings are suspect");
   for (const std::string& w : warnings) std::cerr << "condbench: warning: " << w << "\n";
   ContextEntries context = entries(state, warnings, "end");

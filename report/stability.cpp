@@ -20,12 +20,6 @@ std::string get(const ResultFile& file, const std::string& key) {
 
 std::string name_of(const ResultFile& file) { return std::filesystem::path(file.path).filename().string(); }
 
-std::string format(double value, const char* spec = "%.2f") {
-  char text[32];
-  std::snprintf(text, sizeof text, spec, value);
-  return text;
-}
-
 // The first number of Google Benchmark's "load_avg" ("[6.2,5.1,4.0]" once read as text).
 bool first_load(const std::string& text, double& load) {
   const size_t start = text.find_first_of("0123456789.");
@@ -56,8 +50,8 @@ std::vector<std::string> busy_machine_evidence(const ResultFile& file) {
   const std::string cpus_text = get(file, "num_cpus");
   const int cpus = cpus_text.empty() ? 0 : std::atoi(cpus_text.c_str());
   if (first_load(get(file, "load_avg"), load) && machine_busy(load, cpus))
-    evidence.push_back(name_of(file) + ": load average " + format(load) + " on " + std::to_string(cpus) +
-                       " CPUs when the run started (busy above " + format(kBusyLoadPerCpu * cpus, "%.1f") + ")");
+    evidence.push_back(name_of(file) + ": load average " + load_text(load) + " on " + std::to_string(cpus) +
+                       " CPUs when the run started (busy above " + load_text(kBusyLoadPerCpu * cpus, "%.1f") + ")");
   return evidence;
 }
 

@@ -46,13 +46,13 @@ std::optional<int> procs_running(const std::string& root) {
   return std::nullopt;
 }
 
-std::string format(double value, const char* spec = "%.2f") {
+}  // namespace
+
+std::string load_text(double value, const char* spec) {
   char text[32];
   std::snprintf(text, sizeof text, spec, value);
   return text;
 }
-
-}  // namespace
 
 std::string sysroot() {
   const char* root = std::getenv("CONDBENCH_SYSROOT");
@@ -123,13 +123,13 @@ std::optional<double> other_load(const MachineState& state) { return state.runni
 std::vector<std::string> machine_warnings(const MachineState& state, int threads) {
   std::vector<std::string> warnings;
   const std::optional<double> other = other_load(state);
-  const std::string what = state.running ? format(*state.running, "%.1f") + " other tasks running"
-                                         : "load average " + (state.load1 ? format(*state.load1) : std::string("?"));
+  const std::string what = state.running ? load_text(*state.running, "%.1f") + " other tasks running"
+                                         : "load average " + (state.load1 ? load_text(*state.load1) : std::string("?"));
   if (other && machine_busy(*other, state.cpus))
     warnings.push_back("the machine is busy (" + what + " on " + std::to_string(state.cpus) +
                        " CPUs): timings will be noisy; wait for a quiet machine (--require-quiet refuses to start)");
   else if (other && threads_exceed_free_cpus(*other, state.cpus, threads))
-    warnings.push_back(std::to_string(threads) + " threads but only " + format(state.cpus - *other, "%.1f") +
+    warnings.push_back(std::to_string(threads) + " threads but only " + load_text(state.cpus - *other, "%.1f") +
                        " CPUs free (" + what + " on " + std::to_string(state.cpus) +
                        " CPUs): use --threads or wait for a quiet machine");
   if (!state.governor.empty() && state.governor != "performance")

@@ -45,5 +45,7 @@ std::vector<std::string> machine_warnings(const MachineState& state, int threads
 
 // The load a check judges: other runnable tasks when sampled, else the 1-minute load average.
 std::optional<double> other_load(const MachineState& state);
+// A load average or a count of tasks as the warnings write it: "1.25" (spec "%.1f": "1.2").
+std::string load_text(double value, const char* spec = "%.2f");
 
 }  // namespace condbench
