@@ -356,6 +356,5 @@ std::string format_drift(double drift);
 // A lower bound on a ratio, rounded down so it never claims more than the data: 1.19 -> "19%",
 // 6.38 -> "6.3×", 55.9 -> "55×".
 std::string format_at_least(double ratio);
-std::string scenario_phrase(const std::string& scenario);
 
 }  // namespace condbench::report

@@ -37,8 +37,6 @@ std::vector<Comparison> compare(const ResultFile& a, const ResultFile& b, double
     c.strategy = s.without_axes();
     c.median_a_us = median(s.times_us);
     c.median_b_us = median(times_b);
-    c.interval_a = median_interval(s.times_us);
-    c.interval_b = median_interval(times_b);
     c.change = (c.median_b_us - c.median_a_us) / c.median_a_us;
     c.ratio = ratio_interval(s.times_us, times_b);  // pairwise b / a
     // judge()'s verdict, the two runs as two files: two processes, with the drift allowance between them.

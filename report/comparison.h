@@ -19,7 +19,6 @@ struct Comparison {
   std::string name;
   std::string strategy;  // BenchmarkId::without_axes: what compare_strategies takes together
   double median_a_us = 0, median_b_us = 0;
-  MedianInterval interval_a, interval_b;
   double change = 0;    // (b - a) / a
   RatioInterval ratio;  // of B / A, 99%
   Verdict verdict = Verdict::same;

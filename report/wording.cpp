@@ -53,14 +53,6 @@ std::string format_at_least(double ratio) {
   return text;
 }
 
-std::string scenario_phrase(const std::string& scenario) {
-  if (scenario == "mix:early") return "when most rows exit early";
-  if (scenario == "mix:late") return "when most rows exit late";
-  if (scenario == "mix:uniform") return "when exits are spread evenly";
-  if (scenario.rfind("exit:", 0) == 0) return "when every row leaves at exit " + scenario.substr(5);
-  return "in " + scenario;
-}
-
 namespace {
 
 // Three significant figures below 1000, whole numbers above: never an exponent.
