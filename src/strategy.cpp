@@ -51,14 +51,8 @@ std::optional<std::string> Strategy::build_note(const ModelConfig& /*config*/, D
 
 Strategy::Observed Strategy::observed_run(const at::Tensor& input, const std::vector<float>& thresholds) {
   Observed observed;
-  int64_t aten_calls = 0;
-  if (launches_are_aten_calls()) {
-    const AtenCallCount count;
-    observed.output = run(input, thresholds);
-    aten_calls = count.calls();
-  } else {
-    observed.output = run(input, thresholds);
-  }
+  const int64_t aten_calls =
+      aten_calls_of(launches_are_aten_calls(), [&] { observed.output = run(input, thresholds); });
   finish();
   observed.counters = record_;
   do_read_device_counters(observed.output, observed.counters);

@@ -23,4 +23,17 @@ class AtenCallCount {
   at::CallbackHandle handle_;
 };
 
+// Runs `work`, and returns the top-level ATen operators it dispatched when `count` is set (else 0,
+// with no callback installed: a run whose launches are not ATen calls).
+template <typename Work>
+int64_t aten_calls_of(bool count, Work&& work) {
+  if (!count) {
+    work();
+    return 0;
+  }
+  const AtenCallCount counter;
+  work();
+  return counter.calls();
+}
+
 }  // namespace condbench

@@ -11,14 +11,8 @@ Unsupported DecoderStrategy::supports(const DecoderConfig& /*config*/, Device /*
 DecoderStrategy::Observed DecoderStrategy::observed_step(const at::Tensor& input,
                                                          const std::vector<float>& thresholds) {
   Observed observed{};
-  int64_t aten_calls = 0;
-  if (launches_are_aten_calls()) {
-    const AtenCallCount count;
-    observed.output = &step(input, thresholds);
-    aten_calls = count.calls();
-  } else {
-    observed.output = &step(input, thresholds);
-  }
+  const int64_t aten_calls =
+      aten_calls_of(launches_are_aten_calls(), [&] { observed.output = &step(input, thresholds); });
   finish();
   observed.counters = counters();
   observed.counters.launches += static_cast<double>(aten_calls);
