@@ -19,6 +19,19 @@ DecoderStrategy::Observed DecoderStrategy::observed_step(const at::Tensor& input
   return observed;
 }
 
+DecodeCounters decoder_step_work(const DecoderConfig& c, double rows, int layers_run, int heads, int position) {
+  const int propagated = c.layers - layers_run;
+  DecodeCounters k;
+  k.layers_run = rows * layers_run;
+  k.layers_propagated = rows * propagated;
+  k.heads_run = rows * heads;
+  k.flops_executed = rows * (layers_run * decoder_layer_flops(c, position) + propagated * decoder_propagation_flops(c) +
+                             heads * decoder_head_flops(c));
+  k.bytes_read = layers_run * (decoder_layer_bytes(c) + rows * decoder_cache_read_bytes(c, position)) +
+                 propagated * decoder_propagation_bytes(c) + decoder_head_bytes(c);
+  return k;
+}
+
 void DecoderStrategyInfo::declare() {
   if (host_decides) declares.emplace_back("decides on the host");
   if (computes_every_row) declares.emplace_back("runs every layer for every row");

@@ -112,17 +112,7 @@ const DecodeOutput& AotiDecoderStrategy::do_step(const at::Tensor& input, const 
 int AotiDecoderStrategy::last_exit() const { return output_.exit_id.to(at::kCPU).item<int>(); }
 
 DecodeCounters AotiDecoderStrategy::work(int layers_run, int heads) const {
-  const DecoderConfig& c = config();
-  const int propagated = c.layers - layers_run;
-  DecodeCounters k;
-  k.layers_run = layers_run;
-  k.layers_propagated = propagated;
-  k.heads_run = heads;
-  k.flops_executed = layers_run * decoder_layer_flops(c, c.context - 1) + propagated * decoder_propagation_flops(c) +
-                     heads * decoder_head_flops(c);
-  k.bytes_read = layers_run * (decoder_layer_bytes(c) + decoder_cache_read_bytes(c, c.context - 1)) +
-                 propagated * decoder_propagation_bytes(c) + decoder_head_bytes(c);
-  return k;
+  return decoder_step_work(config(), 1, layers_run, heads, config().context - 1);
 }
 
 }  // namespace condbench

@@ -35,13 +35,7 @@ class DecodeMasked final : public TorchDecoderStrategy {
         [&](int exit) { return thresholds[exit - 1]; });
 
     // The same work whatever the decisions.
-    const double b = static_cast<double>(batch_);
-    DecodeCounters& counters = record();
-    counters.layers_run = b * c.layers;
-    counters.heads_run = b * c.num_exits();
-    counters.flops_executed = b * (c.layers * decoder_layer_flops(c, position) + c.num_exits() * decoder_head_flops(c));
-    counters.bytes_read =
-        c.layers * (decoder_layer_bytes(c) + b * decoder_cache_read_bytes(c, position)) + decoder_head_bytes(c);
+    record() = decoder_step_work(c, static_cast<double>(batch_), c.layers, c.num_exits(), position);
     return output_;
   }
 
@@ -54,11 +48,7 @@ class DecodeMasked final : public TorchDecoderStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(DecodeMasked, "masked", Engine::torch, Device::cpu,
-                            "every layer and exit head for every row; rows that left frozen with where");
-#if CONDBENCH_CUDA
-CONDBENCH_REGISTER_STRATEGY(DecodeMasked, "masked", Engine::torch, Device::cuda,
-                            "every layer and exit head for every row; rows that left frozen with where");
-#endif
+CONDBENCH_REGISTER_STRATEGY_CPU_AND_CUDA(DecodeMasked, "masked", Engine::torch,
+                                         "every layer and exit head for every row; rows that left frozen with where");
 
 }  // namespace condbench

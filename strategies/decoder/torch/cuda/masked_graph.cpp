@@ -35,16 +35,9 @@ class DecodeMaskedGraph final : public FixedStepStrategy {
     const DecoderConfig& c = config();
     set_step(input, thresholds, position);
     graph_.replay();
-    record().launches += 1;  // the replay; the copies before it are ATen calls, counted as such
-    const double b = static_cast<double>(batch_);
-    DecodeCounters& counters = record();
-    counters.layers_run = b * c.layers;
-    counters.heads_run = b * c.num_exits();
     // Attention reads the whole cache, masked: the work of every position, whatever the step's.
-    counters.flops_executed =
-        b * (c.layers * decoder_layer_flops(c, c.context - 1) + c.num_exits() * decoder_head_flops(c));
-    counters.bytes_read =
-        c.layers * (decoder_layer_bytes(c) + b * decoder_cache_read_bytes(c, c.context - 1)) + decoder_head_bytes(c);
+    record() = decoder_step_work(c, static_cast<double>(batch_), c.layers, c.num_exits(), c.context - 1);
+    record().launches += 1;  // the replay; the copies before it are ATen calls, counted as such
     return output_;
   }
 
