@@ -103,6 +103,24 @@ float parse_float(const std::string& flag, const std::string& text, float lo, fl
   return value;
 }
 
+uint64_t parse_seed(const std::map<std::string, std::string>& flags, const std::string& flag, uint64_t fallback) {
+  const auto it = flags.find(flag);
+  return it == flags.end() ? fallback : static_cast<uint64_t>(parse_int(flag, it->second, 0, INT64_MAX));
+}
+
+std::vector<float> parse_thresholds(const std::map<std::string, std::string>& flags, int count) {
+  const auto it = flags.find("--thresholds");
+  const std::string each = "one per exit before the final one";
+  if (it == flags.end()) fail("--thresholds: required, " + each + " (" + std::to_string(count) + " values in [0, 1])");
+  std::vector<float> thresholds;
+  for (const std::string& item : split_list("--thresholds", it->second, /*distinct=*/false))
+    thresholds.push_back(parse_float("--thresholds", item, 0.0f, 1.0f));
+  if (static_cast<int>(thresholds.size()) != count)
+    fail("--thresholds: expected " + std::to_string(count) + " values (" + each + "), got " +
+         std::to_string(thresholds.size()));
+  return thresholds;
+}
+
 bool cuda_built() {
 #if CONDBENCH_CUDA
   return true;

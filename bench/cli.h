@@ -24,6 +24,10 @@ std::vector<std::string> split_list(const std::string& flag, const std::string& 
 int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi);
 std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text, int64_t lo, int64_t hi);
 float parse_float(const std::string& flag, const std::string& text, float lo, float hi);
+// A seed: --flag's value in [0, 2^63), or `fallback` when `flags` lacks it.
+uint64_t parse_seed(const std::map<std::string, std::string>& flags, const std::string& flag, uint64_t fallback);
+// --thresholds: `count` values in [0, 1], one per exit before the final one; required.
+std::vector<float> parse_thresholds(const std::map<std::string, std::string>& flags, int count);
 // --batch, in every tool and for every model: 1..kMaxBatch rows (condbench/config.h; whether a
 // model's pool fits in memory is checked per model). A list for condbench, one value for
 // condbench-infer.

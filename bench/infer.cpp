@@ -195,8 +195,7 @@ Options parse_options(int argc, char** argv) {
     } catch (const Error& e) {
       fail(std::string("--model: ") + e.what());
     }
-    if (given("--seed"))
-      options.source.seed = static_cast<uint64_t>(cli::parse_int("--seed", flags.at("--seed"), 0, INT64_MAX));
+    options.source.seed = cli::parse_seed(flags, "--seed", options.source.seed);
     for (const auto& [key, value] : sizes)
       if (!config.has(key)) fail(flag_of.at(key) + ": " + whose(key) + "; add --model=" + owners_of(key)[0]);
     for (const FamilyAxis& axis : config.family->axes())
@@ -255,20 +254,9 @@ Options parse_options(int argc, char** argv) {
   } else {
     const int64_t rows = given("--batch") ? cli::parse_batch(flags.at("--batch")) : 8;
     require_memory_budget(config, rows, "--batch " + std::to_string(rows));
-    const uint64_t seed =
-        given("--input-seed")
-            ? static_cast<uint64_t>(cli::parse_int("--input-seed", flags.at("--input-seed"), 0, INT64_MAX))
-            : kPoolSeed;
-    options.input = input_rows(config, rows, seed);
+    options.input = input_rows(config, rows, cli::parse_seed(flags, "--input-seed", kPoolSeed));
   }
-
-  if (!given("--thresholds"))
-    fail("--thresholds: required, one per exit head (" + std::to_string(config.blocks) + " values in [0, 1])");
-  for (const std::string& item : cli::split_list("--thresholds", flags.at("--thresholds"), /*distinct=*/false))
-    options.thresholds.push_back(cli::parse_float("--thresholds", item, 0.0f, 1.0f));
-  if (static_cast<int>(options.thresholds.size()) != config.blocks)
-    fail("--thresholds: expected " + std::to_string(config.blocks) + " values (one per exit head), got " +
-         std::to_string(options.thresholds.size()));
+  options.thresholds = cli::parse_thresholds(flags, config.blocks);
 
   options.devices = devices;
   if (given("--strategy")) options.strategies = cli::parse_strategies("--strategy", flags.at("--strategy"));

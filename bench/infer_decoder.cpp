@@ -113,30 +113,14 @@ DecoderOptions parse(int argc, char** argv) {
   need.add_all(decoder_output_terms(), config.memory_sizes(rows));
   need.require((given("--prompt") ? "--prompt of " : "--batch of ") + std::to_string(rows) + " rows, the decoder " +
                config.describe());
-  if (!given("--weights")) {
-    const uint64_t seed =
-        given("--seed") ? static_cast<uint64_t>(cli::parse_int("--seed", flags.at("--seed"), 0, INT64_MAX)) : 1;
-    options.model = {config, seeded_decoder_parameters(config, seed)};
-  }
-  if (prompt.defined()) {
-    options.prompt = prompt;
-  } else {
-    const uint64_t seed =
-        given("--prompt-seed")
-            ? static_cast<uint64_t>(cli::parse_int("--prompt-seed", flags.at("--prompt-seed"), 0, INT64_MAX))
-            : 0;
-    options.prompt = at::tensor(seeded_prompts(config, rows, seed), at::kLong).reshape({rows, config.prompt});
-  }
+  if (!given("--weights"))
+    options.model = {config, seeded_decoder_parameters(config, cli::parse_seed(flags, "--seed", 1))};
+  options.prompt = prompt.defined()
+                       ? prompt
+                       : at::tensor(seeded_prompts(config, rows, cli::parse_seed(flags, "--prompt-seed", 0)), at::kLong)
+                             .reshape({rows, config.prompt});
   options.model.config = config;
-
-  const int exits = config.num_exits() - 1;
-  if (!given("--thresholds"))
-    fail("--thresholds: required, one per exit before the final one (" + std::to_string(exits) + " values in [0, 1])");
-  for (const std::string& item : cli::split_list("--thresholds", flags.at("--thresholds"), /*distinct=*/false))
-    options.thresholds.push_back(cli::parse_float("--thresholds", item, 0.0f, 1.0f));
-  if (static_cast<int>(options.thresholds.size()) != exits)
-    fail("--thresholds: expected " + std::to_string(exits) + " values (one per exit before the final one), got " +
-         std::to_string(options.thresholds.size()));
+  options.thresholds = cli::parse_thresholds(flags, config.num_exits() - 1);
   options.devices = given("--device") ? cli::parse_devices("--device", flags.at("--device")) : cli::default_devices();
   if (given("--strategy")) options.strategies = cli::parse_strategies("--strategy", flags.at("--strategy"));
   return options;
