@@ -91,12 +91,9 @@ void report_counters(benchmark::State& state, const std::vector<BatchRecord>& re
     if (spec.field && !std::isnan(recorded.*spec.field))
       state.counters[std::string(spec.name)] = recorded.*spec.field / weight_sum;
   state.counters["flops_useful"] = useful / weight_sum;
-  double exit_mean = 0;
-  for (size_t k = 0; k < exits.size(); ++k) {
-    state.counters["exit_" + std::to_string(k + 1)] = exits[k] / rows;
-    exit_mean += (k + 1) * exits[k] / rows;
-  }
-  state.counters["exit_mean"] = exit_mean;
+  std::vector<double> shares;
+  for (const double rows_leaving : exits) shares.push_back(rows_leaving / rows);
+  write_exit_shares(state, shares);
   state.SetItemsProcessed(iterations * batch);  // rows per second
 }
 
@@ -219,8 +216,7 @@ TimedCase timed_case(const BenchmarkCase& c) {
   TimedCase timed;
   timed.name = c.name();
   timed.device = c.strategy->device;
-  timed.strategy_path =
-      std::string(to_string(c.strategy->device)) + "/" + to_string(c.strategy->engine) + "/" + c.strategy->name;
+  timed.strategy_path = c.strategy->key();
   timed.why_skipped = [c] { return why_skipped(c); };
   timed.make = [c]() -> std::unique_ptr<PreparedCase> { return std::make_unique<InferenceCase>(c); };
   return timed;

@@ -109,4 +109,13 @@ void set_round(int64_t round) { current_round = round; }
 
 void release_prepared_case() { current() = Current{}; }
 
+void write_exit_shares(benchmark::State& state, const std::vector<double>& shares) {
+  double exit_mean = 0;
+  for (size_t k = 0; k < shares.size(); ++k) {
+    state.counters["exit_" + std::to_string(k + 1)] = shares[k];
+    exit_mean += static_cast<double>(k + 1) * shares[k];
+  }
+  state.counters["exit_mean"] = exit_mean;
+}
+
 }  // namespace condbench

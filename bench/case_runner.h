@@ -46,6 +46,10 @@ void run_timed_case(benchmark::State& state, const TimedCase& c);
 // Registers `c` under its name: real time, microseconds.
 benchmark::internal::Benchmark* register_timed_case(TimedCase c);
 
+// The exit counters of every kind: exit_K, the share of rows (or row-tokens) leaving at exit K
+// (`shares`, from exit 1), and exit_mean, the mean exit.
+void write_exit_shares(benchmark::State& state, const std::vector<double>& shares);
+
 // --rounds: the round the calls of Google Benchmark from now on belong to (0, 1, ...), written on each
 // repetition as the "round" counter; -1: not in rounds, no counter.
 void set_round(int64_t round);

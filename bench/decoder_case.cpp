@@ -114,11 +114,6 @@ struct DecodeRecord {
 DecodeRecord record_sequences(DecoderStrategy& strategy, const std::vector<at::Tensor>& prompts,
                               const std::vector<at::Tensor>& first, const std::vector<float>& thresholds,
                               const DecoderCase& c) {
-  // Every counter of a step, summed over the steps, then their mean.
-  constexpr double DecodeCounters::*kFields[] = {&DecodeCounters::host_syncs,        &DecodeCounters::layers_run,
-                                                 &DecodeCounters::layers_propagated, &DecodeCounters::heads_run,
-                                                 &DecodeCounters::flops_executed,    &DecodeCounters::bytes_read,
-                                                 &DecodeCounters::launches};
   DecodeRecord rec;
   rec.exits.assign(c.config.num_exits(), 0.0);
   double steps = 0;
@@ -128,14 +123,16 @@ DecodeRecord record_sequences(DecoderStrategy& strategy, const std::vector<at::T
     for (int t = 0; t < c.config.generate; ++t) {
       const DecoderStrategy::Observed observed = strategy.observed_step(input, thresholds);
       const DecodeOutput& out = *observed.output;
-      for (double DecodeCounters::*field : kFields) rec.per_step.*field += observed.counters.*field;
+      for (const CounterSpec& spec : kCounters)  // every counter of a step, summed, then their mean
+        if (spec.step) rec.per_step.*spec.step += observed.counters.*spec.step;
       const at::Tensor ids = out.exit_id.to(at::kCPU).contiguous();
       for (int64_t r = 0; r < ids.numel(); ++r) rec.exits.at(ids.data_ptr<int32_t>()[r] - 1) += 1.0;
       input = out.token.clone();
       ++steps;
     }
   }
-  for (double DecodeCounters::*field : kFields) rec.per_step.*field /= steps;
+  for (const CounterSpec& spec : kCounters)
+    if (spec.step) rec.per_step.*spec.step /= steps;
   for (double& share : rec.exits) share /= steps * static_cast<double>(c.batch);
   return rec;
 }
@@ -237,12 +234,7 @@ void TokenCase::write_counters(benchmark::State& state) const {
     if (spec.step)
       state.counters[std::string(spec.name)] =
           record_.per_step.*spec.step / (spec.averaging == Averaging::per_row ? batch : 1.0);
-  double exit_mean = 0;
-  for (size_t k = 0; k < record_.exits.size(); ++k) {
-    state.counters["exit_" + std::to_string(k + 1)] = record_.exits[k];
-    exit_mean += static_cast<double>(k + 1) * record_.exits[k];
-  }
-  state.counters["exit_mean"] = exit_mean;
+  write_exit_shares(state, record_.exits);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * batch_);  // tokens per second
 }
 
