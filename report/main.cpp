@@ -157,6 +157,18 @@ struct Args {
 };
 
 Args read_args(int argc, char** argv) {
+  // The options with a value, and the switches, each by the member it sets.
+  const std::pair<const char*, std::string Args::*> kValues[] = {{"--out", &Args::out},
+                                                                 {"--unstable-cv", &Args::unstable_cv},
+                                                                 {"--min-effect", &Args::min_effect},
+                                                                 {"--explain", &Args::explain},
+                                                                 {"--repetitions", &Args::repetitions},
+                                                                 {"--spent", &Args::spent},
+                                                                 {"--fail-on-regression", &Args::fail_on}};
+  const std::pair<const char*, bool Args::*> kSwitches[] = {
+      {"--force", &Args::force},         {"--compare", &Args::compare}, {"--allow-missing", &Args::allow_missing},
+      {"--undecided", &Args::undecided}, {"--table", &Args::table},     {"--pairs", &Args::pairs},
+      {"--across", &Args::across}};
   const std::vector<std::string> args(argv + 1, argv + argc);
   Args r;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -166,40 +178,22 @@ Args read_args(int argc, char** argv) {
       if (i + 1 >= args.size()) fail(flag + ": needs a value");
       return args[++i];
     };
-    auto is = [&](const std::string& flag) { return a == flag || a.rfind(flag + "=", 0) == 0; };
     if (a == "-h" || a == "--help") {
       r.help = true;
       return r;
-    } else if (is("--out")) {
-      r.out = value("--out");
-    } else if (is("--unstable-cv")) {
-      r.unstable_cv = value("--unstable-cv");
-    } else if (is("--min-effect")) {
-      r.min_effect = value("--min-effect");
-    } else if (a == "--force") {
-      r.force = true;
-    } else if (a == "--compare") {
-      r.compare = true;
-    } else if (a == "--allow-missing") {
-      r.allow_missing = true;
-    } else if (a == "--undecided") {
-      r.undecided = true;
-    } else if (a == "--table") {
-      r.table = true;
-    } else if (a == "--pairs") {
-      r.pairs = true;
-    } else if (a == "--across") {
-      r.across = true;
-    } else if (is("--explain")) {
-      r.explain = value("--explain");
-      if (r.explain.empty()) fail("--explain: needs a query, \"A vs B [at SCENARIO] [in TEXT]\"");
-    } else if (is("--repetitions")) {
-      r.repetitions = value("--repetitions");
-    } else if (is("--spent")) {
-      r.spent = value("--spent");
-    } else if (is("--fail-on-regression")) {
-      r.fail_on = value("--fail-on-regression");
-      r.fail_on_given = true;
+    }
+    const auto valued = std::find_if(std::begin(kValues), std::end(kValues), [&](const auto& v) {
+      return a == v.first || a.rfind(std::string(v.first) + "=", 0) == 0;
+    });
+    const auto switched =
+        std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const auto& v) { return a == v.first; });
+    if (valued != std::end(kValues)) {
+      r.*valued->second = value(valued->first);
+      r.fail_on_given |= valued->second == &Args::fail_on;
+      if (valued->second == &Args::explain && r.explain.empty())
+        fail("--explain: needs a query, \"A vs B [at SCENARIO] [in TEXT]\"");
+    } else if (switched != std::end(kSwitches)) {
+      r.*switched->second = true;
     } else if (a.rfind("--", 0) == 0) {
       fail("unknown option '" + a + "'");
     } else {
