@@ -106,5 +106,10 @@ bool register_strategy(const char* name, Engine engine, Device device, const cha
                 "a strategy's summary is one line of 1 to 90 characters"); \
   static const bool CONDBENCH_CONCAT(condbench_registered_, __LINE__) =    \
       ::condbench::register_strategy<Type>(name, engine, device, summary)
+// A strategy of the same code on the CPU and, in a build with CUDA, on the GPU: both in one line.
+#define CONDBENCH_REGISTER_STRATEGY_CPU_AND_CUDA(Type, name, engine, summary)         \
+  CONDBENCH_REGISTER_STRATEGY(Type, name, engine, ::condbench::Device::cpu, summary); \
+  static const bool CONDBENCH_CONCAT(condbench_registered_cuda_, __LINE__) =          \
+      !CONDBENCH_CUDA || ::condbench::register_strategy<Type>(name, engine, ::condbench::Device::cuda, summary)
 
 }  // namespace condbench

@@ -43,11 +43,7 @@ class Cond final : public aoti::AotiStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(Cond, "cond", Engine::aoti, Device::cpu,
-                            "the nested torch.cond exported and compiled by AOTInductor, run from C++ (batch 1)");
-#if CONDBENCH_CUDA
-CONDBENCH_REGISTER_STRATEGY(Cond, "cond", Engine::aoti, Device::cuda,
-                            "the nested torch.cond exported and compiled by AOTInductor, run from C++ (batch 1)");
-#endif
+CONDBENCH_REGISTER_STRATEGY_CPU_AND_CUDA(
+    Cond, "cond", Engine::aoti, "the nested torch.cond exported and compiled by AOTInductor, run from C++ (batch 1)");
 
 }  // namespace condbench

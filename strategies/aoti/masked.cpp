@@ -38,11 +38,7 @@ class Masked final : public aoti::AotiStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(Masked, "masked", Engine::aoti, Device::cpu,
-                            "the torch.where masking exported and compiled by AOTInductor, run from C++");
-#if CONDBENCH_CUDA
-CONDBENCH_REGISTER_STRATEGY(Masked, "masked", Engine::aoti, Device::cuda,
-                            "the torch.where masking exported and compiled by AOTInductor, run from C++");
-#endif
+CONDBENCH_REGISTER_STRATEGY_CPU_AND_CUDA(Masked, "masked", Engine::aoti,
+                                         "the torch.where masking exported and compiled by AOTInductor, run from C++");
 
 }  // namespace condbench

@@ -77,11 +77,8 @@ void EagerHost::write_rows(const at::Tensor& rows, const at::Tensor& logits, int
   }
 }
 
-CONDBENCH_REGISTER_STRATEGY(EagerHost, "eager_host", Engine::torch, Device::cpu,
-                            "reads every exit test back to the host, which decides; active rows go on compacted");
-#if CONDBENCH_CUDA
-CONDBENCH_REGISTER_STRATEGY(EagerHost, "eager_host", Engine::torch, Device::cuda,
-                            "reads every exit test back to the host, which decides; active rows go on compacted");
-#endif
+CONDBENCH_REGISTER_STRATEGY_CPU_AND_CUDA(
+    EagerHost, "eager_host", Engine::torch,
+    "reads every exit test back to the host, which decides; active rows go on compacted");
 
 }  // namespace condbench

@@ -35,11 +35,7 @@ class Masked final : public TorchStrategy {
 
 }  // namespace
 
-CONDBENCH_REGISTER_STRATEGY(Masked, "masked", Engine::torch, Device::cpu,
-                            "runs every block and head for every row; picks each row's logits with where");
-#if CONDBENCH_CUDA
-CONDBENCH_REGISTER_STRATEGY(Masked, "masked", Engine::torch, Device::cuda,
-                            "runs every block and head for every row; picks each row's logits with where");
-#endif
+CONDBENCH_REGISTER_STRATEGY_CPU_AND_CUDA(Masked, "masked", Engine::torch,
+                                         "runs every block and head for every row; picks each row's logits with where");
 
 }  // namespace condbench

@@ -97,11 +97,8 @@ void DecodeEagerHost::write_rows(const at::Tensor& rows, const at::Tensor& logit
   }
 }
 
-CONDBENCH_REGISTER_STRATEGY(DecodeEagerHost, "eager_host", Engine::torch, Device::cpu,
-                            "the host reads each exit's test; running rows go on compacted, left ones propagate");
-#if CONDBENCH_CUDA
-CONDBENCH_REGISTER_STRATEGY(DecodeEagerHost, "eager_host", Engine::torch, Device::cuda,
-                            "the host reads each exit's test; running rows go on compacted, left ones propagate");
-#endif
+CONDBENCH_REGISTER_STRATEGY_CPU_AND_CUDA(
+    DecodeEagerHost, "eager_host", Engine::torch,
+    "the host reads each exit's test; running rows go on compacted, left ones propagate");
 
 }  // namespace condbench
