@@ -11,7 +11,7 @@ condbench.model_file) import it, and neither imports the other (tests/python/tes
                     masked_token), and DecodeStep, the step the decoder's aoti packages are compiled
                     from.
   Inductor options  COND_LAYOUT_WORKAROUND and how options are printed (options_text)."""
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import torch
 from torch import nn

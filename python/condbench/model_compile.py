@@ -85,8 +85,6 @@ def within_limits(model_file: ModelFile, batch: int, max_row_values: int | None,
                   max_classes: int | None = None) -> None:
     """Refuses a model condbench could not read or run (the limits are condbench's, given as flags),
     before anything is exported or compiled."""
-    import math
-
     stages = len(model_file.module.stages)
     if max_stages is not None and stages > max_stages:
         raise ProtocolError(f"{model_file.path}: model().stages: {stages} stages, more than the {max_stages} "
