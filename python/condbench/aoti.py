@@ -216,13 +216,14 @@ class Job(NamedTuple):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m condbench.aoti", usage=argparse.SUPPRESS, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--workload", help="every model of a directory condbench --export-workload wrote")
     source.add_argument("--config", action="append",
                         help="FAMILY:SIZE=N,...,num_classes=N,blocks=N, e.g. mlp:in_features=32,hidden=64,num_classes=10,"
                              "blocks=3 (repeatable)")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="what the packages run on")
     parser.add_argument("--modules", default=",".join(MODULES), help="comma-separated: cond, masked")
     parser.add_argument("--cache", default=None, help="the cache (default: condbench's, see above)")
     parser.add_argument("--force", action="store_true", help="compile even what the cache holds")

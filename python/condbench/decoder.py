@@ -194,7 +194,7 @@ def save_whole(state_dict: Mapping[str, torch.Tensor], path: str) -> None:
 
 
 def main() -> None:
-    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m condbench.decoder", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     save = sub.add_parser("save", help="a seeded decoder's state_dict")
     save.add_argument("path")

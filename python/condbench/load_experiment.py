@@ -103,7 +103,8 @@ def verdict(results: dict[str, list[str]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m condbench.load_experiment", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m condbench.load_experiment", usage=argparse.SUPPRESS,
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     parser.add_argument("--work", default=None, help="where the packages go (default: a temporary folder)")

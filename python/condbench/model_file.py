@@ -92,12 +92,14 @@ def _end_with_condbench() -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m condbench.model_file", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m condbench.model_file", usage=argparse.SUPPRESS,
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["check", "compile"])
     parser.add_argument("file")
-    parser.add_argument("--weights")
-    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--weights", help="a state_dict (torch.save) that model() loads: your trained weights")
+    parser.add_argument("--batch", type=int, default=2,
+                        help="example_input's rows to export with, 2..4096 (the batch stays dynamic)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                         help="what the packages run on (compile); cuda compiles on this machine's GPU")
     parser.add_argument("--cache", help="compile: the cache (default: condbench's, as condbench.aoti's)")

@@ -109,10 +109,12 @@ def test_twins() -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # the usage is the docstring's, written by hand: argparse's would print a second one above it
+    parser = argparse.ArgumentParser(prog="python -m condbench.peer", usage=argparse.SUPPRESS, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workload", required=True, help="directory condbench --export-workload wrote")
     parser.add_argument("--out", required=True, help="Google Benchmark JSON to write")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the variants run")
     parser.add_argument("--variants", default="", help="comma-separated subset (default: all that run here)")
     parser.add_argument("--scenarios", default="", help="comma-separated subset (default: all exported)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (condbench's count)")

@@ -96,7 +96,9 @@ class Package(unittest.TestCase):
                 if "No module named 'torch'" in result.stderr:
                     self.skipTest("this python has no torch (scripts/setup's .venv has)")
                 self.assertEqual(result.returncode, 0, result.stderr)
-                self.assertIn("usage", result.stdout.lower())
+                # one usage, by the name a user types (argparse's own above a hand-written one was two)
+                self.assertEqual(result.stdout.count("usage:"), 1, result.stdout)
+                self.assertIn(f"usage: python -m condbench.{name} ", result.stdout)
 
     def test_no_code_edits_sys_path(self):
         # the package is imported as a package; scripts import what sits beside them. A model file
