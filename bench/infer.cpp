@@ -295,8 +295,11 @@ int run(int argc, char** argv) {
     return std::optional<infer::Answer>(
         {result.exit_id.to(at::kCPU, at::kInt).contiguous(), result.logits.to(at::kCPU, at::kFloat).contiguous(), {}});
   };
+  // Named as every family is ("model=mlp in_features=32 ..."), though the mlp's description predates families.
+  std::string described = model->config().describe();
+  if (described.rfind("model=", 0) != 0) described = "model=" + model->config().family->name() + " " + described;
   const int code = infer::run_strategies({.unit = TimedUnit::inference,
-                                          .model = model->config().describe(),
+                                          .model = described,
                                           .rows = rows,
                                           .thresholds = options.thresholds,
                                           .devices = options.devices,

@@ -188,7 +188,7 @@ int run_decoder(int argc, char** argv) {
     return generate(*strategy, options);
   };
   return infer::run_strategies({.unit = TimedUnit::token,
-                                .model = c.describe(),
+                                .model = "model=" + decoder_family().name() + " " + c.describe(),
                                 .rows = rows,
                                 .thresholds = options.thresholds,
                                 .devices = options.devices,

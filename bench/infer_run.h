@@ -30,7 +30,7 @@ struct Answer {
 
 struct Run {
   TimedUnit unit = TimedUnit::inference;
-  std::string model;  // its description, printed
+  std::string model;  // its description, printed: "model=<family> <size>=<value> ..."
   int64_t rows = 0;
   std::vector<float> thresholds;
   std::vector<Device> devices;

@@ -985,6 +985,7 @@ class Infer(unittest.TestCase):
         out = json.loads(result.stdout)
         self.assertTrue(out["agree"])
         self.assertEqual(out["rows"], 5)
+        self.assertEqual(out["model"], "model=mlp in_features=32 hidden=64 num_classes=10 blocks=3")
         self.assertEqual(sorted(f'{s["engine"]}/{s["strategy"]}' for s in out["strategies"]),
                          ["native/fused", "torch/eager_host", "torch/masked"])
         # the aoti strategies without their packages: listed with why, never run

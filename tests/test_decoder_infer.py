@@ -118,6 +118,7 @@ class AgainstTheModule(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         out = json.loads(result.stdout)
         self.assertEqual(sorted(out), ["agree", "model", "rows", "strategies", "thresholds"])
+        self.assertTrue(out["model"].startswith("model=decoder vocab=41 d_model=24 "), out["model"])
         answer = out["strategies"][0]
         self.assertEqual(sorted(answer), ["device", "engine", "exit_ids", "logits", "strategy", "tokens"])
         for key in ("tokens", "exit_ids"):
