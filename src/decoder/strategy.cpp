@@ -19,9 +19,8 @@ DecoderStrategy::Observed DecoderStrategy::observed_step(const at::Tensor& input
   return observed;
 }
 
-DecodeCounters decoder_step_work(const DecoderConfig& c, double rows, int layers_run, int heads, int position) {
+void count_step_work(DecodeCounters& k, const DecoderConfig& c, double rows, int layers_run, int heads, int position) {
   const int propagated = c.layers - layers_run;
-  DecodeCounters k;
   k.layers_run = rows * layers_run;
   k.layers_propagated = rows * propagated;
   k.heads_run = rows * heads;
@@ -29,7 +28,6 @@ DecodeCounters decoder_step_work(const DecoderConfig& c, double rows, int layers
                              heads * decoder_head_flops(c));
   k.bytes_read = layers_run * (decoder_layer_bytes(c) + rows * decoder_cache_read_bytes(c, position)) +
                  propagated * decoder_propagation_bytes(c) + decoder_head_bytes(c);
-  return k;
 }
 
 void DecoderStrategyInfo::declare() {

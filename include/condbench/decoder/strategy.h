@@ -128,11 +128,13 @@ class DecoderStrategy {
   bool started_ = false;
 };
 
-// What a step did for `rows` rows that ran each row's first `layers_run` layers in full, projected
-// the other layers' keys and values, and evaluated `heads` heads, attention reading positions
-// 0..`position` (the whole cache when masked: context - 1). Weights count once, a row's cache rows
-// once per row.
-DecodeCounters decoder_step_work(const DecoderConfig& c, double rows, int layers_run, int heads, int position);
+// Sets the work of a step in `counted` (layers, heads, FLOPs, bytes; its launches and host syncs
+// are left as they are): for `rows` rows that ran each row's first `layers_run` layers in full,
+// projected the other layers' keys and values, and evaluated `heads` heads, attention reading
+// positions 0..`position` (context - 1 over a fixed-size cache, masked: the graphs, the aoti step).
+// Weights count once a step, a row's cache rows once per row.
+void count_step_work(DecodeCounters& counted, const DecoderConfig& c, double rows, int layers_run, int heads,
+                     int position);
 
 // A decoder strategy in the registry.
 struct DecoderStrategyInfo : StrategyEntry {

@@ -112,7 +112,9 @@ const DecodeOutput& AotiDecoderStrategy::do_step(const at::Tensor& input, const 
 int AotiDecoderStrategy::last_exit() const { return output_.exit_id.to(at::kCPU).item<int>(); }
 
 DecodeCounters AotiDecoderStrategy::work(int layers_run, int heads) const {
-  return decoder_step_work(config(), 1, layers_run, heads, config().context - 1);
+  DecodeCounters k;
+  count_step_work(k, config(), 1, layers_run, heads, config().context - 1);
+  return k;
 }
 
 }  // namespace condbench

@@ -35,7 +35,7 @@ class DecodeMasked final : public TorchDecoderStrategy {
         [&](int exit) { return thresholds[exit - 1]; });
 
     // The same work whatever the decisions.
-    record() = decoder_step_work(c, static_cast<double>(batch_), c.layers, c.num_exits(), position);
+    count_step_work(record(), c, static_cast<double>(batch_), c.layers, c.num_exits(), position);
     return output_;
   }
 

@@ -103,16 +103,9 @@ class DeviceDecidedStrategy : public FixedStepStrategy {
   // Layers and heads as the bodies counted them, for every row of the batch; the layers not run
   // only projected keys and values. Attention reads the whole cache, masked, as in masked_graph.
   void do_read_device_counters(DecodeCounters& counted) const final {
-    const DecoderConfig& c = config();
     const at::Tensor ran = state_.ran.to(at::kCPU);
-    const double b = static_cast<double>(batch_), layers = ran[0].item<int>(), heads = ran[1].item<int>();
-    counted.layers_run = b * layers;
-    counted.layers_propagated = b * (c.layers - layers);
-    counted.heads_run = b * heads;
-    counted.flops_executed = b * (layers * decoder_layer_flops(c, c.context - 1) +
-                                  (c.layers - layers) * decoder_propagation_flops(c) + heads * decoder_head_flops(c));
-    counted.bytes_read = layers * (decoder_layer_bytes(c) + b * decoder_cache_read_bytes(c, c.context - 1)) +
-                         (c.layers - layers) * decoder_propagation_bytes(c) + decoder_head_bytes(c);
+    count_step_work(counted, config(), static_cast<double>(batch_), ran[0].item<int>(), ran[1].item<int>(),
+                    config().context - 1);
   }
 
   // One step: its tokens go into input_, which the next replay reads unless the caller gives

@@ -35,9 +35,9 @@ class DecodeMaskedGraph final : public FixedStepStrategy {
     const DecoderConfig& c = config();
     set_step(input, thresholds, position);
     graph_.replay();
-    // Attention reads the whole cache, masked: the work of every position, whatever the step's.
-    record() = decoder_step_work(c, static_cast<double>(batch_), c.layers, c.num_exits(), c.context - 1);
     record().launches += 1;  // the replay; the copies before it are ATen calls, counted as such
+    // Attention reads the whole cache, masked: the work of every position, whatever the step's.
+    count_step_work(record(), c, static_cast<double>(batch_), c.layers, c.num_exits(), c.context - 1);
     return output_;
   }
 
