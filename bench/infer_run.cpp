@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <iostream>
 
 #include "cli.h"
