@@ -59,10 +59,13 @@ void print_usage(std::ostream& out) {
   };
   for (const Family* family : families()) sizes(family->name(), family->axes());
   // --thresholds takes one per exit before the final one: the default models' counts, from their families.
-  out << "  --thresholds: one per exit before the final one (--blocks of them; by default";
+  out << "  --thresholds: one per exit before the final one (a family's --blocks; the decoder's exits but one); by\n"
+         "  default";
   for (const ModelFamily* family : model_families())
     out << " " << family->name() << " " << family->default_blocks() << ",";
-  out << " decoder " << DecoderConfig{}.num_exits() - 1 << ")\n";
+  out << " decoder " << DecoderConfig{}.num_exits() - 1 << "\n";
+  out << "  --strategy: names (masked: every device and engine's) or the keys condbench --list prints "
+         "(cpu/torch/masked)\n";
   out << "  the decoder's sizes may also be --decoder=SIZE=N,..., the old spelling; its prompt's length is\n"
          "  --prompt's (a file), or --decoder=prompt=N for seeded prompts\n";
   out << "  --model-file: your model (docs/your-model.md): its Python file, compiled by "

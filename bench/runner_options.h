@@ -23,7 +23,7 @@ struct ModelSelection {
 
 struct RunnerOptions {
   std::vector<Device> devices;
-  std::vector<std::string> strategies;  // empty: all
+  std::vector<std::string> strategies;  // names or keys (StrategyEntry::answers_to); empty: all
   std::vector<Scenario> scenarios;      // empty: all of each model depth
   // Default: every family's sweep (ModelFamily's runs: the mlp at hidden 64 and 1024, 3 blocks,
   // batch 1 and 64; the transformer at its default sizes, 6 layers, batch 1 and 8).

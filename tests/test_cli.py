@@ -253,17 +253,25 @@ class BadFlags(unittest.TestCase):
                                                     "--device does not select")
 
     def test_a_strategy_is_selected_by_its_name_or_by_the_key_list_prints(self):
-        def listed(strategies):
-            result = run(CONDBENCH, "--device=cpu", "--strategy=" + strategies, "--hidden=16", "--batch=1",
-                         "--scenario=exit:1", "--benchmark_list_tests=true")
+        def listed(strategies, model="mlp", sizes=("--hidden=16",)):
+            result = run(CONDBENCH, "--device=cpu", "--model=" + model, "--strategy=" + strategies, *sizes,
+                         "--batch=1", "--scenario=exit:1", "--benchmark_list_tests=true")
             self.assertEqual(result.returncode, 0, result.stderr)
-            return {"/".join(line.split("/")[1:4]) for line in result.stdout.split() if line.startswith("early_exit/")}
+            return {"/".join(line.split("/")[1:4]) + (" decoder" if "/model:decoder/" in line else "")
+                    for line in result.stdout.split() if line.startswith("early_exit/")}
         self.assertEqual(listed("cpu/native/fused"), {"cpu/native/fused"})
         self.assertEqual(listed("masked"), {"cpu/torch/masked", "cpu/aoti/masked"})
         self.assertEqual(listed("cpu/torch/masked,fused"), {"cpu/torch/masked", "cpu/native/fused"})
-        result = run(CONDBENCH, "--device=cpu", "--strategy=cpu/torch/fused")
-        self.assertEqual(result.returncode, 2, result.stderr)
-        self.assertIn("unknown strategy 'cpu/torch/fused'", result.stderr)
+        # a key names its device, engine and name; --model picks the decoder's strategy of that key
+        self.assertEqual(listed("cpu/torch/masked", "decoder", ("--d-model=16", "--heads=2")),
+                         {"cpu/torch/masked decoder"})
+        for args, said in [(["--strategy=cpu/torch/fused"], "unknown strategy 'cpu/torch/fused'"),
+                           (["--strategy=cuda/native/fused"], "cuda/native/fused runs on cuda only")]:
+            result = run(CONDBENCH, "--device=cpu", *args)
+            self.assertEqual(result.returncode, 2, result.stderr)
+            if "cuda" in args[0] and "unknown strategy" in result.stderr:
+                continue  # a CPU-only build does not register CUDA strategies
+            self.assertIn(said, result.stderr)
 
     def test_help_lists_every_flag_of_condbench_then_google_benchmarks(self):
         for flag in ["--help", "-h"]:

@@ -1,8 +1,8 @@
 #pragma once
 // A model family, described once (docs/design.md §1, docs/contributing.md "Adding a model
-// family"): its name, its axes, how its sizes relate, what it times, and — for a family timed per
-// inference — its parameters (the state_dict contract), what a block and a head cost, and its
-// LibTorch forward. Everything else — the runner's flags and sweeps, benchmark names, model
+// family"): its name, its axes, how its sizes relate, what it times, its parameters (the state_dict
+// contract, of either unit) and — for a family timed per inference — what a block and a head cost,
+// and its LibTorch forward. Everything else — the runner's flags and sweeps, benchmark names, model
 // descriptions, the workload the peer reads, the AOTInductor packages, condbench-infer and the
 // reading of a state_dict — loops over these descriptors instead of naming a family.
 //

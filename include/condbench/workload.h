@@ -19,7 +19,7 @@ namespace condbench {
 constexpr uint64_t kDefaultWeightSeed = 1;
 constexpr uint64_t kPoolSeed = 0x5eed;
 constexpr int64_t kMinPoolRows = 1024;                // docs/design.md §3: at least 1024 rows
-constexpr int64_t kMaxPoolValues = int64_t{1} << 28;  // an input pool's floats: 1 GiB
+constexpr int64_t kMaxPoolValues = int64_t{1} << 28;  // an input pool's values: 1 GiB of float32, 2 of int64
 // The largest input row a run can pool (at its smallest pool): what a model file's row may hold
 // for condbench, which compiles it only where it can run it.
 constexpr int64_t kMaxPooledRowValues = kMaxPoolValues / kMinPoolRows;

@@ -13,7 +13,7 @@ import unittest
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 VENV_PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
-ENTRY_POINTS = ["aoti", "decoder", "device_check", "model_file", "peer"]  # python -m condbench.NAME
+ENTRY_POINTS = ["aoti", "decoder", "device_check", "load_experiment", "model_file", "peer"]  # python -m condbench.NAME
 
 
 def without_pythonpath():
