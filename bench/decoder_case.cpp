@@ -106,7 +106,7 @@ DecoderWorkload& workload_for(const DecoderConfig& config) {
 
 // What the untimed pass over every sequence learnt, per generated token.
 struct DecodeRecord {
-  DecodeCounters per_step;    // means over the steps
+  TokenCounters per_step;    // means over the steps
   std::vector<double> exits;  // the share of row-tokens leaving at each exit
 };
 
@@ -122,7 +122,7 @@ DecodeRecord record_sequences(DecoderStrategy& strategy, const std::vector<at::T
     at::Tensor input = first[s];
     for (int t = 0; t < c.config.generate; ++t) {
       const DecoderStrategy::Observed observed = strategy.observed_step(input, thresholds);
-      const DecodeOutput& out = *observed.output;
+      const TokenOutput& out = *observed.output;
       for (const CounterSpec& spec : kCounters)  // every counter of a step, summed, then their mean
         if (spec.step) rec.per_step.*spec.step += observed.counters.*spec.step;
       const at::Tensor ids = out.exit_id.to(at::kCPU).contiguous();

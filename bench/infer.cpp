@@ -273,7 +273,7 @@ int run(int argc, char** argv) {
   const int64_t rows = options.input.size(0);
   bool scores_checked = false;
   const auto unsupported = [&](const StrategyEntry& entry) {
-    return static_cast<const StrategyInfo&>(entry).unsupported(model->config(), rows);
+    return dynamic_cast<const StrategyInfo&>(entry).unsupported(model->config(), rows);
   };
   const auto answer = [&](const StrategyEntry& entry, const std::function<void(const std::string&)>& disagree) {
     if (!scores_checked) {
@@ -284,7 +284,7 @@ int run(int argc, char** argv) {
       exit_scores_in_range(model, options.input, "the rows given (--input or --batch)", /*pass_non_finite=*/true);
       scores_checked = true;
     }
-    std::unique_ptr<Strategy> strategy = static_cast<const StrategyInfo&>(entry).make();
+    std::unique_ptr<Strategy> strategy = dynamic_cast<const StrategyInfo&>(entry).make();
     strategy->prepare(model, rows);
     try {
       model->config().family->check_before_use(*strategy, options.thresholds, rows);
@@ -303,7 +303,7 @@ int run(int argc, char** argv) {
   const ModelFamily& family = *model->config().family;
   const std::string described =
       (family.named_in_results() ? "" : "model=" + family.name() + " ") + model->config().describe();
-  const int code = infer::run_strategies({.unit = TimedUnit::inference,
+  const int code = infer::run_strategies({.entries = infer::entries_of<StrategyInfo>(),
                                           .model = described,
                                           .rows = rows,
                                           .thresholds = options.thresholds,

@@ -136,7 +136,7 @@ infer::Answer generate(DecoderStrategy& strategy, const DecoderOptions& options)
   at::Tensor input = prompt.select(1, c.prompt - 1).contiguous();
   std::vector<at::Tensor> tokens, exit_ids, logits;
   for (int t = 0; t < c.generate; ++t) {
-    const DecodeOutput& out = strategy.step(input, options.thresholds);
+    const TokenOutput& out = strategy.step(input, options.thresholds);
     strategy.finish();
     tokens.push_back(out.token.to(at::kCPU, at::kLong).clone());
     exit_ids.push_back(out.exit_id.to(at::kCPU, at::kInt).clone());
@@ -172,11 +172,11 @@ int run_decoder(int argc, char** argv) {
   const DecoderConfig& c = options.model.config;
   const int64_t rows = options.prompt.size(0);
   const auto unsupported = [&](const StrategyEntry& entry) {
-    return static_cast<const DecoderStrategyInfo&>(entry).supports(c, entry.device, rows);
+    return dynamic_cast<const DecoderStrategyInfo&>(entry).supports(c, entry.device, rows);
   };
   const auto answer = [&](const StrategyEntry& entry,
                           const std::function<void(const std::string&)>& disagree) -> std::optional<infer::Answer> {
-    std::unique_ptr<DecoderStrategy> strategy = static_cast<const DecoderStrategyInfo&>(entry).make();
+    std::unique_ptr<DecoderStrategy> strategy = dynamic_cast<const DecoderStrategyInfo&>(entry).make();
     try {
       strategy->prepare(options.model, rows);
     } catch (const NotRunnable&) {
@@ -187,7 +187,7 @@ int run_decoder(int argc, char** argv) {
     }
     return generate(*strategy, options);
   };
-  return infer::run_strategies({.unit = TimedUnit::token,
+  return infer::run_strategies({.entries = infer::entries_of<DecoderStrategyInfo>(),
                                 .model = "model=" + decoder_family().name() + " " + c.describe(),
                                 .rows = rows,
                                 .thresholds = options.thresholds,

@@ -34,9 +34,9 @@ int run_strategies(const Run& run) {
   out["strategies"] = Json::array();
   std::optional<Answer> first;
   bool agree = true;
-  for (const auto& registered : StrategyRegistry::instance().all()) {
+  for (const StrategyEntry* registered : run.entries) {
     const StrategyEntry& entry = *registered;
-    if (entry.unit != run.unit || !entry.selected(run.devices, run.strategies)) continue;
+    if (!entry.selected(run.devices, run.strategies)) continue;
     if (entry.device == Device::cuda && !cli::cuda_available()) fail("--device: no CUDA device on this machine");
     const std::string who = entry.key();
     const auto skip = [&](const std::string& why) { out["skipped"].push_back({{"strategy", who}, {"reason", why}}); };

@@ -1,6 +1,6 @@
 #pragma once
 // condbench-infer's one loop, for either timed unit (docs/design.md §5, §8): every registered
-// strategy of the unit that --device and --strategy select runs the same rows once; each one's
+// strategy of the model's kind that --device and --strategy select runs the same rows once; each one's
 // answer is printed as JSON with whether they all agree, and those that cannot run the rows are
 // listed under "skipped" with the reason.
 #include <ATen/core/Tensor.h>
@@ -29,7 +29,9 @@ struct Answer {
 };
 
 struct Run {
-  TimedUnit unit = TimedUnit::inference;
+  // The registered strategies of the model's kind (StrategyRegistry::of: StrategyInfo, or the token
+  // family's TokenStrategyInfo), in the registry's order: the callbacks' `entry` is one of them.
+  std::vector<const StrategyEntry*> entries;
   std::string model;  // its description, printed: "model=<family> <size>=<value> ..."
   int64_t rows = 0;
   std::vector<float> thresholds;
@@ -46,10 +48,18 @@ struct Run {
       answer;
 };
 
-// Runs every selected strategy of `run.unit`, prints the model, rows, thresholds and their answers
+// Runs every selected strategy of `run.entries`, prints the model, rows, thresholds and their answers
 // with whether they agree on stdout, and returns the exit code: 0 when they agree, 1 when they do
 // not. Throws condbench::Error where none can run (bad input) or the first answer's logits are not
 // finite.
 int run_strategies(const Run& run);
+
+// The registered strategies of kind Info, as Run::entries holds them.
+template <typename Info>
+std::vector<const StrategyEntry*> entries_of() {
+  std::vector<const StrategyEntry*> out;
+  for (const Info& info : StrategyRegistry::instance().of<Info>()) out.push_back(&info);
+  return out;
+}
 
 }  // namespace condbench::infer

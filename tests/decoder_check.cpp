@@ -138,10 +138,10 @@ DecoderSeen check_decoder(const DecoderStrategyInfo& info, const DecoderConfig& 
     for (int t = 0; t < c.generate; ++t) {
       const at::Tensor input = own.defined() ? own : at::tensor(inputs, at::kLong).to(device);
       const DecoderStrategy::Observed observed = strategy->observed_step(input, scenario.thresholds);
-      const DecodeOutput& out = *observed.output;
+      const TokenOutput& out = *observed.output;
       const at::Tensor exit_ids = out.exit_id.to(at::kCPU), tokens = out.token.to(at::kCPU);
       const at::Tensor logits = out.logits.to(at::kCPU).contiguous();
-      const DecodeCounters& counters = observed.counters;
+      const TokenCounters& counters = observed.counters;
       double heads = 0;
       int deepest = 0;
       for (int64_t r = 0; r < batch; ++r) {

@@ -162,7 +162,7 @@ class HostDecidedStep final : public DecoderStrategy {
     cache_ = decoder_->make_cache(prompt.size(0));
     decoder_->prefill(prompt.narrow(1, 0, prompt.size(1) - 1), cache_);
   }
-  const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
+  const TokenOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
     const at::Tensor where = at::full({1}, position, at::kLong), visible = decoder_->visible_through(where);
     const StepParts parts{[&](int l, const at::Tensor& h) { return decoder_->layer_at(l, h, cache_, where, visible); },
                           [&](int l, const at::Tensor& h) { decoder_->propagate_at(l, h, cache_, where); },
@@ -195,7 +195,7 @@ class HostDecidedStep final : public DecoderStrategy {
     return output_;
   }
   bool launches_are_aten_calls() const override { return true; }
-  void do_read_device_counters(DecodeCounters& counted) const override {
+  void do_read_device_counters(TokenCounters& counted) const override {
     const double b = static_cast<double>(state_.left.size(0));
     counted.layers_run = b * state_.ran[0].item<int>();
     counted.layers_propagated = b * config().layers - counted.layers_run;
@@ -207,7 +207,7 @@ class HostDecidedStep final : public DecoderStrategy {
   std::unique_ptr<TorchDecoder> decoder_;
   KvCache cache_;
   ConditionalStepState state_;
-  DecodeOutput output_;
+  TokenOutput output_;
 };
 
 template <bool kLoop>
@@ -254,13 +254,13 @@ TEST(DecoderStaticStep, MatchesTheShapedStepAtEveryPosition) {
   std::set<int> exits;
   for (int step = 0; step < c.generate; ++step) {
     const int position = c.step_position(step);
-    const DecodeOutput a = masked_step(
+    const TokenOutput a = masked_step(
         decoder, decoder.embed(input, position),
         [&](int l, const at::Tensor& h) { return decoder.layer(l, h, shaped, {}, position); },
         [&](int exit) { return t[exit - 1]; });
     const at::Tensor where = at::full({1}, position, at::kLong);
     const at::Tensor visible = decoder.visible_through(where);
-    const DecodeOutput b = masked_step(
+    const TokenOutput b = masked_step(
         decoder, decoder.embed_at(input, where),
         [&](int l, const at::Tensor& h) { return decoder.layer_at(l, h, fixed, where, visible); },
         [&](int exit) { return at::scalar_tensor(t[exit - 1]); });

@@ -5,7 +5,7 @@
 // descriptions, so a reader that does not know a counter can still say what it is.
 //
 // Adding a counter: a line in kCounters, and the place it is measured — a field of
-// InferenceCounters that do_run adds to or of DecodeCounters a decoder step adds to (source
+// InferenceCounters that do_run adds to or of TokenCounters a token step adds to (source
 // strategy), or the harness (exit ids, GPU timing).
 // Torch-free: condbench-report uses it.
 #include <cstddef>
@@ -34,9 +34,9 @@ struct InferenceCounters {
   double heads_run = std::numeric_limits<double>::quiet_NaN();
 };
 
-// What one generated token did, summed over the batch's rows, as a decoder strategy records it
-// (docs/design.md §8): the decoder's timed unit is a token, not an inference.
-struct DecodeCounters {
+// What one generated token did, summed over the batch's rows, as a token strategy records it
+// (token_strategy.h; docs/design.md §8): a family timed per token, as the decoder is.
+struct TokenCounters {
   double host_syncs = 0;         // exit decisions the host waited for (on the CPU: taken by host code)
   double layers_run = 0;         // layers run in full, summed over the rows
   double layers_propagated = 0;  // layers that only projected a left row's keys and values
@@ -48,7 +48,7 @@ struct DecodeCounters {
 
 // Who measures a counter.
 enum class CounterSource {
-  strategy,    // a field of InferenceCounters, per inference, or of DecodeCounters, per generated token
+  strategy,    // a field of InferenceCounters, per inference, or of TokenCounters, per generated token
   exit_ids,    // the harness, from the exit ids an inference returned
   gpu_timing,  // the harness, from CUDA events around held-back inferences (CUDA strategies only)
   run_order,   // the harness: when a repetition ran, not what an inference did
@@ -68,7 +68,7 @@ struct CounterSpec {
   CounterSource source;
   Averaging averaging;
   double InferenceCounters::*field;  // for source strategy: a family's; nullptr otherwise
-  double DecodeCounters::*step;      // for source strategy: the decoder's (per token; per_row: per row)
+  double TokenCounters::*step;       // for source strategy: a token family's (per token; per_row: per row)
   bool in_breakdown;                 // a column of the report's "where the time goes"
   std::string_view console;          // its column's heading in the runner's table; empty: not shown
   std::string_view meaning;          // one line
@@ -76,20 +76,20 @@ struct CounterSpec {
 
 inline constexpr CounterSpec kCounters[] = {
     {"host_syncs", "waits", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::host_syncs,
-     &DecodeCounters::host_syncs, true, "syncs",
+     &TokenCounters::host_syncs, true, "syncs",
      "times the host waited for the device to decide an exit (on the CPU: exit decisions taken by host code)"},
     {"launches", "launches", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::launches,
-     &DecodeCounters::launches, true, "launches",
+     &TokenCounters::launches, true, "launches",
      "work the host issued: ATen operator calls, counted by a RecordFunction callback, for the torch and aoti "
      "engines (AOTInductor's generated kernels not included); kernel and graph launches, counted where they are "
      "issued, for the native engine; plus graph replays"},
     {"flops_executed", "FLOPs", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::flops_executed,
-     &DecodeCounters::flops_executed, false, "", "FLOPs of the Linears actually computed, all rows"},
+     &TokenCounters::flops_executed, false, "", "FLOPs of the Linears actually computed, all rows"},
     {"bytes_read_back", "bytes", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::bytes_read_back,
      nullptr, true, "",
      "bytes the host read back from the device to decide exits (on the CPU: the exit masks host code reads)"},
     {"bytes_read", "bytes", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::bytes_read,
-     &DecodeCounters::bytes_read, false, "",
+     &TokenCounters::bytes_read, false, "",
      "bytes of weights and biases of the Linears computed, each once per inference whatever the batch, and the "
      "input: what an ideal cache would read from memory (the report's memory floor); absent where not known"},
     {"blocks_run", "blocks", CounterSource::strategy, Averaging::per_inference, &InferenceCounters::blocks_run, nullptr,
@@ -101,13 +101,13 @@ inline constexpr CounterSpec kCounters[] = {
      false, "",
      "heads (exit heads and the final head) the device evaluated, counted on the device like blocks_run: a "
      "conditional graph's proof that it skipped the final head when every row had left; absent where not counted"},
-    {"layers_run", "layers", CounterSource::strategy, Averaging::per_row, nullptr, &DecodeCounters::layers_run, false,
+    {"layers_run", "layers", CounterSource::strategy, Averaging::per_row, nullptr, &TokenCounters::layers_run, false,
      "", "the decoder's layers run in full for a row's token (the rest only project its keys and values)"},
     {"layers_propagated", "layers", CounterSource::strategy, Averaging::per_row, nullptr,
-     &DecodeCounters::layers_propagated, false, "",
+     &TokenCounters::layers_propagated, false, "",
      "the decoder's layers that only projected a left row's keys and values for the deeper tokens to come"},
-    {"exits_evaluated", "heads", CounterSource::strategy, Averaging::per_row, nullptr, &DecodeCounters::heads_run,
-     false, "", "the decoder's LM head evaluations for a row's token, its exits' and the final one's"},
+    {"exits_evaluated", "heads", CounterSource::strategy, Averaging::per_row, nullptr, &TokenCounters::heads_run, false,
+     "", "the decoder's LM head evaluations for a row's token, its exits' and the final one's"},
     {"flops_useful", "FLOPs", CounterSource::exit_ids, Averaging::per_inference, nullptr, nullptr, false, "",
      "FLOPs of the Linears each row needed up to its own exit"},
     {"exit_mean", "exit id", CounterSource::exit_ids, Averaging::per_row, nullptr, nullptr, false, "exit",

@@ -60,19 +60,19 @@ class StrategyRegistry {
   const StrategyEntry* find(TimedUnit unit, Device device, Engine engine, const std::string& name) const;
   bool knows(const std::string& text) const;  // a name or a key (answers_to), of any unit
 
-  // The entries of one kind (StrategyInfo, DecoderStrategyInfo: each names its kUnit), in order.
+  // The entries of one kind (StrategyInfo; a token family's TokenStrategyInfo<Model>), in order.
   // Loop with `const Info& info`: the reference is then the registry's entry, whose address stays
   // valid (the vector of wrappers is a temporary).
   template <typename Info>
   std::vector<std::reference_wrapper<const Info>> of() const {
     std::vector<std::reference_wrapper<const Info>> out;
     for (const auto& entry : entries_)
-      if (entry->unit == Info::kUnit) out.emplace_back(static_cast<const Info&>(*entry));
+      if (const auto* info = dynamic_cast<const Info*>(entry.get())) out.emplace_back(*info);
     return out;
   }
   template <typename Info>
   const Info* find(Device device, Engine engine, const std::string& name) const {
-    return static_cast<const Info*>(find(Info::kUnit, device, engine, name));
+    return dynamic_cast<const Info*>(find(Info::kUnit, device, engine, name));
   }
 
  private:

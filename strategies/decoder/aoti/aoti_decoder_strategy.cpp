@@ -96,8 +96,8 @@ void AotiDecoderStrategy::do_start(const at::Tensor& prompt) {
   }
 }
 
-const DecodeOutput& AotiDecoderStrategy::do_step(const at::Tensor& input, const std::vector<float>& thresholds,
-                                                 int position) {
+const TokenOutput& AotiDecoderStrategy::do_step(const at::Tensor& input, const std::vector<float>& thresholds,
+                                                int position) {
   inputs_[0] = input;
   inputs_[1] = at_[static_cast<size_t>(position)];
   inputs_[2] = seen_[static_cast<size_t>(position)];
@@ -111,8 +111,8 @@ const DecodeOutput& AotiDecoderStrategy::do_step(const at::Tensor& input, const 
 
 int AotiDecoderStrategy::last_exit() const { return output_.exit_id.to(at::kCPU).item<int>(); }
 
-DecodeCounters AotiDecoderStrategy::work(int layers_run, int heads) const {
-  DecodeCounters k;
+TokenCounters AotiDecoderStrategy::work(int layers_run, int heads) const {
+  TokenCounters k;
   count_step_work(k, config(), 1, layers_run, heads, config().context - 1);
   return k;
 }

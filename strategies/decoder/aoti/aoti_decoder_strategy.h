@@ -26,13 +26,13 @@ class AotiDecoderStrategy : public TorchDecoderStrategy {
 
   void do_prepare(const DecoderModel& model, int64_t batch) override;
   void do_start(const at::Tensor& prompt) override;
-  const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override;
+  const TokenOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override;
 
   // The exit the last step took (a copy to the host: the untimed passes only).
   int last_exit() const;
   // What a step did that ran its first `layers_run` layers in full, projected the others' keys and
   // values, and evaluated `heads` heads; attention reads the whole cache, masked.
-  DecodeCounters work(int layers_run, int heads) const;
+  TokenCounters work(int layers_run, int heads) const;
 
  private:
   // Throws condbench::Error when the loaded package does not compute this model's step.
@@ -45,7 +45,7 @@ class AotiDecoderStrategy : public TorchDecoderStrategy {
   std::vector<at::Tensor> at_, seen_;  // per position: the one-hot row, and positions 0..it
   aoti::ThresholdTensor thresholds_;
   std::vector<at::Tensor> inputs_;  // token, at, seen, thresholds, keys_0, values_0, ...
-  DecodeOutput output_;
+  TokenOutput output_;
 };
 
 }  // namespace condbench

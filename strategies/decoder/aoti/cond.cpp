@@ -19,7 +19,7 @@ class DecodeAotiCond final : public AotiDecoderStrategy {
 
  protected:
   // The exit taken says what ran: its layers and heads, the rest projected.
-  void do_read_device_counters(DecodeCounters& counted) const override {
+  void do_read_device_counters(TokenCounters& counted) const override {
     const int exit = last_exit();
     counted = work(config().exit_layer(exit), exit);
     counted.host_syncs = std::min(exit, config().num_exits() - 1);

@@ -16,7 +16,7 @@ class DecodeAotiMasked final : public AotiDecoderStrategy {
   }
 
  protected:
-  void do_read_device_counters(DecodeCounters& counted) const override {
+  void do_read_device_counters(TokenCounters& counted) const override {
     counted = work(config().layers, config().num_exits());
   }
 };

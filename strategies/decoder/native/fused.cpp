@@ -104,7 +104,7 @@ class DecodeFusedCpu final : public DecoderStrategy {
     }
   }
 
-  const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
+  const TokenOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
     decode(input.data_ptr<int64_t>(), position, thresholds.data());
     return output_;
   }
@@ -134,7 +134,7 @@ class DecodeFusedCpu final : public DecoderStrategy {
       for (int i = 0; i < d_; ++i) h[i] = e[i] + p[i];
       running_[r] = r;
     }
-    DecodeCounters& counters = record();
+    TokenCounters& counters = record();
     bool head_read = false;
     int exit = 1;
     for (int l = 0; l < c.layers; ++l) {
@@ -232,7 +232,7 @@ class DecodeFusedCpu final : public DecoderStrategy {
   }
 
   // Layer l's keys and values for the rows that left, from their states at the exit.
-  void propagate(int l, size_t left, int position, DecodeCounters& counters) {
+  void propagate(int l, size_t left, int position, TokenCounters& counters) {
     const Layer& w = layers_[l];
     for (size_t a = 0; a < left; ++a) {
       layer_norm(row(h_, left_[a]), w.norm1_w.data(), w.norm1_b.data(), d_, row(a_, left_[a]));
@@ -257,7 +257,7 @@ class DecodeFusedCpu final : public DecoderStrategy {
   }
 
   // The shared final norm and LM head for the running rows: logits in wide_.
-  void evaluate_head(size_t running, DecodeCounters& counters, bool& head_read) {
+  void evaluate_head(size_t running, TokenCounters& counters, bool& head_read) {
     for (size_t a = 0; a < running; ++a) {
       layer_norm(row(h_, running_[a]), norm_w_.data(), norm_b_.data(), d_, row(a_, running_[a]));
       in_[a] = row(a_, running_[a]);
@@ -289,7 +289,7 @@ class DecodeFusedCpu final : public DecoderStrategy {
   std::vector<size_t> running_, left_;                 // batch indices
   std::vector<const float*> in_;
   std::vector<float*> out_;
-  DecodeOutput output_;
+  TokenOutput output_;
 };
 
 }  // namespace

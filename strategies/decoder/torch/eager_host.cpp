@@ -19,10 +19,10 @@ void DecodeEagerHost::do_start(const at::Tensor& prompt) {
   decoder_->prefill(prompt.narrow(1, 0, prompt.size(1) - 1), cache_);
 }
 
-const DecodeOutput& DecodeEagerHost::do_step(const at::Tensor& input, const std::vector<float>& thresholds,
-                                             int position) {
+const TokenOutput& DecodeEagerHost::do_step(const at::Tensor& input, const std::vector<float>& thresholds,
+                                            int position) {
   const DecoderConfig& c = config();
-  DecodeCounters& counters = record();
+  TokenCounters& counters = record();
   at::Tensor h = decoder_->embed(input, position);
   at::Tensor rows;               // batch indices of the running rows; undefined while every row runs
   at::Tensor left_h, left_rows;  // the rows that left: their states at the exit, their batch indices

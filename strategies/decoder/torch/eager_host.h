@@ -26,7 +26,7 @@ class DecodeEagerHost : public TorchDecoderStrategy {
  protected:
   void do_prepare(const DecoderModel& model, int64_t batch) override;
   void do_start(const at::Tensor& prompt) override;
-  const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override;
+  const TokenOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override;
 
  private:
   // `rows` of the batch (every row when undefined) take exit `exit` with these logits.
@@ -35,7 +35,7 @@ class DecodeEagerHost : public TorchDecoderStrategy {
   ExitTestReader reader_;
   std::unique_ptr<TorchDecoder> decoder_;
   KvCache cache_;
-  DecodeOutput output_;
+  TokenOutput output_;
 };
 
 }  // namespace condbench

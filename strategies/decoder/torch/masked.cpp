@@ -27,7 +27,7 @@ class DecodeMasked final : public TorchDecoderStrategy {
     decoder_->prefill(prompt.narrow(1, 0, prompt.size(1) - 1), cache_);
   }
 
-  const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
+  const TokenOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
     const DecoderConfig& c = config();
     output_ = masked_step(
         *decoder_, decoder_->embed(input, position),
@@ -42,7 +42,7 @@ class DecodeMasked final : public TorchDecoderStrategy {
  private:
   std::unique_ptr<TorchDecoder> decoder_;
   KvCache cache_;
-  DecodeOutput output_;
+  TokenOutput output_;
   int64_t batch_ = 0;
 };
 

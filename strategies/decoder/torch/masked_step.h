@@ -11,7 +11,7 @@ namespace condbench {
 // h: the rows' states entering layer 0. layer(l, h): layer l on every row (writing the cache);
 // threshold(e): exit e's threshold (a float, or a 0-d device tensor).
 template <typename Layer, typename Threshold>
-DecodeOutput masked_step(const TorchDecoder& decoder, at::Tensor h, Layer&& layer, Threshold&& threshold) {
+TokenOutput masked_step(const TorchDecoder& decoder, at::Tensor h, Layer&& layer, Threshold&& threshold) {
   const DecoderConfig& c = decoder.config();
   const int64_t batch = h.size(0);
   const auto on_device = at::TensorOptions().device(h.device());

@@ -93,7 +93,7 @@ class DeviceDecidedStrategy : public FixedStepStrategy {
     output_ = {input_, state_.exit_id, state_.logits};
   }
 
-  const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) final {
+  const TokenOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) final {
     set_step(input, thresholds, position);
     graph_->launch();
     record().launches += 1;  // the launch; the copies before it are ATen calls, counted as such
@@ -102,7 +102,7 @@ class DeviceDecidedStrategy : public FixedStepStrategy {
 
   // Layers and heads as the bodies counted them, for every row of the batch; the layers not run
   // only projected keys and values. Attention reads the whole cache, masked, as in masked_graph.
-  void do_read_device_counters(DecodeCounters& counted) const final {
+  void do_read_device_counters(TokenCounters& counted) const final {
     const at::Tensor ran = state_.ran.to(at::kCPU);
     count_step_work(counted, config(), static_cast<double>(batch_), ran[0].item<int>(), ran[1].item<int>(),
                     config().context - 1);
@@ -120,7 +120,7 @@ class DeviceDecidedStrategy : public FixedStepStrategy {
   }
 
   std::unique_ptr<ConditionalGraph> graph_;
-  DecodeOutput output_;
+  TokenOutput output_;
 };
 
 }  // namespace condbench

@@ -31,7 +31,7 @@ class DecodeMaskedGraph final : public FixedStepStrategy {
     side.synchronize();
   }
 
-  const DecodeOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
+  const TokenOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) override {
     const DecoderConfig& c = config();
     set_step(input, thresholds, position);
     graph_.replay();
@@ -44,9 +44,9 @@ class DecodeMaskedGraph final : public FixedStepStrategy {
  private:
   // One decode step on the fixed tensors: what the graph holds. Its token goes back into input_,
   // so the next replay reads it unless the caller gives another input.
-  DecodeOutput step() {
+  TokenOutput step() {
     const at::Tensor visible = decoder_->visible_through(position_);
-    DecodeOutput out = masked_step(
+    TokenOutput out = masked_step(
         *decoder_, decoder_->embed_at(input_, position_),
         [&](int l, const at::Tensor& h) { return layer(l, h, visible); },
         [&](int exit) { return thresholds_.at(exit - 1); });
@@ -56,7 +56,7 @@ class DecodeMaskedGraph final : public FixedStepStrategy {
   }
 
   at::cuda::CUDAGraph graph_;
-  DecodeOutput output_;
+  TokenOutput output_;
 };
 
 }  // namespace

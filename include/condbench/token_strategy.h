@@ -1,0 +1,168 @@
+#pragma once
+// The interface every strategy of a family timed per generated token implements (docs/design.md
+// §8), and its entry in the one registry (condbench/strategy_registry.h): the decoder's today
+// (condbench/decoder/strategy.h: DecoderStrategy is TokenStrategy<DecoderModel>), any stateful
+// family's tomorrow. step() runs one step for every row of the batch, with what earlier positions
+// left (a key/value cache, a recurrent state) in the strategy's own buffers. A strategy is one file
+// that registers itself in one line, as every strategy does:
+//
+//   CONDBENCH_REGISTER_STRATEGY(DecodeMasked, "masked", Engine::torch, Device::cpu,
+//                               "every layer for every row; the rows that left frozen with where");
+//
+// What a strategy can run is declared by it (a static supports(), found by the macro).
+//
+// A family's Model holds its weights and `config`, of type Model::Config, which says `context` (the
+// positions a sequence may fill) and `step_position(t)` (the position of step t, after the prompt).
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "condbench/aten_calls.h"
+#include "condbench/counters.h"
+#include "condbench/error.h"
+#include "condbench/strategy.h"  // Unsupported
+#include "condbench/strategy_registry.h"
+
+namespace condbench {
+
+template <typename Model>
+struct TokenStrategyInfo;
+
+// One step's result on the strategy's device, for every row: the next token int64 [batch], the
+// exit that produced it int32 [batch] (1..num_exits), and that exit's logits float32 [batch,
+// vocab]. May alias the strategy's buffers: valid until its next step or start.
+struct TokenOutput {
+  at::Tensor token;
+  at::Tensor exit_id;
+  at::Tensor logits;
+};
+
+// What one step did, as the strategy records it (TokenCounters, condbench/counters.h): per step,
+// all rows together.
+template <typename Model>
+class TokenStrategy {
+ public:
+  using Config = typename Model::Config;
+  using Info = TokenStrategyInfo<Model>;  // its registry entry
+  explicit TokenStrategy(Device device) : device_(device) {}
+  virtual ~TokenStrategy() = default;
+  TokenStrategy(const TokenStrategy&) = delete;
+  TokenStrategy& operator=(const TokenStrategy&) = delete;
+
+  Device device() const { return device_; }
+  static Unsupported supports(const Config& /*config*/, Device /*device*/, int64_t /*batch*/) { return std::nullopt; }
+  // What a strategy says of itself, declared as a static member of its own (checked by the tests):
+  // the host reads each exit's decision (host_syncs counts them)...
+  static constexpr bool kHostDecides = false;
+  // ...or every layer and every exit's head run for every row, whatever the decisions...
+  static constexpr bool kComputesEveryRow = false;
+  // ...or, decided on the device, the layers and heads past an exit run for the whole batch while
+  // any row still runs, and are skipped when none does (heads_run is then the batch times the
+  // deepest exit any row reached).
+  static constexpr bool kSkipsOnDeviceWhenAllLeft = false;
+
+  // Everything that allocates or uploads: buffers for `batch` rows of config.context positions.
+  void prepare(const Model& model, int64_t batch) {
+    config_ = model.config;
+    do_prepare(model, batch);
+  }
+  // A new sequence per row: the state emptied, and the prompt's first prompt-1 tokens run through
+  // every layer (the prefill: not a step, not timed). prompt: int64 [batch, prompt] on device().
+  void start(const at::Tensor& prompt) {
+    do_start(prompt);
+    position_ = config_.step_position(0);
+    started_ = true;
+  }
+  // One generated token per row at the next position: input int64 [batch] on device() (the
+  // prompt's last token at step 0, then the previous step's tokens, or anything a test forces);
+  // thresholds: one per exit before the final one, on the host. Returns with the work enqueued.
+  const TokenOutput& step(const at::Tensor& input, const std::vector<float>& thresholds) {
+    if (!started_) fail("a decode step before start(): no sequence to continue");
+    if (position_ >= config_.context)
+      fail("decode step at position " + std::to_string(position_) + ": the context of " +
+           std::to_string(config_.context) + " is full");
+    record_ = {};
+    const TokenOutput& out = do_step(input, thresholds, position_);
+    ++position_;
+    return out;
+  }
+  // Waits for the last step's result: nothing on the CPU.
+  virtual void finish() {}
+  // The CUDA stream its steps run on, for the device timing (gpu_us); nullopt on the CPU.
+  virtual std::optional<void*> cuda_stream() const { return std::nullopt; }
+  // The last step's, after finish(): what the host recorded, and what a strategy that decides on
+  // the device reads back from it (a copy: for the untimed passes only).
+  TokenCounters counters() const {
+    TokenCounters counted = record_;
+    do_read_device_counters(counted);
+    return counted;
+  }
+  // One step as the untimed passes make it: step(), finish(), and counters() with the ATen calls
+  // it dispatched counted where the strategy's launches are ATen calls (a RecordFunction callback,
+  // never installed for a timed step).
+  struct Observed {
+    const TokenOutput* output;
+    TokenCounters counters;
+  };
+  Observed observed_step(const at::Tensor& input, const std::vector<float>& thresholds) {
+    Observed observed{};
+    const int64_t aten_calls =
+        aten_calls_of(launches_are_aten_calls(), [&] { observed.output = &step(input, thresholds); });
+    finish();
+    observed.counters = counters();
+    observed.counters.launches += static_cast<double>(aten_calls);
+    return observed;
+  }
+  const Config& config() const { return config_; }
+
+ protected:
+  virtual void do_prepare(const Model& model, int64_t batch) = 0;
+  virtual void do_start(const at::Tensor& prompt) = 0;
+  // The step at `position` (prompt - 1 at step 0).
+  virtual const TokenOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int position) = 0;
+  TokenCounters& record() { return record_; }
+  virtual void do_read_device_counters(TokenCounters& /*counted*/) const {}
+  // The torch and aoti engines: `launches` counts the ATen operators a step dispatches.
+  virtual bool launches_are_aten_calls() const { return false; }
+
+ private:
+  Device device_;
+  Config config_;
+  TokenCounters record_;
+  int position_ = 0;
+  bool started_ = false;
+};
+
+// A token strategy in the registry: of its family's Model, which StrategyRegistry::of tells apart.
+template <typename Model>
+struct TokenStrategyInfo : StrategyEntry {
+  static constexpr TimedUnit kUnit = TimedUnit::token;
+  TokenStrategyInfo() { unit = kUnit; }
+  std::function<std::unique_ptr<TokenStrategy<Model>>()> make;
+  std::function<Unsupported(const typename Model::Config&, Device, int64_t)> supports;
+  bool host_decides = false;         // TokenStrategy::kHostDecides
+  bool computes_every_row = false;   // TokenStrategy::kComputesEveryRow
+  bool skips_when_all_left = false;  // TokenStrategy::kSkipsOnDeviceWhenAllLeft
+
+  // The entry of Type, which CONDBENCH_REGISTER_STRATEGY makes: what it declares read from its statics.
+  template <typename Type>
+  static std::unique_ptr<const StrategyEntry> describe(const char* name, Engine engine, Device device,
+                                                       const char* summary) {
+    auto info = new_entry<TokenStrategyInfo, Type>(name, engine, device, summary);
+    info->host_decides = Type::kHostDecides;
+    info->computes_every_row = Type::kComputesEveryRow;
+    info->skips_when_all_left = Type::kSkipsOnDeviceWhenAllLeft;
+    if (info->host_decides) info->declares.emplace_back("decides on the host");
+    if (info->computes_every_row) info->declares.emplace_back("runs every layer for every row");
+    if (info->skips_when_all_left)
+      info->declares.emplace_back("skips the deeper layers on the device once every row has left");
+    return info;
+  }
+};
+
+}  // namespace condbench
