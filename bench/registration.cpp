@@ -473,8 +473,8 @@ std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
 }
 
 std::vector<DecoderCase> select_decoder_cases(const RunnerOptions& options) {
-  return select_decoder_cases(options.decoders, options.decoder_batches, options.devices, options.strategies,
-                              options.scenarios);
+  return select_token_cases<DecoderModel>(options.decoders, options.decoder_batches, options.devices,
+                                          options.strategies, options.scenarios);
 }
 
 void print_strategies(const RunnerOptions& options, std::ostream& out) {

@@ -196,7 +196,7 @@ std::vector<std::string> register_benchmarks(const RunnerOptions& options, const
     }
   for (const BenchmarkCase& c : cases) registered.push_back(c.name());
   const std::vector<DecoderCase> decoder_cases = select_decoder_cases(options);
-  register_decoder_cases(decoder_cases);
+  register_token_cases(decoder_cases, kDecoderWork);
   for (const DecoderCase& c : decoder_cases) registered.push_back(c.name());
   for (const DecoderConfig& c : options.decoders)
     benchmark::AddCustomContext("decoder " + c.describe(), "seeded weights; one iteration is one generated token");

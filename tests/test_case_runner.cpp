@@ -1,6 +1,8 @@
 // The one runner of every timed case (bench/case_runner.h), on cases of the test's own: what it asks
 // of a case — its GPU time wherever the case is a CUDA one, never elsewhere —, what it writes on
-// every repetition, and how a case that cannot run, or fails, is skipped.
+// every repetition, and how a case that cannot run, or fails, is skipped. And a family timed per
+// token of the test's own, beside the decoder: what a second stateful family would reuse.
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -10,7 +12,11 @@
 #include <vector>
 
 #include "case_runner.h"
+#include "condbench/decoder/strategy.h"
 #include "condbench/error.h"
+#include "condbench/exit_math.h"
+#include "condbench/token_strategy.h"
+#include "token_case.h"
 
 namespace condbench {
 namespace {
@@ -150,6 +156,104 @@ TEST_F(CaseRunner, AFailingCaseIsAnErrorOfOneLineAndMadeAfreshNextTime) {
   EXPECT_EQ(ran.results.at("case_runner_test/fails").error, "error: the unit failed");
   EXPECT_EQ(seen.made, 2);  // each repetition made it again
   EXPECT_EQ(seen.counters_written, 0);
+}
+
+// A second family timed per token, of the test's own: two layers, an exit after the first, whose
+// confidence is the model's for every row; the next token is the input plus the exit it left at.
+struct ToyConfig {
+  int vocab = 7;
+  int context = 8;
+  int prompt = 2;
+  int generate = 3;
+  int num_exits() const { return 2; }
+  int step_position(int step) const { return prompt - 1 + step; }
+  std::vector<std::pair<std::string, std::string>> name_axes() const {
+    return {{"model", "toy"}, {"vocab", std::to_string(vocab)}, {"blocks", "1"}};
+  }
+};
+struct ToyModel {
+  using Config = ToyConfig;
+  ToyConfig config;
+  float confidence = 0.5f;
+};
+using ToyInfo = TokenStrategyInfo<ToyModel>;
+
+class ToyStrategy final : public TokenStrategy<ToyModel> {
+ public:
+  using TokenStrategy::TokenStrategy;
+  static constexpr bool kHostDecides = true;
+
+ protected:
+  void do_prepare(const ToyModel& model, int64_t /*batch*/) override { confidence_ = model.confidence; }
+  void do_start(const at::Tensor& /*prompt*/) override {}
+  const TokenOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int /*position*/) override {
+    const int exit = math::exit_fires(confidence_, thresholds.at(0)) ? 1 : 2;
+    const int64_t rows = input.size(0);
+    out_.exit_id = at::full({rows}, exit, at::kInt);
+    out_.token = (input + exit).remainder(config().vocab);
+    out_.logits = at::zeros({rows, config().vocab});
+    record().host_syncs = 1;
+    record().layers_run = static_cast<double>(rows * exit);
+    record().heads_run = static_cast<double>(rows * exit);
+    return out_;
+  }
+
+ private:
+  float confidence_ = 0;
+  TokenOutput out_;
+};
+
+const ToyModel& toy_model(const ToyConfig& /*config*/) {
+  static const ToyModel model;
+  return model;
+}
+const std::vector<float>& toy_thresholds(const ToyConfig& /*config*/, const Scenario& scenario) {
+  static std::map<std::string, std::vector<float>> thresholds;
+  return thresholds[scenario.str()] = forced_thresholds(1, scenario.forced_exit());
+}
+at::Tensor toy_prompts(const ToyConfig& config, int64_t batch) {  // two sequences
+  return at::arange(2 * batch * config.prompt, at::kLong).reshape({2, batch, config.prompt});
+}
+
+TEST(TokenFamily, TheRegistryTellsItsStrategiesFromTheDecodersThoughBothAreTimedPerToken) {
+  StrategyRegistry registry;
+  registry.add(ToyInfo::describe<ToyStrategy>("toy_host", Engine::torch, Device::cpu, "the toy, decided on the host"));
+  ASSERT_EQ(registry.of<ToyInfo>().size(), 1U);
+  EXPECT_EQ(registry.of<ToyInfo>().front().get().declares, std::vector<std::string>{"decides on the host"});
+  EXPECT_TRUE(registry.of<DecoderStrategyInfo>().empty());
+  EXPECT_TRUE(registry.of<StrategyInfo>().empty());
+  EXPECT_EQ(registry.find<DecoderStrategyInfo>(Device::cpu, Engine::torch, "toy_host"), nullptr);
+  EXPECT_NE(registry.find<ToyInfo>(Device::cpu, Engine::torch, "toy_host"), nullptr);
+  // and in the binary's registry, the decoder's strategies are none of a toy's
+  EXPECT_FALSE(StrategyRegistry::instance().of<DecoderStrategyInfo>().empty());
+  EXPECT_TRUE(StrategyRegistry::instance().of<ToyInfo>().empty());
+}
+
+TEST(TokenFamily, ItsCasesRunOnTheOneRunnerWithEachTokensCountersAndExitShares) {
+  static const std::unique_ptr<const StrategyEntry> entry =
+      ToyInfo::describe<ToyStrategy>("toy_host", Engine::torch, Device::cpu, "the toy, decided on the host");
+  const auto& info = dynamic_cast<const ToyInfo&>(*entry);
+  std::vector<TokenCase<ToyModel>> cases;
+  for (int exit : {1, 2}) cases.push_back({&info, ToyConfig{}, 2, Scenario::forced(exit)});
+  for (benchmark::internal::Benchmark* b : register_token_cases(cases, {&toy_model, &toy_thresholds, &toy_prompts}))
+    b->Iterations(7);  // two sequences and a third begun: restarted outside the timed region
+  Collector ran;
+  benchmark::RunSpecifiedBenchmarks(&ran, "^early_exit/cpu/torch/toy_host/");
+  release_prepared_case();
+  for (int exit : {1, 2}) {
+    const std::string name =
+        "early_exit/cpu/torch/toy_host/exit:" + std::to_string(exit) + "/batch:2/model:toy/vocab:7/blocks:1";
+    ASSERT_EQ(ran.results.count(name), 1U) << name;
+    const Collector::Result& r = ran.results.at(name);
+    const std::vector<double> depth{static_cast<double>(exit)};
+    EXPECT_EQ(r.error, "") << name;
+    EXPECT_EQ(r.counters.at("exit_" + std::to_string(exit)), std::vector<double>{1.0}) << name;
+    EXPECT_EQ(r.counters.at("exit_" + std::to_string(3 - exit)), std::vector<double>{0.0}) << name;
+    EXPECT_EQ(r.counters.at("exit_mean"), depth) << name;
+    EXPECT_EQ(r.counters.at("layers_run"), depth) << name;                     // per row's token
+    EXPECT_EQ(r.counters.at("host_syncs"), std::vector<double>{1.0}) << name;  // per token
+    EXPECT_EQ(r.counters.count("sequence"), 1U) << name;
+  }
 }
 
 }  // namespace
