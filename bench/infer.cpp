@@ -134,25 +134,36 @@ void require_memory_budget(const ModelConfig& config, int64_t rows, const std::s
   need.require(who + " of " + config.describe());
 }
 
-Options parse_options(int argc, char** argv) {
+// Every family's sizes, each flag once.
+std::vector<const FamilyAxis*> size_axes() {
+  std::vector<const FamilyAxis*> axes;
+  std::vector<std::string> seen;
+  for (const ModelFamily* family : model_families())
+    for (const FamilyAxis& axis : family->axes())
+      if (std::find(seen.begin(), seen.end(), axis.flag()) == seen.end()) {
+        seen.push_back(axis.flag());
+        axes.push_back(&axis);
+      }
+  return axes;
+}
+
+}  // namespace
+
+std::vector<std::string> infer::inference_flags() {
   std::vector<std::string> names = {"--weights",  "--seed",       "--model",         "--num-classes",    "--blocks",
                                     "--input",    "--batch",      "--input-seed",    "--thresholds",     "--device",
                                     "--strategy", "--model-file", "--model-weights", "--compile-timeout"};
-  std::vector<const FamilyAxis*> axes;  // every family's sizes, each flag once
-  for (const ModelFamily* family : model_families())
-    for (const FamilyAxis& axis : family->axes())
-      if (std::find(names.begin(), names.end(), axis.flag()) == names.end()) {
-        names.push_back(axis.flag());
-        axes.push_back(&axis);
-      }
-  const auto flags = cli::take_flags(argc, argv, names, {});
-  if (argc > 1) {
-    const std::string arg = argv[1], flag = arg.substr(0, arg.find('='));
-    const std::vector<std::string> decoder = decoder_flags();
-    if (std::find(decoder.begin(), decoder.end(), flag) != decoder.end())
-      fail(flag + ": the decoder's flag; with --model=decoder");
-    fail("unknown argument '" + printable(arg) + "' (--help lists the flags)");
-  }
+  for (const FamilyAxis* axis : size_axes())
+    if (std::find(names.begin(), names.end(), axis->flag()) == names.end()) names.push_back(axis->flag());
+  return names;
+}
+
+namespace {
+
+Options parse_options(int argc, char** argv) {
+  const std::vector<const FamilyAxis*> axes = size_axes();
+  const auto flags = cli::take_flags(argc, argv, infer::inference_flags(), {});
+  if (argc > 1) infer::refuse_argument(argv[1], infer::decoder_flags(), "the decoder's flag; with --model=decoder");
   auto given = [&](const std::string& name) { return flags.count(name) > 0; };
   auto int_flag = [&](const std::string& name, int hi) {
     return static_cast<int>(cli::parse_int(name, flags.at(name), 1, hi));

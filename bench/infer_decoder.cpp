@@ -40,7 +40,7 @@ bool infer_size(const FamilyAxis& axis) { return !axis.per_sequence; }
 
 }  // namespace
 
-std::vector<std::string> decoder_flags() {
+std::vector<std::string> infer::decoder_flags() {
   std::vector<std::string> names = {"--model",       "--weights",  "--seed",       "--decoder", "--prompt",  "--batch",
                                     "--prompt-seed", "--generate", "--thresholds", "--device",  "--strategy"};
   for (const FamilyAxis& axis : decoder_family().axes())
@@ -51,8 +51,9 @@ std::vector<std::string> decoder_flags() {
 namespace {
 
 DecoderOptions parse(int argc, char** argv) {
-  const auto flags = cli::take_flags(argc, argv, decoder_flags(), {});
-  if (argc > 1) fail(std::string("unknown argument '") + printable(argv[1]) + "' (--help lists the flags)");
+  const auto flags = cli::take_flags(argc, argv, infer::decoder_flags(), {});
+  if (argc > 1)
+    infer::refuse_argument(argv[1], infer::inference_flags(), "not a flag of --model=decoder (--help lists its flags)");
   auto given = [&](const std::string& name) { return flags.count(name) > 0; };
   DecoderOptions options;
   // Sizes the weights cannot say (heads, exit_every), or every size with seeded weights; each by the

@@ -6,9 +6,6 @@
 
 namespace condbench {
 
-// The flags of the decoder mode: the other mode names them in its refusal.
-std::vector<std::string> decoder_flags();
-
 // Whether --model names a family timed per token (the decoder), whose rows are prompts.
 bool wants_decoder(int argc, char** argv);
 // Exit code 0 when the strategies agree, 1 when they do not; throws condbench::Error for bad input.

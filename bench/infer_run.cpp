@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "cli.h"
@@ -25,6 +26,12 @@ Json nested(const at::Tensor& t) {
 }
 
 }  // namespace
+
+void refuse_argument(const std::string& arg, const std::vector<std::string>& other, const std::string& hint) {
+  const std::string flag = arg.substr(0, arg.find('='));
+  if (std::find(other.begin(), other.end(), flag) != other.end()) fail(flag + ": " + hint);
+  fail("unknown argument '" + printable(arg) + "' (--help lists the flags)");
+}
 
 int run_strategies(const Run& run) {
   Json out;

@@ -54,6 +54,15 @@ struct Run {
 // finite.
 int run_strategies(const Run& run);
 
+// The flags of each mode, the families' (infer.cpp) and the decoder's (infer_decoder.cpp): each
+// mode names the other's in its refusal.
+std::vector<std::string> inference_flags();
+std::vector<std::string> decoder_flags();
+// Throws condbench::Error for the argument no flag of the mode took: "<flag>: <hint>" where it is
+// one of `other`, the other mode's flags, else "unknown argument".
+[[noreturn]] void refuse_argument(const std::string& arg, const std::vector<std::string>& other,
+                                  const std::string& hint);
+
 // The registered strategies of kind Info, as Run::entries holds them.
 template <typename Info>
 std::vector<const StrategyEntry*> entries_of() {

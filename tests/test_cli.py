@@ -353,6 +353,9 @@ class BadFlags(unittest.TestCase):
             (["--thresholds=0.5,0.5,0.5", "--device=tpu"], "--device"),
             (["--thresholds=0.5,0.5,0.5", "--generate=3"], "--generate: the decoder's flag; with --model=decoder"),
             (["--thresholds=0.5,0.5,0.5", "--nope=3"], "unknown argument '--nope=3'"),
+            (["--model=decoder", "--hidden=64"], "--hidden: not a flag of --model=decoder"),
+            (["--model=decoder", "--blocks=2"], "--blocks: not a flag of --model=decoder"),
+            (["--model=decoder", "--nope=3"], "unknown argument '--nope=3'"),
         ]
         for flag_args, names in cases:
             with self.subTest(flag_args=flag_args):
