@@ -77,12 +77,6 @@ void print_usage(std::ostream& out) {
          "  example_input() gives them (ids.pt,mask.pt), or them packed into one row as condbench carries them\n";
 }
 
-std::string shape_text(at::IntArrayRef sizes) {
-  std::string text = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
-  return text + "]";
-}
-
 // The families that have the size `key`, the first one first.
 std::vector<std::string> owners_of(const std::string& key) {
   std::vector<std::string> owners;

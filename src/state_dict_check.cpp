@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "condbench/error.h"
 #include "condbench/family.h"
@@ -14,17 +13,11 @@
 
 namespace condbench {
 
-namespace {
-
 std::string shape_text(at::IntArrayRef shape) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << "]";
-  return out.str();
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
 }
-
-}  // namespace
 
 std::string key_hint(const StateDict& state_dict) {
   std::vector<std::string> keys;

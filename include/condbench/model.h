@@ -125,5 +125,7 @@ std::string key_hint(const StateDict& state_dict);
 void check_state_dict(const ModelConfig& config, const StateDict& state_dict);
 // The same against `specs`, whatever model they are of (a family's, the decoder's).
 void check_parameters(const std::vector<ParameterSpec>& specs, const StateDict& state_dict);
+// "[2, 3]": a shape as the errors print it.
+std::string shape_text(at::IntArrayRef shape);
 
 }  // namespace condbench
