@@ -25,7 +25,7 @@
 
 namespace condbench {
 
-template <typename Model>
+template <TokenModel Model>
 struct TokenCase {
   using Config = typename Model::Config;
   const TokenStrategyInfo<Model>* strategy = nullptr;
@@ -40,7 +40,7 @@ struct TokenCase {
 };
 
 // What a token family gives its cases: made once per config and kept for the run.
-template <typename Model>
+template <TokenModel Model>
 struct TokenWork {
   using Config = typename Model::Config;
   const Model& (*model)(const Config&);  // its seeded weights
@@ -51,7 +51,7 @@ struct TokenWork {
 
 // Every token strategy of Model on `devices` named in `strategies` (empty: all) x config x batch x
 // scenario (empty: every exit:K of the config, then the mixes).
-template <typename Model>
+template <TokenModel Model>
 std::vector<TokenCase<Model>> select_token_cases(const std::vector<typename Model::Config>& configs,
                                                  const std::vector<int64_t>& batches,
                                                  const std::vector<Device>& devices,
@@ -73,7 +73,7 @@ std::vector<TokenCase<Model>> select_token_cases(const std::vector<typename Mode
 namespace token_case_detail {
 
 // Steps that warm a case made again before it is timed (its first making walks every sequence).
-constexpr int kWarmupSteps = 8;
+inline constexpr int kWarmupSteps = 8;
 
 // What the untimed pass over every sequence learnt, per generated token.
 struct Record {
@@ -82,7 +82,7 @@ struct Record {
 };
 
 // Every sequence once, untimed: what each step did, averaged over the steps.
-template <typename Model>
+template <TokenModel Model>
 Record record_sequences(TokenStrategy<Model>& strategy, const std::vector<at::Tensor>& prompts,
                         const std::vector<at::Tensor>& first, const std::vector<float>& thresholds,
                         const TokenCase<Model>& c) {
@@ -112,7 +112,7 @@ Record record_sequences(TokenStrategy<Model>& strategy, const std::vector<at::Te
 // A token case made ready to time: the strategy prepared, its sequences' prompts on the device,
 // and what each step does. The timed unit is one generated token for every row; a new sequence
 // starts (its prefill outside the timed region) when the last one has generated all its tokens.
-template <typename Model>
+template <TokenModel Model>
 class Prepared final : public PreparedCase {
  public:
   Prepared(const TokenCase<Model>& c, const TokenWork<Model>& work)
@@ -209,7 +209,7 @@ class Prepared final : public PreparedCase {
 
 // Registers each case with the runner (case_runner.h), its work from the family's `work`; returns
 // their benchmarks.
-template <typename Model>
+template <TokenModel Model>
 std::vector<benchmark::internal::Benchmark*> register_token_cases(const std::vector<TokenCase<Model>>& cases,
                                                                   const TokenWork<Model>& work) {
   std::vector<benchmark::internal::Benchmark*> registered;

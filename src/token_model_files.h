@@ -14,6 +14,7 @@
 #include "condbench/error.h"
 #include "condbench/family.h"
 #include "condbench/model.h"
+#include "condbench/token_strategy.h"  // TokenModel
 #include "torch_save_reader.h"
 
 namespace condbench {
@@ -21,7 +22,7 @@ namespace condbench {
 // The model a state_dict holds, from what `read` makes of its file given the check of its headers:
 // `given` with the sizes its shapes hold, its keys and shapes checked as a family's are
 // (check_parameters) before any data is read, both by `contract`, the family `family`'s.
-template <typename Model, typename Read>
+template <TokenModel Model, typename Read>
 Model token_model_from(const StateDictContractOf<typename Model::Config>& contract, const std::string& family,
                        const std::string& path, const typename Model::Config& given, Read&& read) {
   Model model;

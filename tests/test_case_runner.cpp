@@ -170,12 +170,15 @@ struct ToyConfig {
   std::vector<std::pair<std::string, std::string>> name_axes() const {
     return {{"model", "toy"}, {"vocab", std::to_string(vocab)}, {"blocks", "1"}};
   }
+  void validate() const {}
 };
 struct ToyModel {
   using Config = ToyConfig;
   ToyConfig config;
+  FlatParameters params;
   float confidence = 0.5f;
 };
+static_assert(TokenModel<ToyModel> && TokenModel<DecoderModel>);
 using ToyInfo = TokenStrategyInfo<ToyModel>;
 
 class ToyStrategy final : public TokenStrategy<ToyModel> {
@@ -185,8 +188,10 @@ class ToyStrategy final : public TokenStrategy<ToyModel> {
 
  protected:
   void do_prepare(const ToyModel& model, int64_t /*batch*/) override { confidence_ = model.confidence; }
-  void do_start(const at::Tensor& /*prompt*/) override {}
+  void do_start(const at::Tensor& prompt) override { expected_ = prompt.select(1, prompt.size(1) - 1).clone(); }
   const TokenOutput& do_step(const at::Tensor& input, const std::vector<float>& thresholds, int /*position*/) override {
+    // the case chains each step to the last one's tokens, from the prompt's last
+    if (!input.equal(expected_)) ++chain_breaks;
     const int exit = math::exit_fires(confidence_, thresholds.at(0)) ? 1 : 2;
     const int64_t rows = input.size(0);
     out_.exit_id = at::full({rows}, exit, at::kInt);
@@ -195,12 +200,17 @@ class ToyStrategy final : public TokenStrategy<ToyModel> {
     record().host_syncs = 1;
     record().layers_run = static_cast<double>(rows * exit);
     record().heads_run = static_cast<double>(rows * exit);
+    expected_ = out_.token;
     return out_;
   }
+
+ public:
+  static inline int chain_breaks = 0;
 
  private:
   float confidence_ = 0;
   TokenOutput out_;
+  at::Tensor expected_;
 };
 
 const ToyModel& toy_model(const ToyConfig& /*config*/) {
@@ -236,7 +246,7 @@ TEST(TokenFamily, ItsCasesRunOnTheOneRunnerWithEachTokensCountersAndExitShares) 
   std::vector<TokenCase<ToyModel>> cases;
   for (int exit : {1, 2}) cases.push_back({&info, ToyConfig{}, 2, Scenario::forced(exit)});
   for (benchmark::internal::Benchmark* b : register_token_cases(cases, {&toy_model, &toy_thresholds, &toy_prompts}))
-    b->Iterations(7);  // two sequences and a third begun: restarted outside the timed region
+    b->Iterations(7)->Repetitions(2);  // two sequences and a third begun; made again, warmed, for the second
   Collector ran;
   benchmark::RunSpecifiedBenchmarks(&ran, "^early_exit/cpu/torch/toy_host/");
   release_prepared_case();
@@ -245,15 +255,18 @@ TEST(TokenFamily, ItsCasesRunOnTheOneRunnerWithEachTokensCountersAndExitShares) 
         "early_exit/cpu/torch/toy_host/exit:" + std::to_string(exit) + "/batch:2/model:toy/vocab:7/blocks:1";
     ASSERT_EQ(ran.results.count(name), 1U) << name;
     const Collector::Result& r = ran.results.at(name);
-    const std::vector<double> depth{static_cast<double>(exit)};
+    const std::vector<double> depth(2, static_cast<double>(exit));
     EXPECT_EQ(r.error, "") << name;
-    EXPECT_EQ(r.counters.at("exit_" + std::to_string(exit)), std::vector<double>{1.0}) << name;
-    EXPECT_EQ(r.counters.at("exit_" + std::to_string(3 - exit)), std::vector<double>{0.0}) << name;
+    EXPECT_EQ(r.repetitions, 2) << name;
+    EXPECT_EQ(r.counters.at("exit_" + std::to_string(exit)), std::vector<double>(2, 1.0)) << name;
+    EXPECT_EQ(r.counters.at("exit_" + std::to_string(3 - exit)), std::vector<double>(2, 0.0)) << name;
     EXPECT_EQ(r.counters.at("exit_mean"), depth) << name;
-    EXPECT_EQ(r.counters.at("layers_run"), depth) << name;                     // per row's token
-    EXPECT_EQ(r.counters.at("host_syncs"), std::vector<double>{1.0}) << name;  // per token
-    EXPECT_EQ(r.counters.count("sequence"), 1U) << name;
+    EXPECT_EQ(r.counters.at("layers_run"), depth) << name;                        // per row's token
+    EXPECT_EQ(r.counters.at("host_syncs"), std::vector<double>(2, 1.0)) << name;  // per token
+    ASSERT_EQ(r.counters.at("sequence").size(), 2U) << name;
+    EXPECT_LT(r.counters.at("sequence")[0], r.counters.at("sequence")[1]) << name;
   }
+  EXPECT_EQ(ToyStrategy::chain_breaks, 0);
 }
 
 }  // namespace

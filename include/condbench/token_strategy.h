@@ -10,27 +10,46 @@
 //                               "every layer for every row; the rows that left frozen with where");
 //
 // What a strategy can run is declared by it (a static supports(), found by the macro).
-//
-// A family's Model holds its weights and `config`, of type Model::Config, which says `context` (the
-// positions a sequence may fill) and `step_position(t)` (the position of step t, after the prompt).
 #include <ATen/core/Tensor.h>
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "condbench/aten_calls.h"
 #include "condbench/counters.h"
 #include "condbench/error.h"
-#include "condbench/strategy.h"  // Unsupported
+#include "condbench/parameters.h"  // FlatParameters
+#include "condbench/strategy.h"    // Unsupported
 #include "condbench/strategy_registry.h"
 
 namespace condbench {
 
-template <typename Model>
+// What a family timed per token gives the harness (the strategy base, token_case.h's case and
+// token_model_files.h's readers): its weights in its contract's parameter order, and its config,
+// which says its sizes by name (the vocabulary, the positions a sequence may fill, the prompt's
+// tokens and those a sequence generates), its exits, the position of step t, its benchmark-name
+// axes, and validate(), which throws condbench::Error naming what is out of range.
+template <typename M>
+concept TokenModel = std::copyable<typename M::Config> && requires(const M& model, const typename M::Config& c) {
+  { model.config } -> std::convertible_to<typename M::Config>;
+  { model.params } -> std::convertible_to<FlatParameters>;
+  { c.vocab } -> std::convertible_to<int>;
+  { c.context } -> std::convertible_to<int>;
+  { c.prompt } -> std::convertible_to<int>;
+  { c.generate } -> std::convertible_to<int>;
+  { c.num_exits() } -> std::same_as<int>;
+  { c.step_position(0) } -> std::same_as<int>;
+  { c.name_axes() } -> std::same_as<std::vector<std::pair<std::string, std::string>>>;
+  c.validate();
+};
+
+template <TokenModel Model>
 struct TokenStrategyInfo;
 
 // One step's result on the strategy's device, for every row: the next token int64 [batch], the
@@ -44,7 +63,7 @@ struct TokenOutput {
 
 // What one step did, as the strategy records it (TokenCounters, condbench/counters.h): per step,
 // all rows together.
-template <typename Model>
+template <TokenModel Model>
 class TokenStrategy {
  public:
   using Config = typename Model::Config;
@@ -81,6 +100,7 @@ class TokenStrategy {
   // One generated token per row at the next position: input int64 [batch] on device() (the
   // prompt's last token at step 0, then the previous step's tokens, or anything a test forces);
   // thresholds: one per exit before the final one, on the host. Returns with the work enqueued.
+  // (Its refusals say "decode step", the decoder's words, which its tests read.)
   const TokenOutput& step(const at::Tensor& input, const std::vector<float>& thresholds) {
     if (!started_) fail("a decode step before start(): no sequence to continue");
     if (position_ >= config_.context)
@@ -139,7 +159,7 @@ class TokenStrategy {
 };
 
 // A token strategy in the registry: of its family's Model, which StrategyRegistry::of tells apart.
-template <typename Model>
+template <TokenModel Model>
 struct TokenStrategyInfo : StrategyEntry {
   static constexpr TimedUnit kUnit = TimedUnit::token;
   TokenStrategyInfo() { unit = kUnit; }
