@@ -1,6 +1,6 @@
 #pragma once
 // The one runner of every timed case (docs/design.md §4). A case kind — a family's inference
-// (benchmark_case.cpp), the decoder's generated token (decoder_case.cpp) — says how a case is made
+// (benchmark_case.cpp), a generated token (token_case.h: the decoder's) — says how a case is made
 // ready and what one timed unit is; the runner owns the rest, once for every kind: the skip
 // reasons, the prepared-case cache, NotRunnable remembered across repetitions, the test slowdown,
 // the order counters (sequence, round), the GPU time of every CUDA case (gpu_us, gpu_span_us),

@@ -1,14 +1,16 @@
 #pragma once
 // The one registry of strategies (docs/design.md §2), whatever their timed unit: a family's
-// inference (condbench/strategy.h) or a decoder's generated token (condbench/decoder/strategy.h).
+// inference (condbench/strategy.h) or a generated token (condbench/token_strategy.h: the decoder's).
 // A strategy is one file that defines its class and registers it in one line:
 //
 //   CONDBENCH_REGISTER_STRATEGY(FusedCpu, "fused", Engine::native, Device::cpu,
 //                               "the whole early-exit forward in one hand-written loop nest: the CPU floor");
 //
-// Its base class says which kind of entry it makes (Strategy::Info, DecoderStrategy::Info), so the
-// one macro serves both units. An entry is keyed by (unit, device, engine, name): a decoder's
-// cpu/torch/masked and a family's are two strategies of one name, each registered once. The last
+// Its base class says which kind of entry it makes (Strategy::Info, TokenStrategy<Model>::Info), so
+// the one macro serves both units. An entry is keyed by (unit, device, engine, name): a decoder's
+// cpu/torch/masked and a family's are two strategies of one name, each registered once; the
+// result file's context key says the unit, not the family (strategy_context_key), so two families
+// timed per token could not both have one: the registry aborts at start on the second. The last
 // argument is what --list says of the strategy: one line, at most 90 characters (checked when it
 // compiles). Torch-free: the kinds' own headers hold what a strategy of their unit runs on.
 #include <functional>
@@ -40,7 +42,7 @@ struct StrategyEntry {
   StrategyEntry(const StrategyEntry&) = default;
   StrategyEntry& operator=(const StrategyEntry&) = default;
 
-  std::string key() const;  // "cpu/torch/eager_host": the name's labels; the unit says whose
+  std::string key() const;  // "cpu/torch/eager_host": the name's labels; the unit says which kind
   // Whether --strategy's `text` names it: by its name ("fused", on every device and engine that has
   // one) or by its key ("cpu/native/fused", what --list prints).
   bool answers_to(const std::string& text) const { return text == name || text == key(); }
