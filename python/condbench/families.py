@@ -32,10 +32,6 @@ class EarlyExitMLP(EarlyExitModel):
     def block(self, k: int, h: torch.Tensor) -> torch.Tensor:
         return torch.relu(self.backbone[k](h))
 
-    def head(self, k: int) -> nn.Module:
-        """Exit head k+1 for k < blocks, else the final head."""
-        return getattr(self, f"exit{k + 1}") if k < self.blocks else self.final
-
 
 class EncoderHead(nn.Module):
     """A transformer exit head: LayerNorm then a Linear, on token 0 of each row."""
@@ -71,10 +67,6 @@ class EarlyExitEncoder(EarlyExitModel):
     def block(self, k: int, h: torch.Tensor) -> torch.Tensor:
         out: torch.Tensor = self.layers[k](h)
         return out
-
-    def head(self, k: int) -> nn.Module:
-        """Exit head k+1 for k < blocks, else the final head."""
-        return getattr(self, f"exit{k + 1}") if k < self.blocks else self.final
 
 
 # The model families condbench knows, by the name condbench's descriptors give them

@@ -20,8 +20,8 @@ from .rules import max_softmax
 
 
 class EarlyExitModel(nn.Module):
-    """The view's interface; a family's twin defines blocks, num_classes, row_shape, block, head and
-    final, and takes the default score."""
+    """The view's interface; a family's twin defines blocks, num_classes, row_shape, block, its exit
+    heads exit1.. and final, and takes the default head(k) and score."""
 
     blocks: int
     num_classes: int
@@ -37,7 +37,9 @@ class EarlyExitModel(nn.Module):
         raise NotImplementedError
 
     def head(self, k: int) -> nn.Module:
-        raise NotImplementedError
+        """Exit head k+1 for k < blocks, else the final head: exit{k+1} and final, as the twins name them."""
+        head: nn.Module = getattr(self, f"exit{k + 1}") if k < self.blocks else self.final
+        return head
 
     def confidence(self, logits: torch.Tensor) -> torch.Tensor:
         return max_softmax(logits)
