@@ -10,7 +10,6 @@ import argparse
 import contextlib
 import os
 import signal
-import stat
 import sys
 from types import FrameType
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, NoReturn, Sequence, cast, overload
@@ -19,6 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .regular_file import not_replaceable
 from .rules import RULES, broken_relation, broken_size, exit_fires, max_softmax, module_floats, over_memory_budget
 
 
@@ -161,12 +161,9 @@ def save_whole(state_dict: Mapping[str, torch.Tensor], path: str) -> None:
     output_file.h): written beside it under a name of its own, flushed to disk, renamed into place; a
     write that fails (a full disk, a file-size limit) or a stop (SIGTERM, SIGINT, SIGHUP) leaves the
     file that was there as it was, and no temporary."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and not stat.S_ISREG(mode):
-        fail(f"'{path}' is not a regular file (a link, a folder, a FIFO or a device), which it never replaces")
+    what = not_replaceable(path)
+    if what is not None:
+        fail(f"'{path}' is {what}, which it never replaces")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         fail(f"'{path}': its folder '{folder}' does not exist")

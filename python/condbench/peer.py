@@ -33,6 +33,7 @@ from .answer_budget import spend_answer_budget
 from .deployed import WORKAROUND_DOC, Thresholds
 from .families import load_model
 from .peer_result import NOTES_CONTEXT, Document
+from .regular_file import not_replaceable
 from .rounds import Rounds, run_variant, walking, with_iterations
 from .rules import PEAK_MEMORY_CONTEXT, exit_fires, peak_resident_memory
 from .variants import VARIANTS, Case, VariantFn, cudagraph_skips, variants, workarounds
@@ -232,15 +233,9 @@ def check_output(path: str, inputs: Sequence[tuple[str, str] | tuple[str, str, b
     """condbench's output policy (include/condbench/output_file.h) for the peer's --out, before
     anything runs: absent or a regular file (never a link, FIFO, device or socket), in a folder that
     exists, not one of the inputs, nor inside an input folder (a model file's compiled folder)."""
-    import stat
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and not stat.S_ISREG(mode):
-        kind = ("a symbolic link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else
-                "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device")
-        fail(f"--out: '{path}' is {kind}; the peer writes only regular files and never replaces {kind}")
+    what = not_replaceable(path)
+    if what is not None:
+        fail(f"--out: '{path}' is {what}; the peer writes only regular files and never replaces {what}")
     if not os.path.basename(path):
         fail(f"--out: '{path}' names a folder; name a file")
     folder = os.path.dirname(os.path.abspath(path))

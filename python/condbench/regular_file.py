@@ -32,6 +32,19 @@ def open_regular(path: str, mode: str = "rb", **options: Any) -> IO[Any]:
         raise
 
 
+def not_replaceable(path: str) -> str | None:
+    """What `path` is where a writer must not replace it ("a symbolic link", "a folder", "a FIFO", "a
+    socket", "a device"), or None where it is absent or a regular file: condbench's output policy
+    (include/condbench/output_file.h)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return "a symbolic link" if stat.S_ISLNK(mode) else kind(mode)
+
+
 def require_regular(path: str) -> None:
     """Raises NotRegularFile where `path` exists and is not a regular file (before torch.load, say,
     which opens it itself)."""

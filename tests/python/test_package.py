@@ -318,6 +318,24 @@ class Bounded(unittest.TestCase):
                 self.assertIn(said, one_line_exit_2(self, decoder.main))
         self.assertEqual(os.listdir(self.dir.name), [])
 
+    def test_decoder_save_never_replaces_what_is_not_a_regular_file(self):
+        from unittest import mock
+
+        from condbench import decoder
+        precious = os.path.join(self.dir.name, "precious.pt")
+        with open(precious, "wb") as f:
+            f.write(b"precious")
+        link, fifo = os.path.join(self.dir.name, "link.pt"), os.path.join(self.dir.name, "fifo.pt")
+        os.symlink(precious, link)
+        os.mkfifo(fifo)
+        for path, said in [(link, "is a symbolic link, which it never replaces"),
+                           (fifo, "is a FIFO, which it never replaces"),
+                           (self.dir.name, "is a folder, which it never replaces")]:
+            with self.subTest(path=path), mock.patch.object(sys, "argv", ["decoder", "save", path, "--layers", "4"]):
+                self.assertIn(said, one_line_exit_2(self, decoder.main))
+        with open(precious, "rb") as f:
+            self.assertEqual(f.read(), b"precious")
+
     def test_decoder_save_over_the_budget_allocates_nothing(self):
         # under 6 GiB of address space: before #59 it asked torch for 57 GiB and died of a traceback
         saved = subprocess.run(["/bin/sh", "-c", f'ulimit -v {6 << 20} && exec "$@"', "limited", sys.executable, "-m",
