@@ -107,14 +107,30 @@ def static_masked_step_tensors(model: decoder.Decoder, heads: int, places: Seque
                                                       seen, heads), thresholds, places)
 
 
+# By thresholds and device: the thresholds as a tensor, and each position's (at, seen): where the
+# step writes (the position, or a one-hot row) and the positions it reads.
+StepTable = tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]
+StepTables = dict[tuple[tuple[float, ...], torch.device], StepTable]
+
+
+def step_table(tables: StepTables, thresholds: Sequence[float], device: torch.device, context: int,
+               at: Callable[[torch.Tensor, int], torch.Tensor]) -> StepTable:
+    """`tables`' entry for the thresholds and device, made at its first step (outside the timed region)."""
+    key = (tuple(thresholds), device)
+    if key not in tables:
+        positions = torch.arange(context, device=device)
+        tables[key] = (torch.tensor(thresholds, device=device),
+                       [(at(positions, p), positions <= p) for p in range(context)])
+    return tables[key]
+
+
 class StaticStep:
     """A Generator step over its own cache as a static cache: the buffers marked static for dynamo
     (torch._dynamo.mark_static_address, as Hugging Face's StaticCache does) and the step compiled
     with mode="reduce-overhead", each token a new cudagraph-trees step. One compile per cache."""
 
     fns: "dict[int, Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]]"  # by the cache's first buffer
-    # by thresholds and device: the thresholds as a tensor, and each position's (position, seen)
-    tables: "dict[tuple[tuple[float, ...], torch.device], tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]]"
+    tables: StepTables  # at: the position
 
     def __init__(self) -> None:
         variants.allow_recompiles()
@@ -130,13 +146,8 @@ class StaticStep:
                 torch._dynamo.mark_static_address(b)
             self.fns[key] = torch.compile(functools.partial(static_masked_step_tensors, model, heads, places),
                                           mode=variants.REDUCE_OVERHEAD, dynamic=False)
-        table = (tuple(thresholds), flat[0].device)
-        if table not in self.tables:
-            context, device = flat[0].shape[2], flat[0].device
-            positions = torch.arange(context, device=device)
-            self.tables[table] = (torch.tensor(thresholds, device=device),
-                                  [(torch.tensor([p], device=device), positions <= p) for p in range(context)])
-        limits, rows = self.tables[table]
+        limits, rows = step_table(self.tables, thresholds, flat[0].device, flat[0].shape[2],
+                                  lambda positions, p: positions[p:p + 1].clone())
         at, seen = rows[position]
         # the last token's outputs are read: a new step (torch's cudagraph_mark_step_begin has no types)
         torch.compiler.cudagraph_mark_step_begin()  # type: ignore[no-untyped-call]
@@ -150,8 +161,7 @@ class FixedStep:
     the thresholds as a tensor are made once, outside the timed region."""
 
     fn: "Callable[..., tuple[torch.Tensor, ...]] | None"  # the step, made at the first call
-    # by thresholds and device: the thresholds as a tensor, and each position's (at, seen)
-    tables: "dict[tuple[tuple[float, ...], torch.device], tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]]"
+    tables: StepTables  # at: a one-hot row
 
     def __init__(self, body: StepBody, compiled: bool) -> None:
         self.body, self.compiled = body, compiled
@@ -164,13 +174,8 @@ class FixedStep:
         if self.fn is None:
             fn = functools.partial(self.body, model, heads, places)
             self.fn = torch.compile(fn, dynamic=False) if self.compiled else fn
-        key = (tuple(thresholds), cache[0][0].device)
-        if key not in self.tables:
-            context, device = cache[0][0].shape[2], cache[0][0].device
-            positions = torch.arange(context, device=device)
-            self.tables[key] = (torch.tensor(thresholds, device=device),
-                                [(positions == p, positions <= p) for p in range(context)])
-        limits, rows = self.tables[key]
+        limits, rows = step_table(self.tables, thresholds, cache[0][0].device, cache[0][0].shape[2],
+                                  lambda positions, p: positions == p)
         at, seen = rows[position]
         flat = [b[0] for pair in cache for b in pair]
         token, exit_id, logits, *flat = self.fn(token, at, seen, limits, *flat)
