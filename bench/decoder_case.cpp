@@ -1,12 +1,16 @@
 #include "decoder_case.h"
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include <map>
 #include <memory>
 #include <string>
 
+#include "condbench/agreement.h"
 #include "condbench/decoder/torch_decoder.h"
+#include "condbench/output_file.h"
+#include "condbench/torch_save_files.h"
 #include "condbench/workload.h"
 
 namespace condbench {
@@ -81,6 +85,34 @@ const std::vector<float>& decoder_thresholds(const DecoderConfig& config, const 
 
 at::Tensor decoder_case_prompts(const DecoderConfig& config, int64_t batch) {
   return at::stack(prompt_sequences(config, batch, kSequences, kPoolSeed + 1));
+}
+
+nlohmann::json export_decoder_model(const DecoderConfig& config, const std::set<Scenario>& scenarios,
+                                    const std::filesystem::path& folder) {
+  const DecoderModel& model = decoder_model(config);
+  const std::vector<ParameterSpec> specs = decoder_parameters(config);
+  StateDict state_dict;
+  for (size_t i = 0; i < specs.size(); ++i)
+    state_dict.emplace_back(
+        specs[i].name, at::from_blob(const_cast<float*>(model.params[i].data()), specs[i].shape, at::kFloat).clone());
+  save_state_dict_file(state_dict, (folder / "weights.pt").string());
+  throw_if_interrupted();
+  save_tensor_file(decoder_case_prompts(config, 1).select(1, 0).contiguous(), (folder / "prompts.pt").string());
+  throw_if_interrupted();
+  nlohmann::json meta;
+  nlohmann::json& described = meta["config"];
+  described["family"] = kDecoderFamily;
+  for (const FamilyAxis& axis : decoder_family().axes()) described[axis.key] = config.size(axis.key);
+  described["num_exits"] = config.num_exits();
+  meta["name_axes"] = config.name_axes();
+  meta["tag"] = config.tag();
+  meta["step_tag"] = config.step_tag();  // what its AOTInductor packages are named by
+  meta["weight_seed"] = kDefaultWeightSeed;
+  // When the peer's decode loops agree with the module's decoding: condbench-infer's rule, as data.
+  meta["agreement"]["relative_tolerance"] = kAgreementRelativeTolerance;
+  meta["agreement"]["tie_margin"] = kTieMargin;
+  for (const Scenario& scenario : scenarios) meta["thresholds"][scenario.str()] = decoder_thresholds(config, scenario);
+  return meta;
 }
 
 }  // namespace condbench

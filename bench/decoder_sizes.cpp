@@ -27,8 +27,9 @@ std::vector<std::string> apply_decoder_sizes(const std::string& sizes, DecoderCo
   return given;
 }
 
-std::vector<DecoderConfig> decoder_configs(bool full, const std::string& sizes,
-                                           const std::map<std::string, std::string>& flags) {
+std::vector<DecoderConfig> decoder_configs(const std::map<std::string, std::string>& flags, bool full) {
+  const auto old_spelling = flags.find("--decoder");
+  const std::string sizes = old_spelling != flags.end() ? old_spelling->second : "";
   std::vector<DecoderConfig> configs = {DecoderConfig{}};
   if (full)
     for (const DecoderConfig& extra : decoder_family().full_extras()) configs.push_back(extra);

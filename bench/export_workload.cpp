@@ -121,111 +121,72 @@ class ExportDir {
 
 }  // namespace
 
-std::vector<std::string> export_decoder_workloads(const std::vector<DecoderCase>& cases, const std::string& dir) {
-  std::map<std::string, std::pair<DecoderConfig, std::set<Scenario>>> models;  // describe() -> (config, scenarios)
-  for (const DecoderCase& c : cases) {
-    auto& entry = models[c.config.describe()];
-    entry.first = c.config;
-    entry.second.insert(c.scenario);
-  }
+std::vector<std::string> export_models(const std::vector<ExportedModel>& models, const std::string& dir) {
   std::vector<std::string> written;
   ExportDir export_dir(dir);
-  for (const auto& [key, entry] : models) {
-    const DecoderConfig& config = entry.first;
-    const std::string name = config.tag();
-    export_folder(dir, name, [&](const fs::path& in) {
-      const DecoderModel& model = decoder_model(config);
-      const std::vector<ParameterSpec> specs = decoder_parameters(config);
-      StateDict state_dict;
-      for (size_t i = 0; i < specs.size(); ++i)
-        state_dict.emplace_back(
-            specs[i].name,
-            at::from_blob(const_cast<float*>(model.params[i].data()), specs[i].shape, at::kFloat).clone());
-      save_state_dict_file(state_dict, (in / "weights.pt").string());
-      throw_if_interrupted();
-      save_tensor_file(decoder_case_prompts(config, 1).select(1, 0).contiguous(), (in / "prompts.pt").string());
-      throw_if_interrupted();
-      nlohmann::json meta;
-      nlohmann::json& described = meta["config"];
-      described["family"] = kDecoderFamily;
-      for (const FamilyAxis& axis : decoder_family().axes()) described[axis.key] = config.size(axis.key);
-      described["num_exits"] = config.num_exits();
-      meta["name_axes"] = config.name_axes();
-      meta["tag"] = name;
-      meta["step_tag"] = config.step_tag();  // what its AOTInductor packages are named by
-      meta["weight_seed"] = kDefaultWeightSeed;
-      // When the peer's decode loops agree with the module's decoding: condbench-infer's rule, as data.
-      meta["agreement"]["relative_tolerance"] = kAgreementRelativeTolerance;
-      meta["agreement"]["tie_margin"] = kTieMargin;
-      for (const Scenario& scenario : entry.second)
-        meta["thresholds"][scenario.str()] = decoder_thresholds(config, scenario);
-      write_json(in / "workload.json", meta);
-    });
-    written.push_back((fs::path(dir) / name).string());
+  for (const ExportedModel& model : models) {
+    export_folder(dir, model.name, [&](const fs::path& in) { write_json(in / "workload.json", model.write(in)); });
+    written.push_back((fs::path(dir) / model.name).string());
   }
   export_dir.done();
   return written;
 }
 
-std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& cases, const std::string& dir) {
+std::vector<ExportedModel> exported_models(const std::vector<BenchmarkCase>& cases) {
   std::map<std::string, std::pair<ModelSource, std::set<Scenario>>> models;  // key -> (source, scenarios)
   for (const BenchmarkCase& c : cases) {
     auto& entry = models[c.source.key()];
     entry.first = c.source;
     entry.second.insert(c.scenario);
   }
-  std::vector<std::string> written;
-  ExportDir export_dir(dir);
+  std::vector<ExportedModel> out;
   for (const auto& [key, entry] : models) {
     const auto workload = shared_workload(entry.first, 1);
     const ModelConfig& config = workload->config();
-    const std::string name = config.tag();
-    export_folder(dir, name, [&](const fs::path& in) {
-      // A model file's weights are its module's: the peer loads the module from its folder (model_file.py).
-      const std::string module_folder = config.family->module_folder();
-      if (config.family->state_dict())
-        save_state_dict_file(workload->model()->state_dict(), (in / "weights.pt").string());
-      throw_if_interrupted();
-      save_tensor_file(workload->pool(), (in / "pool.pt").string());
-      throw_if_interrupted();
-      nlohmann::json meta;
-      // The model for the peer (python/condbench): its family, every size, and the benchmark-name axes
-      // its results carry.
-      nlohmann::json& described = meta["config"];
-      described["family"] = config.family->name();
-      for (const FamilyAxis& axis : config.family->axes()) described[axis.key] = config.size(axis.key);
-      described["num_classes"] = config.num_classes;
-      described["blocks"] = config.blocks;
-      meta["name_axes"] = config.name_axes();
-      // Where condbench.aoti puts this model's packages and condbench finds them: the sizes in the
-      // family's order, which the config object above (its keys sorted) does not keep.
-      meta["tag"] = name;
-      meta["pool_rows"] = workload->pool().size(0);
-      if (!module_folder.empty()) {
-        meta["model_file"] = fs::absolute(module_folder).string();
-        // When the peer's variants agree with the module on its reference rows: condbench's rule, as data.
-        meta["agreement"]["absolute_tolerance"] = kModelFileAgreement.absolute_tolerance;
-        meta["agreement"]["relative_tolerance"] = kModelFileAgreement.relative_tolerance;
-        meta["agreement"]["tie_margin"] = kModelFileAgreement.tie_margin;
-      } else if (entry.first.weights_path.empty())
-        meta["weight_seed"] = entry.first.seed;
-      else
-        meta["weights_file"] = entry.first.weights_path;
-      // The rows condbench visits one at a time, in its order and as many as it walks (walked_batches):
-      // the peer walks exactly these.
-      for (const Scenario& scenario : entry.second) {
-        meta["thresholds"][scenario.str()] = workload->thresholds(scenario);
-        std::vector<int64_t> walk = workload->walk_order(scenario);
-        walk.resize(walked_batches(config, 1, walk.size()));
-        meta["walk"][scenario.str()] = walk;
-      }
-      write_json(in / "workload.json", meta);
-    });
-    const fs::path out = fs::path(dir) / name;
-    written.push_back(out.string());
+    out.push_back(
+        {config.tag(), [workload, config, source = entry.first, scenarios = entry.second](const fs::path& in) {
+           // A model file's weights are its module's: the peer loads the module from its folder (model_file.py).
+           const std::string module_folder = config.family->module_folder();
+           if (config.family->state_dict())
+             save_state_dict_file(workload->model()->state_dict(), (in / "weights.pt").string());
+           throw_if_interrupted();
+           save_tensor_file(workload->pool(), (in / "pool.pt").string());
+           throw_if_interrupted();
+           nlohmann::json meta;
+           // The model for the peer (python/condbench): its family, every size, and the benchmark-name axes
+           // its results carry.
+           nlohmann::json& described = meta["config"];
+           described["family"] = config.family->name();
+           for (const FamilyAxis& axis : config.family->axes()) described[axis.key] = config.size(axis.key);
+           described["num_classes"] = config.num_classes;
+           described["blocks"] = config.blocks;
+           meta["name_axes"] = config.name_axes();
+           // Where condbench.aoti puts this model's packages and condbench finds them: the sizes in the
+           // family's order, which the config object above (its keys sorted) does not keep.
+           meta["tag"] = config.tag();
+           meta["pool_rows"] = workload->pool().size(0);
+           if (!module_folder.empty()) {
+             meta["model_file"] = fs::absolute(module_folder).string();
+             // When the peer's variants agree with the module on its reference rows: condbench's rule, as data.
+             meta["agreement"]["absolute_tolerance"] = kModelFileAgreement.absolute_tolerance;
+             meta["agreement"]["relative_tolerance"] = kModelFileAgreement.relative_tolerance;
+             meta["agreement"]["tie_margin"] = kModelFileAgreement.tie_margin;
+           } else if (source.weights_path.empty())
+             meta["weight_seed"] = source.seed;
+           else
+             meta["weights_file"] = source.weights_path;
+           // The rows condbench visits one at a time, in its order and as many as it walks (walked_batches):
+           // the peer walks exactly these.
+           for (const Scenario& scenario : scenarios) {
+             meta["thresholds"][scenario.str()] = workload->thresholds(scenario);
+             std::vector<int64_t> walk = workload->walk_order(scenario);
+             walk.resize(walked_batches(config, 1, walk.size()));
+             meta["walk"][scenario.str()] = walk;
+           }
+           return meta;
+         }});
   }
-  export_dir.done();
-  return written;
+  return out;
 }
 
 }  // namespace condbench

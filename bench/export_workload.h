@@ -7,15 +7,16 @@
 #include <vector>
 
 #include "benchmark_case.h"
-#include "decoder_case.h"
+#include "token_models.h"
 
 namespace condbench {
 
-// One subdirectory per model ("h64-b3"; a transformer "t256-a4-f1024-s32-b6"). Returns the directories written.
-std::vector<std::string> export_workloads(const std::vector<BenchmarkCase>& cases, const std::string& dir);
-// The decoder's (docs/design.md §8), one subdirectory per decoder model ("decoder-vocab512-..."):
-// weights.pt, prompts.pt (the prompts a batch-1 case walks, int64 [sequences, prompt]) and
-// workload.json (family "decoder", every size, the name axes and every scenario's thresholds).
-std::vector<std::string> export_decoder_workloads(const std::vector<DecoderCase>& cases, const std::string& dir);
+// One folder per model the cases run ("h64-b3"; a transformer "t256-a4-f1024-s32-b6"): its weights,
+// its input pool and every scenario's thresholds. A family timed per token gives its own
+// (TokenModels::exported).
+std::vector<ExportedModel> exported_models(const std::vector<BenchmarkCase>& cases);
+// Writes each model's folder under `dir`, whole or not at all (a failed export leaves nothing it
+// made); returns the folders written.
+std::vector<std::string> export_models(const std::vector<ExportedModel>& models, const std::string& dir);
 
 }  // namespace condbench

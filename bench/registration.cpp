@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -212,7 +213,7 @@ std::vector<ModelSelection> select_models(const std::map<std::string, std::strin
   std::vector<ModelSelection> models;
   for (const Family* each : selected) {
     const ModelFamily* family = each->per_inference();
-    if (family == nullptr) continue;  // the decoder's models: decoder_configs
+    if (family == nullptr) continue;  // a family timed per token: its TokenModels
     auto values = [&](const std::string& flag, int hi, std::vector<int> otherwise) {
       if (!given(flag)) return otherwise;
       std::vector<int> parsed;
@@ -254,9 +255,7 @@ void require_memory_budget(const RunnerOptions& options) {
       Workload::add_pool_need(need, batch, m.config.row_elements(), m.config.family->integer_input());
       need.require("--batch " + std::to_string(batch) + " of " + m.config.describe());
     }
-  for (const DecoderConfig& c : options.decoders)
-    for (const int64_t batch : options.decoder_batches)
-      c.memory_need(batch).require("--batch " + std::to_string(batch) + " of the decoder " + c.describe());
+  for (const auto& models : options.token_models) models->require_memory();
 }
 
 }  // namespace
@@ -415,19 +414,19 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     if (given("--blocks") && !any_per_inference(selected))
       fail("--blocks: sets a family's depth, and none is selected (the decoder's is --layers and --exit-every)");
     options.models = select_models(flags, options.full, selected);
-    if (contains(selected, &decoder_family())) {
-      options.decoders = decoder_configs(options.full, given("--decoder") ? flags.at("--decoder") : "", flags);
-      options.decoder_batches =
-          given("--batch") ? cli::parse_batches(flags.at("--batch")) : decoder_family().runs_batches(options.full);
-    }
+    for (const Family* family : selected)
+      if (family->unit() == TimedUnit::token)
+        options.token_models.push_back(token_family(*family).select(flags, options.full));
   }
   if (model_file && !model_file_alone) options.models.push_back(*model_file);
-  if (given("--decoder") && options.decoders.empty()) fail("--decoder: --model does not select the decoder");
+  if (given("--decoder") && std::none_of(options.token_models.begin(), options.token_models.end(),
+                                         [](const auto& m) { return &m->family() == &decoder_family(); }))
+    fail("--decoder: --model does not select the decoder");
   require_memory_budget(options);
   if (given("--scenario")) {
     int deepest = 0;
     for (const ModelSelection& m : options.models) deepest = std::max(deepest, m.config.blocks);
-    for (const DecoderConfig& c : options.decoders) deepest = std::max(deepest, c.num_exits() - 1);
+    for (const auto& models : options.token_models) deepest = std::max(deepest, models->deepest());
     for (const std::string& text : cli::split_list("--scenario", flags.at("--scenario"))) {
       const Scenario scenario = Scenario::parse(text);
       if (!scenario.fits(deepest))
@@ -467,34 +466,33 @@ std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
           if (wanted(info)) cases.push_back({&info, source, source.config, batch, scenario});
       }
   }
-  if (cases.empty() && select_decoder_cases(options).empty())
+  if (cases.empty() && std::all_of(options.token_models.begin(), options.token_models.end(),
+                                   [&](const auto& m) { return m->case_names(options).empty(); }))
     fail("no benchmark matches the flags given (--device, --strategy, --scenario)");
   return cases;
-}
-
-std::vector<DecoderCase> select_decoder_cases(const RunnerOptions& options) {
-  return select_token_cases<DecoderModel>(options.decoders, options.decoder_batches, options.devices,
-                                          options.strategies, options.scenarios);
 }
 
 void print_strategies(const RunnerOptions& options, std::ostream& out) {
   constexpr size_t kKeyWidth = 30;
   const std::string indent(kKeyWidth, ' ');
   // A strategy's line (key, summary), then what it declares and whether it can run here, indented;
-  // the decoder's, timed per token, under their own heading when --model=decoder selects them.
-  bool token_headed = false;
-  for (const auto& entry : StrategyRegistry::instance().all()) {
-    if (entry->unit == TimedUnit::token) {
-      if (options.decoders.empty()) continue;
-      if (!token_headed) out << "\nDecoder strategies (--model=decoder; one token per step):\n";
-      token_headed = true;
-    }
+  // those of a family timed per token under their own heading, when the flags select the family.
+  const auto line = [&](const StrategyEntry* entry) {
     const std::string key = entry->key();
     out << key << std::string(key.size() < kKeyWidth ? kKeyWidth - key.size() : 1, ' ') << entry->summary << "\n";
     std::vector<std::string> traits = entry->declares;
     if (const Unsupported why = cli::device_unavailable(entry->device)) traits.push_back("cannot run here: " + *why);
     for (size_t i = 0; i < traits.size(); ++i) out << (i ? "; " : indent) << traits[i];
     if (!traits.empty()) out << "\n";
+  };
+  for (const auto& entry : StrategyRegistry::instance().all())
+    if (entry->unit == TimedUnit::inference) line(entry.get());
+  for (const auto& models : options.token_models) {
+    std::string name = models->family().name();
+    name.front() = static_cast<char>(std::toupper(static_cast<unsigned char>(name.front())));
+    out << "\n" << name << " strategies (--model=" << models->family().name() << "; one token per step):\n";
+    for (const auto& entry : StrategyRegistry::instance().all())
+      if (models->owns(*entry)) line(entry.get());
   }
   bool headed = false;
   std::set<std::string> said;

@@ -8,7 +8,6 @@
 
 #include "benchmark_case.h"
 #include "condbench/output_file.h"
-#include "decoder_case.h"
 #include "runner_options.h"
 
 namespace condbench {
@@ -36,9 +35,6 @@ void require_devices_present(const RunnerOptions& options);
 std::vector<BenchmarkCase> select_cases(const RunnerOptions& options);
 
 void register_cases(const std::vector<BenchmarkCase>& cases);
-
-// The decoder cases the options select (none where no flag selects the decoder).
-std::vector<DecoderCase> select_decoder_cases(const RunnerOptions& options);
 
 // --list: every registered strategy (device/engine/name) with what it declares, then, for the
 // models and batches the flags select, the cases a strategy cannot run and why.

@@ -155,11 +155,10 @@ int print_help(char* argv0) {
 }
 
 int export_workloads(const RunnerOptions& options) {
-  const std::vector<BenchmarkCase> exported = select_cases(options);
-  if (!exported.empty())
-    for (const std::string& dir : export_workloads(exported, options.export_dir)) std::cout << "wrote " << dir << "\n";
-  for (const std::string& dir : export_decoder_workloads(select_decoder_cases(options), options.export_dir))
-    std::cout << "wrote " << dir << "\n";
+  std::vector<ExportedModel> models = exported_models(select_cases(options));
+  for (const auto& token_models : options.token_models)
+    for (ExportedModel& model : token_models->exported(options)) models.push_back(std::move(model));
+  for (const std::string& dir : export_models(models, options.export_dir)) std::cout << "wrote " << dir << "\n";
   return 0;
 }
 
@@ -195,11 +194,10 @@ std::vector<std::string> register_benchmarks(const RunnerOptions& options, const
       if (noted.insert(key).second) benchmark::AddCustomContext(key, *note);
     }
   for (const BenchmarkCase& c : cases) registered.push_back(c.name());
-  const std::vector<DecoderCase> decoder_cases = select_decoder_cases(options);
-  register_token_cases(decoder_cases, kDecoderWork);
-  for (const DecoderCase& c : decoder_cases) registered.push_back(c.name());
-  for (const DecoderConfig& c : options.decoders)
-    benchmark::AddCustomContext("decoder " + c.describe(), "seeded weights; one iteration is one generated token");
+  for (const auto& models : options.token_models) {
+    models->register_cases(options);
+    for (std::string& name : models->case_names(options)) registered.push_back(std::move(name));
+  }
   // Each model's exit scores on condbench's input pool, before anything runs (shared_workload
   // checks them): a model file whose confidence() leaves (0, 1] there is bad input, one line and
   // exit 2, not an error in each of its benchmarks.

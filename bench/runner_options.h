@@ -4,14 +4,15 @@
 // (context.h) can say what was selected in any tool.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "condbench/config.h"
-#include "condbench/decoder/config.h"
 #include "condbench/nvtx.h"
 #include "condbench/scenario.h"
 #include "condbench/strategy.h"  // Device
+#include "token_models.h"
 
 namespace condbench {
 
@@ -28,10 +29,9 @@ struct RunnerOptions {
   // Default: every family's sweep (ModelFamily's runs: the mlp at hidden 64 and 1024, 3 blocks,
   // batch 1 and 64; the transformer at its default sizes, 6 layers, batch 1 and 8).
   std::vector<ModelSelection> models;
-  // The decoder models (decoder_case.h) and their batches: the default suite's, --model=decoder's or
-  // its size flags'; empty: none.
-  std::vector<DecoderConfig> decoders;
-  std::vector<int64_t> decoder_batches;
+  // The models of each family timed per token (token_models.h) the run selects, with their batches:
+  // the default suite's, --model's or their size flags'.
+  std::vector<std::shared_ptr<const TokenModels>> token_models;
   std::string weights;
   std::map<std::string, int> weights_given;  // with --weights: the sizes the file cannot say, from flags
   nvtx::Level nvtx = nvtx::Level::off;

@@ -4,13 +4,16 @@
 // family's Model (token_strategy.h; the decoder's is decoder_case.h's). What the family gives is
 // its work (TokenWork): the seeded model, a scenario's thresholds and the prompts a case walks.
 #include <ATen/ATen.h>
+#include <nlohmann/json_fwd.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +50,13 @@ struct TokenWork {
   // A scenario's thresholds: forced, or calibrated on the model's full-depth generations.
   const std::vector<float>& (*thresholds)(const Config&, const Scenario&);
   at::Tensor (*prompts)(const Config&, int64_t batch);  // int64 [sequences, batch, prompt]
+  // The models condbench's flags select: the family's default (with --full, its extras too), each
+  // size a flag's values. Throws condbench::Error naming the flag.
+  std::vector<Config> (*configs)(const std::map<std::string, std::string>& flags, bool full) = nullptr;
+  // --export-workload: writes one model's files for the Python peer into `folder` (for the scenarios
+  // its cases run) and returns its workload.json.
+  nlohmann::json (*export_model)(const Config&, const std::set<Scenario>&,
+                                 const std::filesystem::path& folder) = nullptr;
 };
 
 // Every token strategy of Model on `devices` named in `strategies` (empty: all) x config x batch x

@@ -170,6 +170,9 @@ struct ToyConfig {
   std::vector<std::pair<std::string, std::string>> name_axes() const {
     return {{"model", "toy"}, {"vocab", std::to_string(vocab)}, {"blocks", "1"}};
   }
+  std::string describe() const { return "vocab=" + std::to_string(vocab); }
+  std::string tag() const { return "toy-v" + std::to_string(vocab); }
+  MemoryNeed memory_need(int64_t /*rows*/) const { return {}; }
   void validate() const {}
 };
 struct ToyModel {

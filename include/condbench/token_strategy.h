@@ -24,8 +24,9 @@
 #include "condbench/aten_calls.h"
 #include "condbench/counters.h"
 #include "condbench/error.h"
-#include "condbench/parameters.h"  // FlatParameters
-#include "condbench/strategy.h"    // Unsupported
+#include "condbench/memory_budget.h"  // MemoryNeed
+#include "condbench/parameters.h"     // FlatParameters
+#include "condbench/strategy.h"       // Unsupported
 #include "condbench/strategy_registry.h"
 
 namespace condbench {
@@ -34,7 +35,9 @@ namespace condbench {
 // token_model_files.h's readers): its weights in its contract's parameter order, and its config,
 // which says its sizes by name (the vocabulary, the positions a sequence may fill, the prompt's
 // tokens and those a sequence generates), its exits, the position of step t, its benchmark-name
-// axes, and validate(), which throws condbench::Error naming what is out of range.
+// axes, its one-line description and its tag (the name of its folders), what a batch of its rows
+// holds beside the weights (memory_budget.h), and validate(), which throws condbench::Error naming
+// what is out of range.
 template <typename M>
 concept TokenModel = std::copyable<typename M::Config> && requires(const M& model, const typename M::Config& c) {
   { model.config } -> std::convertible_to<typename M::Config>;
@@ -46,6 +49,9 @@ concept TokenModel = std::copyable<typename M::Config> && requires(const M& mode
   { c.num_exits() } -> std::same_as<int>;
   { c.step_position(0) } -> std::same_as<int>;
   { c.name_axes() } -> std::same_as<std::vector<std::pair<std::string, std::string>>>;
+  { c.describe() } -> std::same_as<std::string>;
+  { c.tag() } -> std::same_as<std::string>;
+  { c.memory_need(int64_t{1}) } -> std::same_as<MemoryNeed>;
   c.validate();
 };
 
