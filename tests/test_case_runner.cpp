@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,7 +17,9 @@
 #include "condbench/error.h"
 #include "condbench/exit_math.h"
 #include "condbench/token_strategy.h"
+#include "runner_options.h"
 #include "token_case.h"
+#include "token_models.h"
 
 namespace condbench {
 namespace {
@@ -270,6 +273,42 @@ TEST(TokenFamily, ItsCasesRunOnTheOneRunnerWithEachTokensCountersAndExitShares) 
     EXPECT_LT(r.counters.at("sequence")[0], r.counters.at("sequence")[1]) << name;
   }
   EXPECT_EQ(ToyStrategy::chain_breaks, 0);
+}
+
+// condbench's runner knows a family timed per token only through its entry (token_families.cpp):
+// the decoder's models from its size flags, at --batch's batches, and each model's cases and
+// export folder.
+TEST(TokenFamily, TheRunnerSelectsTheDecodersModelsThroughItsEntryAlone) {
+  const std::shared_ptr<const TokenModels> models =
+      token_family(decoder_family()).select({{"--vocab", "64,128"}, {"--layers", "4"}, {"--batch", "1,2"}}, false);
+  EXPECT_EQ(&models->family(), &decoder_family());
+  EXPECT_EQ(models->deepest(), 1);  // 4 layers, an exit every 2: exits 1 and 2
+  EXPECT_NO_THROW(models->require_memory());
+  RunnerOptions options;
+  options.devices = {Device::cpu};
+  const auto decoders = StrategyRegistry::instance().of<DecoderStrategyInfo>();
+  const auto on_cpu = std::count_if(decoders.begin(), decoders.end(),
+                                    [](const DecoderStrategyInfo& info) { return info.device == Device::cpu; });
+  ASSERT_GT(on_cpu, 0);
+  for (const auto& entry : StrategyRegistry::instance().all())
+    EXPECT_EQ(models->owns(*entry), dynamic_cast<const DecoderStrategyInfo*>(entry.get()) != nullptr) << entry->key();
+  // 2 models x 2 batches x (exit:1, exit:2 and the three mixes) per strategy on the CPU
+  const std::vector<std::string> names = models->case_names(options);
+  EXPECT_EQ(names.size(), static_cast<size_t>(on_cpu) * 2 * 2 * 5);
+  EXPECT_EQ(std::count_if(names.begin(), names.end(),
+                          [](const std::string& n) { return n.find("/batch:2/model:decoder/vocab:128/") != n.npos; }),
+            on_cpu * 5);
+  options.scenarios = {Scenario::forced(2)};
+  std::vector<std::string> tags;
+  for (const ExportedModel& model : models->exported(options)) tags.push_back(model.name);
+  DecoderConfig small;
+  small.layers = 4;
+  std::vector<std::string> expected;
+  for (const int vocab : {128, 64}) expected.push_back(DecoderConfig(small).set("vocab", vocab).tag());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(tags, expected);
+  // a family that is not timed per token has no entry
+  EXPECT_THROW(token_family(*families().front()), Error);
 }
 
 }  // namespace
