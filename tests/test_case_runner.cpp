@@ -85,8 +85,10 @@ class Collector : public benchmark::BenchmarkReporter {
 
 class CaseRunner : public ::testing::Test {
  protected:
-  // Registers a case named test/<name> (Google Benchmark's registry is global: each test's names
-  // are its own), three iterations a repetition, `repetitions` of them.
+  // Google Benchmark's registry is global: each test starts from an empty one (--gtest_repeat).
+  void SetUp() override { benchmark::ClearRegisteredBenchmarks(); }
+  // Registers a case named test/<name> (each test's names are its own), three iterations a
+  // repetition, `repetitions` of them.
   void add(const std::string& name, Device device, Seen& seen, std::function<Unsupported()> why_skipped = {},
            bool not_runnable = false, bool throws_in_time = false) {
     TimedCase c;
@@ -143,13 +145,17 @@ TEST_F(CaseRunner, WritesTheRoundInRounds) {
 
 TEST_F(CaseRunner, ACaseThatCannotRunIsSkippedWithItsReasonAndNotRemade) {
   Seen declared, found;
+  // the runner remembers what a case found for the whole process: a name of this test's run of its
+  // own (--gtest_repeat)
+  static int runs = 0;
+  const std::string found_name = "skip/found" + std::to_string(runs++);
   add("skip/declared", Device::cpu, declared, [] { return Unsupported("runs one row at a time"); });
-  add("skip/found", Device::cpu, found, {}, /*not_runnable=*/true);
+  add(found_name, Device::cpu, found, {}, /*not_runnable=*/true);
   const Collector ran = run("skip/.*");
   EXPECT_EQ(declared.made, 0);
   EXPECT_EQ(ran.results.at("case_runner_test/skip/declared").error, "skipped: runs one row at a time");
   EXPECT_EQ(found.made, 1);  // what a case found while being made is remembered across repetitions
-  EXPECT_EQ(ran.results.at("case_runner_test/skip/found").error, "skipped: the model has no such part");
+  EXPECT_EQ(ran.results.at("case_runner_test/" + found_name).error, "skipped: the model has no such part");
 }
 
 TEST_F(CaseRunner, AFailingCaseIsAnErrorOfOneLineAndMadeAfreshNextTime) {
@@ -251,6 +257,7 @@ TEST(TokenFamily, ItsCasesRunOnTheOneRunnerWithEachTokensCountersAndExitShares) 
   const auto& info = dynamic_cast<const ToyInfo&>(*entry);
   std::vector<TokenCase<ToyModel>> cases;
   for (int exit : {1, 2}) cases.push_back({&info, ToyConfig{}, 2, Scenario::forced(exit)});
+  benchmark::ClearRegisteredBenchmarks();
   for (benchmark::internal::Benchmark* b : register_token_cases(cases, {&toy_model, &toy_thresholds, &toy_prompts}))
     b->Iterations(7)->Repetitions(2);  // two sequences and a third begun; made again, warmed, for the second
   Collector ran;
