@@ -122,6 +122,9 @@ class ExportDir {
 }  // namespace
 
 std::vector<std::string> export_models(const std::vector<ExportedModel>& models, const std::string& dir) {
+  std::set<std::string> names;
+  for (const ExportedModel& model : models)
+    if (!names.insert(model.name).second) fail("--export-workload: two models are named " + model.name);
   std::vector<std::string> written;
   ExportDir export_dir(dir);
   for (const ExportedModel& model : models) {

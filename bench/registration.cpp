@@ -477,7 +477,7 @@ void print_strategies(const RunnerOptions& options, std::ostream& out) {
   const std::string indent(kKeyWidth, ' ');
   // A strategy's line (key, summary), then what it declares and whether it can run here, indented;
   // those of a family timed per token under their own heading, when the flags select the family.
-  const auto line = [&](const StrategyEntry* entry) {
+  const auto print = [&](const StrategyEntry* entry) {
     const std::string key = entry->key();
     out << key << std::string(key.size() < kKeyWidth ? kKeyWidth - key.size() : 1, ' ') << entry->summary << "\n";
     std::vector<std::string> traits = entry->declares;
@@ -486,13 +486,13 @@ void print_strategies(const RunnerOptions& options, std::ostream& out) {
     if (!traits.empty()) out << "\n";
   };
   for (const auto& entry : StrategyRegistry::instance().all())
-    if (entry->unit == TimedUnit::inference) line(entry.get());
+    if (entry->unit == TimedUnit::inference) print(entry.get());
   for (const auto& models : options.token_models) {
     std::string name = models->family().name();
     name.front() = static_cast<char>(std::toupper(static_cast<unsigned char>(name.front())));
     out << "\n" << name << " strategies (--model=" << models->family().name() << "; one token per step):\n";
     for (const auto& entry : StrategyRegistry::instance().all())
-      if (models->owns(*entry)) line(entry.get());
+      if (models->owns(*entry)) print(entry.get());
   }
   bool headed = false;
   std::set<std::string> said;

@@ -2,7 +2,8 @@
 // One registered benchmark of a family timed per generated token (docs/design.md §8): a token
 // strategy generating tokens under a scenario, and the prepared case case_runner.h times, for any
 // family's Model (token_strategy.h; the decoder's is decoder_case.h's). What the family gives is
-// its work (TokenWork): the seeded model, a scenario's thresholds and the prompts a case walks.
+// its work (TokenWork): the seeded model, a scenario's thresholds, the prompts a case walks, the
+// models condbench's flags select and a model's --export-workload folder.
 #include <ATen/ATen.h>
 #include <nlohmann/json_fwd.hpp>
 
@@ -52,11 +53,10 @@ struct TokenWork {
   at::Tensor (*prompts)(const Config&, int64_t batch);  // int64 [sequences, batch, prompt]
   // The models condbench's flags select: the family's default (with --full, its extras too), each
   // size a flag's values. Throws condbench::Error naming the flag.
-  std::vector<Config> (*configs)(const std::map<std::string, std::string>& flags, bool full) = nullptr;
+  std::vector<Config> (*configs)(const std::map<std::string, std::string>& flags, bool full);
   // --export-workload: writes one model's files for the Python peer into `folder` (for the scenarios
   // its cases run) and returns its workload.json.
-  nlohmann::json (*export_model)(const Config&, const std::set<Scenario>&,
-                                 const std::filesystem::path& folder) = nullptr;
+  nlohmann::json (*export_model)(const Config&, const std::set<Scenario>&, const std::filesystem::path& folder);
 };
 
 // Every token strategy of Model on `devices` named in `strategies` (empty: all) x config x batch x

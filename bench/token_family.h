@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "condbench/error.h"
 #include "runner_options.h"
 #include "token_case.h"
 #include "token_models.h"
@@ -31,7 +32,6 @@ class TokenModelsOf final : public TokenModels {
       : family_(family), work_(work), configs_(std::move(configs)), batches_(std::move(batches)) {}
 
   const Family& family() const override { return family_; }
-  bool empty() const override { return configs_.empty(); }
   int deepest() const override {
     int deepest = 0;
     for (const Config& c : configs_) deepest = std::max(deepest, c.num_exits() - 1);
@@ -86,6 +86,8 @@ class TokenModelsOf final : public TokenModels {
 // the family's.
 template <TokenModel Model>
 TokenFamily make_token_family(const Family& family, const TokenWork<Model>& work) {
+  if (work.configs == nullptr || work.export_model == nullptr)
+    fail("the " + family.name() + " family's TokenWork gives no configs or no export_model");
   return {&family, [&family, work](const std::map<std::string, std::string>& flags, bool full) {
             const auto batch = flags.find("--batch");
             return std::make_shared<const TokenModelsOf<Model>>(

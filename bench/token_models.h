@@ -31,7 +31,6 @@ class TokenModels {
  public:
   virtual ~TokenModels() = default;
   virtual const Family& family() const = 0;
-  virtual bool empty() const = 0;
   virtual int deepest() const = 0;          // the most exits before the final one, over its models
   virtual void require_memory() const = 0;  // each model at each batch within the budget (memory_budget.h)
   virtual bool owns(const StrategyEntry& entry) const = 0;  // one of this family's strategies

@@ -258,7 +258,8 @@ TEST(TokenFamily, ItsCasesRunOnTheOneRunnerWithEachTokensCountersAndExitShares) 
   std::vector<TokenCase<ToyModel>> cases;
   for (int exit : {1, 2}) cases.push_back({&info, ToyConfig{}, 2, Scenario::forced(exit)});
   benchmark::ClearRegisteredBenchmarks();
-  for (benchmark::internal::Benchmark* b : register_token_cases(cases, {&toy_model, &toy_thresholds, &toy_prompts}))
+  const TokenWork<ToyModel> work{&toy_model, &toy_thresholds, &toy_prompts, nullptr, nullptr};  // no runner's
+  for (benchmark::internal::Benchmark* b : register_token_cases(cases, work))
     b->Iterations(7)->Repetitions(2);  // two sequences and a third begun; made again, warmed, for the second
   Collector ran;
   benchmark::RunSpecifiedBenchmarks(&ran, "^early_exit/cpu/torch/toy_host/");
@@ -291,14 +292,20 @@ TEST(TokenFamily, TheRunnerSelectsTheDecodersModelsThroughItsEntryAlone) {
   EXPECT_EQ(&models->family(), &decoder_family());
   EXPECT_EQ(models->deepest(), 1);  // 4 layers, an exit every 2: exits 1 and 2
   EXPECT_NO_THROW(models->require_memory());
+  try {  // the key/value cache of 65536 rows of the default decoder
+    token_family(decoder_family()).select({{"--batch", "65536"}}, false)->require_memory();
+    ADD_FAILURE() << "65536 rows fit the memory budget";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--batch 65536 of the decoder vocab=512"), std::string::npos) << e.what();
+  }
   RunnerOptions options;
   options.devices = {Device::cpu};
   const auto decoders = StrategyRegistry::instance().of<DecoderStrategyInfo>();
   const auto on_cpu = std::count_if(decoders.begin(), decoders.end(),
                                     [](const DecoderStrategyInfo& info) { return info.device == Device::cpu; });
   ASSERT_GT(on_cpu, 0);
-  for (const auto& entry : StrategyRegistry::instance().all())
-    EXPECT_EQ(models->owns(*entry), dynamic_cast<const DecoderStrategyInfo*>(entry.get()) != nullptr) << entry->key();
+  for (const auto& entry : StrategyRegistry::instance().all())  // every token strategy is a listed family's
+    EXPECT_EQ(models->owns(*entry), entry->unit == TimedUnit::token) << entry->key();
   // 2 models x 2 batches x (exit:1, exit:2 and the three mixes) per strategy on the CPU
   const std::vector<std::string> names = models->case_names(options);
   EXPECT_EQ(names.size(), static_cast<size_t>(on_cpu) * 2 * 2 * 5);
