@@ -13,15 +13,14 @@
 #include <optional>
 
 #include "cli.h"
-#include "condbench/decoder/config.h"
 #include "condbench/error.h"
 #include "condbench/family.h"
 #include "condbench/model_file.h"
 #include "condbench/torch_device.h"
 #include "condbench/torch_save_files.h"
 #include "condbench/workload.h"
-#include "infer_decoder.h"
 #include "infer_run.h"
+#include "infer_token.h"
 #include "model_file_compile.h"
 
 namespace condbench {
@@ -41,12 +40,12 @@ void print_usage(std::ostream& out) {
          "                        | --seed=N [--model=FAMILY] [SIZES] [--num-classes=N] [--blocks=N]\n"
          "                        | --model-file=FILE.py|DIR [--model-weights=FILE] [--compile-timeout=SECONDS]]\n"
          "                       [--input=FILE[,FILE...] | --batch=N --input-seed=N] --thresholds=T1,...,TB\n"
-         "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
-         "       condbench-infer --model=decoder [--weights=FILE | --seed=N] [--SIZE=N ...]\n"
-         "                       [--prompt=FILE | --batch=N --prompt-seed=N] [--generate=N] --thresholds=T1,...\n"
-         "                       [--device=cpu|cuda|all] [--strategy=LIST]\n"
-         "  the family (default "
-      << model_families().front()->name()
+         "                       [--device=cpu|cuda|all] [--strategy=LIST]\n";
+  for (const TokenInferMode& mode : token_infer_modes())  // a family timed per token: prompts, not rows
+    out << "       condbench-infer --model=" << mode.family->name() << " [--weights=FILE | --seed=N] [--SIZE=N ...]\n"
+        << "                       [--prompt=FILE | --batch=N --prompt-seed=N] [--generate=N] --thresholds=T1,...\n"
+        << "                       [--device=cpu|cuda|all] [--strategy=LIST]\n";
+  out << "  the family (default " << model_families().front()->name()
       << ") and its sizes, --SIZE=N each; with --weights the family comes from the keys and only the\n"
          "  sizes marked * are given (the file cannot say them); those marked < can come from --input's shape:\n";
   const auto sizes = [&out](const std::string& name, const std::vector<FamilyAxis>& axes) {
@@ -61,13 +60,20 @@ void print_usage(std::ostream& out) {
   // --thresholds takes one per exit before the final one: the default models' counts, from their families.
   out << "  --thresholds: one per exit before the final one (a family's --blocks; the decoder's exits but one); by\n"
          "  default";
+  std::string counts;
   for (const ModelFamily* family : model_families())
-    out << " " << family->name() << " " << family->default_blocks() << ",";
-  out << " decoder " << DecoderConfig{}.num_exits() - 1 << "\n";
+    counts += " " + family->name() + " " + std::to_string(family->default_blocks()) + ",";
+  for (const TokenInferMode& mode : token_infer_modes())
+    counts += " " + mode.family->name() + " " + std::to_string(mode.default_thresholds) + ",";
+  counts.pop_back();
+  out << counts << "\n";
   out << "  --strategy: names (masked: every device and engine's) or the keys condbench --list prints "
          "(cpu/torch/masked)\n";
-  out << "  the decoder's sizes may also be --decoder=SIZE=N,..., the old spelling; its prompt's length is\n"
-         "  --prompt's (a file), or --decoder=prompt=N for seeded prompts\n";
+  for (const TokenInferMode& mode : token_infer_modes())
+    if (!mode.sizes_flag.empty())
+      out << "  the " << mode.family->name() << "'s sizes may also be " << mode.sizes_flag
+          << "=SIZE=N,..., the old spelling; its prompt's length is\n  --prompt's (a file), or " << mode.sizes_flag
+          << "=prompt=N for seeded prompts\n";
   out << "  --model-file: your model (docs/your-model.md): its Python file, compiled by "
          "python/condbench/model_file.py\n"
          "  for the device (cached; --model-weights: a state_dict for it), or the folder that made; each strategy\n"
@@ -157,7 +163,12 @@ namespace {
 Options parse_options(int argc, char** argv) {
   const std::vector<const FamilyAxis*> axes = size_axes();
   const auto flags = cli::take_flags(argc, argv, infer::inference_flags(), {});
-  if (argc > 1) infer::refuse_argument(argv[1], infer::decoder_flags(), "the decoder's flag; with --model=decoder");
+  if (argc > 1) {
+    infer::OtherModes others;  // a flag of a family timed per token is said to be its
+    for (const TokenInferMode& mode : token_infer_modes())
+      others.emplace_back(mode.flags, "the " + mode.family->name() + "'s flag; with --model=" + mode.family->name());
+    infer::refuse_argument(argv[1], others);
+  }
   auto given = [&](const std::string& name) { return flags.count(name) > 0; };
   auto int_flag = [&](const std::string& name, int hi) {
     return static_cast<int>(cli::parse_int(name, flags.at(name), 1, hi));
@@ -272,7 +283,7 @@ Options parse_options(int argc, char** argv) {
 }
 
 int run(int argc, char** argv) {
-  if (wants_decoder(argc, argv)) return run_decoder(argc, argv);
+  if (const TokenInferMode* mode = token_infer_mode(argc, argv)) return mode->run(argc, argv);
   const Options options = parse_options(argc, argv);
   const EarlyExitModel model = shared_model(options.source);
   const int64_t rows = options.input.size(0);

@@ -27,9 +27,10 @@ Json nested(const at::Tensor& t) {
 
 }  // namespace
 
-void refuse_argument(const std::string& arg, const std::vector<std::string>& other, const std::string& hint) {
+void refuse_argument(const std::string& arg, const OtherModes& others) {
   const std::string flag = arg.substr(0, arg.find('='));
-  if (std::find(other.begin(), other.end(), flag) != other.end()) fail(flag + ": " + hint);
+  for (const auto& [flags, hint] : others)
+    if (std::find(flags.begin(), flags.end(), flag) != flags.end()) fail(flag + ": " + hint);
   fail("unknown argument '" + printable(arg) + "' (--help lists the flags)");
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "condbench/strategy.h"
@@ -54,14 +55,13 @@ struct Run {
 // finite.
 int run_strategies(const Run& run);
 
-// The flags of each mode, the families' (infer.cpp) and the decoder's (infer_decoder.cpp): each
-// mode names the other's in its refusal.
+// The flags of the families' mode (infer.cpp); a family timed per token's are its TokenInferMode's
+// (infer_token.h): each mode names the other's in its refusal.
 std::vector<std::string> inference_flags();
-std::vector<std::string> decoder_flags();
 // Throws condbench::Error for the argument no flag of the mode took: "<flag>: <hint>" where it is
-// one of `other`, the other mode's flags, else "unknown argument".
-[[noreturn]] void refuse_argument(const std::string& arg, const std::vector<std::string>& other,
-                                  const std::string& hint);
+// one of another mode's flags (each mode's, with what its refusal says), else "unknown argument".
+using OtherModes = std::vector<std::pair<std::vector<std::string>, std::string>>;
+[[noreturn]] void refuse_argument(const std::string& arg, const OtherModes& others);
 
 // The registered strategies of kind Info, as Run::entries holds them.
 template <typename Info>
