@@ -164,7 +164,7 @@ Options parse_options(int argc, char** argv) {
   const std::vector<const FamilyAxis*> axes = size_axes();
   const auto flags = cli::take_flags(argc, argv, infer::inference_flags(), {});
   if (argc > 1) {
-    infer::OtherModes others;  // a flag of a family timed per token is said to be its
+    infer::OtherModes others;  // a flag of a family timed per token is said to be its (two's: the first's)
     for (const TokenInferMode& mode : token_infer_modes())
       others.emplace_back(mode.flags, "the " + mode.family->name() + "'s flag; with --model=" + mode.family->name());
     infer::refuse_argument(argv[1], others);

@@ -17,9 +17,9 @@ MemoryNeed decoder_need(const DecoderConfig& config, int64_t rows) {
   return need;
 }
 
-const TokenInferWork<DecoderModel> kDecoderInfer{&load_decoder_file,  &load_prompt_file, &seeded_decoder_parameters,
-                                                 &seeded_prompts,     &decoder_need,     "--decoder",
-                                                 &apply_decoder_sizes};
+constexpr TokenInferWork<DecoderModel> kDecoderInfer{&load_decoder_file,  &load_prompt_file, &seeded_decoder_parameters,
+                                                     &seeded_prompts,     &decoder_need,     "--decoder",
+                                                     &apply_decoder_sizes};
 
 }  // namespace
 

@@ -6,12 +6,15 @@
 // gives is its TokenInferWork, one line of infer_token.cpp.
 #include <ATen/ATen.h>
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cli.h"
@@ -24,8 +27,22 @@
 
 namespace condbench {
 
+// A family timed per token whose config condbench-infer can make from flags: a TokenModel whose
+// config is made empty (every size its default), set and read by an axis's key, and whose
+// prompt's and generation's lengths are set from --prompt's file and --generate (axes marked
+// per_sequence: no flags of their own here); its Model is {config, params}.
+template <typename M>
+concept TokenInferModel = TokenModel<M> && std::default_initializable<typename M::Config> &&
+    requires(M model, typename M::Config c, const FlatParameters& params) {
+  {c.set(std::string_view{}, 1)};
+  { std::as_const(c).size(std::string_view{}) } -> std::convertible_to<int>;
+  c.prompt = 1;
+  c.generate = 1;
+  model = M{c, params};
+};
+
 // What condbench-infer needs of a family timed per token beside its Model (token_strategy.h).
-template <TokenModel Model>
+template <TokenInferModel Model>
 struct TokenInferWork {
   using Config = typename Model::Config;
   // A state_dict file's model, by the family's contract; the sizes the file cannot say from `sizes`.
@@ -53,7 +70,8 @@ struct TokenInferMode {
 
 // Every family timed per token's mode, one line each (infer_token.cpp).
 const std::vector<TokenInferMode>& token_infer_modes();
-// The mode of the family --model names, or nullptr (a family timed per inference, or none).
+// The mode of the family --model names, or nullptr (a family timed per inference, one timed per
+// token with no mode, or none).
 const TokenInferMode* token_infer_mode(int argc, char** argv);
 
 namespace token_infer_detail {
@@ -63,7 +81,7 @@ namespace token_infer_detail {
 // its own.
 inline bool infer_size(const FamilyAxis& axis) { return !axis.per_sequence; }
 
-template <TokenModel Model>
+template <TokenInferModel Model>
 std::vector<std::string> flags(const Family& family, const TokenInferWork<Model>& work) {
   std::vector<std::string> names = {"--model",       "--weights",  "--seed",       "--prompt", "--batch",
                                     "--prompt-seed", "--generate", "--thresholds", "--device", "--strategy"};
@@ -73,7 +91,7 @@ std::vector<std::string> flags(const Family& family, const TokenInferWork<Model>
   return names;
 }
 
-template <TokenModel Model>
+template <TokenInferModel Model>
 struct Options {
   Model model;
   at::Tensor prompt;  // int64 [rows, prompt], CPU
@@ -82,7 +100,7 @@ struct Options {
   std::vector<std::string> strategies;
 };
 
-template <TokenModel Model>
+template <TokenInferModel Model>
 Options<Model> parse(const Family& family, const TokenInferWork<Model>& work, int argc, char** argv) {
   using Config = typename Model::Config;
   const auto flags = cli::take_flags(argc, argv, token_infer_detail::flags(family, work), {});
@@ -94,7 +112,7 @@ Options<Model> parse(const Family& family, const TokenInferWork<Model>& work, in
   Options<Model> options;
   // Sizes the weights cannot say, or every size with seeded weights; each by the flag that gave it
   // ("--decoder: vocab", the old spelling, or "--vocab"), for the refusals below.
-  Config config;
+  Config config{};
   std::map<std::string, std::string> set;
   if (work.apply_sizes && given(sizes_flag))
     for (const std::string& key : work.apply_sizes(flags.at(sizes_flag), config)) set[key] = sizes_flag + ": " + key;
@@ -165,7 +183,7 @@ Options<Model> parse(const Family& family, const TokenInferWork<Model>& work, in
 
 // One strategy's whole generation, on the CPU: tokens and exit ids [rows, generate], logits
 // [rows, generate, vocab].
-template <TokenModel Model>
+template <TokenInferModel Model>
 infer::Answer generate(TokenStrategy<Model>& strategy, const Options<Model>& options) {
   const auto& c = options.model.config;
   const at::Tensor prompt = options.prompt.to(torch_device(strategy.device()));
@@ -183,7 +201,7 @@ infer::Answer generate(TokenStrategy<Model>& strategy, const Options<Model>& opt
   return {at::stack(exit_ids, 1), at::stack(logits, 1), at::stack(tokens, 1)};
 }
 
-template <TokenModel Model>
+template <TokenInferModel Model>
 int run(const Family& family, const TokenInferWork<Model>& work, int argc, char** argv) {
   using Info = TokenStrategyInfo<Model>;
   const Options<Model> options = parse(family, work, argc, argv);
@@ -219,8 +237,11 @@ int run(const Family& family, const TokenInferWork<Model>& work, int argc, char*
 }  // namespace token_infer_detail
 
 // `family`'s entry in token_infer_modes().
-template <TokenModel Model>
+template <TokenInferModel Model>
 TokenInferMode make_token_infer_mode(const Family& family, const TokenInferWork<Model>& work) {
+  if (!work.load || !work.load_prompts || !work.seeded || !work.seeded_prompts || !work.need ||
+      (work.sizes_flag == nullptr) != (work.apply_sizes == nullptr))
+    fail("the " + family.name() + " family's TokenInferWork is not whole");
   return {&family, token_infer_detail::flags(family, work), work.sizes_flag ? work.sizes_flag : "",
           typename Model::Config{}.num_exits() - 1,
           [&family, work](int argc, char** argv) { return token_infer_detail::run(family, work, argc, argv); }};

@@ -109,7 +109,7 @@ class AgainstTheModule(unittest.TestCase):
             self.assertEqual(s["tokens"], [tokens])
             self.assertEqual(s["exit_ids"], [[3] * STEPS])
 
-    def test_the_model_flag_picks_the_decoder_by_its_timed_unit(self):
+    def test_the_model_flag_picks_the_decoders_mode_by_its_name(self):
         # --model decoder, two words, as --model=decoder: the decoder's prompts and tokens; each answer
         # of integers where they are ids
         result = run(INFER, "--model", "decoder", "--weights=" + self.weights, f"--heads={HEADS}",
