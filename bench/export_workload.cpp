@@ -119,6 +119,51 @@ class ExportDir {
   bool created_ = false, done_ = false;
 };
 
+// One model's folder: its weights (unless a model file's module holds them), its input pool, and
+// workload.json's text.
+nlohmann::json export_family_model(const Workload& workload, const ModelSource& source,
+                                   const std::set<Scenario>& scenarios, const fs::path& in) {
+  const ModelConfig& config = workload.config();
+  // A model file's weights are its module's: the peer loads the module from its folder (model_file.py).
+  const std::string module_folder = config.family->module_folder();
+  if (config.family->state_dict()) save_state_dict_file(workload.model()->state_dict(), (in / "weights.pt").string());
+  throw_if_interrupted();
+  save_tensor_file(workload.pool(), (in / "pool.pt").string());
+  throw_if_interrupted();
+  nlohmann::json meta;
+  // The model for the peer (python/condbench): its family, every size, and the benchmark-name axes
+  // its results carry.
+  nlohmann::json& described = meta["config"];
+  described["family"] = config.family->name();
+  for (const FamilyAxis& axis : config.family->axes()) described[axis.key] = config.size(axis.key);
+  described["num_classes"] = config.num_classes;
+  described["blocks"] = config.blocks;
+  meta["name_axes"] = config.name_axes();
+  // Where condbench.aoti puts this model's packages and condbench finds them: the sizes in the
+  // family's order, which the config object above (its keys sorted) does not keep.
+  meta["tag"] = config.tag();
+  meta["pool_rows"] = workload.pool().size(0);
+  if (!module_folder.empty()) {
+    meta["model_file"] = fs::absolute(module_folder).string();
+    // When the peer's variants agree with the module on its reference rows: condbench's rule, as data.
+    meta["agreement"]["absolute_tolerance"] = kModelFileAgreement.absolute_tolerance;
+    meta["agreement"]["relative_tolerance"] = kModelFileAgreement.relative_tolerance;
+    meta["agreement"]["tie_margin"] = kModelFileAgreement.tie_margin;
+  } else if (source.weights_path.empty())
+    meta["weight_seed"] = source.seed;
+  else
+    meta["weights_file"] = source.weights_path;
+  // The rows condbench visits one at a time, in its order and as many as it walks (walked_batches):
+  // the peer walks exactly these.
+  for (const Scenario& scenario : scenarios) {
+    meta["thresholds"][scenario.str()] = workload.thresholds(scenario);
+    std::vector<int64_t> walk = workload.walk_order(scenario);
+    walk.resize(walked_batches(config, 1, walk.size()));
+    meta["walk"][scenario.str()] = walk;
+  }
+  return meta;
+}
+
 }  // namespace
 
 std::vector<std::string> export_models(const std::vector<ExportedModel>& models, const std::string& dir) {
@@ -145,49 +190,9 @@ std::vector<ExportedModel> exported_models(const std::vector<BenchmarkCase>& cas
   std::vector<ExportedModel> out;
   for (const auto& [key, entry] : models) {
     const auto workload = shared_workload(entry.first, 1);
-    const ModelConfig& config = workload->config();
-    out.push_back(
-        {config.tag(), [workload, config, source = entry.first, scenarios = entry.second](const fs::path& in) {
-           // A model file's weights are its module's: the peer loads the module from its folder (model_file.py).
-           const std::string module_folder = config.family->module_folder();
-           if (config.family->state_dict())
-             save_state_dict_file(workload->model()->state_dict(), (in / "weights.pt").string());
-           throw_if_interrupted();
-           save_tensor_file(workload->pool(), (in / "pool.pt").string());
-           throw_if_interrupted();
-           nlohmann::json meta;
-           // The model for the peer (python/condbench): its family, every size, and the benchmark-name axes
-           // its results carry.
-           nlohmann::json& described = meta["config"];
-           described["family"] = config.family->name();
-           for (const FamilyAxis& axis : config.family->axes()) described[axis.key] = config.size(axis.key);
-           described["num_classes"] = config.num_classes;
-           described["blocks"] = config.blocks;
-           meta["name_axes"] = config.name_axes();
-           // Where condbench.aoti puts this model's packages and condbench finds them: the sizes in the
-           // family's order, which the config object above (its keys sorted) does not keep.
-           meta["tag"] = config.tag();
-           meta["pool_rows"] = workload->pool().size(0);
-           if (!module_folder.empty()) {
-             meta["model_file"] = fs::absolute(module_folder).string();
-             // When the peer's variants agree with the module on its reference rows: condbench's rule, as data.
-             meta["agreement"]["absolute_tolerance"] = kModelFileAgreement.absolute_tolerance;
-             meta["agreement"]["relative_tolerance"] = kModelFileAgreement.relative_tolerance;
-             meta["agreement"]["tie_margin"] = kModelFileAgreement.tie_margin;
-           } else if (source.weights_path.empty())
-             meta["weight_seed"] = source.seed;
-           else
-             meta["weights_file"] = source.weights_path;
-           // The rows condbench visits one at a time, in its order and as many as it walks (walked_batches):
-           // the peer walks exactly these.
-           for (const Scenario& scenario : scenarios) {
-             meta["thresholds"][scenario.str()] = workload->thresholds(scenario);
-             std::vector<int64_t> walk = workload->walk_order(scenario);
-             walk.resize(walked_batches(config, 1, walk.size()));
-             meta["walk"][scenario.str()] = walk;
-           }
-           return meta;
-         }});
+    out.push_back({workload->config().tag(), [workload, entry = entry](const fs::path& in) {
+                     return export_family_model(*workload, entry.first, entry.second, in);
+                   }});
   }
   return out;
 }
