@@ -194,10 +194,8 @@ std::vector<std::string> register_benchmarks(const RunnerOptions& options, const
       if (noted.insert(key).second) benchmark::AddCustomContext(key, *note);
     }
   for (const BenchmarkCase& c : cases) registered.push_back(c.name());
-  for (const auto& models : options.token_models) {
-    models->register_cases(options);
-    for (std::string& name : models->case_names(options)) registered.push_back(std::move(name));
-  }
+  for (const auto& models : options.token_models)
+    for (std::string& name : models->register_cases(options)) registered.push_back(std::move(name));
   // Each model's exit scores on condbench's input pool, before anything runs (shared_workload
   // checks them): a model file whose confidence() leaves (0, 1] there is bad input, one line and
   // exit 2, not an error in each of its benchmarks.

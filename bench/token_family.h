@@ -46,16 +46,14 @@ class TokenModelsOf final : public TokenModels {
   bool owns(const StrategyEntry& entry) const override {
     return dynamic_cast<const TokenStrategyInfo<Model>*>(&entry) != nullptr;
   }
-  std::vector<std::string> case_names(const RunnerOptions& options) const override {
-    std::vector<std::string> names;
-    for (const TokenCase<Model>& c : cases(options)) names.push_back(c.name());
-    return names;
-  }
-  void register_cases(const RunnerOptions& options) const override {
-    register_token_cases(cases(options), work_);
+  std::vector<std::string> case_names(const RunnerOptions& options) const override { return names(cases(options)); }
+  std::vector<std::string> register_cases(const RunnerOptions& options) const override {
+    const std::vector<TokenCase<Model>> selected = cases(options);
+    register_token_cases(selected, work_);
     for (const Config& c : configs_)
       benchmark::AddCustomContext(family_.name() + " " + c.describe(),
                                   "seeded weights; one iteration is one generated token");
+    return names(selected);
   }
   std::vector<ExportedModel> exported(const RunnerOptions& options) const override {
     std::map<std::string, std::pair<Config, std::set<Scenario>>> models;  // tag -> (config, scenarios)
@@ -74,6 +72,11 @@ class TokenModelsOf final : public TokenModels {
  private:
   std::vector<TokenCase<Model>> cases(const RunnerOptions& options) const {
     return select_token_cases<Model>(configs_, batches_, options.devices, options.strategies, options.scenarios);
+  }
+  static std::vector<std::string> names(const std::vector<TokenCase<Model>>& cases) {
+    std::vector<std::string> out;
+    for (const TokenCase<Model>& c : cases) out.push_back(c.name());
+    return out;
   }
 
   const Family& family_;

@@ -36,8 +36,9 @@ class TokenModels {
   virtual bool owns(const StrategyEntry& entry) const = 0;  // one of this family's strategies
   // Its cases that the options' devices, strategies and scenarios select, by name.
   virtual std::vector<std::string> case_names(const RunnerOptions& options) const = 0;
-  // Registers those cases with the runner (case_runner.h), and says each model in the run's context.
-  virtual void register_cases(const RunnerOptions& options) const = 0;
+  // Registers those cases with the runner (case_runner.h), says each model in the run's context,
+  // and returns the cases' names.
+  virtual std::vector<std::string> register_cases(const RunnerOptions& options) const = 0;
   // One folder per model the selected cases run, with the scenarios they run.
   virtual std::vector<ExportedModel> exported(const RunnerOptions& options) const = 0;
 };
