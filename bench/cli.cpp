@@ -89,6 +89,36 @@ std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& 
 std::vector<int64_t> parse_batches(const std::string& text) { return parse_int_list("--batch", text, 1, kMaxBatch); }
 int64_t parse_batch(const std::string& text) { return parse_int("--batch", text, 1, kMaxBatch); }
 
+std::vector<std::vector<int>> size_combinations(const Family& family, const std::map<std::string, std::string>& flags,
+                                                bool full, const std::vector<int>& outer) {
+  std::vector<std::vector<int>> lists;
+  if (!outer.empty()) lists.push_back(outer);
+  for (const FamilyAxis& axis : family.axes()) {
+    const auto flag = flags.find(axis.flag());
+    std::vector<int>& values = lists.emplace_back();
+    if (flag != flags.end())
+      for (const int64_t v : parse_int_list(axis.flag(), flag->second, 1, axis.max))
+        values.push_back(static_cast<int>(v));
+    else if (!axis.scales_with.empty())
+      values = {0};
+    else
+      values = full && !axis.full_runs.empty() ? axis.full_runs
+               : !axis.runs.empty()            ? axis.runs
+                                               : std::vector<int>{axis.fallback};
+  }
+  std::vector<std::vector<int>> out = {{}};
+  for (const std::vector<int>& values : lists) {
+    std::vector<std::vector<int>> next;
+    for (const std::vector<int>& prefix : out)
+      for (const int v : values) {
+        next.push_back(prefix);
+        next.back().push_back(v);
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
 float parse_float(const std::string& flag, const std::string& text, float lo, float hi) {
   errno = 0;
   char* end = nullptr;

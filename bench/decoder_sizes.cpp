@@ -28,29 +28,29 @@ std::vector<std::string> apply_decoder_sizes(const std::string& sizes, DecoderCo
 }
 
 std::vector<DecoderConfig> decoder_configs(const std::map<std::string, std::string>& flags, bool full) {
+  // --decoder=SIZE=N,..., the old spelling, gives the size flags one value each
+  std::map<std::string, std::string> sized = flags;
+  DecoderConfig old;
   const auto old_spelling = flags.find("--decoder");
-  const std::string sizes = old_spelling != flags.end() ? old_spelling->second : "";
-  std::vector<DecoderConfig> configs = {DecoderConfig{}};
-  if (full)
-    for (const DecoderConfig& extra : decoder_family().full_extras()) configs.push_back(extra);
-  std::vector<std::string> given;
-  for (DecoderConfig& c : configs) given = apply_decoder_sizes(sizes, c);
-  for (const FamilyAxis& axis : decoder_family().axes()) {
-    const auto flag = flags.find(axis.flag());
-    if (flag == flags.end()) continue;
-    if (std::find(given.begin(), given.end(), axis.key) != given.end())
-      fail(axis.flag() + ": --decoder=" + axis.key + " gives it too; drop one");
-    const std::vector<int64_t> values = cli::parse_int_list(axis.flag(), flag->second, 1, axis.max);
-    std::vector<DecoderConfig> each;
-    for (DecoderConfig c : configs)
-      for (const int64_t value : values) each.push_back(c.set(axis.key, static_cast<int>(value)));
-    configs = std::move(each);
+  const std::vector<std::string> given =
+      old_spelling == flags.end() ? std::vector<std::string>{} : apply_decoder_sizes(old_spelling->second, old);
+  for (const std::string& key : given) {
+    const std::string flag = decoder_family().axis(key)->flag();
+    if (flags.count(flag) > 0) fail(flag + ": --decoder=" + key + " gives it too; drop one");
+    sized[flag] = std::to_string(old.size(key));
   }
-  // --full's second model made the first by the flags (--d-model=768 --heads=12 ...) is one model
-  std::vector<DecoderConfig> distinct;
-  for (const DecoderConfig& c : configs)
-    if (std::find(distinct.begin(), distinct.end(), c) == distinct.end()) distinct.push_back(c);
-  configs = std::move(distinct);
+  const std::vector<FamilyAxis>& axes = decoder_family().axes();
+  std::vector<DecoderConfig> configs;
+  auto add = [&](const DecoderConfig& c) {
+    if (std::find(configs.begin(), configs.end(), c) == configs.end()) configs.push_back(c);
+  };
+  for (const std::vector<int>& sizes : cli::size_combinations(decoder_family(), sized, full)) {
+    DecoderConfig c;
+    for (size_t i = 0; i < axes.size(); ++i) c.set(axes[i].key, sizes[i]);
+    add(c);
+  }
+  if (full)
+    for (const DecoderConfig& extra : decoder_family().full_extras()) add(extra);
   for (const DecoderConfig& c : configs) {
     try {
       c.validate();

@@ -10,10 +10,10 @@
 
 namespace condbench {
 
-// The default decoder, or with --full also one with GPT-2 small's layer shape, each at every
-// combination of the sizes its flags give in `flags` (--d-model=N[,N...], as every family's axes),
-// or that "--decoder" gives (--decoder=SIZE=N,..., the old spelling; a size given both ways is
-// refused). Throws condbench::Error naming the flag.
+// The decoders the flags select, as every family's (cli::size_combinations): every combination of
+// the sizes its flags give (--d-model=N[,N...], or --decoder=SIZE=N,..., the old spelling; a size
+// given both ways is refused), then with --full GPT-2 small's layer shape; each once. Throws
+// condbench::Error naming the flag.
 std::vector<DecoderConfig> decoder_configs(const std::map<std::string, std::string>& flags, bool full);
 // Sets the sizes --decoder=SIZE=N,... names in `config`, each in its range and once; checks nothing
 // across sizes. Returns the sizes it set, by key.

@@ -188,23 +188,8 @@ void require_selected(const std::map<std::string, std::string>& flags, const std
   }
 }
 
-// Every combination of the values of `lists`, the first list's values outermost.
-std::vector<std::vector<int>> combinations(const std::vector<std::vector<int>>& lists) {
-  std::vector<std::vector<int>> out = {{}};
-  for (const std::vector<int>& values : lists) {
-    std::vector<std::vector<int>> next;
-    for (const std::vector<int>& prefix : out)
-      for (const int v : values) {
-        next.push_back(prefix);
-        next.back().push_back(v);
-      }
-    out = std::move(next);
-  }
-  return out;
-}
-
-// The models the flags select, each with its batches (docs/design.md §4): for each family, every
-// combination of its depths and sizes (a size's flag, else its sweep), the depth outermost.
+// The models the flags select (docs/design.md §4): for each family, every combination of its
+// depths and sizes (cli::size_combinations, the depth outermost), then --full's extras; each once.
 std::vector<ModelSelection> select_models(const std::map<std::string, std::string>& flags, bool full,
                                           const std::vector<const Family*>& selected) {
   auto given = [&](const std::string& name) { return flags.count(name) > 0; };
@@ -214,33 +199,25 @@ std::vector<ModelSelection> select_models(const std::map<std::string, std::strin
   for (const Family* each : selected) {
     const ModelFamily* family = each->per_inference();
     if (family == nullptr) continue;  // a family timed per token: its TokenModels
-    auto values = [&](const std::string& flag, int hi, std::vector<int> otherwise) {
-      if (!given(flag)) return otherwise;
-      std::vector<int> parsed;
-      for (const int64_t v : cli::parse_int_list(flag, flags.at(flag), 1, hi)) parsed.push_back(static_cast<int>(v));
-      return parsed;
-    };
-    std::vector<std::vector<int>> lists = {values("--blocks", 256, family->runs_blocks(full))};
-    for (const FamilyAxis& axis : family->axes()) {
-      const std::vector<int> sweep = full && !axis.full_runs.empty() ? axis.full_runs
-                                     : !axis.runs.empty()            ? axis.runs
-                                                                     : std::vector<int>{axis.fallback};
-      // 0: scaled from another axis below, unless the flag says
-      lists.push_back(values(axis.flag(), axis.max, axis.scales_with.empty() ? sweep : std::vector<int>{0}));
+    std::vector<int> depths = family->runs_blocks(full);
+    if (given("--blocks")) {
+      depths.clear();
+      for (const int64_t v : cli::parse_int_list("--blocks", flags.at("--blocks"), 1, 256))
+        depths.push_back(static_cast<int>(v));
     }
-    for (const std::vector<int>& combination : combinations(lists)) {
-      ModelSelection m;
-      m.config = family->config();
-      m.config.blocks = combination[0];
-      std::copy(combination.begin() + 1, combination.end(), m.config.sizes.begin());
+    std::vector<ModelConfig> configs;
+    for (const std::vector<int>& combination : cli::size_combinations(*family, flags, full, depths)) {
+      ModelConfig& c = configs.emplace_back(family->config());
+      c.blocks = combination[0];
+      std::copy(combination.begin() + 1, combination.end(), c.sizes.begin());
       for (const FamilyAxis& axis : family->axes())
-        if (m.config.size(axis.key) == 0) m.config.set(axis.key, axis.scale * m.config.size(axis.scales_with));
-      m.batches = !batches.empty() ? batches : family->runs_batches(full);
-      models.push_back(m);
+        if (c.size(axis.key) == 0) c.set(axis.key, axis.scale * c.size(axis.scales_with));
     }
     if (full)
-      for (const ModelConfig& extra : family->full_extras())
-        models.push_back({extra, !batches.empty() ? batches : family->runs_batches(full)});
+      for (const ModelConfig& extra : family->full_extras()) configs.push_back(extra);
+    for (const ModelConfig& c : configs)
+      if (std::none_of(models.begin(), models.end(), [&](const ModelSelection& m) { return m.config == c; }))
+        models.push_back({c, !batches.empty() ? batches : family->runs_batches(full)});
   }
   for (const ModelSelection& m : models) m.config.validate();
   return models;

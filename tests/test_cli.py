@@ -321,6 +321,10 @@ class BadFlags(unittest.TestCase):
         # --full's GPT-2-shaped decoder, made by the flags, is the one model it is, once
         gpt2 = ["--full", "--model=decoder", "--d-model=768", "--heads=12", "--layers=12", "--ffn=3072", "--exit-every=3"]
         self.assertEqual(len(names(*gpt2)), 1)
+        # ... and, as every family's --full extras, the flags do not change it
+        full = names("--full", "--model=decoder", *flags, "--generate=4")
+        self.assertEqual([n.split("/model:decoder/")[1].split("/")[:2] for n in full],
+                         [["vocab:29", "d_model:24"], ["vocab:512", "d_model:768"]])
         for args, message in [(["--model=mlp", "--vocab=3"], "--vocab: sets the decoder; --model does not select it"),
                               (["--model=mlp", "--d-model=64"],
                                "--d-model: sets the transformer and the decoder; --model does not select them"),
