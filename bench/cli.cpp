@@ -90,17 +90,17 @@ std::vector<int64_t> parse_batches(const std::string& text) { return parse_int_l
 int64_t parse_batch(const std::string& text) { return parse_int("--batch", text, 1, kMaxBatch); }
 
 std::vector<std::vector<int>> size_combinations(const Family& family, const std::map<std::string, std::string>& flags,
-                                                bool full, const std::vector<int>& outer) {
+                                                bool full) {
+  const std::vector<FamilyAxis>& axes = family.axes();
   std::vector<std::vector<int>> lists;
-  if (!outer.empty()) lists.push_back(outer);
-  for (const FamilyAxis& axis : family.axes()) {
+  for (const FamilyAxis& axis : axes) {
     const auto flag = flags.find(axis.flag());
     std::vector<int>& values = lists.emplace_back();
     if (flag != flags.end())
       for (const int64_t v : parse_int_list(axis.flag(), flag->second, 1, axis.max))
         values.push_back(static_cast<int>(v));
     else if (!axis.scales_with.empty())
-      values = {0};
+      values = {0};  // set below, from the other axis's value
     else
       values = full && !axis.full_runs.empty() ? axis.full_runs
                : !axis.runs.empty()            ? axis.runs
@@ -116,6 +116,11 @@ std::vector<std::vector<int>> size_combinations(const Family& family, const std:
       }
     out = std::move(next);
   }
+  for (std::vector<int>& row : out)
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (row[i] == 0)
+        for (size_t j = 0; j < axes.size(); ++j)
+          if (axes[j].key == axes[i].scales_with) row[i] = axes[i].scale * row[j];
   return out;
 }
 

@@ -34,13 +34,12 @@ std::vector<float> parse_thresholds(const std::map<std::string, std::string>& fl
 // condbench-infer.
 std::vector<int64_t> parse_batches(const std::string& text);
 int64_t parse_batch(const std::string& text);
-// The sizes a family's flags select (docs/design.md §4), whatever its unit: every combination of
-// `outer` (a ModelFamily's depths; empty: none) and each axis's values, in axes() order, the first
-// outermost. An axis's values are its flag's list (--d-model=N[,N...]), else its sweep (runs, or
-// full_runs with --full; else its fallback), else 0 for an axis scaled from another, which the
-// caller sets once the others are known. A row holds the outer value, if any, then the axes'.
+// The sizes a family's flags select (docs/design.md §4), whatever its unit: one row per combination
+// of its axes' values, in axes() order, the first outermost. An axis's values are its flag's list
+// (--d-model=N[,N...]); else, for an axis that scales with another, that one's value times its
+// scale; else its sweep (runs, or full_runs with --full; else its fallback).
 std::vector<std::vector<int>> size_combinations(const Family& family, const std::map<std::string, std::string>& flags,
-                                                bool full, const std::vector<int>& outer = {});
+                                                bool full);
 std::vector<Device> parse_devices(const std::string& flag, const std::string& text);
 // Every name must be a registered strategy on some device and engine.
 std::vector<std::string> parse_strategies(const std::string& flag, const std::string& text);

@@ -34,12 +34,12 @@ std::vector<DecoderConfig> decoder_configs(const std::map<std::string, std::stri
   const auto old_spelling = flags.find("--decoder");
   const std::vector<std::string> given =
       old_spelling == flags.end() ? std::vector<std::string>{} : apply_decoder_sizes(old_spelling->second, old);
-  for (const std::string& key : given) {
-    const std::string flag = decoder_family().axis(key)->flag();
-    if (flags.count(flag) > 0) fail(flag + ": --decoder=" + key + " gives it too; drop one");
-    sized[flag] = std::to_string(old.size(key));
-  }
   const std::vector<FamilyAxis>& axes = decoder_family().axes();
+  for (const FamilyAxis& axis : axes) {
+    if (std::find(given.begin(), given.end(), axis.key) == given.end()) continue;
+    if (flags.count(axis.flag()) > 0) fail(axis.flag() + ": --decoder=" + axis.key + " gives it too; drop one");
+    sized[axis.flag()] = std::to_string(old.size(axis.key));
+  }
   std::vector<DecoderConfig> configs;
   auto add = [&](const DecoderConfig& c) {
     if (std::find(configs.begin(), configs.end(), c) == configs.end()) configs.push_back(c);

@@ -188,8 +188,8 @@ void require_selected(const std::map<std::string, std::string>& flags, const std
   }
 }
 
-// The models the flags select (docs/design.md §4): for each family, every combination of its
-// depths and sizes (cli::size_combinations, the depth outermost), then --full's extras; each once.
+// The models the flags select (docs/design.md §4): for each family, every depth at every
+// combination of its sizes (cli::size_combinations), then --full's extras; each once.
 std::vector<ModelSelection> select_models(const std::map<std::string, std::string>& flags, bool full,
                                           const std::vector<const Family*>& selected) {
   auto given = [&](const std::string& name) { return flags.count(name) > 0; };
@@ -205,14 +205,14 @@ std::vector<ModelSelection> select_models(const std::map<std::string, std::strin
       for (const int64_t v : cli::parse_int_list("--blocks", flags.at("--blocks"), 1, 256))
         depths.push_back(static_cast<int>(v));
     }
+    const std::vector<std::vector<int>> sizes = cli::size_combinations(*family, flags, full);
     std::vector<ModelConfig> configs;
-    for (const std::vector<int>& combination : cli::size_combinations(*family, flags, full, depths)) {
-      ModelConfig& c = configs.emplace_back(family->config());
-      c.blocks = combination[0];
-      std::copy(combination.begin() + 1, combination.end(), c.sizes.begin());
-      for (const FamilyAxis& axis : family->axes())
-        if (c.size(axis.key) == 0) c.set(axis.key, axis.scale * c.size(axis.scales_with));
-    }
+    for (const int depth : depths)
+      for (const std::vector<int>& each : sizes) {
+        ModelConfig& c = configs.emplace_back(family->config());
+        c.blocks = depth;
+        c.sizes = each;
+      }
     if (full)
       for (const ModelConfig& extra : family->full_extras()) configs.push_back(extra);
     for (const ModelConfig& c : configs)

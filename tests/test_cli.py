@@ -318,7 +318,7 @@ class BadFlags(unittest.TestCase):
         # --model lists families of either unit, each with its own size flags
         self.assertEqual(names("--model=mlp,decoder", "--hidden=16", *flags, "--generate=4"),
                          ["early_exit/cpu/torch/eager_host/exit:1/batch:1/hidden:16/blocks:3", decoder.format(4)])
-        # --full's GPT-2-shaped decoder, made by the flags, is the one model it is, once
+        # the flags' model equal to --full's GPT-2-shaped decoder runs once
         gpt2 = ["--full", "--model=decoder", "--d-model=768", "--heads=12", "--layers=12", "--ffn=3072", "--exit-every=3"]
         self.assertEqual(len(names(*gpt2)), 1)
         # ... and, as every family's --full extras, the flags do not change it

@@ -51,7 +51,7 @@ struct FamilyAxis {
   int max = 1 << 16;                // the accepted range is 1..max: a typo must not allocate tens of gigabytes
   std::vector<int> runs = {};       // what the runner sweeps without the flag; empty: {fallback}
   std::vector<int> full_runs = {};  // ... with --full; empty: runs
-  // When neither the flag nor `runs` says: scale x another axis (a transformer's ffn, 4 x d_model).
+  // Without its flag: scale x another axis (a transformer's ffn, 4 x d_model), whatever `runs` says.
   std::string scales_with = {};
   int scale = 0;
   int input_dim = -1;        // the dimension of an input row that holds it (a transformer's seq: 0), or -1
