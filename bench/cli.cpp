@@ -64,6 +64,12 @@ std::vector<std::string> split_list(const std::string& flag, const std::string& 
   return items;
 }
 
+bool asks_for_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) return true;
+  return false;
+}
+
 int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
   errno = 0;
   char* end = nullptr;

@@ -13,6 +13,9 @@
 
 namespace condbench::cli {
 
+// -h or --help anywhere.
+bool asks_for_help(int argc, char** argv);
+
 // Takes the flags named in `known` (with a value: --name=value, or --name value when the next
 // argument does not start with '-') and `switches` out of argv, so Google Benchmark never sees
 // them, and returns them by name. A known flag without its value, or given twice, is an error.

@@ -338,11 +338,10 @@ int run(int argc, char** argv) {
 }  // namespace condbench
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
-      condbench::print_usage(std::cout);
-      return 0;
-    }
+  if (condbench::cli::asks_for_help(argc, argv)) {
+    condbench::print_usage(std::cout);
+    return 0;
+  }
   try {
     return condbench::run(argc, argv);
   } catch (const std::exception& e) {

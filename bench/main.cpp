@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "benchmark_case.h"
+#include "cli.h"
 #include "condbench/error.h"
 #include "condbench/output_file.h"
 #include "runner.h"
@@ -15,7 +16,7 @@
 namespace {
 
 int run(int argc, char** argv) {
-  if (condbench::asks_for_help(argc, argv)) return condbench::print_help(argv[0]);
+  if (condbench::cli::asks_for_help(argc, argv)) return condbench::print_help(argv[0]);
   const std::string twins = condbench::register_test_twins();  // before --strategy is read: it may name one
   condbench::BenchmarkOut out(argc, argv);
   const condbench::RunnerOptions options = condbench::parse_runner_options(argc, argv, out.target());

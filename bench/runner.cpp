@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -137,12 +136,6 @@ void check_answer_budget(const RunnerOptions& options, const BenchmarkFlags& fla
 }
 
 }  // namespace
-
-bool asks_for_help(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) return true;
-  return false;
-}
 
 int print_help(char* argv0) {
   print_flags(std::cout);

@@ -12,8 +12,7 @@
 
 namespace condbench {
 
-// -h or --help anywhere; print_help prints condbench's flags, then Google Benchmark's: exit code 0.
-bool asks_for_help(int argc, char** argv);
+// condbench's flags, then Google Benchmark's (on cli::asks_for_help): exit code 0.
 int print_help(char* argv0);
 
 // --export-workload: every selected model's workload written; exit code 0.
