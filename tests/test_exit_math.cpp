@@ -16,7 +16,7 @@
 namespace condbench::testing {
 namespace {
 
-TEST(ExitMath, LinearRowAndLinearOutputMatchTorchLinear) {
+TEST(ExitMath, LinearPartialRowsMatchTorchLinear) {
   for (auto [in, out] : {std::pair{1, 1}, {32, 64}, {64, 10}, {100, 33}, {7, 45}, {1024, 1024}}) {
     const at::Tensor w = at::randn({out, in}), b = at::randn({out}), x = at::randn({in});
     const at::Tensor want = at::linear(x, w, b);
@@ -26,14 +26,6 @@ TEST(ExitMath, LinearRowAndLinearOutputMatchTorchLinear) {
          std::vector<float>(b.data_ptr<float>(), b.data_ptr<float>() + b.numel()), std::vector<float>(out),
          std::vector<float>(1), std::vector<float>(out), std::vector<float>(1)});
     const NativeLinear& l = native.blocks[0];
-    std::vector<float> row(out);
-    math::linear_row(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, out, l.pitch, row.data(), false);
-    for (int o = 0; o < out; ++o) {
-      const float one = math::linear_output(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, l.pitch, o);
-      EXPECT_NEAR(one, row[o], 1e-6 * std::max(1.0f, std::abs(row[o])) * std::sqrt(in)) << "the two forms";
-      EXPECT_NEAR(row[o], want[o].item<float>(),
-                  1e-5 * std::max(1.0f, std::abs(want[o].item<float>())) * std::sqrt(in));
-    }
     // The GPU kernels' form: the sum over i in slices (math::linear_partial_rows) added to the
     // bias, for three rows at once (x, 2x and -x, so each row's sum is known from the first's).
     const at::Tensor x2 = x * 2, xn = -x;
@@ -52,8 +44,6 @@ TEST(ExitMath, LinearRowAndLinearOutputMatchTorchLinear) {
       EXPECT_NEAR(acc[1], 2 * want[o].item<float>(), 2 * tolerance);
       EXPECT_NEAR(acc[2], -want[o].item<float>(), tolerance);
     }
-    math::linear_row(l.wt.data(), l.bias.data(), x.data_ptr<float>(), in, out, l.pitch, row.data(), true);
-    for (int o = 0; o < out; ++o) EXPECT_GE(row[o], 0.0f);
   }
 }
 

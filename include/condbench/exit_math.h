@@ -38,55 +38,6 @@ CONDBENCH_HD inline void linear_partial_rows(const float* wt, const float* const
   }
 }
 
-// One output of a Linear: bias[o] + sum_i x[i] * weight[o][i], summed in ascending i.
-CONDBENCH_HD inline float linear_output(const float* wt, const float* bias, const float* x, int in, int pitch, int o) {
-  float acc = bias[o];
-  for (int i = 0; i < in; ++i) acc += x[i] * wt[i * pitch + o];
-  return acc;
-}
-
-namespace detail {
-// Outputs [o0, o0 + Width) of a Linear in a fixed-size local array that the compiler keeps in
-// vector registers for the whole sum over i: each weight is loaded once and nothing goes back to
-// memory until the end. Each accumulator is a chain of dependent multiply-adds, so a narrow tile
-// splits the sum over i into Split interleaved partial sums to keep enough chains in flight.
-template <int Width, int Split>
-CONDBENCH_HD inline void linear_tile(const float* __restrict__ wt, const float* __restrict__ bias,
-                                     const float* __restrict__ x, int in, int pitch, int o0, int valid,
-                                     float* __restrict__ y, bool relu) {
-  float acc[Split][Width];
-  for (int s = 0; s < Split; ++s)
-    for (int j = 0; j < Width; ++j) acc[s][j] = s == 0 ? bias[o0 + j] : 0.0f;
-  int i = 0;
-  for (; i + Split <= in; i += Split)
-    for (int s = 0; s < Split; ++s) {
-      const float xi = x[i + s];
-      const float* __restrict__ w = wt + (i + s) * pitch + o0;
-      for (int j = 0; j < Width; ++j) acc[s][j] += xi * w[j];
-    }
-  for (; i < in; ++i) {
-    const float xi = x[i];
-    const float* __restrict__ w = wt + i * pitch + o0;
-    for (int j = 0; j < Width; ++j) acc[0][j] += xi * w[j];
-  }
-  for (int s = 1; s < Split; ++s)
-    for (int j = 0; j < Width; ++j) acc[0][j] += acc[s][j];
-  for (int j = 0; j < Width && j < valid; ++j) y[o0 + j] = relu && acc[0][j] < 0.0f ? 0.0f : acc[0][j];
-}
-}  // namespace detail
-
-// A whole Linear for one row, optionally followed by ReLU: y[0..out) = act(bias + x W^T), for a
-// pitch that is a multiple of 8 (padding outputs are computed but not stored). Wide layers go in
-// tiles of 32 outputs (eight 4-wide chains), narrow ones such as exit heads in tiles of 8 with the
-// sum over i split four ways.
-CONDBENCH_HD inline void linear_row(const float* __restrict__ wt, const float* __restrict__ bias,
-                                    const float* __restrict__ x, int in, int out, int pitch, float* __restrict__ y,
-                                    bool relu) {
-  int o = 0;
-  for (; o + 32 <= out; o += 32) detail::linear_tile<32, 1>(wt, bias, x, in, pitch, o, 32, y, relu);
-  for (; o < out; o += 8) detail::linear_tile<8, 4>(wt, bias, x, in, pitch, o, out - o, y, relu);
-}
-
 // max(softmax) of the n logits logit(0) .. logit(n - 1) without forming the softmax:
 // exp(l_max - l_max) / sum_j exp(l_j - l_max). Read through a callable so that a kernel can say how
 // (the persistent fused kernel reads logits other blocks of the same launch wrote, through L2).
