@@ -74,24 +74,22 @@ std::string without_non_finite_literals(const std::string& text) {
 
 }  // namespace
 
+std::string ResultFile::said(const std::string& key, const std::string& otherwise) const {
+  const auto it = context.find(key);
+  return it == context.end() ? otherwise : it->second;
+}
+
 std::string ResultFile::device_label(const std::string& device) const {
-  auto get = [&](const char* key) {
-    auto it = context.find(key);
-    return it == context.end() ? std::string() : it->second;
-  };
-  const std::string machine = device == "cpu" ? get("cpu_model") : get("device_name");
+  const std::string machine = said(device == "cpu" ? "cpu_model" : "device_name");
   return machine.empty() || machine == "none" ? device : device + " · " + machine;
 }
 
 bool ResultFile::interleaved() const {
-  const auto it = context.find("condbench_interleaving");
-  return it != context.end() && (it->second == "random" || it->second == "rounds");
+  const std::string order = said("condbench_interleaving");
+  return order == "random" || order == "rounds";
 }
 
-std::string ResultFile::lockstep() const {
-  const auto it = context.find(kLockstepContext);
-  return it == context.end() ? std::string() : it->second;
-}
+std::string ResultFile::lockstep() const { return said(kLockstepContext); }
 
 double ResultFile::lockstep_allowance() const {
   const auto it = context.find(kLockstepAllowanceContext);

@@ -24,6 +24,8 @@ struct ResultFile {
   std::map<std::string, std::string> context;
   std::vector<Series> series;
 
+  // What its context says of `key`, or `otherwise` where it says nothing.
+  std::string said(const std::string& key, const std::string& otherwise = "") const;
   // "cpu · AMD EPYC" or "cuda · NVIDIA H200": the machine a series ran on.
   std::string device_label(const std::string& device) const;
   // Whether its repetitions were interleaved with every other cell's (condbench's random order or

@@ -13,11 +13,6 @@ namespace condbench::report {
 
 namespace {
 
-std::string get(const ResultFile& file, const std::string& key) {
-  auto it = file.context.find(key);
-  return it == file.context.end() ? std::string() : it->second;
-}
-
 std::string name_of(const ResultFile& file) { return std::filesystem::path(file.path).filename().string(); }
 
 // The first number of Google Benchmark's "load_avg" ("[6.2,5.1,4.0]" once read as text).
@@ -30,13 +25,13 @@ bool first_load(const std::string& text, double& load) {
 
 std::vector<std::string> busy_machine_evidence(const ResultFile& file) {
   std::vector<std::string> evidence;
-  const std::string start = get(file, "condbench_machine_busy"), end = get(file, "condbench_machine_busy_end");
+  const std::string start = file.said("condbench_machine_busy"), end = file.said("condbench_machine_busy_end");
   if (!start.empty() || !end.empty()) {
     // What the runner saw: "2.0 other tasks running, load average 6.20 5.10 4.00 on 2 CPUs".
     auto seen = [&](const std::string& when) {
-      const std::string running = get(file, "condbench_running_" + when),
-                        loads = get(file, "condbench_loadavg_" + when);
-      const std::string cpus = get(file, "condbench_cpus");
+      const std::string running = file.said("condbench_running_" + when),
+                        loads = file.said("condbench_loadavg_" + when);
+      const std::string cpus = file.said("condbench_cpus");
       std::string text = running.empty() || running == "unknown" ? "" : running + " other tasks running, ";
       text += "load average " + (loads.empty() ? std::string("unknown") : loads);
       return text + (cpus.empty() ? "" : " on " + cpus + " CPUs");
@@ -47,9 +42,9 @@ std::vector<std::string> busy_machine_evidence(const ResultFile& file) {
   }
   // Older files, and the Python peer's: only the load average at the start.
   double load = 0;
-  const std::string cpus_text = get(file, "num_cpus");
+  const std::string cpus_text = file.said("num_cpus");
   const int cpus = cpus_text.empty() ? 0 : std::atoi(cpus_text.c_str());
-  if (first_load(get(file, "load_avg"), load) && machine_busy(load, cpus))
+  if (first_load(file.said("load_avg"), load) && machine_busy(load, cpus))
     evidence.push_back(name_of(file) + ": load average " + load_text(load) + " on " + std::to_string(cpus) +
                        " CPUs when the run started (busy above " + load_text(kBusyLoadPerCpu * cpus, "%.1f") + ")");
   return evidence;
@@ -128,7 +123,7 @@ RunCheck check_run(const std::vector<ResultFile>& files, const std::vector<Group
   RunCheck check;
   for (const ResultFile& f : files) {
     for (std::string& line : busy_machine_evidence(f)) check.busy.push_back(std::move(line));
-    const std::string slowdown = get(f, "condbench_test_slowdown");
+    const std::string slowdown = f.said("condbench_test_slowdown");
     if (!slowdown.empty())
       check.notes.push_back(name_of(f) + " was recorded with an artificial slowdown (CONDBENCH_TEST_SLOWDOWN=" +
                             slowdown + "): a test of the statistics, not a measurement");

@@ -14,7 +14,7 @@ namespace {
 
 // The machine's load as the run recorded it: load averages at the start and the end, on N CPUs.
 std::string load_text(const ResultFile& f) {
-  auto get = [&](const char* key) { return f.context.count(key) ? f.context.at(key) : std::string(); };
+  auto get = [&](const char* key) { return f.said(key); };
   const std::string cpus = get("num_cpus"), start = get("condbench_loadavg_start"), end = get("condbench_loadavg_end");
   std::string text;
   if (!start.empty()) text = "start " + start + (end.empty() ? "" : ", end " + end);
@@ -31,10 +31,7 @@ std::string load_text(const ResultFile& f) {
 // What the GPU's figures depend on, as the run recorded it: "132 SMs, SM clock 1980 of 1980 MHz,
 // persistence on, TF32 off"; "-" for a file without it (a CPU run, or one older than the record).
 std::string gpu_state(const ResultFile& f) {
-  auto get = [&](const char* key) {
-    const auto it = f.context.find(key);
-    return it == f.context.end() ? std::string() : it->second;
-  };
+  auto get = [&](const char* key) { return f.said(key); };
   if (get("gpu_sm_count").empty()) return "-";
   std::string text = get("gpu_sm_count") + " SMs, SM clock " + get("gpu_sm_clock_mhz") + " of " +
                      get("gpu_sm_clock_peak_mhz") + " MHz, persistence " + get("gpu_persistence_mode");
@@ -47,7 +44,7 @@ void what_was_compared(const ReportInput& in, Charts& /*out*/, Document& doc) {
       {"file", "GPU", "GPU state", "CPU", "threads", "torch", "CUDA runtime", "driver", "date", "revision", "load"},
       {}};
   for (const ResultFile& f : in.files) {
-    auto get = [&](const char* key) { return f.context.count(key) ? f.context.at(key) : std::string("-"); };
+    auto get = [&](const char* key) { return f.said(key, "-"); };
     // A CUDA version is the GPU's to claim: without one, the CUDA runtime LibTorch ships means nothing.
     const bool gpu = get("device_name") != "none" && get("device_name") != "-";
     runs.rows.push_back({std::filesystem::path(f.path).filename().string(), get("device_name"), gpu_state(f),
