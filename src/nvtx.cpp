@@ -83,21 +83,11 @@ const RegisteredString& inference_string() {
   return s;
 }
 
-const RegisteredString& block_string(int block) {
-  static std::deque<RegisteredString> cache;
-  static std::mutex mutex;
-  return numbered(cache, mutex, "block ", block);
-}
-
-const RegisteredString& exit_test_string(int exit) {
-  static std::deque<RegisteredString> cache;
-  static std::mutex mutex;
-  return numbered(cache, mutex, "exit test ", exit);
-}
-
 StageRanges::StageRanges(int blocks) {
-  for (int i = 0; i < blocks; ++i) blocks_.push_back(&block_string(i));
-  for (int k = 1; k <= blocks; ++k) exit_tests_.push_back(&exit_test_string(k));
+  static std::deque<RegisteredString> block_strings, exit_test_strings;  // "block 0", ...; "exit test 1", ...
+  static std::mutex mutex;
+  for (int i = 0; i < blocks; ++i) blocks_.push_back(&numbered(block_strings, mutex, "block ", i));
+  for (int k = 1; k <= blocks; ++k) exit_tests_.push_back(&numbered(exit_test_strings, mutex, "exit test ", k));
 }
 
 void attach_tool(const std::string& library, const std::vector<std::pair<std::string, std::string>>& environment) {

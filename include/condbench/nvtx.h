@@ -26,10 +26,8 @@ class RegisteredString {
   const void* handle_ = nullptr;
 };
 
-// Well-known registered strings, one per stage kind: block i, exit test k, head.
+// The registered string of a whole inference ("inference"); StageRanges holds its stages'.
 const RegisteredString& inference_string();
-const RegisteredString& block_string(int block);     // "block 0", "block 1", ...
-const RegisteredString& exit_test_string(int exit);  // "exit test 1", ...
 
 // The stage strings a host-driven strategy needs, resolved once in prepare() so that the timed
 // path only reads a pointer.
