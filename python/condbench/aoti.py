@@ -31,6 +31,7 @@ from .errors import first_line
 from .inductor import (CHECK_ROWS, MODULES, Check, Exported, build, cache_root, compile_side_by_side, step_program,
                        whole_model_programs)
 from .regular_file import open_regular
+from .results import write as write_json
 from .rules import COMPILE_CHECK, RULES, broken_relation, broken_size, module_floats, over_memory_budget
 
 if TYPE_CHECKING:
@@ -283,7 +284,7 @@ def main() -> None:
                     "options": "default but " + options_text(BUILT_IN_OPTIONS),
                     "checked": f"against the module, within {COMPILE_CHECK['absolute_tolerance']} + "
                                f"{COMPILE_CHECK['relative_tolerance']} x |value|"}
-            write_whole(os.path.join(job.directory, f"{job.module}.json"), meta)  # only beside a whole package
+            write_json(os.path.join(job.directory, f"{job.module}.json"), meta)  # only beside a whole package
             print(f"aoti: {job.label}: exported in {meta['export_s']} s, compiled in {meta['compile_s']} s, checked "
                   f"-> {os.path.join(job.directory, job.module + '.pt2')}", flush=True)
     finally:  # stopped or refused half way: no half-made package stays in the cache
@@ -291,14 +292,6 @@ def main() -> None:
             for leftover in (job.temp, job.temp + ".exported"):
                 with contextlib.suppress(OSError):
                     os.remove(leftover)
-
-
-def write_whole(path: str, value: object) -> None:
-    """`value` as JSON at `path`, written beside it and renamed into place: whole or absent."""
-    temp = f"{path}.tmp{os.getpid()}"
-    with open(temp, "w") as f:
-        json.dump(value, f, indent=1)
-    os.replace(temp, path)
 
 
 if __name__ == "__main__":
