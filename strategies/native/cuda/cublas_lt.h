@@ -23,20 +23,14 @@ void warn_cublas_error(cublasStatus_t status, const char* call, const char* file
       ::condbench::cuda::throw_cublas_error(condbench_cublas_status_, #call, __FILE__, __LINE__); \
   } while (0)
 
-#define CONDBENCH_CUBLAS_WARN(call)                                                              \
-  do {                                                                                           \
-    const cublasStatus_t condbench_cublas_status_ = (call);                                      \
-    if (condbench_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                       \
-      ::condbench::cuda::warn_cublas_error(condbench_cublas_status_, #call, __FILE__, __LINE__); \
-  } while (0)
-
 namespace condbench::cuda {
 
 // cuBLASLt's destroy functions as resources.h's Owned calls them: a failure is printed, never
 // thrown from a destructor, and reported to Owned as nothing more to say.
 template <typename Handle, cublasStatus_t (*Destroy)(Handle)>
 cudaError_t destroy_lt(Handle handle) {
-  CONDBENCH_CUBLAS_WARN(Destroy(handle));
+  const cublasStatus_t status = Destroy(handle);
+  if (status != CUBLAS_STATUS_SUCCESS) warn_cublas_error(status, "Destroy(handle)", __FILE__, __LINE__);
   return cudaSuccess;
 }
 
