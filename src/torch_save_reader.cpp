@@ -488,7 +488,7 @@ at::Tensor materialize(caffe2::serialize::PyTorchStreamReader& archive, PickleMa
 }
 
 SavedObject read_archive(std::istream& in, uint64_t size, const HeaderCheck& check) {
-  read_zip_directory(in, size);  // every record's declared size fits the file
+  check_zip_directory(in, size);  // every record's declared size fits the file
   in.clear();
   in.seekg(0);
   caffe2::serialize::PyTorchStreamReader archive(&in);

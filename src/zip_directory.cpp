@@ -1,6 +1,7 @@
 #include "zip_directory.h"
 
 #include <algorithm>
+#include <string>
 
 #include "condbench/error.h"
 
@@ -11,6 +12,13 @@ namespace {
 constexpr uint32_t kEndOfDirectory = 0x06054b50, kZip64End = 0x06064b50, kZip64Locator = 0x07064b50,
                    kDirectoryEntry = 0x02014b50, kLocalHeader = 0x04034b50;
 constexpr uint64_t kEndSize = 22, kMaxComment = 65535, kEntrySize = 46, kLocalSize = 30;
+
+struct ZipRecord {
+  std::string name;            // as stored, e.g. "archive/data.pkl"
+  uint64_t compressed = 0;     // bytes in the file
+  uint64_t uncompressed = 0;   // bytes once read
+  uint64_t header_offset = 0;  // its local header
+};
 
 // Bytes of the archive, read on demand; every read is checked against the file's size.
 class Archive {
@@ -89,17 +97,15 @@ void read_zip64_extra(const std::string& extra, ZipRecord& r) {
 
 }  // namespace
 
-std::vector<ZipRecord> read_zip_directory(std::istream& in, uint64_t size) {
+void check_zip_directory(std::istream& in, uint64_t size) {
   const Archive zip(in, size);
   const Directory d = find_directory(zip);
   const std::string directory = zip.read(d.offset, d.size);
-  std::vector<ZipRecord> records;
   size_t at = 0;
   for (uint64_t i = 0; i < d.count; ++i) {
     if (at + kEntrySize > directory.size() || little(directory, at, 4) != kDirectoryEntry)
       fail("zip: the central directory is malformed");
     ZipRecord r;
-    r.method = static_cast<uint16_t>(little(directory, at + 10, 2));
     r.compressed = little(directory, at + 20, 4);
     r.uncompressed = little(directory, at + 24, 4);
     const uint64_t name_size = little(directory, at + 28, 2), extra_size = little(directory, at + 30, 2),
@@ -124,9 +130,7 @@ std::vector<ZipRecord> read_zip_directory(std::istream& in, uint64_t size) {
     if (r.uncompressed > size)
       fail(what + " declares " + std::to_string(r.uncompressed) + " bytes once read, more than the file's " +
            std::to_string(size) + " (limit: record size)");
-    records.push_back(std::move(r));
   }
-  return records;
 }
 
 }  // namespace condbench::detail
