@@ -74,13 +74,6 @@ Place place_of(const std::string& name) {
   return place;
 }
 
-std::string without_time_suffix(const std::string& name) {
-  constexpr std::string_view kSuffix = "/real_time";
-  if (name.size() > kSuffix.size() && name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0)
-    return name.substr(0, name.size() - kSuffix.size());
-  return name;
-}
-
 double to_us(double time, benchmark::TimeUnit unit) { return time / benchmark::GetTimeUnitMultiplier(unit) * 1e6; }
 
 }  // namespace
@@ -107,7 +100,7 @@ bool ConsoleReporter::ReportContext(const Context& /*context*/) {
 
 void ConsoleReporter::ReportRuns(const std::vector<Run>& runs) {
   for (const Run& run : runs) {
-    const std::string name = without_time_suffix(run.run_name.str());
+    const std::string name(without_time_suffix(run.run_name.str()));
     if (run.error_occurred) {
       skipped_.emplace(name, run.error_message);
       if (run.run_type == Run::RT_Iteration) note_progress(run, 1);
@@ -215,7 +208,6 @@ void ConsoleReporter::print_table() {
     const std::vector<const CounterSpec*> shown = primitives ? std::vector<const CounterSpec*>() : columns(block);
     std::string title = block.title;
     if (title.size() >= kLabel) {  // a long model (the decoder's): lines of its own, the columns' heads below
-      constexpr size_t kWidth = 100;
       while (title.size() > kWidth) {
         const size_t cut = title.rfind(", ", kWidth - 1);
         if (cut == std::string::npos) break;

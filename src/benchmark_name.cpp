@@ -87,10 +87,15 @@ int64_t size_axis(const BenchmarkName& name, const std::string& key) {
 
 }  // namespace
 
-std::optional<BenchmarkId> BenchmarkId::read(std::string_view run_name) {
+std::string_view without_time_suffix(std::string_view run_name) {
   constexpr std::string_view kTimeSuffix = "/real_time";
   if (run_name.size() > kTimeSuffix.size() && run_name.substr(run_name.size() - kTimeSuffix.size()) == kTimeSuffix)
     run_name.remove_suffix(kTimeSuffix.size());
+  return run_name;
+}
+
+std::optional<BenchmarkId> BenchmarkId::read(std::string_view run_name) {
+  run_name = without_time_suffix(run_name);
   BenchmarkId id;
   id.name = std::string(run_name);
   const bool ours = run_name.rfind("early_exit/", 0) == 0 || run_name.rfind("primitive/", 0) == 0;

@@ -79,6 +79,10 @@ class BenchmarkName {
   std::vector<Part> parts_;
 };
 
+// A run's name without Google Benchmark's "/real_time": the benchmark's name (a view into
+// `run_name`: not to be kept past it).
+std::string_view without_time_suffix(std::string_view run_name);
+
 // What a condbench benchmark's name says, read once: the one reader of names. The runner's console,
 // condbench-report and its --table take every fact of a name from here and never take a name apart
 // themselves; the model is its list of axes, whatever the family, so a name with an axis no reader
