@@ -1,10 +1,7 @@
 #pragma once
 // The decoder's strategies (docs/design.md §8): each a TokenStrategy of DecoderModel
 // (condbench/token_strategy.h), timed per generated token, registered in one line as every
-// strategy is:
-//
-//   CONDBENCH_REGISTER_STRATEGY(DecodeMasked, "masked", Engine::torch, Device::cpu,
-//                               "every layer for every row; the rows that left frozen with where");
+// strategy is.
 #include "condbench/counters.h"
 #include "condbench/decoder/config.h"
 #include "condbench/token_strategy.h"
