@@ -27,6 +27,8 @@ size_t axis_index(const ModelConfig& config, std::string_view key) {
 }
 }  // namespace
 
+void Family::check_size(const FamilyAxis& axis, int value) { check_range(axis.key, value, 1, axis.max); }
+
 std::string FamilyAxis::flag() const {
   std::string flag = "--" + key;
   std::replace(flag.begin(), flag.end(), '_', '-');
@@ -100,8 +102,7 @@ void ModelConfig::validate() const {
   // Upper bounds keep a typo from allocating tens of gigabytes; they are far above any sweep.
   check_range("num_classes", num_classes, 1, kMaxClasses);
   check_range("blocks", blocks, 1, kMaxBlocks);
-  for (size_t i = 0; i < sizes.size(); ++i) check_range(family.axes()[i].key, sizes[i], 1, family.axes()[i].max);
-  for (const SizeRelation& r : family.relations()) r.require(size(r.size), size(r.other));
+  family.check_sizes(*this);
   family.check(*this);
   memory_need(0).require(describe());  // what a typo in a size makes huge
 }

@@ -134,9 +134,17 @@ class Family {
   // are inside its own code (a model file's packages).
   virtual const StateDictKeys* state_dict_keys() const = 0;
 
-  // How its sizes must relate (each axis's range is checked already): the configs' validate checks
-  // them, and rules.json gives them to condbench.aoti's --config.
+  // How its sizes must relate (each axis's range is checked already): check_sizes checks them, and
+  // rules.json gives them to condbench.aoti's --config.
   virtual std::vector<SizeRelation> relations() const { return {}; }
+  // What every config's validate() checks first, of either unit: each size of `config` in its
+  // axis's range (1..max), then the relations. Throws condbench::Error naming the size.
+  template <typename Config>
+  void check_sizes(const Config& config) const {
+    for (const FamilyAxis& axis : axes_) check_size(axis, config.size(axis.key));
+    for (const SizeRelation& r : relations()) r.require(config.size(r.size), config.size(r.other));
+  }
+  static void check_size(const FamilyAxis& axis, int value);
   // The batches the runner runs without --batch, and with --full.
   virtual std::vector<int64_t> runs_batches(bool full) const = 0;
 

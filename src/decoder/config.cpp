@@ -119,12 +119,7 @@ const DecoderFamily& decoder_family() {
 }
 
 void DecoderConfig::validate() const {
-  for (const FamilyAxis& axis : decoder_family().axes()) {
-    const int value = size(axis.key);
-    if (value < 1 || value > axis.max)
-      fail(axis.key + " must be in 1.." + std::to_string(axis.max) + ", got " + std::to_string(value));
-  }
-  for (const SizeRelation& r : decoder_family().relations()) r.require(size(r.size), size(r.other));
+  decoder_family().check_sizes(*this);
   // The prefill holds prompt-1 positions and every step one more: the last step reads position
   // prompt + generate - 2, and its token is never read back in.
   if (prompt + generate - 1 > context)
