@@ -10,6 +10,7 @@
 #include "benchmark_flags.h"
 #include "cli.h"
 #include "condbench/counters.h"
+#include "condbench/family.h"
 #include "condbench/nvtx.h"
 #include "condbench/result_format.h"
 #include "condbench/strategy_registry.h"
@@ -62,6 +63,7 @@ std::vector<std::pair<std::string, std::string>> run_context() {
   std::vector<std::pair<std::string, std::string>> context = {
     {"condbench_version", kVersion},
     {"condbench_schema", kResultSchema},
+    {kPerTokenContext, per_token_family_names()},
     {"git_revision", kGitRevision},
     {"build_type", kBuildType},
     {"torch_version", TORCH_VERSION},

@@ -173,7 +173,11 @@ constexpr const char* kEagerHost = "torch/eager_host";
 struct Group {
   std::string device_label;  // "cpu · AMD EPYC"
   int64_t batch = 0, blocks = 0;
-  std::vector<BenchmarkName::Part> model;                     // its axes, as BenchmarkId::model
+  std::vector<BenchmarkName::Part> model;  // its axes, as BenchmarkId::model
+  // Timed per generated token (a decoder's, docs/design.md §8; ResultFile::per_token): a cell is one
+  // token per row, its answer table is at every batch, and its options are every way the run wrote
+  // the per-token exit.
+  bool per_token = false;
   std::vector<std::string> strategies;                        // "engine/strategy", in a stable order
   std::vector<std::string> scenarios;                         // exit:1.., then mix:early, mix:uniform, mix:late
   std::map<std::pair<std::string, std::string>, Cell> cells;  // (strategy, scenario)
@@ -262,9 +266,6 @@ struct AnswerTable {
   std::string own_fastest;        // condbench's fastest in the first scenario (the floor's row)
 };
 std::optional<AnswerTable> answer_table(const Group& g);
-// A decoder's group (docs/design.md §8): a cell is one generated token per row, its answer table is
-// at every batch, and its options are every way the run wrote the per-token exit.
-bool decodes(const Group& g);
 
 // Every comparison the answer judges in a group: each row of its table against its column's fastest,
 // and the pairs its sentences name. Each once, whichever order.

@@ -66,12 +66,6 @@ std::vector<std::string> pytorch_options(const Group& g) {
   return out;
 }
 
-bool decodes(const Group& g) {
-  for (const BenchmarkName::Part& p : g.model)
-    if (p.key == "model") return p.value == kDecoderFamily;
-  return false;
-}
-
 std::vector<std::string> answer_scenarios(const Group& g) {
   std::vector<std::string> out;
   for (const std::string& s :
@@ -152,9 +146,9 @@ const QuestionSpec kQuestions[] = {
 bool asks(Asked asked, const Group& g) {
   switch (asked) {
     case Asked::batch_one:
-      return !decodes(g) && g.batch == 1;
+      return !g.per_token && g.batch == 1;
     case Asked::decoder:
-      return decodes(g);
+      return g.per_token;
     case Asked::gpu:
       return on_gpu(g);
   }
@@ -221,8 +215,8 @@ std::optional<AnswerTable> answer_table(const Group& g) {
   for (const std::string& sc : answer_scenarios(g))  // the two ends; the mix is the verdict table's
     if (sc.rfind("exit:", 0) == 0) t.scenarios.push_back(sc);
   // A decoder's options are every way the run wrote it, at every batch (design.md §8).
-  t.rows = decodes(g) ? g.strategies : pytorch_options(g);
-  if ((g.batch != 1 && !decodes(g)) || t.rows.empty() || t.scenarios.empty()) return std::nullopt;
+  t.rows = g.per_token ? g.strategies : pytorch_options(g);
+  if ((g.batch != 1 && !g.per_token) || t.rows.empty() || t.scenarios.empty()) return std::nullopt;
   // condbench's: its fastest strategy in every scenario (the sentences compare each scenario's
   // fastest; usually one strategy), and eager_host, what the Python if becomes in C++
   std::vector<std::string> own;

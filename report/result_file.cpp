@@ -1,5 +1,6 @@
 #include "result_file.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -77,6 +78,20 @@ std::string without_non_finite_literals(const std::string& text) {
 std::string ResultFile::said(const std::string& key, const std::string& otherwise) const {
   const auto it = context.find(key);
   return it == context.end() ? otherwise : it->second;
+}
+
+bool ResultFile::per_token(const std::vector<BenchmarkName::Part>& model) const {
+  const std::string families = said(kPerTokenContext, kDecoderFamily);
+  for (const BenchmarkName::Part& p : model)
+    if (p.key == "model") {
+      for (size_t start = 0; start <= families.size();) {
+        const size_t comma = std::min(families.find(',', start), families.size());
+        if (families.compare(start, comma - start, p.value) == 0 && comma > start) return true;
+        start = comma + 1;
+      }
+      return false;
+    }
+  return false;
 }
 
 std::string ResultFile::device_label(const std::string& device) const {

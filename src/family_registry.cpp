@@ -53,6 +53,13 @@ std::string family_names() {
   return model_families().empty() ? names + " (no other is linked in: link condbench_families)" : names;
 }
 
+std::string per_token_family_names() {
+  std::string names;
+  for (const Family* f : families())
+    if (f->unit() == TimedUnit::token) names += (names.empty() ? "" : ",") + f->name();
+  return names;
+}
+
 const Family& family(std::string_view name) {
   for (const Family* f : families())
     if (f->name() == name) return *f;

@@ -157,6 +157,8 @@ nlohmann::json rules_as_data() {
   rules["context"] = {{"schema", kResultSchema},  // what the peer's file says of itself
                       {"strategy", kStrategyContext},
                       {"token_strategy_suffix", kTokenStrategySuffix},
+                      {"per_token", kPerTokenContext},  // ... with per_token_families, as condbench writes it
+                      {"per_token_families", per_token_family_names()},
                       {"peak_resident_memory", kPeakMemoryContext},
                       {"lockstep", kLockstepContext},
                       {"lockstep_allowance", kLockstepAllowanceContext}};

@@ -281,6 +281,8 @@ const ModelFamily& model_family(std::string_view name);
 ModelConfig model_config(std::string_view family);
 // "mlp, transformer, decoder"
 std::string family_names();
+// "decoder": every family timed per generated token, comma-separated (kPerTokenContext's value).
+std::string per_token_family_names();
 // What CONDBENCH_REGISTER_FAMILY calls during static initialisation; aborts on a second family of a name.
 bool register_family(std::unique_ptr<const ModelFamily> family);
 

@@ -35,8 +35,11 @@ constexpr const char* kStrategyContext = "strategy:";
 constexpr const char* kTokenStrategySuffix = " per token";
 constexpr const char* kSchema1TokenStrategyContext = "decoder strategy:";
 std::string strategy_context_key(const std::string& key, TimedUnit unit);
-// The decoder family's name: --model=decoder, and model:decoder in benchmark names, the one family
-// timed per generated token (docs/design.md §8): the report asks its groups a token's questions.
+// The families a file's benchmarks are timed per generated token in, by name, comma-separated
+// ("decoder"): the report asks their groups a token's questions and describes their strategies
+// apart. A file without it (condbench before this key) timed the decoder alone per token.
+constexpr const char* kPerTokenContext = "condbench_per_token";
+// The decoder family's name: --model=decoder, and model:decoder in benchmark names (docs/design.md §8).
 constexpr const char* kDecoderFamily = "decoder";
 // The process's peak resident memory (getrusage maxrss): condbench's and the peer's, each its own file.
 constexpr const char* kPeakMemoryContext = "condbench_peak_resident_memory";

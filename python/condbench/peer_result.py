@@ -11,7 +11,8 @@ import torch
 
 from . import decoder_peer, results
 from .rounds import Rounds, Sample, median
-from .rules import LOCKSTEP_ALLOWANCE_CONTEXT, LOCKSTEP_CONTEXT, RESULT_SCHEMA, strategy_context_key
+from .rules import (LOCKSTEP_ALLOWANCE_CONTEXT, LOCKSTEP_CONTEXT, PER_TOKEN_CONTEXT, PER_TOKEN_FAMILIES, RESULT_SCHEMA,
+                    strategy_context_key)
 from .variants import SUMMARIES, Case
 
 SCHEMA = RESULT_SCHEMA  # kResultSchema of include/condbench/result_format.h, through rules.json
@@ -83,7 +84,7 @@ class Document:
                 "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                 "host_name": socket.gethostname(), "executable": "python -m condbench.peer",
                 "num_cpus": os.cpu_count(), "library_build_type": "release",
-                "condbench_schema": SCHEMA, "peer": "python", "condbench_interleaving": "rounds",
+                "condbench_schema": SCHEMA, PER_TOKEN_CONTEXT: PER_TOKEN_FAMILIES, "peer": "python", "condbench_interleaving": "rounds",
                 **({LOCKSTEP_CONTEXT: self.turns_id, LOCKSTEP_ALLOWANCE_CONTEXT: self.turns_allowance}
                    if self.turns_id else {}),
                 "python_version": platform.python_version(),

@@ -114,6 +114,10 @@ def strategy_context_key(key: str, per_token: bool = False) -> str:
     return context_key
 
 
+# the families a result file's benchmarks are timed per generated token in, and its value as condbench
+# writes it (C++'s kPerTokenContext, per_token_family_names)
+PER_TOKEN_CONTEXT = RULES["context"]["per_token"]
+PER_TOKEN_FAMILIES = RULES["context"]["per_token_families"]
 # the context key under which a result file keeps its process's peak resident memory
 PEAK_MEMORY_CONTEXT = RULES["context"]["peak_resident_memory"]
 # ... and the lockstep it was timed in, with the allowance that lockstep gave a pair across its files

@@ -63,14 +63,16 @@ void strategy_glossary(const ReportInput& in, Charts& /*out*/, Document& doc) {
   for (const ResultFile& f : in.files)
     for (const Series& s : f.series) {
       if (s.primitive || !s.error.empty()) continue;  // a skipped benchmark shows nothing to explain
-      // A decoder's strategies are others of the same names (docs/design.md §8), described apart.
-      const bool decoder = std::any_of(s.model.begin(), s.model.end(), [](const BenchmarkName::Part& p) {
-        return p.key == "model" && p.value == kDecoderFamily;
-      });
+      // A decoder's strategies are others of the same names (docs/design.md §8), described apart,
+      // labelled with the family: "cpu/torch/masked (decoder)".
+      const bool per_token = f.per_token(s.model);
+      std::string family;
+      for (const BenchmarkName::Part& p : s.model)
+        if (p.key == "model") family = p.value;
       const std::string key = s.device + "/" + s.strategy_key();
-      auto said = f.context.find(strategy_context_key(key, decoder ? TimedUnit::token : TimedUnit::inference));
-      if (said == f.context.end() && decoder) said = f.context.find(kSchema1TokenStrategyContext + key);
-      std::string& summary = glossary[decoder ? key + " (decoder)" : key];
+      auto said = f.context.find(strategy_context_key(key, per_token ? TimedUnit::token : TimedUnit::inference));
+      if (said == f.context.end() && per_token) said = f.context.find(kSchema1TokenStrategyContext + key);
+      std::string& summary = glossary[per_token ? key + " (" + family + ")" : key];
       if (said != f.context.end() && (summary.empty() || summary[0] == '('))
         summary = said->second;
       else if (summary.empty())

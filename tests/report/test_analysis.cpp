@@ -231,6 +231,30 @@ TEST(AnswerBudget, TheAnswersComparisonsAndTheCellsEachFileRunsAgain) {
   EXPECT_TRUE(undecided_cells({g}, 1).empty());
 }
 
+TEST(Answer, AFileSaysWhichFamiliesItTimesPerToken) {
+  // the report names no family: a file's kPerTokenContext does; one without it timed the decoder alone
+  const auto group = [](const std::optional<std::string>& per_token, const std::string& family) {
+    ResultFile f;
+    if (per_token) f.context[kPerTokenContext] = *per_token;
+    Series s;
+    s.name = "early_exit/cpu/torch/masked/exit:1/batch:2/model:" + family + "/vocab:8/blocks:1";
+    s.device = "cpu", s.engine = "torch", s.strategy = "masked", s.scenario = "exit:1";
+    s.batch = 2, s.blocks = 1;
+    s.model = {{"model", family}, {"vocab", "8"}, {"blocks", "1"}};
+    s.times_us = {1, 2, 3};
+    f.series.push_back(s);
+    const std::vector<Group> groups = make_groups({f});
+    return groups.size() == 1 && groups[0].per_token;
+  };
+  EXPECT_TRUE(group(std::nullopt, "decoder"));
+  EXPECT_FALSE(group(std::nullopt, "transformer"));
+  EXPECT_TRUE(group("decoder,ssm", "ssm"));
+  EXPECT_TRUE(group("decoder,ssm", "decoder"));
+  EXPECT_FALSE(group("ssm", "decoder"));
+  EXPECT_FALSE(group("decoder", "decode"));
+  EXPECT_FALSE(group("", "decoder"));
+}
+
 TEST(AnswerBudget, AFileSaysHowManyLooksItsVerdictsAreSplitOver) {
   const auto file_with = [](const std::string& looks) {
     ResultFile f;
@@ -328,7 +352,7 @@ TEST(Answer, ADecodersTableIsAtEveryBatchWithEveryStrategy) {
   g.device_label = "cpu · X";
   g.batch = 8;
   g.model = {{"model", "decoder"}, {"d_model", "256"}, {"blocks", "3"}};
-  ASSERT_TRUE(decodes(g));
+  g.per_token = true;
   const std::optional<AnswerTable> t = answer_table(g);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->scenarios, (std::vector<std::string>{"exit:1", "exit:4"}));
@@ -341,6 +365,7 @@ TEST(Answer, ADecodersTableIsAtEveryBatchWithEveryStrategy) {
                              "fastest vs the host's if · exit:4 · native/fused vs torch/eager_host: FASTER ≥3.5× ◊"}));
   // Not a decoder at batch 8: no answer.
   g.model = {{"hidden", "64"}, {"blocks", "3"}};
+  g.per_token = false;
   EXPECT_FALSE(answer_table(g));
 }
 
@@ -354,6 +379,7 @@ TEST(Answer, ADecodersPythonLoopsAreAskedTheirOwnQuestions) {
   g.device_label = "cpu · X";
   g.batch = 1;
   g.model = {{"model", "decoder"}, {"d_model", "256"}, {"blocks", "3"}};
+  g.per_token = true;
   EXPECT_EQ(verdicts(g),
             (std::vector<std::string>{
                 "Python if vs nested torch.cond · exit:1 · python/py_eager_if vs python/py_cond: FASTER ≥4.4×",
