@@ -93,7 +93,7 @@ enum class Pick {
   best_vs_eager,   // the fastest of all against eager_host
 };
 // Which groups a question is asked of.
-enum class Asked { batch_one, decoder, gpu };
+enum class Asked { batch_one, per_token, gpu };
 
 // The answer's questions, as data: each asked of some groups, its row's label, the question in words,
 // and how it picks its cells.
@@ -115,18 +115,19 @@ const QuestionSpec kQuestions[] = {
      Pick::pair, "aoti/cond", "python/py_cond"},
     {Asked::batch_one, "condbench's fastest vs PyTorch's",
      "condbench's fastest strategy against the best PyTorch option", Pick::ours_vs_theirs},
-    {Asked::decoder, "host's if vs masking", "per generated token, the host's if (eager_host) against masking",
+    {Asked::per_token, "host's if vs masking", "per generated token, the host's if (eager_host) against masking",
      Pick::pair, kEagerHost, "torch/masked"},
-    {Asked::decoder, "Python if vs masking",
+    {Asked::per_token, "Python if vs masking",
      "per token in Python, the host's if (.item() at each exit) against masking", Pick::pair, "python/py_eager_if",
      "python/py_masked"},
-    {Asked::decoder, "Python if vs nested torch.cond", "per token in Python, the host's if against nested torch.cond",
+    {Asked::per_token, "Python if vs nested torch.cond", "per token in Python, the host's if against nested torch.cond",
      Pick::pair, "python/py_eager_if", "python/py_cond"},
-    {Asked::decoder, "torch.cond: AOTInductor vs eager",
+    {Asked::per_token, "torch.cond: AOTInductor vs eager",
      "per token, nested torch.cond exported with AOTInductor and run from C++ against torch.cond in eager mode",
      Pick::pair, "aoti/cond", "python/py_cond"},
-    {Asked::decoder, "fastest with PyTorch", "per token, the fastest way to write it with PyTorch", Pick::fastest_two},
-    {Asked::decoder, "fastest vs the host's if", "per token, the fastest way written against the host's if",
+    {Asked::per_token, "fastest with PyTorch", "per token, the fastest way to write it with PyTorch",
+     Pick::fastest_two},
+    {Asked::per_token, "fastest vs the host's if", "per token, the fastest way written against the host's if",
      Pick::best_vs_eager},
     {Asked::gpu, "IF nodes vs masking",
      "one CUDA graph of nested IF nodes against one CUDA graph that masks, both with LibTorch's kernels", Pick::pair,
@@ -147,7 +148,7 @@ bool asks(Asked asked, const Group& g) {
   switch (asked) {
     case Asked::batch_one:
       return !g.per_token && g.batch == 1;
-    case Asked::decoder:
+    case Asked::per_token:
       return g.per_token;
     case Asked::gpu:
       return on_gpu(g);

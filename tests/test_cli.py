@@ -26,7 +26,7 @@ os.environ["CONDBENCH_AOTI_DIR"] = _no_packages.name
 
 REQUIRED_CONTEXT = ["condbench_version", "condbench_schema", "git_revision", "build_type", "torch_version",
                     "cuda_runtime_version", "cuda_driver_version", "device_name", "cpu_model", "threads",
-                    "torch_conditional_capture", "condbench_peak_resident_memory"]
+                    "torch_conditional_capture", "condbench_peak_resident_memory", "condbench_per_token"]
 REQUIRED_COUNTERS = ["host_syncs", "launches", "flops_executed", "flops_useful", "exit_mean"]
 
 try:

@@ -180,6 +180,7 @@ class PythonPeer(unittest.TestCase):
         self.assertIn("py_cond_cudagraph: skipped (CUDA only)", result.stdout)
         data = json.load(open(out))
         self.assertEqual(data["context"]["condbench_schema"], RESULT_SCHEMA)
+        self.assertEqual(data["context"]["condbench_per_token"], "decoder")  # as condbench writes it
         self.assertEqual(data["context"]["torch_version"], torch.__version__)
         # Interleaved in rounds: each round runs every case once, the rounds one after the other, and
         # every repetition says where it ran.

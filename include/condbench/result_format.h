@@ -35,9 +35,9 @@ constexpr const char* kStrategyContext = "strategy:";
 constexpr const char* kTokenStrategySuffix = " per token";
 constexpr const char* kSchema1TokenStrategyContext = "decoder strategy:";
 std::string strategy_context_key(const std::string& key, TimedUnit unit);
-// The families a file's benchmarks are timed per generated token in, by name, comma-separated
-// ("decoder"): the report asks their groups a token's questions and describes their strategies
-// apart. A file without it (condbench before this key) timed the decoder alone per token.
+// The families a file's benchmarks are timed per generated token in, by name, separated by a comma
+// and no space ("decoder", "decoder,ssm"): the report asks their groups a token's questions and describes their
+// strategies apart. A file without it (condbench before this key) timed the decoder alone per token.
 constexpr const char* kPerTokenContext = "condbench_per_token";
 // The decoder family's name: --model=decoder, and model:decoder in benchmark names (docs/design.md §8).
 constexpr const char* kDecoderFamily = "decoder";

@@ -84,7 +84,8 @@ class Document:
                 "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                 "host_name": socket.gethostname(), "executable": "python -m condbench.peer",
                 "num_cpus": os.cpu_count(), "library_build_type": "release",
-                "condbench_schema": SCHEMA, PER_TOKEN_CONTEXT: PER_TOKEN_FAMILIES, "peer": "python", "condbench_interleaving": "rounds",
+                "condbench_schema": SCHEMA, PER_TOKEN_CONTEXT: PER_TOKEN_FAMILIES,
+                "peer": "python", "condbench_interleaving": "rounds",
                 **({LOCKSTEP_CONTEXT: self.turns_id, LOCKSTEP_ALLOWANCE_CONTEXT: self.turns_allowance}
                    if self.turns_id else {}),
                 "python_version": platform.python_version(),

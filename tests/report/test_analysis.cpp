@@ -253,6 +253,8 @@ TEST(Answer, AFileSaysWhichFamiliesItTimesPerToken) {
   EXPECT_FALSE(group("ssm", "decoder"));
   EXPECT_FALSE(group("decoder", "decode"));
   EXPECT_FALSE(group("", "decoder"));
+  EXPECT_TRUE(group("decoder,", "decoder"));
+  EXPECT_FALSE(group(",,", ""));
 }
 
 TEST(AnswerBudget, AFileSaysHowManyLooksItsVerdictsAreSplitOver) {
