@@ -43,15 +43,12 @@ std::string padded(const std::string& number) {
 // Whether a benchmark of `model` is timed per generated token: its family's unit (a model file's
 // name, which no registry holds, is timed per inference).
 bool per_token(const std::vector<BenchmarkName::Part>& model) {
-  for (const BenchmarkName::Part& part : model)
-    if (part.key == "model") {
-      try {
-        return family(part.value).unit() == TimedUnit::token;
-      } catch (const Error&) {
-        return false;
-      }
-    }
-  return false;
+  const std::string name = model_family(model);
+  try {
+    return !name.empty() && family(name).unit() == TimedUnit::token;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 Place place_of(const std::string& name) {

@@ -59,7 +59,7 @@ std::vector<Group> make_groups(const std::vector<ResultFile>& files, double unst
       g.batch = s.batch;
       g.blocks = s.blocks;
       g.model = s.model;
-      g.per_token = g.per_token || file.per_token(s.model);
+      g.per_token = g.per_token || file.per_token(model_family(s.model));
       // A benchmark present in several files keeps the first file's numbers.
       Cell cell = make_cell(s.times_us, unstable_cv);
       cell.counters = s.counters;

@@ -80,17 +80,14 @@ std::string ResultFile::said(const std::string& key, const std::string& otherwis
   return it == context.end() ? otherwise : it->second;
 }
 
-bool ResultFile::per_token(const std::vector<BenchmarkName::Part>& model) const {
+bool ResultFile::per_token(const std::string& family) const {
+  if (family.empty()) return false;
   const std::string families = said(kPerTokenContext, kDecoderFamily);
-  for (const BenchmarkName::Part& p : model)
-    if (p.key == "model") {
-      for (size_t start = 0; start <= families.size();) {
-        const size_t comma = std::min(families.find(',', start), families.size());
-        if (families.compare(start, comma - start, p.value) == 0 && comma > start) return true;
-        start = comma + 1;
-      }
-      return false;
-    }
+  for (size_t start = 0; start < families.size();) {
+    const size_t comma = std::min(families.find(',', start), families.size());
+    if (families.compare(start, comma - start, family) == 0) return true;
+    start = comma + 1;
+  }
   return false;
 }
 

@@ -26,9 +26,9 @@ struct ResultFile {
 
   // What its context says of `key`, or `otherwise` where it says nothing.
   std::string said(const std::string& key, const std::string& otherwise = "") const;
-  // Whether its benchmarks of `model` (a series' axes) are timed per generated token: its family is
-  // one kPerTokenContext names (a file without it: the decoder).
-  bool per_token(const std::vector<BenchmarkName::Part>& model) const;
+  // Whether its benchmarks of `family` (model_family of a series' axes) are timed per generated
+  // token: one kPerTokenContext names (a file without it: the decoder).
+  bool per_token(const std::string& family) const;
   // "cpu · AMD EPYC" or "cuda · NVIDIA H200": the machine a series ran on.
   std::string device_label(const std::string& device) const;
   // Whether its repetitions were interleaved with every other cell's (condbench's random order or

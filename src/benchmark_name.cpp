@@ -152,6 +152,12 @@ bool depth_in_layers(const std::vector<BenchmarkName::Part>& model) {
 
 }  // namespace
 
+std::string model_family(const std::vector<BenchmarkName::Part>& model) {
+  for (const BenchmarkName::Part& p : model)
+    if (p.key == "model") return p.value;
+  return "";
+}
+
 std::string model_text(const std::vector<BenchmarkName::Part>& model) {
   std::string family, sizes, depth;
   const bool layered = depth_in_layers(model);

@@ -124,6 +124,8 @@ std::string model_text(const std::vector<BenchmarkName::Part>& model);
 // "decoder v512 d256 a4 L8 f1024 c64 e2 p16 g32" (a letter per known size, an unknown axis as
 // key=value, ×N the blocks, none for a model whose depth is its layers).
 std::string model_short(const std::vector<BenchmarkName::Part>& model);
+// The family the axes name (the first axis keyed model: "decoder"), or "" where none does (the mlp's).
+std::string model_family(const std::vector<BenchmarkName::Part>& model);
 // A key that sorts models by their axes in the name's order, numbers by value (64 before 256).
 std::string model_order(const std::vector<BenchmarkName::Part>& model);
 // exit:1, exit:2, ... then mix:early, mix:uniform, mix:late, then any other mix: the order of depth.

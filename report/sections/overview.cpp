@@ -65,10 +65,8 @@ void strategy_glossary(const ReportInput& in, Charts& /*out*/, Document& doc) {
       if (s.primitive || !s.error.empty()) continue;  // a skipped benchmark shows nothing to explain
       // A decoder's strategies are others of the same names (docs/design.md §8), described apart,
       // labelled with the family: "cpu/torch/masked (decoder)".
-      const bool per_token = f.per_token(s.model);
-      std::string family;
-      for (const BenchmarkName::Part& p : s.model)
-        if (p.key == "model") family = p.value;
+      const std::string family = model_family(s.model);
+      const bool per_token = f.per_token(family);
       const std::string key = s.device + "/" + s.strategy_key();
       auto said = f.context.find(strategy_context_key(key, per_token ? TimedUnit::token : TimedUnit::inference));
       if (said == f.context.end() && per_token) said = f.context.find(kSchema1TokenStrategyContext + key);
