@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 #include "condbench/decoder/config.h"
 #include "condbench/error.h"
@@ -192,6 +193,25 @@ namespace {
 
 std::atomic<size_t> made_loaders{0};
 
+// The loaders kept, by device and package path.
+using KeptLoaders = std::map<std::pair<Device, std::string>, std::shared_ptr<torch::inductor::AOTIModelPackageLoader>>;
+std::mutex kept_mutex;
+// never destroyed: a CUDA package's loader must not outlive the CUDA runtime at the process's exit
+// (release_prepared_case's reason); release_kept gives the loaders back before that
+KeptLoaders& kept_loaders() {
+  static auto& kept = *new KeptLoaders();
+  return kept;
+}
+
+// At exit, the kept loaders of `device` go, and with each the folder AOTInductor extracted its
+// package into (its destructor removes it; a process that kept them left 1-6 MB in the temporary
+// folder per package it loaded, every run). A loader still lent is only let go of.
+template <Device device>
+void release_kept() {
+  const std::lock_guard<std::mutex> lock(kept_mutex);
+  std::erase_if(kept_loaders(), [](const auto& entry) { return entry.first.first == device; });
+}
+
 // The loader of the package at `path` on `device`, kept for the process and lent to one Package at a
 // time. AOTInductor's loader extracts a package into a folder of its own and loads its library on
 // every load, and what a load holds is not all given back when it goes: about the package's weights
@@ -201,21 +221,29 @@ std::atomic<size_t> made_loaders{0};
 // again, the model's weights loaded over its constants anew; one asked for while it is lent (two
 // strategies of one package at once) is made, and not kept.
 std::shared_ptr<torch::inductor::AOTIModelPackageLoader> lend_loader(const std::string& path, Device device) {
-  static std::mutex mutex;
-  // never destroyed: a CUDA package's loader must not outlive the CUDA runtime at the process's exit
-  // (release_prepared_case's reason), and the process gives it all back then
-  static auto& kept = *new std::map<std::string, std::shared_ptr<torch::inductor::AOTIModelPackageLoader>>();
-  const std::string key = std::string(to_string(device)) + ":" + path;
-  const std::lock_guard<std::mutex> lock(mutex);
-  std::shared_ptr<torch::inductor::AOTIModelPackageLoader>& slot = kept[key];
-  if (slot && slot.use_count() == 1) return slot;  // only the map holds it: free
-  // The single-threaded runner: one model, run on the caller's stream with no wait. The thread-safe
-  // one waits for the previous run's event before the next, so inferences enqueued behind a held
-  // stream (the harness's gpu_us) would block the host until the hold gave up.
-  auto made = std::make_shared<torch::inductor::AOTIModelPackageLoader>(
-      path, "model", /*run_single_threaded=*/true, /*num_runners=*/1, /*device_index=*/device == Device::cuda ? 0 : -1);
-  ++made_loaders;
-  if (!slot) slot = made;
+  std::shared_ptr<torch::inductor::AOTIModelPackageLoader> made;
+  {
+    const std::lock_guard<std::mutex> lock(kept_mutex);
+    std::shared_ptr<torch::inductor::AOTIModelPackageLoader>& slot = kept_loaders()[{device, path}];
+    if (slot && slot.use_count() == 1) return slot;  // only the map holds it: free
+    // The single-threaded runner: one model, run on the caller's stream with no wait. The thread-safe
+    // one waits for the previous run's event before the next, so inferences enqueued behind a held
+    // stream (the harness's gpu_us) would block the host until the hold gave up.
+    made = std::make_shared<torch::inductor::AOTIModelPackageLoader>(path, "model", /*run_single_threaded=*/true,
+                                                                     /*num_runners=*/1,
+                                                                     /*device_index=*/device == Device::cuda ? 0 : -1);
+    ++made_loaders;
+    if (!slot) slot = made;
+  }
+  // Registered once a loader of the device exists, so that it runs before the teardown of whatever
+  // that loader needed (the CUDA runtime): atexit runs the later registrations first.
+  if (device == Device::cuda) {
+    static const bool released_at_exit = std::atexit(release_kept<Device::cuda>) == 0;
+    (void)released_at_exit;
+  } else {
+    static const bool released_at_exit = std::atexit(release_kept<Device::cpu>) == 0;
+    (void)released_at_exit;
+  }
   return made;
 }
 
