@@ -17,7 +17,7 @@ import unittest
 CONDBENCH, INFER, CACHE = sys.argv[1:4]
 del sys.argv[1:4]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-from tools import PYTHON, module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
+from tools import PYTHON, kept_source, module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
 
 try:
     import torch
@@ -74,9 +74,7 @@ class ConvolutionalModelFile(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.TemporaryDirectory()
-        cls.path = os.path.join(cls.dir.name, "residual_cnn.py")
-        with open(cls.path, "w") as f:
-            f.write(textwrap.dedent(RESIDUAL))
+        cls.path = kept_source(CACHE, "residual_cnn.py", textwrap.dedent(RESIDUAL))
         result = run(PYTHON, "-m", "condbench.model_file", "compile", cls.path,
                      "--cache", CACHE)
         if result.returncode != 0:

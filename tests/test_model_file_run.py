@@ -20,7 +20,7 @@ import unittest
 CONDBENCH, INFER, REPORT, CACHE = sys.argv[1:5]
 del sys.argv[1:5]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-from tools import main, module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
+from tools import kept_source, main, module_forward, run  # noqa: E402  (tests/tools.py: the tests' shared helpers)
 
 try:
     import torch
@@ -100,9 +100,7 @@ class ModelFileRun(unittest.TestCase):
     def setUpClass(cls):
         from condbench import model_file
         cls.dir = tempfile.TemporaryDirectory()
-        cls.fresh_path = os.path.join(cls.dir.name, "fresh.py")
-        with open(cls.fresh_path, "w") as f:
-            f.write(textwrap.dedent(FRESH))
+        cls.fresh_path = kept_source(CACHE, "fresh.py", textwrap.dedent(FRESH))
         cls.mlp_path = os.path.join(ROOT, "examples", "models", "mlp.py")
         cls.fresh = compile_model(cls.fresh_path)
         cls.mlp = compile_model(cls.mlp_path)

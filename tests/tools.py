@@ -15,6 +15,23 @@ def run(*args, timeout=600, env=None, **kwargs):
     return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, env=env, **kwargs)
 
 
+def kept_source(cache, name, text):
+    """`text` as the model file `name` in `cache`'s sources/ folder, where it stays: a compiled folder
+    is keyed by the file's path and content, so the next run and the ASan stage find it compiled
+    (a temporary path compiled it again: a minute or more a model). Written only when it differs."""
+    folder = os.path.join(cache, "sources")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, name)
+    if os.path.isfile(path):
+        with open(path) as f:
+            if f.read() == text:
+                return path
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+    return path
+
+
 def max_softmax(logits):
     import torch
     return torch.softmax(logits, -1).amax(-1)
