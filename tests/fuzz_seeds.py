@@ -69,6 +69,10 @@ def result_file_seeds(fixtures):
         first.setdefault((b.get("run_type"), b["name"].split("/")[0], b.get("error_occurred", False)), b)
     yield json.dumps({"context": data["context"], "benchmarks": list(first.values())})
     yield json.dumps({"context": data["context"], "benchmarks": data["benchmarks"][:4]})
+    # which families are timed per token (condbench_per_token): two, one unknown, and a list's edges
+    for value in ("decoder,ssm", "", ",decoder,"):
+        yield json.dumps({"context": {**data["context"], "condbench_per_token": value},
+                          "benchmarks": data["benchmarks"][:4]})
 
 
 def manifest_seeds():
