@@ -124,25 +124,16 @@ MemoryNeed ModelConfig::memory_need(int64_t rows) const {
 std::string ModelConfig::describe() const {
   const ModelFamily& family = family_of(*this);
   std::string text = family.named_in_results() ? "model=" + family.name() + " " : "";
-  for (size_t i = 0; i < sizes.size(); ++i) text += family.axes()[i].key + "=" + std::to_string(sizes[i]) + " ";
+  if (const std::string words = family.sizes_text(*this); !words.empty()) text += words + " ";
   return text + "num_classes=" + std::to_string(num_classes) + " blocks=" + std::to_string(blocks);
 }
 
 std::vector<std::pair<std::string, std::string>> ModelConfig::name_axes() const {
-  const ModelFamily& family = family_of(*this);
-  std::vector<std::pair<std::string, std::string>> axes;
-  if (family.named_in_results()) axes.emplace_back("model", family.name());
-  for (size_t i = 0; i < sizes.size(); ++i)
-    if (family.axes()[i].in_name) axes.emplace_back(family.axes()[i].key, std::to_string(sizes[i]));
-  axes.emplace_back("blocks", std::to_string(blocks));
-  return axes;
+  return family_of(*this).name_axes(*this, blocks);
 }
 
 std::string ModelConfig::tag() const {
-  const ModelFamily& family = family_of(*this);
-  std::string tag = family.name();
-  for (size_t i = 0; i < sizes.size(); ++i) tag += "-" + family.axes()[i].key + std::to_string(sizes[i]);
-  return tag + "-c" + std::to_string(num_classes) + "-b" + std::to_string(blocks);
+  return family_of(*this).tag_stem(*this) + "-c" + std::to_string(num_classes) + "-b" + std::to_string(blocks);
 }
 
 }  // namespace condbench

@@ -145,6 +145,37 @@ class Family {
     for (const SizeRelation& r : relations()) r.require(config.size(r.size), config.size(r.other));
   }
   static void check_size(const FamilyAxis& axis, int value);
+
+  // What a config of either unit is called, from these axes alone (one grammar for both units):
+  // its folder tag's stem, the family's name and each axis's key and size ("decoder-vocab512-
+  // d_model256-..."; with_sequence false: without the per-sequence axes, a decoder step's name), and
+  // its benchmark-name axes: model:NAME where named_in_results, each axis in the name, then blocks:
+  // `blocks`, the exits before the final one.
+  template <typename Config>
+  std::string tag_stem(const Config& config, bool with_sequence = true) const {
+    std::string tag = name_;
+    for (const FamilyAxis& axis : axes_)
+      if (with_sequence || !axis.per_sequence)
+        tag.append("-").append(axis.key).append(std::to_string(config.size(axis.key)));
+    return tag;
+  }
+  // Its sizes as words, "vocab=512 d_model=256 ...": a description's part that the axes give.
+  template <typename Config>
+  std::string sizes_text(const Config& config) const {
+    std::string text;
+    for (const FamilyAxis& axis : axes_)
+      text.append(text.empty() ? "" : " ").append(axis.key).append("=").append(std::to_string(config.size(axis.key)));
+    return text;
+  }
+  template <typename Config>
+  std::vector<std::pair<std::string, std::string>> name_axes(const Config& config, int blocks) const {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (named_in_results_) out.emplace_back("model", name_);
+    for (const FamilyAxis& axis : axes_)
+      if (axis.in_name) out.emplace_back(axis.key, std::to_string(config.size(axis.key)));
+    out.emplace_back("blocks", std::to_string(blocks));
+    return out;
+  }
   // The batches the runner runs without --batch, and with --full.
   virtual std::vector<int64_t> runs_batches(bool full) const = 0;
 

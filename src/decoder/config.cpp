@@ -167,34 +167,14 @@ SizeOf DecoderConfig::memory_sizes(int64_t rows) const {
   };
 }
 
-std::string DecoderConfig::describe() const {
-  std::string text;
-  for (const FamilyAxis& axis : decoder_family().axes()) {
-    if (!text.empty()) text += ' ';
-    text.append(axis.key).append("=").append(std::to_string(size(axis.key)));
-  }
-  return text;
-}
+std::string DecoderConfig::describe() const { return decoder_family().sizes_text(*this); }
+std::string DecoderConfig::tag() const { return decoder_family().tag_stem(*this); }
+std::string DecoderConfig::step_tag() const { return decoder_family().tag_stem(*this, /*with_sequence=*/false); }
 
-namespace {
-std::string tag_of(const DecoderConfig& c, bool with_sequence) {
-  std::string name = kDecoderFamily;
-  for (const FamilyAxis& axis : decoder_family().axes())
-    if (with_sequence || !axis.per_sequence) name.append("-").append(axis.key).append(std::to_string(c.size(axis.key)));
-  return name;
-}
-}  // namespace
-
-std::string DecoderConfig::tag() const { return tag_of(*this, true); }
-std::string DecoderConfig::step_tag() const { return tag_of(*this, false); }
-
+// What every family's names end with, the exits before the final one, that a scenario exit:K is
+// checked against (K <= blocks + 1).
 std::vector<std::pair<std::string, std::string>> DecoderConfig::name_axes() const {
-  std::vector<std::pair<std::string, std::string>> axes = {{"model", kDecoderFamily}};
-  for (const FamilyAxis& axis : decoder_family().axes()) axes.emplace_back(axis.key, std::to_string(size(axis.key)));
-  // What every family's names end with, the exits before the final one, that a scenario exit:K
-  // is checked against (K <= blocks + 1).
-  axes.emplace_back("blocks", std::to_string(num_exits() - 1));
-  return axes;
+  return decoder_family().name_axes(*this, num_exits() - 1);
 }
 
 std::vector<ParameterSpec> decoder_parameters(const DecoderConfig& c) {
