@@ -108,17 +108,14 @@ void ModelConfig::validate() const {
 }
 
 MemoryNeed ModelConfig::memory_need(int64_t rows) const {
-  const double weights = parameter_floats(parameter_specs(*this));
-  MemoryNeed need;
-  need.add("the weights", std::to_string(static_cast<int64_t>(weights)), weights);
-  if (rows == 0) return need;
   const auto size_of = [&](const std::string& name) -> double {
     if (name == "rows") return static_cast<double>(rows);
     if (name == "num_classes") return num_classes;
     if (name == "blocks") return blocks;
     return size(name);
   };
-  return need.add_all(family_of(*this).memory_terms(*this), size_of);
+  return MemoryNeed::of_model(parameter_floats(parameter_specs(*this)), rows, family_of(*this).memory_terms(*this),
+                              size_of);
 }
 
 std::string ModelConfig::describe() const {

@@ -55,6 +55,14 @@ MemoryNeed& MemoryNeed::add_all(const std::vector<MemoryTerm>& terms, const Size
   return *this;
 }
 
+MemoryNeed MemoryNeed::of_model(double weights, int64_t rows, const std::vector<MemoryTerm>& terms,
+                                const SizeOf& size_of) {
+  MemoryNeed need;
+  need.add("the weights", number(weights), weights);
+  if (rows > 0) need.add_all(terms, size_of);
+  return need;
+}
+
 double MemoryNeed::bytes() const {
   double floats = 0;
   for (const Part& p : parts_) floats += p.floats;

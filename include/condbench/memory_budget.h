@@ -11,6 +11,7 @@
 // (ModelFamily::memory_terms, decoder_memory_terms) and its weights (every parameter's floats).
 // The terms are data, so Python applies the same ones (rules.json's memory_budget).
 // Torch-free.
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ class MemoryNeed {
   // A term's floats at the sizes `size_of` gives.
   MemoryNeed& add(const MemoryTerm& term, const SizeOf& size_of);
   MemoryNeed& add_all(const std::vector<MemoryTerm>& terms, const SizeOf& size_of);
+  // A model's, of either unit: its weights (`weights` floats), then for `rows` rows at once (0:
+  // none) its `terms` at the sizes `size_of` gives.
+  static MemoryNeed of_model(double weights, int64_t rows, const std::vector<MemoryTerm>& terms, const SizeOf& size_of);
   double bytes() const;
   // Throws condbench::Error, one line: "<who>: asks for 69 GiB, over condbench's memory budget of
   // 8 GiB (docs/input.md): the key/value cache 65536 rows x 8 layers x 64 context x 256 d_model x 2

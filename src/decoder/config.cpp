@@ -153,11 +153,8 @@ const std::vector<MemoryTerm>& decoder_output_terms() {
 }
 
 MemoryNeed DecoderConfig::memory_need(int64_t rows) const {
-  const double weights = parameter_floats(decoder_parameters(*this));
-  MemoryNeed need;
-  need.add("the weights", std::to_string(static_cast<int64_t>(weights)), weights);
-  if (rows == 0) return need;
-  return need.add_all(decoder_memory_terms(), memory_sizes(rows));
+  return MemoryNeed::of_model(parameter_floats(decoder_parameters(*this)), rows, decoder_memory_terms(),
+                              memory_sizes(rows));
 }
 
 SizeOf DecoderConfig::memory_sizes(int64_t rows) const {
