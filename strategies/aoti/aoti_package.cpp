@@ -193,23 +193,23 @@ namespace {
 
 std::atomic<size_t> made_loaders{0};
 
-// The loaders kept, by device and package path.
+// The loaders kept, by device and package path; never destroyed as a static would be, after the
+// runtimes it needs (a CUDA package's loader must not outlive the CUDA runtime at the process's exit:
+// release_prepared_case's reason).
 using KeptLoaders = std::map<std::pair<Device, std::string>, std::shared_ptr<torch::inductor::AOTIModelPackageLoader>>;
 std::mutex kept_mutex;
-// never destroyed: a CUDA package's loader must not outlive the CUDA runtime at the process's exit
-// (release_prepared_case's reason); release_kept gives the loaders back before that
 KeptLoaders& kept_loaders() {
   static auto& kept = *new KeptLoaders();
   return kept;
 }
 
-// At exit, the kept loaders of `device` go, and with each the folder AOTInductor extracted its
-// package into (its destructor removes it; a process that kept them left 1-6 MB in the temporary
-// folder per package it loaded, every run). A loader still lent is only let go of.
-template <Device device>
-void release_kept() {
+// At exit, the kept CPU loaders go, and with each the folder AOTInductor extracted its package into
+// (its destructor removes it; a process that kept them left 1-6 MB in the temporary folder per
+// package it loaded, every run). A loader still lent is only let go of. The CUDA ones stay, and
+// their folders: that their destructors may run at exit is not yet proven on a GPU.
+void release_cpu_loaders() {
   const std::lock_guard<std::mutex> lock(kept_mutex);
-  std::erase_if(kept_loaders(), [](const auto& entry) { return entry.first.first == device; });
+  std::erase_if(kept_loaders(), [](const auto& entry) { return entry.first.first == Device::cpu; });
 }
 
 // The loader of the package at `path` on `device`, kept for the process and lent to one Package at a
@@ -235,13 +235,10 @@ std::shared_ptr<torch::inductor::AOTIModelPackageLoader> lend_loader(const std::
     ++made_loaders;
     if (!slot) slot = made;
   }
-  // Registered once a loader of the device exists, so that it runs before the teardown of whatever
-  // that loader needed (the CUDA runtime): atexit runs the later registrations first.
-  if (device == Device::cuda) {
-    static const bool released_at_exit = std::atexit(release_kept<Device::cuda>) == 0;
-    (void)released_at_exit;
-  } else {
-    static const bool released_at_exit = std::atexit(release_kept<Device::cpu>) == 0;
+  // Registered once a loader exists, so that it runs before the teardown of whatever that loader
+  // needed: atexit runs the later registrations first.
+  if (device == Device::cpu) {
+    static const bool released_at_exit = std::atexit(release_cpu_loaders) == 0;
     (void)released_at_exit;
   }
   return made;
