@@ -69,10 +69,14 @@ def result_file_seeds(fixtures):
         first.setdefault((b.get("run_type"), b["name"].split("/")[0], b.get("error_occurred", False)), b)
     yield json.dumps({"context": data["context"], "benchmarks": list(first.values())})
     yield json.dumps({"context": data["context"], "benchmarks": data["benchmarks"][:4]})
-    # which families are timed per token (condbench_per_token): two, one unknown, and a list's edges
+    # which families are timed per token (condbench_per_token), read for a name's model: two, none,
+    # and empty entries; of benchmarks of the decoder and of another family
+    tokens = json.loads(json.dumps(data["benchmarks"][:4]))
+    for i, b in enumerate(tokens):
+        model = "/model:decoder/vocab:64/" if i < 2 else "/model:ssm/state:16/"
+        b["name"] = b["run_name"] = b.get("run_name", b["name"]).replace("/hidden:64/", model)
     for value in ("decoder,ssm", "", ",decoder,"):
-        yield json.dumps({"context": {**data["context"], "condbench_per_token": value},
-                          "benchmarks": data["benchmarks"][:4]})
+        yield json.dumps({"context": {**data["context"], "condbench_per_token": value}, "benchmarks": tokens})
 
 
 def manifest_seeds():
