@@ -2,6 +2,7 @@
 the module itself (no code of condbench's), the reference the model-file tests check against."""
 import os
 import subprocess
+import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 PYTHON = os.path.join(ROOT, ".venv", "bin", "python")  # scripts/setup's environment
@@ -26,9 +27,10 @@ def kept_source(cache, name, text):
         with open(path) as f:
             if f.read() == text:
                 return path
-    with open(path + ".tmp", "w") as f:
+    fd, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")  # whole or not at all, whoever else writes it
+    with os.fdopen(fd, "w") as f:
         f.write(text)
-    os.replace(path + ".tmp", path)
+    os.replace(temp, path)
     return path
 
 
