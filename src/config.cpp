@@ -39,14 +39,8 @@ std::vector<Family::TaggedModel> ModelFamily::tagged_models() const {
   std::vector<ModelConfig> configs = full_extras();
   configs.insert(configs.begin(), config());
   std::vector<TaggedModel> out;
-  for (const ModelConfig& c : configs) {
-    TaggedModel& m = out.emplace_back();
-    for (const FamilyAxis& axis : axes())
-      if (!axis.per_sequence) m.sizes.emplace_back(axis.key, c.size(axis.key));
-    m.sizes.emplace_back("num_classes", c.num_classes);
-    m.sizes.emplace_back("blocks", c.blocks);
-    m.tag = c.tag();
-  }
+  for (const ModelConfig& c : configs)
+    out.push_back(tagged(c, c.tag(), {{"num_classes", c.num_classes}, {"blocks", c.blocks}}));
   return out;
 }
 

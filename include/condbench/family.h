@@ -201,6 +201,16 @@ class Family {
         named_in_results_(named_in_results) {}
   // For a family whose name is read at run time (a model file's, from its manifest).
   void set_name(std::string name) { name_ = std::move(name); }
+  // A model as tagged_models() states it, of either unit: each axis's size but a sequence's, then
+  // `more` (a ModelConfig's num_classes and blocks), and its `tag`.
+  template <typename Config>
+  TaggedModel tagged(const Config& config, std::string tag, std::vector<std::pair<std::string, int>> more = {}) const {
+    TaggedModel m{{}, std::move(tag)};
+    for (const FamilyAxis& axis : axes_)
+      if (!axis.per_sequence) m.sizes.emplace_back(axis.key, config.size(axis.key));
+    m.sizes.insert(m.sizes.end(), more.begin(), more.end());
+    return m;
+  }
 
  private:
   std::string name_, summary_;

@@ -87,12 +87,7 @@ std::vector<Family::TaggedModel> DecoderFamily::tagged_models() const {
   std::vector<DecoderConfig> decoders = full_extras();
   decoders.insert(decoders.begin(), DecoderConfig{});
   std::vector<TaggedModel> out;
-  for (const DecoderConfig& decoder : decoders) {
-    TaggedModel& m = out.emplace_back();
-    for (const FamilyAxis& axis : axes())
-      if (!axis.per_sequence) m.sizes.emplace_back(axis.key, decoder.size(axis.key));
-    m.tag = decoder.step_tag();
-  }
+  for (const DecoderConfig& decoder : decoders) out.push_back(tagged(decoder, decoder.step_tag()));
   return out;
 }
 
