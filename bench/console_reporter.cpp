@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "condbench/counters.h"
@@ -33,21 +34,21 @@ std::string clock_text(double seconds) {
 // Where a benchmark goes in the table: its block (sorted by key, titled) and its row.
 struct Place {
   std::string block_key, block_title, row_key, row_label;
-  bool per_token = false;  // a strategy's benchmark timed per generated token
+  std::string token_family = {};  // a strategy's benchmark timed per generated token: its family's name
 };
 
 std::string padded(const std::string& number) {
   return std::string(number.size() < 12 ? 12 - number.size() : 0, '0') + number;
 }
 
-// Whether a benchmark of `model` is timed per generated token: its family's unit (a model file's
-// name, which no registry holds, is timed per inference).
-bool per_token(const std::vector<BenchmarkName::Part>& model) {
-  const std::string name = model_family(model);
+// The family of a benchmark of `model` where its unit is a generated token, else "" (a model
+// file's name, which no registry holds, is timed per inference).
+std::string token_family(const std::vector<BenchmarkName::Part>& model) {
+  std::string name = model_family(model);
   try {
-    return !name.empty() && family(name).unit() == TimedUnit::token;
+    return !name.empty() && family(name).unit() == TimedUnit::token ? name : "";
   } catch (const Error&) {
-    return false;
+    return "";
   }
 }
 
@@ -63,7 +64,7 @@ Place place_of(const std::string& name) {
   Place place;
   place.block_key = "1/" + id->device + "/" + model_order(id->model) + padded(batch);
   place.block_title = id->device + " · " + model_text(id->model) + " · batch " + batch;
-  place.per_token = per_token(id->model);
+  place.token_family = token_family(id->model);
   // by scenario (exit:1, exit:2, ... then the mixes), then by strategy
   place.row_key = padded(std::to_string(scenario_rank(id->scenario))) + "/" + id->strategy_key() + "/" + name;
   place.row_label =
@@ -159,13 +160,19 @@ void ConsoleReporter::print_table() {
     std::map<std::string, std::pair<std::string, const Row*>> rows;
   };
   std::map<std::string, Block> blocks;
-  bool inferences = false, tokens = false;  // the timed units the strategies' blocks hold
+  bool inferences = false;  // the timed units the strategies' blocks hold: inferences, tokens of these
+  std::set<std::string> token_families;
   for (const auto& [name, row] : rows_) {
     if (skipped_.count(name)) continue;
     const Place place = place_of(name);
     Block& block = blocks[place.block_key];
     block.title = place.block_title;
-    if (place.block_key.rfind("1/", 0) == 0) (place.per_token ? tokens : inferences) = true;
+    if (place.block_key.rfind("1/", 0) == 0) {
+      if (place.token_family.empty())
+        inferences = true;
+      else
+        token_families.insert(place.token_family);
+    }
     // primitives by the size they read, then by name; strategies by scenario, then by name
     const auto bytes = row.counters.find("bytes");
     const std::string order =
@@ -236,11 +243,15 @@ void ConsoleReporter::print_table() {
       table_ << "\n";
     }
   }
-  if (inferences && tokens)
-    table_ << "\nmedian wall time per inference, and per generated token for the decoder; cv across repetitions;\n"
+  const bool tokens = !token_families.empty();
+  if (inferences && tokens) {
+    std::string families;  // "the decoder", "the decoder and the ssm"
+    for (const std::string& f : token_families) families += (families.empty() ? "the " : " and the ") + f;
+    table_ << "\nmedian wall time per inference, and per generated token for " << families
+           << "; cv across repetitions;\n"
               "the other columns are counters of the same unit (docs/design.md §4; every counter is in the JSON:\n"
               "--benchmark_out)\n";
-  else if (inferences || tokens)
+  } else if (inferences || tokens)
     table_ << "\nmedian wall time per " << (tokens ? "generated token" : "inference")
            << "; cv across repetitions; the other columns are counters per\n"
            << (tokens ? "generated token" : "inference")
