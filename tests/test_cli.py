@@ -96,15 +96,25 @@ class AotiEngine(unittest.TestCase):
         self.assertIn("cpu/aoti/cond: torch.cond branches on one boolean", result.stderr)
 
     def test_a_run_records_how_each_package_was_built(self):
+        import fcntl
         with tempfile.TemporaryDirectory() as d:
             out, temp = os.path.join(d, "run.json"), os.path.join(d, "tmp")
-            os.mkdir(temp)
-            result = run(CONDBENCH, "--device=cpu", "--strategy=cond", "--hidden=64", "--batch=1", "--scenario=exit:2",
-                         "--benchmark_repetitions=1", "--benchmark_min_time=0.01", f"--benchmark_out={out}",
-                         "--benchmark_out_format=json", env={**WITH_PACKAGES, "TMPDIR": temp})
+            # what earlier runs left: one killed (its lock free), one running (its lock held), and
+            # a folder of that name that is no run's (no lock)
+            for left in ("condbench-aoti-killed", "condbench-aoti-running", "condbench-aoti-other"):
+                os.makedirs(os.path.join(temp, left, "data"))
+            for left in ("condbench-aoti-killed", "condbench-aoti-running"):
+                open(os.path.join(temp, left, ".lock"), "w").close()
+            with open(os.path.join(temp, "condbench-aoti-running", ".lock")) as held:
+                fcntl.flock(held, fcntl.LOCK_EX)
+                result = run(CONDBENCH, "--device=cpu", "--strategy=cond", "--hidden=64", "--batch=1",
+                             "--scenario=exit:2", "--benchmark_repetitions=1", "--benchmark_min_time=0.01",
+                             f"--benchmark_out={out}", "--benchmark_out_format=json",
+                             env={**WITH_PACKAGES, "TMPDIR": temp})
             self.assertEqual(result.returncode, 0, result.stderr)
-            # the folder AOTInductor extracted the package into went with its loader, at exit
-            self.assertEqual(os.listdir(temp), [])
+            # the folder AOTInductor extracted the package into went at exit, and so did the killed
+            # run's
+            self.assertEqual(sorted(os.listdir(temp)), ["condbench-aoti-other", "condbench-aoti-running"])
             with open(out) as f:
                 data = json.load(f)
         note = data["context"]["build:cpu/aoti/cond in_features=32 hidden=64 num_classes=10 blocks=3"]
