@@ -54,6 +54,20 @@ bool runs_on(const RunnerOptions& options, Device device) {
   return std::find(options.devices.begin(), options.devices.end(), device) != options.devices.end();
 }
 
+// No work done is no success: an exit code that scripts see, and a file of an earlier run under
+// --benchmark_out is not mistaken for this one's.
+int nothing_ran(const BenchmarkOut& out, const std::string& filter) {
+  std::cerr << "condbench: no benchmark ran: "
+            << (filter.empty() ? std::string("the selection is empty")
+                               : "--benchmark_filter '" + printable(filter, 120) + "' matches none")
+            << " (--benchmark_list_tests lists them); nothing was written"
+            << (out.target() && std::filesystem::exists(*out.target())
+                    ? ", and " + *out.target() + " was left as it was"
+                    : std::string())
+            << "\n";
+  return 2;
+}
+
 // The end of a run that ran: what the files and the exit code say of it.
 int conclude(const RunRecord& record, const BenchmarkOut& out, const std::string& filter) {
   if (const auto& why = record.checkpoint_failure()) {
@@ -65,19 +79,7 @@ int conclude(const RunRecord& record, const BenchmarkOut& out, const std::string
               << (out.target() ? ", --benchmark_out all of them" : "") << "\n";
     return 1;
   }
-  if (!record.ran()) {
-    // No work done is no success: an exit code that scripts see, and a file of an earlier run
-    // under --benchmark_out is not mistaken for this one's.
-    std::cerr << "condbench: no benchmark ran: "
-              << (filter.empty() ? std::string("the selection is empty")
-                                 : "--benchmark_filter '" + printable(filter, 120) + "' matches none")
-              << " (--benchmark_list_tests lists them); nothing was written"
-              << (out.target() && std::filesystem::exists(*out.target())
-                      ? ", and " + *out.target() + " was left as it was"
-                      : std::string())
-              << "\n";
-    return 2;
-  }
+  if (!record.ran()) return nothing_ran(out, filter);
   if (const auto failed = record.failures(); !failed.empty()) {
     // Work asked for and not done is no success, even when the rest ran: their entries in the
     // result files say why (error_occurred), and the exit code says so to scripts.
@@ -207,6 +209,9 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
   // In lockstep the machine is checked in this process's first turn, when the other is idle (its
   // startup, a compile say, is a turn of its own); that turn is the run's first round.
   if (Lockstep* turns = runs ? lockstep() : nullptr) turns->wait_turn();
+  // A selection of nothing ends here, before the machine is checked and in condbench's words only.
+  const size_t selected = count_selected(registered, flags.filter);
+  if (runs && selected == 0) return nothing_ran(out, flags.filter);
   // Last before the run, so a flag error is never preceded by warnings.
   if (runs)
     for (const auto& [key, value] :
@@ -219,7 +224,6 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
   std::unique_ptr<ConsoleReporter> table;
   benchmark::BenchmarkReporter* display = nullptr;
   if (runs && flags.format == "console") {
-    const size_t selected = count_selected(registered, flags.filter);
     const bool progress = options.progress || isatty(STDERR_FILENO);
     if (progress) announce(std::cerr, selected, flags.repetitions, flags.min_time);
     table = std::make_unique<ConsoleReporter>(

@@ -724,9 +724,9 @@ class BenchmarkOutput(unittest.TestCase):
             result = run(CONDBENCH, *TINY, "--benchmark_filter=^nothing$", f"--benchmark_out={out}",
                          f"--checkpoint-out={checkpoint}")
             self.assertEqual(result.returncode, 2, result.stderr)
-            self.assertEqual(result.stderr.strip().splitlines()[-1],
-                             "condbench: no benchmark ran: --benchmark_filter '^nothing$' matches none "
-                             "(--benchmark_list_tests lists them); nothing was written")
+            self.assertEqual((result.stdout, result.stderr),
+                             ("", "condbench: no benchmark ran: --benchmark_filter '^nothing$' matches none "
+                              "(--benchmark_list_tests lists them); nothing was written\n"))
             self.assertEqual(os.listdir(d), [])
             # an earlier run's file is left as it was, and named
             with open(out, "w") as f:
