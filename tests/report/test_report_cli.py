@@ -381,6 +381,8 @@ class Report(unittest.TestCase):
         self.assertIn("| question | exit 1 | exit 4 (full depth) |", answer)
         self.assertIn("| Python if vs nested torch.cond (py_eager_if vs py_cond) | FASTER ≥16× | FASTER ≥17× |", answer)
         self.assertIn("| condbench's fastest vs PyTorch's | native/fused vs aoti/cond: FASTER ≥48× ◊ | ", answer)
+        # the unit of what it shows: only inferences here
+        self.assertIn("Median µs \\[interval of the median\\] per inference; every row", answer)
         # the legend once, and no sentence restating the tables
         self.assertEqual(md.count("FASTER ≥N×: the first is at least N× faster"), 1)
         self.assertNotIn("is at least", answer.split("### ", 1)[1].split("### Reading the verdicts")[0])
@@ -642,6 +644,8 @@ class Schemas(unittest.TestCase):
             self.assertIn("| torch/masked (decoder) | cpu | every layer and exit head", reports[1])
             self.assertIn("| python/py_cond (decoder) | cpu | per token", reports[1])
             self.assertNotIn("not in the result file", reports[1])
+            # its answer's unit, of each family it shows
+            self.assertIn("per inference, and per generated token for the decoder; every row", reports[1])
 
 class Layering(unittest.TestCase):
     """condbench-report reads result files, not models: report/ includes no model's definition (a
