@@ -16,6 +16,7 @@
 #include <set>
 #include <string_view>
 
+#include "condbench/aoti_loader.h"
 #include "condbench/error.h"
 #include "condbench/model.h"
 #include "condbench/torch_device.h"
@@ -61,11 +62,7 @@ class PackageLayers final : public TorchLayers {
                                       Device device) {
     const std::string path = (fs::path(folder) / package).string();
     try {
-      // One model, run single-threaded on the caller's thread and stream with no wait: condbench
-      // runs one inference at a time (and the thread-safe runner's wait would block the host
-      // behind a held stream, as in the aoti engine's Package). CUDA: device 0, as everywhere.
-      return std::make_unique<Loader>(path, "model", /*run_single_threaded=*/true, /*num_runners=*/1,
-                                      /*device_index=*/device == Device::cuda ? 0 : -1);
+      return make_aoti_loader(path, /*device_index=*/device == Device::cuda ? 0 : -1);  // CUDA: device 0
     } catch (const std::exception& e) {
       const std::string what = e.what();
       fail("model file " + folder + ": " + part + ": cannot load " + package + ": " + what.substr(0, what.find('\n')));

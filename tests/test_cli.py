@@ -99,12 +99,22 @@ class AotiEngine(unittest.TestCase):
         import fcntl
         with tempfile.TemporaryDirectory() as d:
             out, temp = os.path.join(d, "run.json"), os.path.join(d, "tmp")
-            # what earlier runs left: one killed (its lock free), one running (its lock held), and
-            # a folder of that name that is no run's (no lock)
-            for left in ("condbench-aoti-killed", "condbench-aoti-running", "condbench-aoti-other"):
-                os.makedirs(os.path.join(temp, left, "data"))
-            for left in ("condbench-aoti-killed", "condbench-aoti-running"):
-                open(os.path.join(temp, left, ".lock"), "w").close()
+            # what earlier runs left: one killed (its lock free), one killed before it locked its
+            # folder (long ago), one running (its lock held), one starting (not locked yet), one
+            # whose .lock is a FIFO (an open would block), and, where the test can make one,
+            # another user's
+            left = ["killed", "killed-unlocked", "running", "starting", "fifo", "other-user"]
+            for name in left:
+                os.makedirs(os.path.join(temp, "condbench-aoti-" + name, "data"))
+            for name in ("killed", "running", "other-user"):
+                open(os.path.join(temp, "condbench-aoti-" + name, ".lock"), "w").close()
+            os.mkfifo(os.path.join(temp, "condbench-aoti-fifo", ".lock"))
+            os.utime(os.path.join(temp, "condbench-aoti-killed-unlocked"), (0, 0))
+            if os.geteuid() == 0:
+                for path in ("", ".lock", "data"):
+                    os.chown(os.path.join(temp, "condbench-aoti-other-user", path), 65534, 65534)
+            else:
+                left.remove("other-user")
             with open(os.path.join(temp, "condbench-aoti-running", ".lock")) as held:
                 fcntl.flock(held, fcntl.LOCK_EX)
                 result = run(CONDBENCH, "--device=cpu", "--strategy=cond", "--hidden=64", "--batch=1",
@@ -113,8 +123,9 @@ class AotiEngine(unittest.TestCase):
                              env={**WITH_PACKAGES, "TMPDIR": temp})
             self.assertEqual(result.returncode, 0, result.stderr)
             # the folder AOTInductor extracted the package into went at exit, and so did the killed
-            # run's
-            self.assertEqual(sorted(os.listdir(temp)), ["condbench-aoti-other", "condbench-aoti-running"])
+            # runs'
+            self.assertEqual(sorted(os.listdir(temp)),
+                             ["condbench-aoti-" + n for n in sorted(set(left) - {"killed", "killed-unlocked"})])
             with open(out) as f:
                 data = json.load(f)
         note = data["context"]["build:cpu/aoti/cond in_features=32 hidden=64 num_classes=10 blocks=3"]

@@ -6,11 +6,6 @@
 #include <torch/version.h>
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
-#include <stdlib.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -18,13 +13,12 @@
 #include <limits>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <sstream>
-#include <string_view>
 #include <unordered_map>
 #include <utility>
 
+#include "condbench/aoti_loader.h"
 #include "condbench/decoder/config.h"
 #include "condbench/error.h"
 #include "condbench/torch_device.h"
@@ -210,75 +204,6 @@ KeptLoaders& kept_loaders() {
   return kept;
 }
 
-// AOTInductor's loader extracts its package into a folder of its own under the temporary folder
-// (std::filesystem::temp_directory_path: $TMPDIR, else /tmp), 1-6 MB a package, and removes it
-// only when it is destroyed, which a kept loader never is, and no process killed or stopped by
-// Ctrl-C does. So every loader of this process extracts into one folder of its own,
-// condbench-aoti-XXXXXX, whose .lock it holds (flock) for its whole life: at exit the folder goes,
-// and a folder whose lock nobody holds (its process died) goes when the next process makes its
-// own. A loader removed under it keeps running: its library is mapped, and every file it reads
-// later is read before exit.
-class ExtractionFolder {
- public:
-  static const ExtractionFolder& get() {
-    static const auto& folder = *new ExtractionFolder();  // never destroyed: atexit removes the folder
-    return folder;
-  }
-  // `make` with TMPDIR naming this folder, then TMPDIR as it was. Call it under kept_mutex.
-  template <class Make>
-  auto inside(Make make) const {
-    if (path_.empty()) return make();  // no temporary folder to own: AOTInductor's own place
-    const char* was = std::getenv("TMPDIR");
-    const std::optional<std::string> saved = was ? std::optional<std::string>(was) : std::nullopt;
-    ::setenv("TMPDIR", path_.c_str(), 1);
-    struct Restore {
-      const std::optional<std::string>& saved;
-      ~Restore() { saved ? ::setenv("TMPDIR", saved->c_str(), 1) : ::unsetenv("TMPDIR"); }
-    } restore{saved};
-    return make();
-  }
-
- private:
-  static constexpr std::string_view kPrefix = "condbench-aoti-";
-
-  ExtractionFolder() {
-    std::error_code ec;
-    const fs::path temp = fs::temp_directory_path(ec);
-    if (ec) return;
-    remove_abandoned(temp);
-    std::string name = (temp / (std::string(kPrefix) + "XXXXXX")).string();
-    if (::mkdtemp(name.data()) == nullptr) return;
-    const int lock = ::open((fs::path(name) / ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-    if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {  // held until the process ends (never closed)
-      fs::remove_all(name, ec);
-      return;
-    }
-    path_ = name;
-    static const bool removed_at_exit = std::atexit([] { remove_quietly(get().path_); }) == 0;
-    (void)removed_at_exit;
-  }
-
-  // Every other process's folder under `temp` whose lock is free: a process that held it is gone.
-  static void remove_abandoned(const fs::path& temp) {
-    std::error_code ec;
-    for (const fs::directory_entry& entry : fs::directory_iterator(temp, ec)) {
-      if (!entry.path().filename().string().starts_with(kPrefix) || !entry.is_directory(ec) || entry.is_symlink(ec))
-        continue;
-      const int lock = ::open((entry.path() / ".lock").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-      if (lock < 0) continue;  // not one of ours, or one being made
-      if (::flock(lock, LOCK_EX | LOCK_NB) == 0) remove_quietly(entry.path());
-      ::close(lock);
-    }
-  }
-
-  static void remove_quietly(const fs::path& path) {
-    std::error_code ec;
-    if (!path.empty()) fs::remove_all(path, ec);  // another user's, or gone already: not ours to report
-  }
-
-  fs::path path_;
-};
-
 // The loader of the package at `path` on `device`, kept for the process and lent to one Package at a
 // time. AOTInductor's loader extracts a package into a folder of its own and loads its library on
 // every load, and what a load holds is not all given back when it goes: about the package's weights
@@ -293,14 +218,7 @@ std::shared_ptr<torch::inductor::AOTIModelPackageLoader> lend_loader(const std::
     const std::lock_guard<std::mutex> lock(kept_mutex);
     std::shared_ptr<torch::inductor::AOTIModelPackageLoader>& slot = kept_loaders()[{device, path}];
     if (slot && slot.use_count() == 1) return slot;  // only the map holds it: free
-    // The single-threaded runner: one model, run on the caller's stream with no wait. The thread-safe
-    // one waits for the previous run's event before the next, so inferences enqueued behind a held
-    // stream (the harness's gpu_us) would block the host until the hold gave up.
-    made = ExtractionFolder::get().inside([&] {
-      return std::make_shared<torch::inductor::AOTIModelPackageLoader>(
-          path, "model", /*run_single_threaded=*/true, /*num_runners=*/1,
-          /*device_index=*/device == Device::cuda ? 0 : -1);
-    });
+    made = make_aoti_loader(path, /*device_index=*/device == Device::cuda ? 0 : -1);
     ++made_loaders;
     if (!slot) slot = made;
   }
