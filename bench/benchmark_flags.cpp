@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <sstream>
 
+#include "benchmark_filter.h"
 #include "cli.h"
 #include "condbench/error.h"
 
@@ -149,7 +151,13 @@ BenchmarkFlags read_benchmark_flags(int argc, char** argv, bool in_order) {
     given.emplace_back("--benchmark_enable_random_interleaving=true");
   f.interleaved = is_true(given, "--benchmark_enable_random_interleaving");
   f.format = last(given, "--benchmark_format").value_or("console");
+  // Google Benchmark reads BENCHMARK_FILTER where no flag is given: condbench counts from it too
+  if (const char* env = std::getenv("BENCHMARK_FILTER"); env && *env && !last(given, "--benchmark_filter"))
+    given.push_back(std::string("--benchmark_filter=") + env);
   f.filter = last(given, "--benchmark_filter").value_or("");
+  if (const auto why = filter_error(f.filter))
+    fail("--benchmark_filter: '" + printable(f.filter) + "' is not a regular expression Google Benchmark reads (" +
+         *why + ")");
   f.repetitions = *last(given, "--benchmark_repetitions");
   f.min_time = *last(given, "--benchmark_min_time");
   f.list_tests = is_true(given, "--benchmark_list_tests");

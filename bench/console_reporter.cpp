@@ -1,7 +1,5 @@
 #include "console_reporter.h"
 
-#include <regex.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -260,21 +258,6 @@ void ConsoleReporter::print_table() {
     table_ << "\nmedian wall time per iteration; cv across repetitions\n";
   for (const auto& [name, reason] : skipped_) table_ << "skipped  " << name << ": " << reason << "\n";
   table_ << std::flush;
-}
-
-size_t count_selected(const std::vector<std::string>& names, const std::string& filter) {
-  if (filter.empty() || filter == "all") return names.size();
-  const bool negative = filter[0] == '-';
-  // POSIX extended regular expressions, as Google Benchmark's filter (and no std::regex, which
-  // GCC 12 warns about at -O2 with the sanitizers)
-  regex_t pattern;
-  if (regcomp(&pattern, (negative ? filter.substr(1) : filter).c_str(), REG_EXTENDED | REG_NOSUB) != 0)
-    return names.size();  // Google Benchmark reports the bad filter itself
-  const std::unique_ptr<regex_t, decltype(&regfree)> compiled(&pattern, &regfree);
-  size_t selected = 0;
-  for (const std::string& name : names)
-    selected += (regexec(&pattern, (name + "/real_time").c_str(), 0, nullptr, 0) == 0) != negative ? 1 : 0;
-  return selected;
 }
 
 }  // namespace condbench

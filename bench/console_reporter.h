@@ -54,9 +54,4 @@ class ConsoleReporter final : public benchmark::BenchmarkReporter {
   std::map<std::string, std::string> skipped_;      // name -> reason
 };
 
-// How many of `names` (as registered) Google Benchmark's --benchmark_filter=`filter` selects: the
-// same extended regular expression, searched in the name with its "/real_time" suffix, negated by
-// a leading '-'; "" and "all" select everything. For the progress line's total.
-size_t count_selected(const std::vector<std::string>& names, const std::string& filter);
-
 }  // namespace condbench

@@ -16,6 +16,7 @@
 #include "analysis.h"
 #include "answer_budget.h"
 #include "benchmark_case.h"
+#include "benchmark_filter.h"
 #include "condbench/error.h"
 #include "condbench/nvtx.h"
 #include "condbench/workload.h"

@@ -739,6 +739,15 @@ class BenchmarkOutput(unittest.TestCase):
                              ("", "condbench: no benchmark ran: --benchmark_filter '^nothing$' matches none "
                               "(--benchmark_list_tests lists them); nothing was written\n"))
             self.assertEqual(os.listdir(d), [])
+            # as Google Benchmark reads it: from BENCHMARK_FILTER where no flag is given, and a
+            # pattern its std::regex refuses (POSIX regcomp takes this one) is one line, not a run
+            result = run(CONDBENCH, *TINY, env={"BENCHMARK_FILTER": "^nothing$"})
+            self.assertEqual((result.returncode, result.stdout), (2, ""), result.stderr)
+            self.assertIn("--benchmark_filter '^nothing$' matches none", result.stderr)
+            result = run(CONDBENCH, *TINY, "--benchmark_filter=fused)", env={"BENCHMARK_FILTER": None})
+            self.assertEqual((result.returncode, result.stdout), (2, ""), result.stderr)
+            self.assertEqual(result.stderr, "condbench: --benchmark_filter: 'fused)' is not a regular expression "
+                                            "Google Benchmark reads (Mismatched '(' and ')' in regular expression)\n")
             # an earlier run's file is left as it was, and named
             with open(out, "w") as f:
                 f.write("{}")
