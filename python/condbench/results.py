@@ -26,6 +26,8 @@ import re
 import sys
 from typing import Any, Iterable, Sequence
 
+from .regular_file import NotRegularFile, not_replaceable, open_regular
+
 # A result file as JSON gives it: its shape is C++'s (result_format.h), checked by read() as far as this
 # module reads it.
 ResultDoc = dict[str, Any]
@@ -40,8 +42,10 @@ def read(path: str) -> ResultDoc:
     (condbench and the peer write it; condbench-report decides which schemas it reads) and whose
     benchmarks are a list of objects. Raises ResultFileError otherwise."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_regular(path, "r", encoding="utf-8") as f:
             doc = json.load(f)
+    except NotRegularFile as e:
+        raise ResultFileError(str(e)) from None
     except OSError as e:
         raise ResultFileError(f"{path}: {e.strerror or e}") from None
     except (ValueError, RecursionError) as e:
@@ -79,6 +83,21 @@ def merge(parts: Iterable[str]) -> ResultDoc:
     benchmarks in order."""
     docs = [read(p) for p in parts]
     return {"context": docs[0]["context"], "benchmarks": [b for d in docs for b in d["benchmarks"]]}
+
+
+def merge_refused(out: str, parts: Sequence[str]) -> str | None:
+    """Why `merge OUT PART...` must not write, by condbench's output policy
+    (include/condbench/output_file.h): OUT is something other than a regular file, or one of the
+    parts; or a part is given twice (its repetitions would be in the file twice). None: it may."""
+    what = not_replaceable(out)
+    if what is not None:
+        return f"{out}: is {what}; a merge writes only regular files and never replaces {what}"
+    for i, part in enumerate(parts):
+        if os.path.exists(out) and os.path.samefile(out, part):
+            return f"{out}: is the part {part}; an output never overwrites an input"
+        if any(os.path.samefile(part, earlier) for earlier in parts[:i]):
+            return f"{part}: given twice; each part once"
+    return None
 
 
 def iterations(doc: ResultDoc) -> list[dict[str, Any]]:
@@ -127,6 +146,10 @@ def main(argv: Sequence[str]) -> int:
             parts = [p for p in args[1:] if os.path.exists(p)]
             if not parts:
                 return 1
+            why = merge_refused(args[0], parts)
+            if why:
+                print(f"results: {why}", file=sys.stderr)
+                return 2
             write(args[0], merge(parts))
         elif command == "keep":
             doc = read(args[0])
@@ -140,10 +163,13 @@ def main(argv: Sequence[str]) -> int:
                 print(f"warning  {len(missing)} of {len(cases)} CUDA cases came back without gpu_us: "
                       + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
         else:
-            with open(args[0], errors="replace") as f:
+            with open_regular(args[0], "r", errors="replace") as f:
                 skipped, undeclared = gtest_skips(f.read())
             print(len(skipped), len(undeclared), " ".join(undeclared[:5]))
     except ResultFileError as e:
+        print(f"results: {e}", file=sys.stderr)
+        return 2
+    except NotRegularFile as e:
         print(f"results: {e}", file=sys.stderr)
         return 2
     except OSError as e:

@@ -115,6 +115,30 @@ class Results(unittest.TestCase):
         self.assertEqual(ran.returncode, 2, ran.stderr)
         self.assertEqual(results.read(out)["context"]["part"], "a")  # the earlier merge is left whole
 
+    def test_merge_replaces_only_a_regular_file_no_input_and_takes_each_part_once(self):
+        a = self.file("a.json", {"context": {"condbench_schema": "1"}, "benchmarks": [row("x")]})
+        fifo, link = os.path.join(self.tmp.name, "fifo"), os.path.join(self.tmp.name, "link")
+        os.mkfifo(fifo)
+        os.symlink(a, link)
+        for out, parts, said in [(fifo, [a], "is a FIFO"), (link, [a], "is a symbolic link"),
+                                 (self.tmp.name, [a], "is a folder"), (a, [a], "is the part"),
+                                 (os.path.join(self.tmp.name, "m.json"), [a, link], "given twice")]:
+            with self.subTest(said=said):
+                ran = cli("merge", out, *parts)
+                self.assertEqual(ran.returncode, 2, ran.stderr)
+                self.assertEqual(len(ran.stderr.splitlines()), 1, ran.stderr)
+                self.assertIn(said, ran.stderr)
+        self.assertEqual(sorted(os.listdir(self.tmp.name)), ["a.json", "fifo", "link"])
+        self.assertEqual(results.read(a)["benchmarks"], [row("x")])
+        # a FIFO to read is refused at once, by every command (opening it would wait for a writer)
+        for args in [["context", fifo, "k"], ["merge", os.path.join(self.tmp.name, "m.json"), fifo],
+                     ["keep", fifo, os.path.join(self.tmp.name, "k.json")], ["missing-gpu-us", fifo],
+                     ["gtest-skips", fifo]]:
+            with self.subTest(command=args[0]):
+                ran = cli(*args)
+                self.assertEqual((ran.returncode, ran.stderr), (2, f"results: {fifo}: not a regular file (a FIFO): "
+                                                                   "give a file\n"))
+
     def test_names_the_cuda_cases_without_gpu_time(self):
         doc = {"context": {"condbench_schema": "1"}, "benchmarks": [
             row("early_exit/cuda/torch/masked/exit:1/batch:1", gpu_us=3.0),
