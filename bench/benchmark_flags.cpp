@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <set>
 #include <sstream>
 
 #include "benchmark_filter.h"
@@ -121,15 +122,20 @@ std::optional<std::string> take_flag(int& argc, char** argv, const char* name, i
 BenchmarkFlags read_benchmark_flags(int argc, char** argv, bool in_order) {
   BenchmarkFlags f;
   std::vector<std::string> given;
+  std::set<std::string> seen;  // a flag given twice is refused (docs/input.md), Google Benchmark's too
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    const bool google = arg.rfind("--benchmark_", 0) == 0 || names(arg, "--v");
+    if (names(arg, "--v")) cli::parse_int("--v", arg.size() > 4 ? arg.substr(4) : "", 0, 1000);  // the log's verbosity
     given.push_back(arg.rfind("--benchmark_", 0) == 0 ? checked(arg) : arg);
+    if (google && !seen.insert(arg.substr(0, arg.find('='))).second)
+      fail(printable(arg.substr(0, arg.find('='))) + ": given twice");
   }
   if (const auto context = last(given, "--benchmark_context")) {
     std::istringstream entries(*context);
     for (std::string entry; std::getline(entries, entry, ',');) {
       const size_t eq = entry.find('=');
-      if (eq == 0 || eq == std::string::npos) fail("--benchmark_context: '" + entry + "' is not KEY=VALUE");
+      if (eq == 0 || eq == std::string::npos) fail("--benchmark_context: '" + printable(entry) + "' is not KEY=VALUE");
       f.context.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
     }
   }

@@ -12,7 +12,7 @@ BenchmarkOut::BenchmarkOut(int& argc, char** argv) {
   target_ = take_flag(argc, argv, "--benchmark_out", &given);
   format_ = take_flag(argc, argv, "--benchmark_out_format").value_or("json");
   if (format_ != "json" && format_ != "csv" && format_ != "console")
-    fail("--benchmark_out_format: '" + format_ + "' is not json, csv or console");
+    fail("--benchmark_out_format: '" + printable(format_) + "' is not json, csv or console");
   // Which of two files was meant is a guess.
   if (given > 1) fail("--benchmark_out: given twice");
 }

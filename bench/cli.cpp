@@ -75,7 +75,7 @@ int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, 
   char* end = nullptr;
   const long long value = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || errno == ERANGE || !(std::isdigit(text[0]) || text[0] == '-'))
-    fail(flag + ": '" + text + "' is not an integer");
+    fail(flag + ": '" + printable(text) + "' is not an integer");
   if (value < lo || value > hi)
     fail(flag + ": " + text + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
   return value;
@@ -134,7 +134,7 @@ float parse_float(const std::string& flag, const std::string& text, float lo, fl
   errno = 0;
   char* end = nullptr;
   const float value = std::strtof(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || std::isnan(value)) fail(flag + ": '" + text + "' is not a number");
+  if (text.empty() || *end != '\0' || std::isnan(value)) fail(flag + ": '" + printable(text) + "' is not a number");
   // strtof sets ERANGE on underflow too: 1e-50 is a fine (zero) threshold; only overflow is out of range.
   if (std::isinf(value) || (errno == ERANGE && std::abs(value) > 1.0f) || value < lo || value > hi) {
     std::ostringstream range;  // "[0, 1]": the bounds at their shortest
@@ -191,7 +191,7 @@ std::vector<Device> parse_devices(const std::string& flag, const std::string& te
     if (text == "cuda") return {Device::cuda};
     return {Device::cpu, Device::cuda};
   }
-  fail(flag + ": expected cpu, cuda or all, got '" + text + "'");
+  fail(flag + ": expected cpu, cuda or all, got '" + printable(text) + "'");
 }
 
 std::vector<std::string> parse_strategies(const std::string& flag, const std::string& text) {
@@ -202,7 +202,8 @@ std::vector<std::string> parse_strategies(const std::string& flag, const std::st
       for (const auto& entry : StrategyRegistry::instance().all()) known.insert(entry->name);
       std::string list;
       for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      fail(flag + ": unknown strategy '" + name + "' (known: " + list + "; or a key --list prints, cpu/native/fused)");
+      fail(flag + ": unknown strategy '" + printable(name) + "' (known: " + list +
+           "; or a key --list prints, cpu/native/fused)");
     }
   return names;
 }

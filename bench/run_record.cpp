@@ -23,7 +23,7 @@ std::unique_ptr<benchmark::BenchmarkReporter> reporter_for(const std::string& fo
   if (format == "csv") return std::make_unique<benchmark::CSVReporter>();
 #pragma GCC diagnostic pop
   if (format == "console") return std::make_unique<benchmark::ConsoleReporter>(benchmark::ConsoleReporter::OO_None);
-  fail("--benchmark_out_format: '" + format + "' is not json, csv or console");
+  fail("--benchmark_out_format: '" + printable(format) + "' is not json, csv or console");
 }
 
 // Google Benchmark's four aggregates of one benchmark, over `reps` (its iteration runs, all of one

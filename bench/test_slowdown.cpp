@@ -35,7 +35,8 @@ std::map<std::string, double> parse(const std::string& text) {
     const double factor = colon == std::string::npos ? NAN : std::strtod(item.c_str() + colon + 1, &end);
     if (colon == std::string::npos || colon == 0 || !end || *end != '\0' || errno ||
         !(factor >= 1.0 && factor <= 100.0))
-      fail("CONDBENCH_TEST_SLOWDOWN: '" + item + "' is not device/engine/strategy:FACTOR with FACTOR in [1, 100]");
+      fail("CONDBENCH_TEST_SLOWDOWN: '" + printable(item) +
+           "' is not device/engine/strategy:FACTOR with FACTOR in [1, 100]");
     factors[item.substr(0, colon)] = factor;
   }
   return factors;
@@ -65,7 +66,8 @@ std::string register_test_twins() {
     for (const StrategyInfo& info : registry.of<StrategyInfo>())
       if (info.key() == item) original = &info;
     if (!original)
-      fail("CONDBENCH_TEST_TWIN: '" + item + "' is not a registered device/engine/strategy of a family's inference");
+      fail("CONDBENCH_TEST_TWIN: '" + printable(item) +
+           "' is not a registered device/engine/strategy of a family's inference");
     StrategyInfo twin = *original;
     twin.name += "_twin";
     twin.summary = "the same code as " + original->name + ", registered twice (CONDBENCH_TEST_TWIN)";

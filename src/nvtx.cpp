@@ -44,7 +44,7 @@ Level parse_level(const std::string& text) {
   if (text == "run") return Level::run;
   if (text == "iter") return Level::iter;
   if (text == "stage") return Level::stage;
-  fail("--nvtx: expected off, run, iter or stage, got '" + text + "'");
+  fail("--nvtx: expected off, run, iter or stage, got '" + printable(text) + "'");
 }
 
 const char* level_name(Level level) {

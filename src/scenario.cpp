@@ -23,7 +23,7 @@ std::array<double, 4> base_shape(const std::string& shape) {
   if (shape == "early") return {0.70, 0.20, 0.05, 0.05};
   if (shape == "uniform") return {0.25, 0.25, 0.25, 0.25};
   if (shape == "late") return {0.05, 0.05, 0.20, 0.70};
-  fail("unknown mix shape '" + shape + "' (expected early, uniform or late)");
+  fail("unknown mix shape '" + printable(shape) + "' (expected early, uniform or late)");
 }
 
 // Shares -> row counts that sum to rows exactly (largest remainder).

@@ -573,9 +573,16 @@ class KeysAndLists(Case):
                                 "--answer-budget: the verdicts need every repetition"),
                                (["--benchmark_enable_random_interleaving=maybe"], "is not one of"),
                                (["--benchmark_filter="], "--benchmark_filter: needs a value"),
-                               (["--benchmark_repetitions"], "needs a value")]:
+                               (["--benchmark_repetitions"], "needs a value"),
+                               # a flag given twice, Google Benchmark's too: not the last one winning
+                               (["--benchmark_repetitions=3"], "--benchmark_repetitions: given twice"),
+                               (["--benchmark_filter=a", "--benchmark_filter=b"], "--benchmark_filter: given twice"),
+                               (["--v=abc"], "--v: 'abc' is not an integer")]:
             with self.subTest(args=args):
                 self.assert_bad_input(run(CONDBENCH, *TINY, *args), fragment)
+        # a newline in a value is shown, not the end of the line
+        self.assert_bad_input(run(CONDBENCH, "--device=cpu", "--strategy=fu\nsed", "--list"),
+                              "--strategy: unknown strategy 'fu\\nsed' (known: ")
         # 1.8's "0.01s" is read as 1.7's 0.01
         out = os.path.join(self.dir, "out.json")
         result = run(CONDBENCH, *TINY[:-2], "--benchmark_min_time=0.01s", "--benchmark_repetitions=2",
