@@ -6,6 +6,7 @@ beside condbench's. Usage: test_python_peer.py CONDBENCH CONDBENCH_INFER CONDBEN
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -268,6 +269,45 @@ class PythonPeer(unittest.TestCase):
         self.assertEqual(os.readlink(link), precious)
         os.remove(link)
         os.remove(fifo)
+
+    def test_bad_flags_and_files_are_one_line_and_exit_2_before_anything_is_written(self):
+        workload, out = os.path.join(self.tmp.name, "workload"), os.path.join(self.tmp.name, "bad.json")
+        flags = ["--device", "cpu", "--repetitions", "1", "--min-time", "0.01"]
+        for args, said in [(["--repetitions", "99999999999"], "--repetitions: 99999999999 is out of range"),
+                           (["--min-time", "nan"], "--min-time: nan is not a number of seconds"),
+                           (["--threads", "-1"], "--threads: -1 is out of range"),
+                           (["--variants", "nope"], "--variants: unknown variant 'nope'"),
+                           (["--variants="], "--variants: needs a value"),
+                           (["--variants", "py_eager_if,"], "has an empty item"),
+                           (["--scenarios", "exit:1,exit:1"], "'exit:1' is given twice"),
+                           (["--scenarios", "exit:9"], "--scenarios: 'exit:9' was not exported"),
+                           (["--out", out], "--out: given twice"),
+                           (["--variants", "py_masked_static_ro"], "nothing ran: ")]:
+            with self.subTest(args=args):
+                kept = [text for flag, value in zip(flags[::2], flags[1::2]) if flag != args[0] for text in (flag, value)]
+                result = subprocess.run([*PEER, "--workload", workload, "--out", out, *kept, *args],
+                                        capture_output=True, text=True, timeout=120)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+                self.assertIn(said, result.stderr)
+                self.assertFalse(os.path.exists(out))
+        # a workload's tensors that are not what condbench wrote: one line naming the folder
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, os.path.basename(self.dir))
+            shutil.copytree(self.dir, bad)
+            pool = torch.load(os.path.join(self.dir, "pool.pt"))
+            for name, tensor, said in [("pool.pt", pool.long(), "pool.pt is int64 [1024, 32], not float32"),
+                                       ("pool.pt", pool * float("nan"), "pool.pt holds values that are not finite"),
+                                       ("weights.pt", [1, 2], "Expected state_dict to be dict-like")]:
+                with self.subTest(said=said):
+                    torch.save(tensor, os.path.join(bad, name))
+                    result = subprocess.run([*PEER, "--workload", d, "--out", out, *flags,
+                                             "--variants", "py_eager_if"], capture_output=True, text=True, timeout=120)
+                    self.assertEqual((result.returncode, len(result.stderr.strip().splitlines())), (2, 1),
+                                     result.stderr)
+                    self.assertIn(f"peer: --workload: {bad}: ", result.stderr)
+                    self.assertIn(said, result.stderr)
+                    shutil.copy(os.path.join(self.dir, name), os.path.join(bad, name))
 
     def test_an_answer_budget_adds_rounds_until_the_answer_is_decided(self):
         # py_eager_if and py_masked, about 5x apart: 3 repetitions are too few for an interval; one look's

@@ -260,16 +260,28 @@ def near_tie(t: int, token: int, exit_id: int, ref_token: int, ref_exit: int, re
     return token != ref_token and float(ref_logits[t][ref_token] - ref_logits[t][token]) <= margin * scale
 
 
-@torch.no_grad()
-def cases(w: "Workload", device: str, wanted_variants: Sequence[str], wanted_scenarios: Sequence[str],
-          sync: bool) -> tuple[list[Case], list[str]]:
-    """The decoder's cases of the workload `w` (a condbench.workload.Workload) for peer.py, each loop
-    n generated tokens, and notes on what did not run."""
+def load(w: "Workload", device: str) -> tuple[decoder.Decoder, torch.Tensor]:
+    """The workload's decoder with its weights, and its prompts (int64 [rows, prompt], token ids of its
+    vocabulary), on `device`. Raises ValueError (or what torch raises) where a file is not that."""
     config = w.config
     model = decoder.Decoder(config["vocab"], config["d_model"], config["layers"], config["ffn"], config["context"])
-    model.load_state_dict(torch.load(w.path("weights.pt")))
-    model = model.to(device).eval()
-    prompts = torch.load(w.path("prompts.pt")).to(device)
+    model.load_state_dict(torch.load(w.path("weights.pt"), weights_only=True))
+    prompts = torch.load(w.path("prompts.pt"), weights_only=True)
+    if not (isinstance(prompts, torch.Tensor) and prompts.dtype == torch.int64 and prompts.dim() == 2 and
+            prompts.shape[0] >= 1 and prompts.shape[1] == config["prompt"] and
+            bool(((prompts >= 0) & (prompts < config["vocab"])).all())):
+        raise ValueError(f"prompts.pt is not int64 [rows, {config['prompt']}] of token ids below {config['vocab']}")
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        raise ValueError("weights.pt holds values that are not finite")
+    return model.to(device).eval(), prompts.to(device)
+
+
+@torch.no_grad()
+def cases(w: "Workload", model: decoder.Decoder, prompts: torch.Tensor, device: str, wanted_variants: Sequence[str],
+          wanted_scenarios: Sequence[str], sync: bool) -> tuple[list[Case], list[str]]:
+    """The decoder's cases of the workload `w` (a condbench.workload.Workload) for peer.py, on its
+    model and prompts (load), each loop n generated tokens, and notes on what did not run."""
+    config = w.config
     found: list[Case] = []
     notes: list[str] = []
     agreement = cast(Mapping[str, float], w.agreement)  # a decoder's workload carries its rule (workload.problem)

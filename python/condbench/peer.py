@@ -24,13 +24,14 @@ import argparse
 import os
 import random
 import sys
-from typing import TYPE_CHECKING, Mapping, NoReturn, Sequence, cast
+from typing import TYPE_CHECKING, Callable, Mapping, NoReturn, Sequence, TypeVar, cast
 
 import torch
 
 from . import decoder_peer, lockstep, names, results, workload
 from .answer_budget import spend_answer_budget
 from .deployed import WORKAROUND_DOC, Thresholds
+from .errors import first_line
 from .families import load_model
 from .peer_result import NOTES_CONTEXT, Document
 from .regular_file import not_replaceable
@@ -64,6 +65,38 @@ def load_model_file(folder: str, device: str) -> "EarlyExitModel":
     except ProtocolError as e:
         fail(f"model file: {e}")
     return view.to(device).eval()
+
+
+T = TypeVar("T")
+
+
+def loaded(w: workload.Workload, load: Callable[[], T]) -> T:
+    """What `load` reads of the workload `w`, or one line and exit 2 where its files are not what
+    condbench wrote (cut short, not torch's, other shapes, values that are not finite)."""
+    try:
+        return load()
+    except Exception as e:  # noqa: BLE001 -- whatever torch raises for a file it cannot take
+        fail(f"--workload: {w.directory}: {first_line(e)}")
+
+
+def checked_inputs(w: workload.Workload, model: "EarlyExitModel", device: str) -> torch.Tensor:
+    """The workload's input pool on `device`, once its files are checked against its model: the pool
+    [pool_rows, *the model's row shape] of finite values (a built-in family's: float32), as condbench
+    exported it; the weights finite; a threshold per exit before the last in every scenario."""
+    pool = torch.load(w.path("pool.pt"), weights_only=True)
+    if not (isinstance(pool, torch.Tensor) and tuple(pool.shape) == (w.pool_rows, *model.row_shape) and
+            (w.model_file or pool.dtype == torch.float32)):
+        what = f"{str(pool.dtype).removeprefix('torch.')} {list(pool.shape)}" if isinstance(pool, torch.Tensor) \
+            else type(pool).__name__
+        raise ValueError(f"pool.pt is {what}, not {'' if w.model_file else 'float32 '}"
+                         f"{[w.pool_rows, *model.row_shape]} as workload.json says")
+    if pool.is_floating_point() and not bool(torch.isfinite(pool).all()):
+        raise ValueError("pool.pt holds values that are not finite")
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        raise ValueError("weights.pt holds values that are not finite")
+    if any(len(limits) != model.blocks for limits in w.thresholds.values()):
+        raise ValueError(f"its thresholds are not {model.blocks} a scenario (one per exit before the last)")
+    return pool.to(device)
 
 
 def disagreement_with_module(fn: VariantFn, ref: Mapping[str, torch.Tensor], thresholds: Thresholds, device: str,
@@ -125,11 +158,27 @@ def main() -> None:
                         help="seconds of rounds over the answer's undecided comparisons (default 0: none)")
     parser.add_argument("--report-tool", default="", help="condbench-report, which judges (--answer-budget)")
     parser.add_argument("--against", default="", help="condbench's result file of this run (--answer-budget)")
+    given = [a.split("=", 1)[0] for a in sys.argv[1:] if a.startswith("--")]
+    if twice := next((flag for i, flag in enumerate(given) if flag in given[:i]), None):
+        fail(f"{twice}: given twice")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         fail("--device=cuda: no CUDA device here")
-    if args.repetitions < 1 or args.min_time <= 0:
-        fail("--repetitions must be >= 1 and --min-time > 0")
+    # condbench's ranges (--benchmark_repetitions, --benchmark_min_time, --threads)
+    if not 1 <= args.repetitions <= 100000:
+        fail(f"--repetitions: {args.repetitions} is out of range 1..100000")
+    if not 0 < args.min_time <= 86400:  # (NaN is in no range)
+        fail(f"--min-time: {args.min_time} is not a number of seconds in (0, 86400]")
+    if not 0 <= args.threads <= 1024:
+        fail(f"--threads: {args.threads} is out of range 0..1024 (0: torch's choice)")
+    for flag, items in (("--variants", args.variants), ("--scenarios", args.scenarios)):
+        listed = items.split(",")
+        if flag in given and not items:
+            fail(f"{flag}: needs a value (leave it out for every one)")
+        if items and not all(listed):
+            fail(f"{flag}: '{items}' has an empty item")
+        if twice := next((item for i, item in enumerate(listed) if item in listed[:i]), None):
+            fail(f"{flag}: '{twice}' is given twice")
     if not 0 <= args.answer_budget <= 86400:
         fail("--answer-budget: seconds from 0 to 86400")
     if args.answer_budget > 0 and not args.report_tool:
@@ -138,16 +187,22 @@ def main() -> None:
     check_output(args.out, [("--against", args.against)] +
                  [("--workload", w.path(f)) for w in workloads for f in w.files()] +
                  [i for w in workloads if w.model_file for i in model_file_inputs(w.model_file)])
+    twins = test_twins()
+    wanted_variants = [v for v in args.variants.split(",") if v]
+    known = [*VARIANTS, *decoder_peer.VARIANTS] + [f"{name}_twin" for name in twins]
+    if unknown := next((v for v in wanted_variants if v not in known), None):
+        fail(f"--variants: unknown variant '{unknown}' (known: {', '.join(sorted(set(known)))}; docs/peer.md)")
+    wanted_scenarios = [s for s in args.scenarios.split(",") if s]
+    exported = sorted({scenario for w in workloads for scenario in w.thresholds})
+    if unknown := next((sc for sc in wanted_scenarios if sc not in exported), None):
+        fail(f"--scenarios: '{unknown}' was not exported (the workload has {', '.join(exported)})")
     # In lockstep with condbench, the models' loading, compiles and untimed passes are a turn of their own.
     turns = lockstep.turns()
     if turns:
         turns.wait()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    wanted_variants = [v for v in args.variants.split(",") if v]
-    wanted_scenarios = [s for s in args.scenarios.split(",") if s]
     sync = args.device == "cuda"
-    twins = test_twins()
 
     cases: list[Case] = []
     notes: list[str] = []
@@ -155,13 +210,15 @@ def main() -> None:
     for w in workloads:
         config = w.config
         if w.decodes:  # docs/design.md §8: one generated token an iteration
-            found, skipped_here = decoder_peer.cases(w, args.device, wanted_variants, wanted_scenarios, sync)
+            model_and_prompts = loaded(w, lambda: decoder_peer.load(w, args.device))
+            found, skipped_here = decoder_peer.cases(w, *model_and_prompts, args.device, wanted_variants,
+                                                     wanted_scenarios, sync)
             notes += skipped_here
             cases += [with_iterations(case, args.min_time) for case in found]
             continue
-        model = load_model(w.path("weights.pt"), config, args.device) if not w.model_file \
+        model = loaded(w, lambda: load_model(w.path("weights.pt"), config, args.device)) if not w.model_file \
             else load_model_file(w.model_file, args.device)
-        pool_all = torch.load(w.path("pool.pt")).to(args.device)
+        pool_all = loaded(w, lambda: checked_inputs(w, model, args.device))
         pool = [pool_all[i:i + 1] for i in range(pool_all.shape[0])]
         runnable, skipped = variants(model, args.device, named=wanted_variants)
         fallbacks = workarounds(model, args.device) if w.model_file else {}
@@ -209,6 +266,9 @@ def main() -> None:
                 cases.append(with_iterations(case, args.min_time))
 
     notes += [f"{name}: {cudagraph_note(args.device, skips)}" for name, skips in graph_skips.items()]
+    if not cases:  # no file: a result without benchmarks is no result (condbench-report refuses one)
+        fail("nothing ran: " + (notes[0] + (f" (and {len(notes) - 1} more)" if len(notes) > 1 else "") if notes
+                                else "the variants named run on none of the workload's models"))
     rounds = Rounds(cases, random.Random(), turns)
     rounds.run(cases, args.repetitions)
     document = Document(args, cases, rounds, twins)

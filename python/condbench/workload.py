@@ -3,6 +3,7 @@ workload.json, read once into a frozen record and checked before anything is bui
 the files beside it the peer reads."""
 import json
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -26,6 +27,7 @@ class Workload:
     name_axes: Tuple[Tuple[str, str], ...]  # the axes of its benchmark names after the batch, C++'s
     thresholds: Mapping[str, Tuple[float, ...]]  # scenario -> each exit's threshold
     walk: Mapping[str, Tuple[int, ...]]  # scenario -> the pool rows condbench walks at batch 1 (a decoder: none)
+    pool_rows: int  # the rows of its input pool (a decoder: 0, it has prompts)
     model_file: Optional[str]  # a model file's compiled folder, else None
     agreement: Optional[Mapping[str, float]]  # a model file's and a decoder's rule of agreement, C++'s
 
@@ -64,7 +66,7 @@ def load(root: str) -> List[Workload]:
         try:
             with open_regular(path, "r") as f:
                 meta = json.load(f)
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, RecursionError) as e:
             raise WorkloadError(f"{path}: not a workload condbench --export-workload wrote ({type(e).__name__}: "
                                 f"{str(e).splitlines()[0][:200] if str(e) else ''})") from None
         if why := problem(d, meta):
@@ -86,8 +88,36 @@ def record(directory: str, meta: Dict[str, Any]) -> Workload:
         name_axes=tuple((str(k), str(v)) for k, v in meta["name_axes"]),
         thresholds={scenario: tuple(float(t) for t in values) for scenario, values in meta["thresholds"].items()},
         walk={scenario: tuple(int(i) for i in rows) for scenario, rows in meta.get("walk", {}).items()},
+        pool_rows=0 if meta["config"].get("family") == DECODER else meta["pool_rows"],
         model_file=model_file,
         agreement=dict(meta["agreement"]) if "agreement" in meta else None)
+
+
+def scenarios_problem(w: Workload) -> Optional[str]:
+    """Why a workload's scenarios cannot run as written: a name that is not exit:K (K an exit of the
+    model) or mix:SHAPE, a threshold that is no number in [0, 1] or a count of them that is not the
+    model's exits before the final one, or (not a decoder) a walk that is empty or leaves the input pool; else None."""
+    exits = (len(decoder.exit_layers(w.config["layers"], w.config["exit_every"])) if w.decodes
+             else int(w.config["blocks"]) + 1 if w.model_file is None else None)  # a model file's: once loaded
+    pool_rows = w.pool_rows
+    if not w.decodes and not (isinstance(pool_rows, int) and not isinstance(pool_rows, bool) and pool_rows >= 1):
+        return f"pool_rows is {pool_rows!r}, not a count of rows"
+    if not w.thresholds:
+        return "no scenario"
+    for scenario, limits in w.thresholds.items():
+        kind, _, value = scenario.partition(":")
+        if not (kind == "exit" and value.isdigit() and value[0] != "0" and (exits is None or int(value) <= exits)
+                or kind == "mix" and value in ("early", "uniform", "late")):
+            return f"scenario {scenario!r} is not exit:K (an exit of the model) or mix:early|uniform|late"
+        if exits is not None and len(limits) != exits - 1 or not all(0 <= t <= 1 for t in limits):
+            return f"scenario {scenario}: its thresholds {list(limits)} are not one in [0, 1] per exit before the last"
+        rows = w.walk.get(scenario, ())
+        if not w.decodes and not (rows and all(0 <= r < pool_rows for r in rows)):
+            return f"scenario {scenario}: its walk is empty or leaves the input pool of {pool_rows} rows"
+    for key, value in w.name_axes:
+        if not (re.fullmatch(r"[a-z_][a-z0-9_]*", key) and re.fullmatch(r"[A-Za-z0-9_.-]+", value)):
+            return f"name axis {key!r}:{value!r} is not a word and a value of letters, digits, '_', '.' and '-'"
+    return None
 
 
 def problem(directory: str, meta: Dict[str, Any]) -> Optional[str]:
@@ -116,7 +146,9 @@ def problem(directory: str, meta: Dict[str, Any]) -> Optional[str]:
                 if family == DECODER else (lambda: build_model(config))
             if over := over_memory_budget(family, sizes, 1, module_floats(build)):
                 return over
-        record(directory, meta)  # every value of the kind the record holds
+        w = record(directory, meta)  # every value of the kind the record holds
+        if why := scenarios_problem(w):
+            return why
         for name in files_of(config, "model_file" in meta):
             require_regular(os.path.join(directory, name))
     except NotRegularFile as e:

@@ -5,6 +5,7 @@ import ast
 import contextlib
 import io
 import json
+import re
 import os
 import subprocess
 import sys
@@ -416,7 +417,7 @@ class Bounded(unittest.TestCase):
                 f.write(b"x")
         meta = {"config": {"family": "mlp", "in_features": 32, "hidden": 64, "num_classes": 10, "blocks": 3},
                 "name_axes": [["hidden", "64"], ["blocks", "3"]], "thresholds": {"exit:1": [0, 1.0, 1]},
-                "walk": {"exit:1": [3, 1]}}
+                "walk": {"exit:1": [3, 1]}, "pool_rows": 4}
         with open(os.path.join(model, "workload.json"), "w") as f:
             json.dump(meta, f)
         [w] = workload.load(self.dir.name)
@@ -428,6 +429,19 @@ class Bounded(unittest.TestCase):
         self.assertEqual(w.files(), ("pool.pt", "workload.json", "weights.pt"))
         with self.assertRaises(dataclasses.FrozenInstanceError):
             w.model_file = "elsewhere"  # type: ignore[misc]
+        # scenarios as the model can run them: exit:K of its exits, a threshold per exit before the
+        # last, in [0, 1], a walk inside the pool; and names of words and values
+        for change, said in [({"thresholds": {"exit:5": [0, 1, 1]}, "walk": {"exit:5": [1]}}, "scenario 'exit:5'"),
+                             ({"thresholds": {"exit:1": [0, 1]}}, "are not one in [0, 1] per exit before the last"),
+                             ({"thresholds": {"exit:1": [float("nan"), 1, 1]}}, "are not one in [0, 1]"),
+                             ({"walk": {"exit:1": [4]}}, "its walk is empty or leaves the input pool of 4 rows"),
+                             ({"walk": {"exit:1": []}}, "its walk is empty"),
+                             ({"name_axes": [["hidden", "64/batch:9"]]}, "name axis 'hidden':'64/batch:9'")]:
+            with self.subTest(said=said):
+                with open(os.path.join(model, "workload.json"), "w") as f:
+                    json.dump({**meta, **change}, f)
+                with self.assertRaisesRegex(workload.WorkloadError, re.escape(said)):
+                    workload.load(self.dir.name)
         # a value of the wrong kind is the one line of a file condbench did not write
         with open(os.path.join(model, "workload.json"), "w") as f:
             json.dump({**meta, "walk": {"exit:1": ["three"]}}, f)
