@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "condbench/error.h"
+
 namespace condbench::report {
 
 namespace {
@@ -25,15 +27,25 @@ nlohmann::json side_json(const JudgedPair::Side& s) {
 }  // namespace
 
 std::vector<JudgedPair> pairs_within(const std::vector<ResultFile>& files) {
-  std::vector<JudgedPair> out;
+  std::vector<std::vector<Group>> groups;
+  size_t count = 0;
   for (const ResultFile& file : files)
-    for (const Group& g : make_groups({file})) {
+    for (const Group& g : groups.emplace_back(make_groups({file}))) count += g.cells.size() * (g.cells.size() - 1) / 2;
+  if (count > kMaxPairs)
+    fail("--pairs: " + std::to_string(count) + " pairs of cells in these files' groups, more than " +
+         std::to_string(kMaxPairs) + "; give fewer files, or files of fewer strategies and scenarios");
+  std::vector<JudgedPair> out;
+  out.reserve(count);
+  for (size_t f = 0; f < files.size(); ++f) {
+    const ResultFile& file = files[f];
+    for (const Group& g : groups[f]) {
       const std::string group = g.device_label + ", " + g.model_text() + ", batch " + std::to_string(g.batch);
       for (auto i = g.cells.begin(); i != g.cells.end(); ++i)
         for (auto j = std::next(i); j != g.cells.end(); ++j)
           out.push_back({file.path, group, side(i->second, i->first.first, i->first.second),
                          side(j->second, j->first.first, j->first.second), judge(i->second, j->second)});
     }
+  }
   return out;
 }
 

@@ -25,7 +25,12 @@ struct JudgedPair {
   Judgement judgement;  // judge(a, b)
 };
 
+// The most pairs pairs_within judges: a group's pairs grow with the square of its cells, and a few
+// megabytes of crafted file (thousands of strategies in one group) would ask for gigabytes. The
+// largest group of `condbench --full --device=cpu` has 80 cells: 3,160 pairs.
+constexpr size_t kMaxPairs = 200000;
 // Within each file on its own: every two cells of one group (device, model, batch), each pair once.
+// Throws condbench::Error, before judging any, where that is more than kMaxPairs.
 std::vector<JudgedPair> pairs_within(const std::vector<ResultFile>& files);
 // Across two files (two runs: two processes): each benchmark both hold, `a`'s cell against `b`'s.
 std::vector<JudgedPair> pairs_across(const ResultFile& a, const ResultFile& b);

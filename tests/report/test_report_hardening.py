@@ -304,6 +304,23 @@ class Bounded(Case):
                 many.append(copy)
         return self.write_json("many.json", dict(data, benchmarks=many))
 
+    def test_pairs_of_thousands_of_strategies_in_one_group_are_refused_before_judging(self):
+        # small.json's strategies copied 250 times into its groups: pairs grow with their square
+        data = json.loads(small_text())
+        rows = [b for b in data["benchmarks"] if b["name"].startswith("early_exit/")]
+        many = []
+        for copy_index in range(250):
+            for b in rows:
+                copy = dict(b)
+                for key in ("name", "run_name"):
+                    parts = copy[key].split("/")
+                    parts[3] = f"{parts[3]}{copy_index}"
+                    copy[key] = "/".join(parts)
+                many.append(copy)
+        result = run("--pairs", self.write_json("many.json", dict(data, benchmarks=many)), timeout=120)
+        self.assert_bad_input(result, "--pairs: ", "pairs of cells in these files' groups, more than 200000")
+        self.assertEqual(result.stdout, "")
+
     def test_thousands_of_groups_show_a_bounded_number_of_groups(self):
         # 600 batch sizes of one model: a group each; no gnuplot on PATH, so no charts
         path = self.at_batches(range(1, 601), "early_exit/cpu/torch/")
