@@ -42,7 +42,8 @@ std::string escape_html(const std::string& text) {
         out += "&#39;";
         break;
       default:
-        out += c;
+        // a control character is no text (HTML forbids most); a line break or a tab reads as a space
+        if ((static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) || c == '\n' || c == '\t') out += c;
     }
   }
   return out;

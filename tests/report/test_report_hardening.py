@@ -28,6 +28,7 @@ PAYLOADS = [
     "<script>alert(1)</script>",
     "pipe|in|name | x",
     "$(touch PWNED5)",
+    "esc\x1b[31m red\x07",
 ]
 
 
@@ -99,6 +100,8 @@ class DataIsNeverCode(Case):
                 self.assertNotIn("<script", html)
                 self.assertIsNone(re.search(r"(?<!\\)<script", md), "unescaped <script> in report.md")
                 self.assertNotIn("\nline", md)  # a newline in a name never starts a Markdown line
+                # no control character reaches either file (HTML forbids them; a terminal acts on them)
+                self.assertIsNone(re.search("[\x00-\x08\x0b-\x1f\x7f]", html + md), repr(payload))
                 if "<script>" in payload:
                     self.assertIn("\\<script\\>", md)  # shown, escaped, not dropped
                     self.assertIn("&lt;script&gt;", html)
