@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -171,6 +172,7 @@ Args read_args(int argc, char** argv) {
       {"--across", &Args::across}};
   const std::vector<std::string> args(argv + 1, argv + argc);
   Args r;
+  std::set<std::string> given;  // an option given twice is refused, not the last one taken
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const std::string& flag) {
@@ -187,8 +189,14 @@ Args read_args(int argc, char** argv) {
     });
     const auto switched =
         std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const auto& v) { return a == v.first; });
+    if ((valued != std::end(kValues) || switched != std::end(kSwitches)) &&
+        !given.insert(valued != std::end(kValues) ? valued->first : switched->first).second)
+      fail(std::string(valued != std::end(kValues) ? valued->first : switched->first) + ": given twice");
     if (valued != std::end(kValues)) {
       r.*valued->second = value(valued->first);
+      // (an empty --fail-on-regression and --explain are refused below, saying more)
+      if (r.*valued->second == "" && valued->second != &Args::fail_on && valued->second != &Args::explain)
+        fail(std::string(valued->first) + ": needs a value");
       r.fail_on_given |= valued->second == &Args::fail_on;
       if (valued->second == &Args::explain && r.explain.empty())
         fail("--explain: needs a query, \"A vs B [at SCENARIO] [in TEXT]\"");

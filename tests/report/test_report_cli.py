@@ -164,6 +164,16 @@ class Report(unittest.TestCase):
         result = run("--out", os.path.join(self.dir, "out"), os.path.join(self.dir, "missing.json"))
         self.assertEqual(result.returncode, 2)
         self.assertIn("missing.json", result.stderr)
+        # an option given twice or with no value: one line, not the last or an empty one taken
+        a, b, c = (os.path.join(self.dir, name) for name in "abc")
+        for args, message in [(["--out", a, "--out", b, SMALL], "--out: given twice"),
+                              (["--table", "--table", SMALL], "--table: given twice"),
+                              (["--compare", SMALL, SMALL, "--min-effect="], "--min-effect: needs a value"),
+                              (["--out", c, "--unstable-cv", "", SMALL], "--unstable-cv: needs a value")]:
+            with self.subTest(args=args):
+                result = run(*args)
+                self.assertEqual((result.returncode, result.stderr), (2, f"condbench-report: {message}\n"))
+        self.assertFalse([f for f in os.listdir(self.dir) if f in ("a", "b", "c")])
 
     def test_compare_same_run_is_same_and_regression_fails_on_request(self):
         result = run("--compare", SMALL, SMALL)
