@@ -301,7 +301,11 @@ std::string model_file_folder(const std::string& given, const std::string& weigh
     return given;
   }
   std::error_code ec;
-  if (!fs::is_regular_file(given, ec)) fail("--model-file: " + given + ": no such file");
+  if (!fs::is_regular_file(given, ec)) {
+    if (!fs::exists(given, ec)) fail("--model-file: " + given + ": no such file");
+    const std::string what = special_file_kind(given);
+    fail("--model-file: " + given + ": not a regular file (" + (what.empty() ? "a folder" : what) + ")");
+  }
   const std::string package = package_root();
   if (package.empty())
     fail("--model-file: " + given + ": python/condbench/model_file.py is neither beside this condbench's sources nor " +

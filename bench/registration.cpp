@@ -322,6 +322,11 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
   check_outputs(runner_outputs(options, benchmark_out), runner_inputs(options));
   std::optional<ModelSelection> model_file;
   bool model_file_alone = false;
+  bool others = given("--model") || given("--weights") || given("--decoder");  // models beside a model file
+  for (const std::string& flag : size_flags()) others |= given(flag);
+  // before its compile: the user's code does not run for a run that cannot start
+  if (given("--model-file") && given("--blocks") && !others)
+    fail("--blocks: a model file's depth is its module's stages; drop --blocks");
   if (const std::optional<ModelFileFlags> read = read_model_file_flags(
           flags, options.devices, std::min(kModelFileMaxRowValues, kMaxPooledRowValues))) {  // what a run can pool
     options.model_file_given = read->given;
@@ -332,9 +337,6 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     model_file = ModelSelection{read->config, {}};
     model_file->batches = given("--batch") ? cli::parse_batches(flags.at("--batch"))
                                            : model_file->config.family->runs_batches(options.full);
-    bool others = given("--model") || given("--weights") || given("--decoder");
-    for (const std::string& flag : size_flags()) others |= given(flag);
-    if (given("--blocks") && !others) fail("--blocks: a model file's depth is its module's stages; drop --blocks");
     model_file_alone = !others;
   }
   if (model_file_alone) {

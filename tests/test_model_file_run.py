@@ -426,6 +426,9 @@ class ModelFileRun(unittest.TestCase):
         with open(bad, "w") as f:
             f.write("import torch\ndef model():\n    return torch.nn.Linear(2, 2)\ndef example_input(b):\n"
                     "    return torch.zeros(b, 2)\n")
+        fifo = os.path.join(self.dir.name, "fifo.py")
+        if not os.path.exists(fifo):
+            os.mkfifo(fifo)
         not_weights = os.path.join(self.dir.name, "not_weights.pt")
         with open(not_weights, "w") as f:
             f.write("not a state_dict")
@@ -433,6 +436,7 @@ class ModelFileRun(unittest.TestCase):
                  ((f"--model-file={self.fresh_path}", f"--model-weights={not_weights}"),
                   f"--model-file: {self.fresh_path}: --weights {not_weights}: not a state_dict torch.load reads"),
                  ((f"--model-file={self.dir.name}/absent.py",), f"--model-file: {self.dir.name}/absent.py: no such file"),
+                 ((f"--model-file={fifo}",), f"--model-file: {fifo}: not a regular file (a FIFO)"),
                  ((f"--model-file={self.fresh}", f"--model-weights={not_weights}"),
                   "--model-weights: only with --model-file=FILE.py (a compiled folder's weights are in its packages)"),
                  ((f"--model-weights={not_weights}",), "--model-weights: only with --model-file=FILE.py")]
@@ -593,6 +597,14 @@ class ModelFileRun(unittest.TestCase):
         result = run(CONDBENCH, f"--model-file={self.mlp}", "--blocks=2")
         self.assertEqual(result.returncode, 2)
         self.assertIn("--blocks: a model file's depth is its module's stages", result.stderr)
+        # refused before its compile: the module's code never runs for a run that cannot start
+        marker, noisy = os.path.join(self.dir.name, "ran"), os.path.join(self.dir.name, "noisy.py")
+        with open(noisy, "w") as f:
+            f.write(f"open({marker!r}, 'w').close()\n")
+        result = run(CONDBENCH, f"--model-file={noisy}", "--blocks=2")
+        self.assertEqual((result.returncode, result.stderr.strip()),
+                         (2, "condbench: --blocks: a model file's depth is its module's stages; drop --blocks"))
+        self.assertFalse(os.path.exists(marker))
 
 
 
