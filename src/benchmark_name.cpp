@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "condbench/error.h"
+#include "condbench/scenario.h"
 
 namespace condbench {
 
@@ -119,12 +120,18 @@ std::optional<BenchmarkId> BenchmarkId::read(std::string_view run_name) {
   id.strategy = labels[3];
   const std::optional<std::string> scenario = parsed->scenario();
   if (!scenario) fail("benchmark name '" + printable(id.name) + "' has no scenario (exit:K or mix:SHAPE)");
-  // The report sorts and ranks scenarios by K.
-  const bool exit = scenario->rfind("exit:", 0) == 0;
-  if (exit ? !all_digits(std::string_view(*scenario).substr(5), 4) : scenario->size() <= 4)
-    fail("benchmark scenario '" + printable(*scenario) + "' is not exit:K or mix:SHAPE");
+  // Scenario::parse's grammar (exit:K with K >= 1, mix:SHAPE of its shapes); K of at most 4 digits,
+  // as the report sorts and ranks scenarios by K.
+  bool known = scenario->rfind("exit:", 0) != 0 || all_digits(std::string_view(*scenario).substr(5), 4);
+  try {
+    if (known) (void)Scenario::parse(*scenario);
+  } catch (const Error&) {
+    known = false;
+  }
+  if (!known) fail("benchmark scenario '" + printable(*scenario) + "' is not exit:K or mix:SHAPE");
   id.scenario = *scenario;
   id.batch = size_axis(*parsed, "batch");
+  if (id.batch < 1) fail("benchmark name part 'batch:" + std::to_string(id.batch) + "' is not batch:N with N >= 1");
   id.blocks = size_axis(*parsed, "blocks");
   bool scenario_seen = false;
   for (const BenchmarkName::Part& p : parsed->parts()) {

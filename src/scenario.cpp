@@ -73,11 +73,11 @@ Scenario Scenario::mix(const std::string& shape) {
 Scenario Scenario::parse(const std::string& text) {
   if (text.rfind("exit:", 0) == 0) {
     int k = 0;
-    if (!parse_int(text.substr(5), k) || k < 1) fail("scenario '" + text + "': exit:K needs a whole K >= 1");
+    if (!parse_int(text.substr(5), k) || k < 1) fail("scenario '" + printable(text) + "': exit:K needs a whole K >= 1");
     return forced(k);
   }
   if (text.rfind("mix:", 0) == 0) return mix(text.substr(4));
-  fail("unknown scenario '" + text + "' (expected exit:K or mix:early|uniform|late)");
+  fail("unknown scenario '" + printable(text) + "' (expected exit:K or mix:early|uniform|late)");
 }
 
 std::vector<double> Scenario::target_shares(int blocks) const {
