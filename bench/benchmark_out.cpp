@@ -8,13 +8,14 @@
 namespace condbench {
 
 BenchmarkOut::BenchmarkOut(int& argc, char** argv) {
-  int given = 0;
+  int given = 0, formats = 0;
   target_ = take_flag(argc, argv, "--benchmark_out", &given);
-  format_ = take_flag(argc, argv, "--benchmark_out_format").value_or("json");
+  format_ = take_flag(argc, argv, "--benchmark_out_format", &formats).value_or("json");
   if (format_ != "json" && format_ != "csv" && format_ != "console")
     fail("--benchmark_out_format: '" + printable(format_) + "' is not json, csv or console");
-  // Which of two files was meant is a guess.
+  // Which of two files (or formats) was meant is a guess.
   if (given > 1) fail("--benchmark_out: given twice");
+  if (formats > 1) fail("--benchmark_out_format: given twice");
 }
 
 void BenchmarkOut::open() {

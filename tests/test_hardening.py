@@ -577,6 +577,8 @@ class KeysAndLists(Case):
                                # a flag given twice, Google Benchmark's too: not the last one winning
                                (["--benchmark_repetitions=3"], "--benchmark_repetitions: given twice"),
                                (["--benchmark_filter=a", "--benchmark_filter=b"], "--benchmark_filter: given twice"),
+                               (["--benchmark_out_format=json", "--benchmark_out_format=csv"],
+                                "--benchmark_out_format: given twice"),
                                (["--v=abc"], "--v: 'abc' is not an integer")]:
             with self.subTest(args=args):
                 self.assert_bad_input(run(CONDBENCH, *TINY, *args), fragment)
