@@ -158,11 +158,13 @@ BenchmarkFlags read_benchmark_flags(int argc, char** argv, bool in_order) {
   f.interleaved = is_true(given, "--benchmark_enable_random_interleaving");
   f.format = last(given, "--benchmark_format").value_or("console");
   // Google Benchmark reads BENCHMARK_FILTER where no flag is given: condbench counts from it too
-  if (const char* env = std::getenv("BENCHMARK_FILTER"); env && *env && !last(given, "--benchmark_filter"))
+  if (const char* env = std::getenv("BENCHMARK_FILTER"); env && *env && !last(given, "--benchmark_filter")) {
     given.push_back(std::string("--benchmark_filter=") + env);
+    f.filter_source = "BENCHMARK_FILTER";
+  }
   f.filter = last(given, "--benchmark_filter").value_or("");
   if (const auto why = filter_error(f.filter))
-    fail("--benchmark_filter: '" + printable(f.filter) + "' is not a regular expression Google Benchmark reads (" +
+    fail(f.filter_source + ": '" + printable(f.filter) + "' is not a regular expression Google Benchmark reads (" +
          *why + ")");
   f.repetitions = *last(given, "--benchmark_repetitions");
   f.min_time = *last(given, "--benchmark_min_time");

@@ -14,11 +14,12 @@
 namespace condbench {
 
 struct BenchmarkFlags {
-  std::string format = "console";  // --benchmark_format: the display
-  std::string filter;              // --benchmark_filter, "" for none
-  std::string repetitions;         // --benchmark_repetitions, or condbench's default (10)
-  std::string min_time;            // --benchmark_min_time in seconds, or condbench's default (0.05)
-  bool list_tests = false;         // --benchmark_list_tests: list, run nothing
+  std::string format = "console";                    // --benchmark_format: the display
+  std::string filter;                                // --benchmark_filter, "" for none
+  std::string filter_source = "--benchmark_filter";  // or "BENCHMARK_FILTER": where `filter` was given
+  std::string repetitions;                           // --benchmark_repetitions, or condbench's default (10)
+  std::string min_time;                              // --benchmark_min_time in seconds, or condbench's default (0.05)
+  bool list_tests = false;                           // --benchmark_list_tests: list, run nothing
   // Repetitions of all benchmarks in random order (condbench's default, off with --in-order or
   // --benchmark_enable_random_interleaving=false).
   bool interleaved = false;

@@ -57,10 +57,10 @@ bool runs_on(const RunnerOptions& options, Device device) {
 
 // No work done is no success: an exit code that scripts see, and a file of an earlier run under
 // --benchmark_out is not mistaken for this one's.
-int nothing_ran(const BenchmarkOut& out, const std::string& filter) {
+int nothing_ran(const BenchmarkOut& out, const BenchmarkFlags& flags) {
   std::cerr << "condbench: no benchmark ran: "
-            << (filter.empty() ? std::string("the selection is empty")
-                               : "--benchmark_filter '" + printable(filter, 120) + "' matches none")
+            << (flags.filter.empty() ? std::string("the selection is empty")
+                                     : flags.filter_source + " '" + printable(flags.filter, 120) + "' matches none")
             << " (--benchmark_list_tests lists them); nothing was written"
             << (out.target() && std::filesystem::exists(*out.target())
                     ? ", and " + *out.target() + " was left as it was"
@@ -70,7 +70,7 @@ int nothing_ran(const BenchmarkOut& out, const std::string& filter) {
 }
 
 // The end of a run that ran: what the files and the exit code say of it.
-int conclude(const RunRecord& record, const BenchmarkOut& out, const std::string& filter) {
+int conclude(const RunRecord& record, const BenchmarkOut& out, const BenchmarkFlags& flags) {
   if (const auto& why = record.checkpoint_failure()) {
     // Every benchmark ran and --benchmark_out (if given) has them; the file asked for does not.
     std::cerr << "condbench: --checkpoint-out is incomplete: " << *why << "; it holds "
@@ -80,7 +80,7 @@ int conclude(const RunRecord& record, const BenchmarkOut& out, const std::string
               << (out.target() ? ", --benchmark_out all of them" : "") << "\n";
     return 1;
   }
-  if (!record.ran()) return nothing_ran(out, filter);
+  if (!record.ran()) return nothing_ran(out, flags);
   if (const auto failed = record.failures(); !failed.empty()) {
     // Work asked for and not done is no success, even when the rest ran: their entries in the
     // result files say why (error_occurred), and the exit code says so to scripts.
@@ -212,7 +212,7 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
   if (Lockstep* turns = runs ? lockstep() : nullptr) turns->wait_turn();
   // A selection of nothing ends here, before the machine is checked and in condbench's words only.
   const size_t selected = count_selected(registered, flags.filter);
-  if (runs && selected == 0) return nothing_ran(out, flags.filter);
+  if (runs && selected == 0) return nothing_ran(out, flags);
   // Last before the run, so a flag error is never preceded by warnings.
   if (runs)
     for (const auto& [key, value] :
@@ -266,7 +266,7 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
   // the console's last line (stderr beside a JSON display): what the run held at its peak
   (table ? std::cout : std::cerr) << "condbench: peak resident memory " << peak_resident_memory() << "\n";
   if (record.ran()) out.write(record);  // a filter that matched nothing writes nothing
-  return conclude(record, out, flags.filter);
+  return conclude(record, out, flags);
 }
 
 }  // namespace condbench

@@ -743,7 +743,7 @@ class BenchmarkOutput(unittest.TestCase):
             # pattern its std::regex refuses (POSIX regcomp takes this one) is one line, not a run
             result = run(CONDBENCH, *TINY, env={"BENCHMARK_FILTER": "^nothing$"})
             self.assertEqual((result.returncode, result.stdout), (2, ""), result.stderr)
-            self.assertIn("--benchmark_filter '^nothing$' matches none", result.stderr)
+            self.assertIn("condbench: no benchmark ran: BENCHMARK_FILTER '^nothing$' matches none", result.stderr)
             result = run(CONDBENCH, *TINY, "--benchmark_filter=fused)", env={"BENCHMARK_FILTER": None})
             self.assertEqual((result.returncode, result.stdout), (2, ""), result.stderr)
             self.assertEqual(result.stderr, "condbench: --benchmark_filter: 'fused)' is not a regular expression "
