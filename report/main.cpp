@@ -229,7 +229,7 @@ int print_pairs(const Args& args) {
   if (args.inputs.empty()) fail("--pairs: no result files given");
   if (args.across && args.inputs.size() != 2) fail("--pairs --across takes exactly two result files");
   const std::vector<ResultFile> files = load_inputs(args, "--pairs");
-  std::cout << pairs_json(args.across ? pairs_across(files[0], files[1]) : pairs_within(files)).dump() << "\n";
+  write_pairs_json(std::cout, args.across ? pairs_across(files[0], files[1]) : pairs_within(files));
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <ostream>
 
 #include "condbench/error.h"
 
@@ -87,28 +88,34 @@ nlohmann::json pairs_summary(const std::vector<JudgedPair>& pairs) {
   return {{"pairs", pairs.size()}, {"faster", faster}, {"drift_shown", drift}, {"largest_median_ratio", medians}};
 }
 
-nlohmann::json pairs_json(const std::vector<JudgedPair>& pairs) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const JudgedPair& p : pairs) {
-    const Judgement& j = p.judgement;
-    list.push_back({{"file", p.file},
-                    {"group", p.group},
-                    {"a", side_json(p.a)},
-                    {"b", side_json(p.b)},
-                    {"fast", j.first_faster ? "a" : "b"},
-                    {"low", j.ratio.bounded() ? nlohmann::json(j.ratio.low) : nlohmann::json()},
-                    {"high", j.ratio.bounded() ? number_or_null(j.ratio.high) : nlohmann::json()},
-                    {"median_ratio", number_or_null(j.ratio.median)},
-                    {"k", j.ratio.k},
-                    {"confidence", j.confidence},
-                    {"drift", j.drift},
-                    {"standing", to_string(j.standing)},
-                    {"factor", j.factor},
-                    {"detectable", number_or_null(j.detectable)},
-                    {"cannot_exclude", number_or_null(j.cannot_exclude)},
-                    {"outliers", j.outliers}});
-  }
-  return {{"pairs", list}, {"summary", pairs_summary(pairs)}};
+namespace {
+
+nlohmann::json pair_json(const JudgedPair& p) {
+  const Judgement& j = p.judgement;
+  return {{"file", p.file},
+          {"group", p.group},
+          {"a", side_json(p.a)},
+          {"b", side_json(p.b)},
+          {"fast", j.first_faster ? "a" : "b"},
+          {"low", j.ratio.bounded() ? nlohmann::json(j.ratio.low) : nlohmann::json()},
+          {"high", j.ratio.bounded() ? number_or_null(j.ratio.high) : nlohmann::json()},
+          {"median_ratio", number_or_null(j.ratio.median)},
+          {"k", j.ratio.k},
+          {"confidence", j.confidence},
+          {"drift", j.drift},
+          {"standing", to_string(j.standing)},
+          {"factor", j.factor},
+          {"detectable", number_or_null(j.detectable)},
+          {"cannot_exclude", number_or_null(j.cannot_exclude)},
+          {"outliers", j.outliers}};
+}
+
+}  // namespace
+
+void write_pairs_json(std::ostream& out, const std::vector<JudgedPair>& pairs) {
+  out << "{\"pairs\":[";
+  for (size_t i = 0; i < pairs.size(); ++i) out << (i ? "," : "") << pair_json(pairs[i]).dump();
+  out << "],\"summary\":" << pairs_summary(pairs).dump() << "}\n";
 }
 
 }  // namespace condbench::report

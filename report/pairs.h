@@ -3,6 +3,7 @@
 // that measure the rule itself (scripts/interval_widths.py, scripts/drift_allowance.py). They read
 // the interval, its order statistic, the drift allowance and the verdict from here and keep no
 // statistics of their own: judge() is the one owner.
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,9 @@ struct JudgedPair {
 
 // The most pairs pairs_within judges: a group's pairs grow with the square of its cells, and a few
 // megabytes of crafted file (thousands of strategies in one group) would ask for gigabytes. The
-// largest group of `condbench --full --device=cpu` has 80 cells: 3,160 pairs.
-constexpr size_t kMaxPairs = 200000;
+// largest group of `condbench --full --device=cpu` has 80 cells (3,160 pairs); a group of 1,400
+// cells (979,300 pairs) took 6 s and a peak of 650 MB here.
+constexpr size_t kMaxPairs = 1000000;
 // Within each file on its own: every two cells of one group (device, model, batch), each pair once.
 // Throws condbench::Error, before judging any, where that is more than kMaxPairs.
 std::vector<JudgedPair> pairs_within(const std::vector<ResultFile>& files);
@@ -38,8 +40,10 @@ std::vector<JudgedPair> pairs_across(const ResultFile& a, const ResultFile& b);
 // came out faster, the drift shown (how far beyond 1 the farthest interval of a ratio lies: 1 where
 // every interval holds 1) and the largest ratio of two medians.
 nlohmann::json pairs_summary(const std::vector<JudgedPair>& pairs);
-// {"pairs": [...], "summary": pairs_summary}: the sides, and the judgement's interval (low, high, median_ratio, k,
-// confidence), drift, standing, factor, detectable, cannot_exclude and outliers; an infinite figure is null.
-nlohmann::json pairs_json(const std::vector<JudgedPair>& pairs);
+// {"pairs": [...], "summary": pairs_summary}, written to `out` a pair at a time (a million pairs as
+// one JSON value would take gigabytes): the sides, and the judgement's interval (low, high,
+// median_ratio, k, confidence), drift, standing, factor, detectable, cannot_exclude and outliers;
+// an infinite figure is null.
+void write_pairs_json(std::ostream& out, const std::vector<JudgedPair>& pairs);
 
 }  // namespace condbench::report
