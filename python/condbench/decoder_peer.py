@@ -260,9 +260,9 @@ def near_tie(t: int, token: int, exit_id: int, ref_token: int, ref_exit: int, re
     return token != ref_token and float(ref_logits[t][ref_token] - ref_logits[t][token]) <= margin * scale
 
 
-def load(w: "Workload", device: str) -> tuple[decoder.Decoder, torch.Tensor]:
+def load(w: "Workload") -> tuple[decoder.Decoder, torch.Tensor]:
     """The workload's decoder with its weights, and its prompts (int64 [rows, prompt], token ids of its
-    vocabulary), on `device`. Raises ValueError (or what torch raises) where a file is not that."""
+    vocabulary), on the CPU. Raises ValueError (or what torch raises) where a file is not that."""
     config = w.config
     model = decoder.Decoder(config["vocab"], config["d_model"], config["layers"], config["ffn"], config["context"])
     model.load_state_dict(torch.load(w.path("weights.pt"), weights_only=True))
@@ -273,7 +273,7 @@ def load(w: "Workload", device: str) -> tuple[decoder.Decoder, torch.Tensor]:
         raise ValueError(f"prompts.pt is not int64 [rows, {config['prompt']}] of token ids below {config['vocab']}")
     if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
         raise ValueError("weights.pt holds values that are not finite")
-    return model.to(device).eval(), prompts.to(device)
+    return model.eval(), prompts
 
 
 @torch.no_grad()

@@ -79,10 +79,10 @@ def loaded(w: workload.Workload, load: Callable[[], T]) -> T:
         fail(f"--workload: {w.directory}: {first_line(e)}")
 
 
-def checked_inputs(w: workload.Workload, model: "EarlyExitModel", device: str) -> torch.Tensor:
-    """The workload's input pool on `device`, once its files are checked against its model: the pool
-    [pool_rows, *the model's row shape] of finite values (a built-in family's: float32), as condbench
-    exported it; the weights finite; a threshold per exit before the last in every scenario."""
+def checked_inputs(w: workload.Workload, model: "EarlyExitModel") -> torch.Tensor:
+    """The workload's input pool, once its files are checked against its model: the pool [pool_rows,
+    *the model's row shape] of finite values (a built-in family's: float32), as condbench exported
+    it; the weights finite; exit:K scenarios of its exits, with a threshold per exit before the last."""
     pool = torch.load(w.path("pool.pt"), weights_only=True)
     if not (isinstance(pool, torch.Tensor) and tuple(pool.shape) == (w.pool_rows, *model.row_shape) and
             (w.model_file or pool.dtype == torch.float32)):
@@ -96,7 +96,9 @@ def checked_inputs(w: workload.Workload, model: "EarlyExitModel", device: str) -
         raise ValueError("weights.pt holds values that are not finite")
     if any(len(limits) != model.blocks for limits in w.thresholds.values()):
         raise ValueError(f"its thresholds are not {model.blocks} a scenario (one per exit before the last)")
-    return pool.to(device)
+    if beyond := next((sc for sc in w.thresholds if sc.startswith("exit:") and int(sc[5:]) > model.blocks + 1), None):
+        raise ValueError(f"scenario {beyond}: the model has {model.blocks + 1} exits")
+    return pool
 
 
 def disagreement_with_module(fn: VariantFn, ref: Mapping[str, torch.Tensor], thresholds: Thresholds, device: str,
@@ -145,7 +147,7 @@ def test_twins() -> list[str]:
 def main() -> None:
     # the usage is the docstring's, written by hand: argparse's would print a second one above it
     parser = argparse.ArgumentParser(prog="python -m condbench.peer", usage=argparse.SUPPRESS, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--workload", required=True, help="directory condbench --export-workload wrote")
     parser.add_argument("--out", required=True, help="Google Benchmark JSON to write")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the variants run")
@@ -210,15 +212,16 @@ def main() -> None:
     for w in workloads:
         config = w.config
         if w.decodes:  # docs/design.md §8: one generated token an iteration
-            model_and_prompts = loaded(w, lambda: decoder_peer.load(w, args.device))
-            found, skipped_here = decoder_peer.cases(w, *model_and_prompts, args.device, wanted_variants,
-                                                     wanted_scenarios, sync)
+            decoder_model, prompts = loaded(w, lambda: decoder_peer.load(w))
+            found, skipped_here = decoder_peer.cases(w, decoder_model.to(args.device), prompts.to(args.device),
+                                                     args.device, wanted_variants, wanted_scenarios, sync)
             notes += skipped_here
             cases += [with_iterations(case, args.min_time) for case in found]
             continue
-        model = loaded(w, lambda: load_model(w.path("weights.pt"), config, args.device)) if not w.model_file \
-            else load_model_file(w.model_file, args.device)
-        pool_all = loaded(w, lambda: checked_inputs(w, model, args.device))
+        # (read and checked on the CPU: what fails there is the files', not the device's)
+        model = loaded(w, lambda: load_model(w.path("weights.pt"), config, "cpu")).to(args.device) \
+            if not w.model_file else load_model_file(w.model_file, args.device)
+        pool_all = loaded(w, lambda: checked_inputs(w, model)).to(args.device)
         pool = [pool_all[i:i + 1] for i in range(pool_all.shape[0])]
         runnable, skipped = variants(model, args.device, named=wanted_variants)
         fallbacks = workarounds(model, args.device) if w.model_file else {}
@@ -267,8 +270,12 @@ def main() -> None:
 
     notes += [f"{name}: {cudagraph_note(args.device, skips)}" for name, skips in graph_skips.items()]
     if not cases:  # no file: a result without benchmarks is no result (condbench-report refuses one)
-        fail("nothing ran: " + (notes[0] + (f" (and {len(notes) - 1} more)" if len(notes) > 1 else "") if notes
-                                else "the variants named run on none of the workload's models"))
+        if not notes:  # what was asked selects nothing: bad input
+            fail("nothing ran: the variants named run on none of the workload's models")
+        # what was asked could not run (refused, not here): a failure, as condbench's exit 1
+        print(f"peer: nothing ran: {notes[0]}" + (f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""),
+              file=sys.stderr)
+        sys.exit(1)
     rounds = Rounds(cases, random.Random(), turns)
     rounds.run(cases, args.repetitions)
     document = Document(args, cases, rounds, twins)
