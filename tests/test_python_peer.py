@@ -523,6 +523,22 @@ class PythonPeerDecoder(unittest.TestCase):
         self.assertIn("| Python if vs nested torch.cond (py_eager_if vs py_cond) | ", answer)
 
 
+class ScenarioGrammar(unittest.TestCase):
+    """The peer's check of a workload's scenario names answers as C++'s Scenario::parse, the owner
+    of the grammar (condbench --scenario reads with it), on the same names."""
+
+    def test_the_peer_reads_a_scenario_as_condbench_does(self):
+        from condbench.workload import is_scenario
+        for name in ["exit:1", "exit:4", "exit:01", "exit:0", "exit:-1", "exit:+1", "exit:x", "exit:", "exit:1.5",
+                     "exit: 1", "exit:²", "mix:early", "mix:uniform", "mix:late", "mix:weird", "mix:", "late",
+                     "EXIT:1", "exit:1/x", "mix:early "]:
+            with self.subTest(name=name):
+                cpp = subprocess.run([CONDBENCH, "--device=cpu", "--hidden=16", "--strategy=fused",
+                                      f"--scenario={name}", "--benchmark_list_tests"],
+                                     capture_output=True, text=True, timeout=60)
+                self.assertEqual(is_scenario(name), cpp.returncode == 0, cpp.stderr)
+
+
 class AotiCompileCommandLine(unittest.TestCase):
     """python/condbench/aoti.py refuses what it cannot compile in one line, exit code 2, before
     touching the cache: a malformed --config before importing torch, a family's own refusal (an

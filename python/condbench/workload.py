@@ -93,6 +93,14 @@ def record(directory: str, meta: Dict[str, Any]) -> Workload:
         agreement=dict(meta["agreement"]) if "agreement" in meta else None)
 
 
+def is_scenario(name: str) -> bool:
+    """exit:K (K >= 1) or mix:early|uniform|late, as C++'s Scenario::parse reads a scenario (a test
+    holds the two to the same answers: test_python_peer.py, ScenarioGrammar)."""
+    kind, _, value = name.partition(":")
+    return kind == "exit" and value.isascii() and value.isdigit() and int(value) >= 1 or \
+        kind == "mix" and value in ("early", "uniform", "late")
+
+
 def scenarios_problem(w: Workload) -> Optional[str]:
     """Why a workload's scenarios cannot run as written: a name that is not exit:K (K an exit of the
     model) or mix:SHAPE, a threshold that is no number in [0, 1] or a count of them that is not the
@@ -105,9 +113,8 @@ def scenarios_problem(w: Workload) -> Optional[str]:
     if not w.thresholds:
         return "no scenario"
     for scenario, limits in w.thresholds.items():
-        kind, _, value = scenario.partition(":")
-        if not (kind == "exit" and value.isdigit() and value[0] != "0" and (exits is None or int(value) <= exits)
-                or kind == "mix" and value in ("early", "uniform", "late")):
+        if not is_scenario(scenario) or scenario.startswith("exit:") and exits is not None and \
+                int(scenario[5:]) > exits:
             return f"scenario {scenario!r} is not exit:K (an exit of the model) or mix:early|uniform|late"
         if exits is not None and len(limits) != exits - 1 or not all(0 <= t <= 1 for t in limits):
             return f"scenario {scenario}: its thresholds {list(limits)} are not one in [0, 1] per exit before the last"
