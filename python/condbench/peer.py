@@ -70,6 +70,11 @@ def load_model_file(folder: str, device: str) -> "EarlyExitModel":
 T = TypeVar("T")
 
 
+def first_repeat(items: Sequence[str]) -> str | None:
+    """The first item given a second time, or None."""
+    return next((item for i, item in enumerate(items) if item in items[:i]), None)
+
+
 def loaded(w: workload.Workload, load: Callable[[], T]) -> T:
     """What `load` reads of the workload `w`, or one line and exit 2 where its files are not what
     condbench wrote (cut short, not torch's, other shapes, values that are not finite)."""
@@ -161,7 +166,7 @@ def main() -> None:
     parser.add_argument("--report-tool", default="", help="condbench-report, which judges (--answer-budget)")
     parser.add_argument("--against", default="", help="condbench's result file of this run (--answer-budget)")
     given = [a.split("=", 1)[0] for a in sys.argv[1:] if a.startswith("--")]
-    if twice := next((flag for i, flag in enumerate(given) if flag in given[:i]), None):
+    if twice := first_repeat(given):
         fail(f"{twice}: given twice")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -179,7 +184,7 @@ def main() -> None:
             fail(f"{flag}: needs a value (leave it out for every one)")
         if items and not all(listed):
             fail(f"{flag}: '{items}' has an empty item")
-        if twice := next((item for i, item in enumerate(listed) if item in listed[:i]), None):
+        if twice := first_repeat(listed):
             fail(f"{flag}: '{twice}' is given twice")
     if not 0 <= args.answer_budget <= 86400:
         fail("--answer-budget: seconds from 0 to 86400")
@@ -218,10 +223,11 @@ def main() -> None:
             notes += skipped_here
             cases += [with_iterations(case, args.min_time) for case in found]
             continue
-        # (read and checked on the CPU: what fails there is the files', not the device's)
-        model = loaded(w, lambda: load_model(w.path("weights.pt"), config, "cpu")).to(args.device) \
-            if not w.model_file else load_model_file(w.model_file, args.device)
+        # (a built-in family's read and checked on the CPU: what fails there is the files', not the device's)
+        model = loaded(w, lambda: load_model(w.path("weights.pt"), config, "cpu")) if not w.model_file \
+            else load_model_file(w.model_file, args.device)
         pool_all = loaded(w, lambda: checked_inputs(w, model)).to(args.device)
+        model = model.to(args.device)
         pool = [pool_all[i:i + 1] for i in range(pool_all.shape[0])]
         runnable, skipped = variants(model, args.device, named=wanted_variants)
         fallbacks = workarounds(model, args.device) if w.model_file else {}
