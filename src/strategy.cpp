@@ -61,7 +61,6 @@ Strategy::Observed Strategy::observed_run(const at::Tensor& input, const std::ve
 }
 
 void StrategyInfo::declare() {
-  if (host_decides) declares.emplace_back("decides on the host");
   if (single_launch) declares.emplace_back("one launch per inference");
   if (skips_blocks_on_device)
     declares.emplace_back(skips_final_head_on_device ? "skips blocks and the final head on the device"

@@ -239,7 +239,8 @@ at::Tensor toy_prompts(const ToyConfig& config, int64_t batch) {  // two sequenc
 
 TEST(TokenFamily, TheRegistryTellsItsStrategiesFromTheDecodersThoughBothAreTimedPerToken) {
   StrategyRegistry registry;
-  registry.add(ToyInfo::describe<ToyStrategy>("toy_host", Engine::torch, Device::cpu, "the toy, decided on the host"));
+  registry.add(
+      describe_entry<ToyInfo, ToyStrategy>("toy_host", Engine::torch, Device::cpu, "the toy, decided on the host"));
   ASSERT_EQ(registry.of<ToyInfo>().size(), 1U);
   EXPECT_EQ(registry.of<ToyInfo>().front().get().declares, std::vector<std::string>{"decides on the host"});
   EXPECT_TRUE(registry.of<DecoderStrategyInfo>().empty());
@@ -253,7 +254,7 @@ TEST(TokenFamily, TheRegistryTellsItsStrategiesFromTheDecodersThoughBothAreTimed
 
 TEST(TokenFamily, ItsCasesRunOnTheOneRunnerWithEachTokensCountersAndExitShares) {
   static const std::unique_ptr<const StrategyEntry> entry =
-      ToyInfo::describe<ToyStrategy>("toy_host", Engine::torch, Device::cpu, "the toy, decided on the host");
+      describe_entry<ToyInfo, ToyStrategy>("toy_host", Engine::torch, Device::cpu, "the toy, decided on the host");
   const auto& info = dynamic_cast<const ToyInfo&>(*entry);
   std::vector<TokenCase<ToyModel>> cases;
   for (int exit : {1, 2}) cases.push_back({&info, ToyConfig{}, 2, Scenario::forced(exit)});

@@ -140,7 +140,6 @@ struct StrategyInfo : StrategyEntry {
   StrategyInfo() { unit = kUnit; }
   std::function<std::unique_ptr<Strategy>()> make;
   std::function<Unsupported(const ModelConfig&, Device, int64_t)> supports;
-  bool host_decides = false;                // Strategy::kHostDecides
   bool single_launch = false;               // Strategy::kSingleLaunch
   bool skips_blocks_on_device = false;      // Strategy::kSkipsBlocksOnDevice
   bool skips_final_head_on_device = false;  // Strategy::kSkipsFinalHeadOnDevice
@@ -150,18 +149,14 @@ struct StrategyInfo : StrategyEntry {
   // strategy's own), or nullopt.
   Unsupported unsupported(const ModelConfig& config, int64_t batch) const;
 
-  // The entry of Type, which CONDBENCH_REGISTER_STRATEGY makes: what it declares read from its statics.
+  // Reads what Type declares from its statics (describe_entry, for CONDBENCH_REGISTER_STRATEGY).
   template <typename Type>
-  static std::unique_ptr<const StrategyEntry> describe(const char* name, Engine engine, Device device,
-                                                       const char* summary) {
-    auto info = new_entry<StrategyInfo, Type>(name, engine, device, summary);
-    info->host_decides = Type::kHostDecides;
-    info->single_launch = Type::kSingleLaunch;
-    info->skips_blocks_on_device = Type::kSkipsBlocksOnDevice;
-    info->skips_final_head_on_device = Type::kSkipsFinalHeadOnDevice;
-    info->build_note = &Type::build_note;
-    info->declare();
-    return info;
+  void read() {
+    single_launch = Type::kSingleLaunch;
+    skips_blocks_on_device = Type::kSkipsBlocksOnDevice;
+    skips_final_head_on_device = Type::kSkipsFinalHeadOnDevice;
+    build_note = &Type::build_note;
+    declare();
   }
   // Sets `declares` from the booleans.
   void declare();

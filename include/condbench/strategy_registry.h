@@ -35,6 +35,7 @@ struct StrategyEntry {
   Engine engine = Engine::torch;
   Device device = Device::cpu;
   std::string summary;                // one line: what it does
+  bool host_decides = false;          // the strategy's kHostDecides: a host read per exit test reached
   std::vector<std::string> declares;  // what it declares of itself, in words, for --list
 
   virtual ~StrategyEntry() = default;
@@ -81,10 +82,12 @@ class StrategyRegistry {
   std::vector<std::unique_ptr<const StrategyEntry>> entries_;
 };
 
-// An entry of kind Info for the strategy Type, with what every kind holds alike: what the macro
-// passes, Type's maker and its supports(). Each kind's describe() adds its declarations.
+// The entry of kind Info (Type::Info: StrategyInfo, or a token family's TokenStrategyInfo) for the
+// strategy Type. Every kind holds alike what the macro passes, Type's maker, its supports() and
+// whether the host decides; then the kind reads its own statics (Info::read<Type>).
 template <typename Info, typename Type>
-std::unique_ptr<Info> new_entry(const char* name, Engine engine, Device device, const char* summary) {
+std::unique_ptr<const StrategyEntry> describe_entry(const char* name, Engine engine, Device device,
+                                                    const char* summary) {
   auto info = std::make_unique<Info>();
   info->name = name;
   info->engine = engine;
@@ -92,13 +95,16 @@ std::unique_ptr<Info> new_entry(const char* name, Engine engine, Device device, 
   info->summary = summary;
   info->make = [device] { return std::make_unique<Type>(device); };
   info->supports = &Type::supports;
+  info->host_decides = Type::kHostDecides;
+  if (info->host_decides) info->declares.emplace_back("decides on the host");
+  info->template read<Type>();
   return info;
 }
 
-// What CONDBENCH_REGISTER_STRATEGY calls: the entry Type's base describes (Type::Info::describe).
+// What CONDBENCH_REGISTER_STRATEGY calls.
 template <typename Type>
 bool register_strategy(const char* name, Engine engine, Device device, const char* summary) {
-  return StrategyRegistry::instance().add(Type::Info::template describe<Type>(name, engine, device, summary));
+  return StrategyRegistry::instance().add(describe_entry<typename Type::Info, Type>(name, engine, device, summary));
 }
 
 #define CONDBENCH_CONCAT_INNER(a, b) a##b

@@ -171,23 +171,16 @@ struct TokenStrategyInfo : StrategyEntry {
   TokenStrategyInfo() { unit = kUnit; }
   std::function<std::unique_ptr<TokenStrategy<Model>>()> make;
   std::function<Unsupported(const typename Model::Config&, Device, int64_t)> supports;
-  bool host_decides = false;         // TokenStrategy::kHostDecides
   bool computes_every_row = false;   // TokenStrategy::kComputesEveryRow
   bool skips_when_all_left = false;  // TokenStrategy::kSkipsOnDeviceWhenAllLeft
 
-  // The entry of Type, which CONDBENCH_REGISTER_STRATEGY makes: what it declares read from its statics.
+  // Reads what Type declares from its statics (describe_entry, for CONDBENCH_REGISTER_STRATEGY).
   template <typename Type>
-  static std::unique_ptr<const StrategyEntry> describe(const char* name, Engine engine, Device device,
-                                                       const char* summary) {
-    auto info = new_entry<TokenStrategyInfo, Type>(name, engine, device, summary);
-    info->host_decides = Type::kHostDecides;
-    info->computes_every_row = Type::kComputesEveryRow;
-    info->skips_when_all_left = Type::kSkipsOnDeviceWhenAllLeft;
-    if (info->host_decides) info->declares.emplace_back("decides on the host");
-    if (info->computes_every_row) info->declares.emplace_back("runs every layer for every row");
-    if (info->skips_when_all_left)
-      info->declares.emplace_back("skips the deeper layers on the device once every row has left");
-    return info;
+  void read() {
+    computes_every_row = Type::kComputesEveryRow;
+    skips_when_all_left = Type::kSkipsOnDeviceWhenAllLeft;
+    if (computes_every_row) declares.emplace_back("runs every layer for every row");
+    if (skips_when_all_left) declares.emplace_back("skips the deeper layers on the device once every row has left");
   }
 };
 

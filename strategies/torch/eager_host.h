@@ -15,9 +15,8 @@ namespace condbench {
 class EagerHost : public TorchStrategy {
  public:
   static constexpr bool kHostDecides = true;
-  using ReadBack = ExitTestReader::Mode;
 
-  explicit EagerHost(Device device, ReadBack read_back = ReadBack::blocking_copy)
+  explicit EagerHost(Device device, ExitTestReader::Mode read_back = ExitTestReader::Mode::blocking_copy)
       : TorchStrategy(device), reader_(read_back) {}
 
   void prepare(const EarlyExitModel& model, int64_t batch) override;

@@ -18,9 +18,8 @@ namespace condbench {
 class DecodeEagerHost : public TorchDecoderStrategy {
  public:
   static constexpr bool kHostDecides = true;
-  using ReadBack = ExitTestReader::Mode;
 
-  explicit DecodeEagerHost(Device device, ReadBack read_back = ReadBack::blocking_copy)
+  explicit DecodeEagerHost(Device device, ExitTestReader::Mode read_back = ExitTestReader::Mode::blocking_copy)
       : TorchDecoderStrategy(device), reader_(read_back) {}
 
  protected:

@@ -8,7 +8,7 @@ namespace {
 
 class EagerHostPinned final : public EagerHost {
  public:
-  explicit EagerHostPinned(Device device) : EagerHost(device, ReadBack::pinned_event) {}
+  explicit EagerHostPinned(Device device) : EagerHost(device, ExitTestReader::Mode::pinned_event) {}
 };
 
 }  // namespace

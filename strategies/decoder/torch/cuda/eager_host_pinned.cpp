@@ -7,7 +7,7 @@ namespace {
 
 class DecodeEagerHostPinned final : public DecodeEagerHost {
  public:
-  explicit DecodeEagerHostPinned(Device device) : DecodeEagerHost(device, ReadBack::pinned_event) {}
+  explicit DecodeEagerHostPinned(Device device) : DecodeEagerHost(device, ExitTestReader::Mode::pinned_event) {}
 };
 
 }  // namespace
