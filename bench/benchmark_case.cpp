@@ -202,7 +202,7 @@ InferenceCase::InferenceCase(const BenchmarkCase& c) : batch_(c.batch) {
 }  // namespace
 
 Unsupported why_skipped(const BenchmarkCase& c) {
-  if (c.strategy->device == Device::cuda && !cli::cuda_available()) return "no CUDA device on this machine";
+  if (const Unsupported why = cli::device_unavailable(c.strategy->device)) return why;
   return c.strategy->unsupported(c.config, c.batch);
 }
 

@@ -45,7 +45,7 @@ int run_strategies(const Run& run) {
   for (const StrategyEntry* registered : run.entries) {
     const StrategyEntry& entry = *registered;
     if (!entry.selected(run.devices, run.strategies)) continue;
-    if (entry.device == Device::cuda && !cli::cuda_available()) fail("--device: no CUDA device on this machine");
+    if (const Unsupported why = cli::device_unavailable(entry.device)) fail("--device: " + *why);
     const std::string who = entry.key();
     const auto skip = [&](const std::string& why) { out["skipped"].push_back({{"strategy", who}, {"reason", why}}); };
     if (const Unsupported why = run.unsupported(entry)) {

@@ -18,9 +18,9 @@ namespace {
 using cuda::CaptureScope;
 
 bool skip_without_gpu(benchmark::State& state) {
-  if (cli::cuda_available()) return false;
-  state.SkipWithError("skipped: no CUDA device on this machine");
-  return true;
+  const Unsupported why = cli::device_unavailable(Device::cuda);
+  if (why) state.SkipWithError(("skipped: " + *why).c_str());
+  return why.has_value();
 }
 
 void sync(cudaStream_t stream) { CONDBENCH_CUDA_CHECK(cudaStreamSynchronize(stream)); }
