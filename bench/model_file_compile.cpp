@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "condbench/error.h"
+#include "condbench/input_file.h"
 #include "condbench/model_file.h"
 #include "condbench/output_file.h"
 
@@ -301,11 +302,9 @@ std::string model_file_folder(const std::string& given, const std::string& weigh
     return given;
   }
   std::error_code ec;
-  if (!fs::is_regular_file(given, ec)) {
-    if (!fs::exists(given, ec)) fail("--model-file: " + given + ": no such file");
-    const std::string what = special_file_kind(given);
-    fail("--model-file: " + given + ": not a regular file (" + (what.empty() ? "a folder" : what) + ")");
-  }
+  if (!fs::exists(given, ec)) fail("--model-file: " + given + ": no such file");
+  if (const std::string kind = non_regular_kind(given); !kind.empty())  // a link: what it leads to
+    fail("--model-file: " + given + ": not a regular file (" + kind + ")");
   const std::string package = package_root();
   if (package.empty())
     fail("--model-file: " + given + ": python/condbench/model_file.py is neither beside this condbench's sources nor " +

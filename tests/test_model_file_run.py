@@ -430,6 +430,9 @@ class ModelFileRun(unittest.TestCase):
         fifo = os.path.join(self.dir.name, "fifo.py")
         if not os.path.exists(fifo):
             os.mkfifo(fifo)
+        link = os.path.join(self.dir.name, "link.py")  # said as what it leads to
+        if not os.path.lexists(link):
+            os.symlink(fifo, link)
         not_weights = os.path.join(self.dir.name, "not_weights.pt")
         with open(not_weights, "w") as f:
             f.write("not a state_dict")
@@ -438,6 +441,7 @@ class ModelFileRun(unittest.TestCase):
                   f"--model-file: {self.fresh_path}: --weights {not_weights}: not a state_dict torch.load reads"),
                  ((f"--model-file={self.dir.name}/absent.py",), f"--model-file: {self.dir.name}/absent.py: no such file"),
                  ((f"--model-file={fifo}",), f"--model-file: {fifo}: not a regular file (a FIFO)"),
+                 ((f"--model-file={link}",), f"--model-file: {link}: not a regular file (a FIFO)"),
                  ((f"--model-file={self.fresh}", f"--model-weights={not_weights}"),
                   "--model-weights: only with --model-file=FILE.py (a compiled folder's weights are in its packages)"),
                  ((f"--model-weights={not_weights}",), "--model-weights: only with --model-file=FILE.py")]

@@ -11,5 +11,8 @@ namespace condbench {
 // names a FIFO, a socket, a device or a folder. A path that does not exist passes: the open that
 // follows says so.
 void require_regular_file(const std::string& what, const std::string& path);
+// What `path` leads to, in words, when it is not a regular file ("a FIFO", "a folder", "a socket",
+// "a device"); "" for a regular file or nothing at all. A link is followed.
+std::string non_regular_kind(const std::string& path);
 
 }  // namespace condbench
