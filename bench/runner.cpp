@@ -34,6 +34,23 @@
 namespace condbench {
 namespace {
 
+// --benchmark_format=csv's display. Google Benchmark's CSV reporter prints its header from the
+// first runs it is given and aborts on a counter it did not print there (a strategy's, after a
+// primitive's); given every run once, at the end, its header holds them all.
+class CsvDisplay final : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context& context) override { return csv_.ReportContext(context); }
+  void ReportRuns(const std::vector<Run>& runs) override { runs_.insert(runs_.end(), runs.begin(), runs.end()); }
+  void Finalize() override {
+    if (!runs_.empty()) csv_.ReportRuns(runs_);
+    csv_.Finalize();
+  }
+
+ private:
+  benchmark::BenchmarkReporter& csv_ = *benchmark::CreateDefaultDisplayReporter();  // Google Benchmark keeps it
+  std::vector<Run> runs_;
+};
+
 // Before a run that shows progress: how many repetitions of how many benchmarks, and the least
 // time they take (each repetition runs for at least --benchmark_min_time; setup comes on top).
 void announce(std::ostream& out, size_t benchmarks, const std::string& repetitions, const std::string& min_time) {
@@ -223,6 +240,7 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
   const nvtx::ScopedRange all(nvtx::Level::run, kAll);
   // condbench's own table and progress unless another format is asked for (console_reporter.h)
   std::unique_ptr<ConsoleReporter> table;
+  CsvDisplay csv;
   benchmark::BenchmarkReporter* display = nullptr;
   if (runs && flags.format == "console") {
     const bool progress = options.progress || isatty(STDERR_FILENO);
@@ -231,6 +249,8 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
         std::cout, std::cerr, selected * static_cast<size_t>(std::max(1L, std::atol(flags.repetitions.c_str()))),
         progress);
     display = table.get();
+  } else if (flags.format == "csv") {
+    display = &csv;
   } else {
     display = benchmark::CreateDefaultDisplayReporter();  // Google Benchmark's, which it keeps
   }

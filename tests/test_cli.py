@@ -1,5 +1,7 @@
 """The command-line tools as a user meets them: exit codes, one-line errors, JSON, and the
 state_dict files Python's torch.save writes. Usage: test_cli.py CONDBENCH CONDBENCH_INFER."""
+import csv
+import io
 import json
 import os
 import re
@@ -919,6 +921,15 @@ class Console(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         names = {b["name"] for b in json.loads(result.stdout)["benchmarks"]}
         self.assertIn("early_exit/cpu/native/fused/exit:1/batch:1/hidden:16/blocks:3/real_time_median", names)
+        # csv: one header holding the counters of every run, the primitives' and the strategies' (Google
+        # Benchmark's own CSV display aborts on a counter its first runs lacked)
+        result = run(CONDBENCH, *TINY, "--benchmark_format=csv")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = list(csv.DictReader(io.StringIO(result.stdout)))
+        fused = [r for r in rows if r["name"].startswith("early_exit/cpu/native/fused/exit:1/") and
+                 r["name"].endswith("/real_time")]  # the repetitions, not their aggregates
+        self.assertTrue(fused and any(r["name"].startswith("primitive/") for r in rows), result.stdout)
+        self.assertEqual({r["exit_1"] for r in fused}, {"1"})
 
 
 class NvtxRanges(unittest.TestCase):
