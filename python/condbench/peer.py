@@ -153,7 +153,8 @@ def main() -> None:
     # the usage is the docstring's, written by hand: argparse's would print a second one above it
     parser = argparse.ArgumentParser(prog="python -m condbench.peer", usage=argparse.SUPPRESS, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
-    parser.add_argument("--workload", required=True, help="directory condbench --export-workload wrote")
+    parser.add_argument("--workload", required=True,
+                        help="the folder condbench --export-workload wrote, or one model's folder in it")
     parser.add_argument("--out", required=True, help="Google Benchmark JSON to write")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the variants run")
     parser.add_argument("--variants", default="", help="comma-separated subset (default: all that run here)")

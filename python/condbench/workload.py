@@ -55,9 +55,13 @@ def files_of(config: Mapping[str, Any], model_file: bool) -> Tuple[str, ...]:
 
 
 def load(root: str) -> List[Workload]:
-    """Every model condbench exported under `root`, each checked before anything is built from it
-    (problem): a file cut short or not condbench's raises WorkloadError, one line."""
-    dirs = [os.path.join(root, d) for d in sorted(os.listdir(root))] if os.path.isdir(root) else []
+    """Every model condbench exported under `root`, or the one model `root` is (the folder
+    --export-workload prints), each checked before anything is built from it (problem): a file cut
+    short or not condbench's raises WorkloadError, one line."""
+    if os.path.lexists(os.path.join(root, "workload.json")):
+        dirs = [root]
+    else:
+        dirs = [os.path.join(root, d) for d in sorted(os.listdir(root))] if os.path.isdir(root) else []
     found = []
     for d in dirs:
         path = os.path.join(d, "workload.json")

@@ -421,6 +421,7 @@ class Bounded(unittest.TestCase):
         with open(os.path.join(model, "workload.json"), "w") as f:
             json.dump(meta, f)
         [w] = workload.load(self.dir.name)
+        self.assertEqual([one.directory for one in workload.load(model)], [w.directory])  # the folder printed
         self.assertEqual((w.family, w.decodes, w.model_file, w.agreement), ("mlp", False, None, None))
         self.assertEqual(w.name_axes, (("hidden", "64"), ("blocks", "3")))
         self.assertEqual(w.thresholds, {"exit:1": (0.0, 1.0, 1.0)})
