@@ -5,6 +5,7 @@
 // tests check exact values. Declared here, defined by job: verdicts.cpp (cells and the verdict
 // rule), groups.cpp (groups and their winners), answer.cpp (the answer, its pairs, the budget's
 // cells, the recommendations), floors.cpp (what a cell cannot beat), wording.cpp (numbers in words).
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -298,6 +299,11 @@ struct BudgetSpent {
 // What one exit test's trip to the host and back costs, from the CUDA primitives (a 4-byte read
 // into pinned memory and a synchronisation); unmeasured without them.
 std::string round_trip_sentence(const std::map<std::string, std::map<std::string, double>>& primitive_floors);
+// What one cell times, of the groups `shown` keeps (all without it): "per inference", "per
+// generated token", or "per inference, and per generated token for the decoder".
+std::string timed_unit_text(const std::vector<Group>& groups, const std::function<bool(const Group&)>& shown = {});
+// "Median wall time per inference in µs", or with both units "Median wall time in µs per inference, and ...".
+std::string median_time_text(const std::vector<Group>& groups);
 // What a PyTorch user can write, in a group: the Python peer's variants ("python/...") and the
 // PyTorch modules deployed to C++ with torch.export and AOTInductor ("aoti/..."); and the
 // scenarios the answer looks at: the first exit, the full depth (exit:1 and exit:<blocks+1>) and the

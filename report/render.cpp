@@ -159,8 +159,8 @@ std::string latency_table_markdown(const std::vector<ResultFile>& files) {
     }
   Document doc;
   doc.table(t);
-  doc.paragraph("Median wall time per inference in µs; in parentheses the speedup of medians over " +
-                std::string(kEagerHost) + " (above 1× is faster).");
+  doc.paragraph(median_time_text(groups) + "; in parentheses the speedup of medians over " + std::string(kEagerHost) +
+                " (above 1× is faster).");
   return doc.markdown();
 }
 

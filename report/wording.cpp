@@ -171,6 +171,27 @@ std::vector<std::string> verdict_legend() {
       "condbench-report --explain \"A vs B at SCENARIO\" FILE... gives any cell's sentence (the HTML: its title)"};
 }
 
+std::string timed_unit_text(const std::vector<Group>& groups, const std::function<bool(const Group&)>& shown) {
+  std::vector<std::string> inferences, tokens;
+  for (const Group& g : groups) {
+    std::vector<std::string>& unit = g.per_token ? tokens : inferences;
+    if ((!shown || shown(g)) && std::find(unit.begin(), unit.end(), model_family(g.model)) == unit.end())
+      unit.push_back(model_family(g.model));
+  }
+  if (inferences.empty() && !tokens.empty()) return "per generated token";
+  std::string per = "per inference";
+  if (!tokens.empty()) {
+    per += ", and per generated token for the ";
+    for (size_t i = 0; i < tokens.size(); ++i) per += (i ? " and the " : "") + tokens[i];
+  }
+  return per;
+}
+
+std::string median_time_text(const std::vector<Group>& groups) {
+  const std::string per = timed_unit_text(groups);
+  return per.find(',') == std::string::npos ? "Median wall time " + per + " in µs" : "Median wall time in µs " + per;
+}
+
 std::string round_trip_sentence(const std::map<std::string, std::map<std::string, double>>& primitive_floors) {
   std::vector<std::string> said;
   for (const auto& [device, prims] : primitive_floors) {

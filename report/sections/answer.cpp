@@ -196,17 +196,8 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
       "What should a PyTorch user write for an early exit? Per model and batch: the options (python/...: the "
       "peer's Python; aoti/...: the same modules through AOTInductor, run from C++; eager_host; condbench's "
       "fastest), each standing against its column's fastest.");
-  // the unit of each family the answer shows ("per inference, and per generated token for the decoder")
-  std::vector<std::string> inferences, tokens;
-  for (const Group& g : in.groups) {
-    std::vector<std::string>& unit = g.per_token ? tokens : inferences;
-    if ((answer_table(g) || !answer_rows(g).empty()) &&
-        std::find(unit.begin(), unit.end(), model_family(g.model)) == unit.end())
-      unit.push_back(model_family(g.model));
-  }
-  std::string per = inferences.empty() && !tokens.empty() ? "per generated token" : "per inference";
-  if (!inferences.empty() && !tokens.empty())
-    per.append(", and per generated token for the ").append(join(tokens, " and the "));
+  const std::string per =
+      timed_unit_text(in.groups, [](const Group& g) { return answer_table(g) || !answer_rows(g).empty(); });
   doc.paragraph(
       "Then a verdict per question: FASTER ≥N×, SAME or ?, with marks (\"Reading the verdicts\", below). Median "
       "µs [interval of the median] " +

@@ -30,7 +30,7 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
   const auto& groups = in.groups;
   const auto& unstable_cv = in.unstable_cv;
   const std::string confidence = confidence_text(groups), threshold = number(100 * unstable_cv, 3);
-  doc.paragraph("Median wall time per inference in µs; each median's distribution-free interval (" + confidence +
+  doc.paragraph(median_time_text(groups) + "; each median's distribution-free interval (" + confidence +
                 ") is its cell's title in the HTML, the chart draws the quartiles.");
   doc.paragraph("\"unstable\": the coefficient of variation exceeds " + threshold +
                 "%; a label, since the verdicts rest on intervals of ratios, which hold the spread.");
@@ -109,9 +109,8 @@ void latency_by_scenario(const ReportInput& in, Charts& out, Document& doc) {
 void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
   const auto& groups = in.groups;
   const auto& floors = in.floors;
-  doc.paragraph(
-      "Each strategy at the uniform mix (or the first scenario) beside what it did per inference; the chart draws "
-      "the run's primitives as floors. The columns:");
+  doc.paragraph("Each strategy at the uniform mix (or the first scenario) beside what it did " +
+                timed_unit_text(groups) + "; the chart draws the run's primitives as floors. The columns:");
   std::vector<std::string> legend;
   for (const CounterSpec& spec : kCounters)
     if (spec.in_breakdown)

@@ -654,8 +654,12 @@ class Schemas(unittest.TestCase):
             self.assertIn("| torch/masked (decoder) | cpu | every layer and exit head", reports[1])
             self.assertIn("| python/py_cond (decoder) | cpu | per token", reports[1])
             self.assertNotIn("not in the result file", reports[1])
-            # its answer's unit, of each family it shows
+            # the unit of each family shown: in the answer, the latencies and where the time goes
             self.assertIn("per inference, and per generated token for the decoder; every row", reports[1])
+            self.assertIn("Median wall time in µs per inference, and per generated token for the decoder; each",
+                          reports[1])
+            self.assertIn("beside what it did per inference, and per generated token for the decoder;", reports[1])
+            self.assertNotIn("Median wall time per inference", reports[1])
 
 class Layering(unittest.TestCase):
     """condbench-report reads result files, not models: report/ includes no model's definition (a
