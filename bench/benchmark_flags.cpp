@@ -126,6 +126,9 @@ BenchmarkFlags read_benchmark_flags(int argc, char** argv, bool in_order) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool google = arg.rfind("--benchmark_", 0) == 0 || names(arg, "--v");
+    // what condbench's parser did not take and is none of Google Benchmark's: refused in every mode
+    // (--list and --export-workload too, which never reach Google Benchmark's own check)
+    if (!google) fail(printable(arg) + ": not a flag of condbench or of Google Benchmark (--help lists them)");
     if (names(arg, "--v")) cli::parse_int("--v", arg.size() > 4 ? arg.substr(4) : "", 0, 1000);  // the log's verbosity
     given.push_back(arg.rfind("--benchmark_", 0) == 0 ? checked(arg) : arg);
     if (google && !seen.insert(arg.substr(0, arg.find('='))).second)

@@ -556,6 +556,12 @@ class KeysAndLists(Case):
         many = ",".join(str(b) for b in range(1, 5001))
         self.assert_bad_input(run(CONDBENCH, "--device=cpu", f"--batch={many}", "--benchmark_list_tests"),
                               "--batch: more than 256 values")
+        # a flag nobody knows, in every mode: not ignored by --list or --export-workload
+        for mode in ("--list", "--export-workload=" + os.path.join(tempfile.gettempdir(), "never-written"),
+                     "--benchmark_list_tests"):
+            with self.subTest(mode=mode):
+                self.assert_bad_input(run(CONDBENCH, "--device=cpu", "--stratgy=fused", mode),
+                                      "--stratgy=fused: not a flag of condbench or of Google Benchmark")
 
     def test_google_benchmarks_flags_get_one_line(self):
         for args, fragment in [(["--benchmark_repetitions=99999999999"], "--benchmark_repetitions"),
