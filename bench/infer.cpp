@@ -314,13 +314,8 @@ int run(int argc, char** argv) {
     return std::optional<infer::Answer>(
         {result.exit_id.to(at::kCPU, at::kInt).contiguous(), result.logits.to(at::kCPU, at::kFloat).contiguous(), {}});
   };
-  // Named as every family is ("model=mlp in_features=32 ..."): describe() leaves out the name of a
-  // family whose results never said it (the mlp's).
-  const ModelFamily& family = *model->config().family;
-  const std::string described =
-      (family.named_in_results() ? "" : "model=" + family.name() + " ") + model->config().describe();
   const int code = infer::run_strategies({.entries = infer::entries_of<StrategyInfo>(),
-                                          .model = described,
+                                          .model = model->config().describe_named(),
                                           .rows = rows,
                                           .thresholds = options.thresholds,
                                           .devices = options.devices,

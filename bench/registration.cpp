@@ -473,17 +473,19 @@ void print_strategies(const RunnerOptions& options, std::ostream& out) {
     for (const auto& entry : StrategyRegistry::instance().all())
       if (models->owns(*entry)) print(entry.get());
   }
-  bool headed = false;
-  std::set<std::string> said;
+  std::vector<UnsupportedCase> skipped;
   for (const BenchmarkCase& c : select_cases(options))
-    if (const Unsupported why = c.strategy->unsupported(c.config, c.batch)) {
-      std::ostringstream line;
-      line << "  " << c.strategy->key() << " at " << c.config.describe() << ", batch " << c.batch << ": " << *why;
-      if (!said.insert(line.str()).second) continue;
-      if (!headed) out << "\nCases the flags select that a strategy cannot run (skipped, with this reason):\n";
-      headed = true;
-      out << line.str() << "\n";
-    }
+    if (const Unsupported why = c.strategy->unsupported(c.config, c.batch))
+      skipped.push_back({c.strategy->key(), c.config.describe_named(), c.batch, *why});
+  for (const auto& models : options.token_models)
+    for (UnsupportedCase& c : models->unsupported(options)) skipped.push_back(std::move(c));
+  std::set<std::string> said;
+  for (const UnsupportedCase& c : skipped) {
+    const std::string line = "  " + c.strategy + " at " + c.model + ", batch " + std::to_string(c.batch) + ": " + c.why;
+    if (!said.insert(line).second) continue;
+    if (said.size() == 1) out << "\nCases the flags select that a strategy cannot run (skipped, with this reason):\n";
+    out << line << "\n";
+  }
 }
 
 void register_cases(const std::vector<BenchmarkCase>& cases) {

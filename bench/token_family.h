@@ -47,6 +47,13 @@ class TokenModelsOf final : public TokenModels {
     return dynamic_cast<const TokenStrategyInfo<Model>*>(&entry) != nullptr;
   }
   std::vector<std::string> case_names(const RunnerOptions& options) const override { return names(cases(options)); }
+  std::vector<UnsupportedCase> unsupported(const RunnerOptions& options) const override {
+    std::vector<UnsupportedCase> out;
+    for (const TokenCase<Model>& c : cases(options))
+      if (const Unsupported why = c.strategy->supports(c.config, c.strategy->device, c.batch))
+        out.push_back({c.strategy->key(), "model=" + family_.name() + " " + c.config.describe(), c.batch, *why});
+    return out;
+  }
   std::vector<std::string> register_cases(const RunnerOptions& options) const override {
     const std::vector<TokenCase<Model>> selected = cases(options);
     register_token_cases(selected, work_);

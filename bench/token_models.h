@@ -19,6 +19,15 @@ namespace condbench {
 struct RunnerOptions;
 struct StrategyEntry;
 
+// A selected case that its strategy declares it cannot run, for --list: "cpu/aoti/cond at d_model=..,
+// batch 8: why".
+struct UnsupportedCase {
+  std::string strategy;  // its key
+  std::string model;     // the model described
+  int64_t batch = 1;
+  std::string why;
+};
+
 // One model's --export-workload folder for the Python peer: its name, and what writes its files
 // into the folder being built and returns its workload.json (written last, by the export).
 struct ExportedModel {
@@ -36,6 +45,8 @@ class TokenModels {
   virtual bool owns(const StrategyEntry& entry) const = 0;  // one of this family's strategies
   // Its cases that the options' devices, strategies and scenarios select, by name.
   virtual std::vector<std::string> case_names(const RunnerOptions& options) const = 0;
+  // Those of them whose strategy declares it cannot run them (skipped when run).
+  virtual std::vector<UnsupportedCase> unsupported(const RunnerOptions& options) const = 0;
   // Registers those cases with the runner (case_runner.h), says each model in the run's context,
   // and returns the cases' names.
   virtual std::vector<std::string> register_cases(const RunnerOptions& options) const = 0;

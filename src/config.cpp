@@ -119,6 +119,11 @@ std::string ModelConfig::describe() const {
   return text + "num_classes=" + std::to_string(num_classes) + " blocks=" + std::to_string(blocks);
 }
 
+std::string ModelConfig::describe_named() const {
+  const ModelFamily& family = family_of(*this);
+  return (family.named_in_results() ? "" : "model=" + family.name() + " ") + describe();
+}
+
 std::vector<std::pair<std::string, std::string>> ModelConfig::name_axes() const {
   return family_of(*this).name_axes(*this, blocks);
 }

@@ -820,6 +820,11 @@ class BenchmarkOutput(unittest.TestCase):
         block = next(b for b in result.stdout.split("\n\n") if b.strip().startswith("Decoder strategies"))
         listed_decoder = {line.split()[0] for line in block.strip().splitlines()[1:] if not line.startswith(" ")}
         self.assertIn("cpu/native/fused", listed_decoder)
+        # and the cases the flags select that a strategy declares it cannot run, of every unit
+        skipped = run(CONDBENCH, "--list", "--model=mlp,decoder", "--batch=8").stdout.split("\n\n")[-1]
+        self.assertTrue(skipped.startswith("Cases the flags select that a strategy cannot run"), skipped)
+        self.assertRegex(skipped, r"\n  cpu/aoti/cond at model=decoder vocab=\d+ .*, batch 8: .*batch 1 only\n")
+        self.assertRegex(skipped, r"\n  cpu/aoti/cond at model=mlp .*, batch 8: .*batch 1 only\)\n")
         root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
         def documented(text):

@@ -56,6 +56,8 @@ struct ModelConfig {
   // "in_features=32 hidden=64 num_classes=10 blocks=3";
   // "model=transformer d_model=256 heads=4 ffn=1024 seq=32 num_classes=10 blocks=6".
   std::string describe() const;
+  // describe() naming the family always, as a line beside other families' reads: "model=mlp in_features=32 ...".
+  std::string describe_named() const;
   // The benchmark-name axes that say which model this is, in order, without the batch:
   // {hidden, blocks} (mlp); {model, d_model, heads, ffn, seq, blocks} (transformer).
   std::vector<std::pair<std::string, std::string>> name_axes() const;
