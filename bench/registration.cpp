@@ -409,8 +409,8 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     for (const std::string& text : cli::split_list("--scenario", flags.at("--scenario"))) {
       const Scenario scenario = Scenario::parse(text);
       if (!scenario.fits(deepest))
-        fail("--scenario: " + text + " needs a model of at least " + std::to_string(scenario.forced_exit() - 1) +
-             " blocks (the deepest given has " + std::to_string(deepest) + ")");
+        fail("--scenario: " + text + " needs a model of at least " + std::to_string(scenario.forced_exit()) +
+             " exits (the deepest given has " + std::to_string(deepest + 1) + ")");  // exits, the final one too
       options.scenarios.push_back(scenario);
     }
   }

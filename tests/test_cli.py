@@ -358,7 +358,10 @@ class BadFlags(unittest.TestCase):
                               (["--model=decoder", "--heads=3"], "the decoder: heads must divide d_model"),
                               (["--weights=w.pt", "--vocab=3"], "--weights: --vocab sets the decoder"),
                               (["--weights=w.pt", "--decoder=vocab=3"], "--weights: --decoder sets the decoder"),
-                              (["--vocab=8", "--blocks=3"], "--blocks: sets a family's depth, and none is selected")]:
+                              (["--vocab=8", "--blocks=3"], "--blocks: sets a family's depth, and none is selected"),
+                              # in exits, the final one too: the decoder's depth is no count of blocks
+                              (["--model=decoder", "--scenario=exit:5"],
+                               "--scenario: exit:5 needs a model of at least 5 exits (the deepest given has 4)")]:
             with self.subTest(args=args):
                 self.assert_rejected(CONDBENCH, args, message)
         listed = run(CONDBENCH, "--help").stdout
