@@ -44,7 +44,7 @@ constexpr FlagSpec kFlags[] = {
      true},
     {"--model-file", "FILE.py|DIR",
      "your model (docs/your-model.md): its Python file, compiled for the run's device by "
-     "python/condbench/model_file.py (cached), or the folder that made",
+     "python/condbench/model_file.py (cached), or the folder such a compile made",
      true},
     {"--model-weights", "FILE", "with --model-file=FILE.py: a state_dict for its module (default: its own weights)",
      true},
@@ -364,7 +364,12 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     source.given = options.weights_given;
     // Read now, so an unreadable or malformed file is a flag error, not a skipped benchmark.
     ModelSelection m;
-    m.config = shared_model(source)->config();
+    try {
+      m.config = shared_model(source)->config();
+    } catch (const Error& e) {
+      if (!model_file) throw;  // beside a model file, the likely mistake is the flag
+      fail(one_line(e) + " (--weights gives a built-in family's; a model file's own are --model-weights)");
+    }
     for (const auto& [key, value] : source.given)
       if (!m.config.has(key))
         fail("--weights: the file holds a " + m.config.family->name() + " model, which has no " + key + "; drop --" +

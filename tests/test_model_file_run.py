@@ -454,6 +454,10 @@ class ModelFileRun(unittest.TestCase):
                     lines = result.stderr.strip().splitlines()
                     self.assertEqual(len(lines), 1, result.stderr)
                     self.assertTrue(lines[0].startswith(f"{os.path.basename(tool)}: {message}"), lines[0])
+        # --weights beside a model file is a built-in family's state_dict: its error says which flag is the file's
+        result = run(CONDBENCH, f"--model-file={self.fresh_path}", f"--weights={not_weights}", "--device=cpu", env=cache)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertTrue(result.stderr.strip().endswith("a model file's own are --model-weights)"), result.stderr)
 
     def test_a_folder_compiled_for_the_other_device_is_skipped_there_with_the_reason(self):
         # What a folder compiled for CUDA (model_file.py compile --device cuda, on a GPU machine)
