@@ -256,7 +256,15 @@ void ConsoleReporter::print_table() {
            << " (docs/design.md §4; every counter is in the JSON: --benchmark_out)\n";
   else if (!blocks.empty())
     table_ << "\nmedian wall time per iteration; cv across repetitions\n";
-  for (const auto& [name, reason] : skipped_) table_ << "skipped  " << name << ": " << reason << "\n";
+  // the runner's message leads with its word (case_runner.cpp: "skipped: ...", "error: ..."), the line's status
+  for (const auto& [name, message] : skipped_) {
+    const bool error = message.rfind("error: ", 0) == 0, skipped = message.rfind("skipped: ", 0) == 0;
+    table_ << (error ? "error    " : "skipped  ") << name << ": "
+           << message.substr(error     ? 7
+                             : skipped ? 9
+                                       : 0)
+           << "\n";
+  }
   table_ << std::flush;
 }
 

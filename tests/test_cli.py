@@ -906,6 +906,14 @@ class Console(unittest.TestCase):
                 self.assertRegex(lines[heads + 2], r"^ +median us +cv +syncs")
                 self.assertIn(unit, result.stdout)
 
+    def test_a_skipped_benchmark_is_one_line_under_its_status(self):
+        result = run(CONDBENCH, *self.BASE, "--strategy=cond", "--hidden=16", "--batch=2",
+                     "--benchmark_filter=^early_exit/")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r"(^|\n)skipped  early_exit/cpu/aoti/cond/exit:1/batch:2/hidden:16/blocks:3: "
+                                        r"torch\.cond branches on one boolean")
+        self.assertNotIn("skipped: ", result.stdout)
+
     def test_progress_counts_the_repetitions_and_states_the_least_time_first(self):
         result = run(CONDBENCH, *self.BASE, "--strategy=fused,eager_host", "--hidden=16", "--batch=1",
                      "--benchmark_filter=eager_host", "--progress")
