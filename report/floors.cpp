@@ -87,7 +87,7 @@ std::optional<Floor> floor_of(const CpuLimits& limits, const Cell& cell, const s
   Floor f;
   f.memory_us = bytes->second / *rate;
   f.compute_us = flops->second / *limits.flops_per_us;
-  if (engine == "torch") {
+  if (engine == "torch" || engine == "aoti") {  // each launch an ATen call (an aoti package's extern kernels too)
     const auto launches = cell.counters.find("launches");
     if (!limits.torch_op_us || launches == cell.counters.end()) return std::nullopt;
     f.calls_us = launches->second * *limits.torch_op_us;

@@ -86,6 +86,9 @@ TEST(Floors, MemoryComputeAndCalls) {
   // the torch engine pays each operator call on top: 10 x 0.5 µs
   f = floor_of(l, c, "torch");
   EXPECT_DOUBLE_EQ(f->us, 55);
+  // and so does the aoti engine: its launches are the ATen calls of its package; Python's are not counted
+  EXPECT_DOUBLE_EQ(floor_of(l, c, "aoti")->us, 55);
+  EXPECT_DOUBLE_EQ(floor_of(l, c, "python")->us, 50);
   c.counters["flops_executed"] = 200000;  // 200 µs of multiply-adds
   EXPECT_STREQ(floor_of(l, c, "native")->bound(), "compute");
   EXPECT_DOUBLE_EQ(floor_of(l, c, "native")->us, 200);
