@@ -343,5 +343,5 @@ def cases(w: "Workload", model: decoder.Decoder, prompts: torch.Tensor, device: 
             found.append(Case(names.build(["early_exit", device, "python", name],
                                           [(kind, value), ("batch", 1), *w.name_axes]),
                               loop=functools.partial(generator.timed, sync=sync), exits=tuple(exits),
-                              blocks=len(places) - 1, host_syncs=host_reads))
+                              blocks=len(places) - 1, host_syncs=host_reads, whole_walk=True))
     return found, notes

@@ -55,6 +55,19 @@ def aggregates(name: str, repetitions: int, times: Sequence[float],
     return out
 
 
+def counters_of(case: Case) -> dict[str, float]:
+    """A case's counters per iteration: host_syncs, exit_mean and exit_K, each iteration of its walk
+    weighed as condbench weighs its twin's (Case.whole_walk)."""
+    exits, iterations, n = case.exits, case.iterations, len(case.exits)
+    weights = [1] * n if case.whole_walk else [iterations // n + (j < iterations % n) for j in range(n)]
+    total = sum(weights)
+    counters = {"host_syncs": sum(w * case.host_syncs(e) for e, w in zip(exits, weights)) / total,
+                "exit_mean": sum(w * e for e, w in zip(exits, weights)) / total}
+    for k in range(1, case.blocks + 2):
+        counters[f"exit_{k}"] = sum(w for e, w in zip(exits, weights) if e == k) / total
+    return counters
+
+
 class Document:
     """The run as Google Benchmark JSON: every repetition of every case, its aggregates, the context."""
 
@@ -68,14 +81,9 @@ class Document:
         args, twins = self.args, self.twins
         benchmarks: list[dict[str, object]] = []
         for case in self.cases:
-            exits, iterations = case.exits, case.iterations
-            visited = [exits[i % len(exits)] for i in range(min(iterations, len(exits)))]
-            counters = {"host_syncs": sum(case.host_syncs(e) for e in visited) / len(visited),
-                        "exit_mean": sum(visited) / len(visited)}
-            for k in range(1, case.blocks + 2):
-                counters[f"exit_{k}"] = visited.count(k) / len(visited)
+            counters = counters_of(case)
             mine = self.rounds.samples[id(case)]
-            benchmarks += [entry(case.name, r, len(mine), iterations, sample, counters)
+            benchmarks += [entry(case.name, r, len(mine), case.iterations, sample, counters)
                            for r, sample in enumerate(mine)]
             benchmarks += aggregates(case.name, len(mine), [sample[0] for sample in mine], counters)
         device_name = torch.cuda.get_device_name(0) if args.device == "cuda" else "none"

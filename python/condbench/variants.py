@@ -186,13 +186,17 @@ class Case:
     condbench names its twin. loop(n) times n iterations and returns their seconds: a whole model's n
     inferences walking condbench's rows in its order, a decoder's n generated tokens (a new
     sequence's prefill outside the timed region). exits: the iterations' exit ids in that order;
-    host_syncs(exit id): one iteration's host reads; blocks: the exits before the final one."""
+    host_syncs(exit id): one iteration's host reads; blocks: the exits before the final one.
+    whole_walk: the counters weigh every iteration of exits once, as condbench's token cases do (every
+    sequence); else they weigh the timed iterations, as its inference cases do (the walk's first
+    ones once more where the iterations do not fill whole walks)."""
     name: str
     loop: Callable[[int], float]
     exits: Tuple[int, ...]
     blocks: int
     host_syncs: Callable[[int], int]
     iterations: int = 1  # a repetition's: set by the peer once an untimed pass has measured the loop
+    whole_walk: bool = False
 
 
 def _as_is(module: EagerIf | NestedCond | Masked | BlocksCompile | OrtIf, tensor_thresholds: bool = True) -> Made:

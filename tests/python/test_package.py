@@ -406,6 +406,22 @@ class Bounded(unittest.TestCase):
         os.mkfifo(workload)
         self.assertIn("not a regular file (a FIFO)", one_line_exit_2(self, lambda: peer.load_workloads(root)))
 
+    def test_the_peers_counters_weigh_its_walk_as_condbench_weighs_the_twins(self):
+        import dataclasses
+
+        from condbench.peer_result import counters_of
+        from condbench.variants import Case
+        walk = Case("c", loop=lambda n: 0.0, exits=(1, 2, 2, 4), blocks=3, host_syncs=lambda e: min(e, 3),
+                    iterations=6)
+        # an inference case: its timed iterations, the walk once and then its first two again
+        self.assertEqual(counters_of(walk), {"host_syncs": 11 / 6, "exit_mean": 12 / 6, "exit_1": 2 / 6,
+                                             "exit_2": 3 / 6, "exit_3": 0.0, "exit_4": 1 / 6})
+        # a token case: every token of its sequences once, whatever the iterations
+        for iterations in (2, 6):
+            tokens = dataclasses.replace(walk, iterations=iterations, whole_walk=True)
+            self.assertEqual(counters_of(tokens), {"host_syncs": 8 / 4, "exit_mean": 9 / 4, "exit_1": 1 / 4,
+                                                   "exit_2": 2 / 4, "exit_3": 0.0, "exit_4": 1 / 4})
+
     def test_a_workload_is_read_once_into_a_frozen_typed_record(self):
         import dataclasses
 
