@@ -74,8 +74,8 @@ double to_us(double time, benchmark::TimeUnit unit) { return time / benchmark::G
 
 }  // namespace
 
-ConsoleReporter::ConsoleReporter(std::ostream& table, std::ostream& progress, size_t expected_runs, bool show_progress)
-    : table_(table), progress_(progress), expected_runs_(expected_runs), show_progress_(show_progress) {}
+ConsoleReporter::ConsoleReporter(std::ostream& table, std::ostream& progress, size_t expected_runs, Progress style)
+    : table_(table), progress_(progress), expected_runs_(expected_runs), style_(style) {}
 
 std::string ConsoleReporter::number(double value) {
   if (!std::isfinite(value)) return "-";
@@ -131,7 +131,7 @@ void ConsoleReporter::ReportRuns(const std::vector<Run>& runs) {
 
 void ConsoleReporter::note_progress(const Run& run, size_t repetitions) {
   finished_runs_ += repetitions;
-  if (!show_progress_) return;
+  if (style_ == Progress::none) return;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const size_t total = std::max(expected_runs_, finished_runs_);
   std::ostringstream line;
@@ -143,11 +143,14 @@ void ConsoleReporter::note_progress(const Run& run, size_t repetitions) {
   line << "  " << without_time_suffix(run.run_name.str());
   std::string text = line.str();
   if (text.size() > kWidth - 1) text = text.substr(0, kWidth - 4) + "...";
-  progress_ << "\r\033[K" << text << std::flush;
+  if (style_ == Progress::redrawn)
+    progress_ << "\r\033[K" << text << std::flush;
+  else
+    progress_ << text << std::endl;  // a log reads a line each
 }
 
 void ConsoleReporter::Finalize() {
-  if (show_progress_ && finished_runs_ > 0) progress_ << "\r\033[K" << std::flush;
+  if (style_ == Progress::redrawn && finished_runs_ > 0) progress_ << "\r\033[K" << std::flush;
   print_table();
 }
 

@@ -22,9 +22,10 @@ namespace condbench {
 
 class ConsoleReporter final : public benchmark::BenchmarkReporter {
  public:
-  // expected_runs: repetitions to come in all (benchmarks x repetitions), for the progress line;
-  // progress: whether to draw it.
-  ConsoleReporter(std::ostream& table, std::ostream& progress, size_t expected_runs, bool show_progress);
+  // The progress line: none, drawn over itself (a terminal), or a line each (--progress into a log).
+  enum class Progress { none, redrawn, lines };
+  // expected_runs: repetitions to come in all (benchmarks x repetitions), for the progress line.
+  ConsoleReporter(std::ostream& table, std::ostream& progress, size_t expected_runs, Progress style);
 
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
@@ -46,7 +47,7 @@ class ConsoleReporter final : public benchmark::BenchmarkReporter {
   std::ostream& table_;
   std::ostream& progress_;
   size_t expected_runs_;
-  bool show_progress_;
+  Progress style_;
   size_t finished_runs_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::map<std::string, Row> rows_;                 // by benchmark name (without /real_time)

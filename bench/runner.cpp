@@ -243,8 +243,11 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
   CsvDisplay csv;
   benchmark::BenchmarkReporter* display = nullptr;
   if (runs && flags.format == "console") {
-    const bool progress = options.progress || isatty(STDERR_FILENO);
-    if (progress) announce(std::cerr, selected, flags.repetitions, flags.min_time);
+    using Progress = ConsoleReporter::Progress;
+    const Progress progress = isatty(STDERR_FILENO) ? Progress::redrawn
+                              : options.progress    ? Progress::lines
+                                                    : Progress::none;
+    if (progress != Progress::none) announce(std::cerr, selected, flags.repetitions, flags.min_time);
     table = std::make_unique<ConsoleReporter>(
         std::cout, std::cerr, selected * static_cast<size_t>(std::max(1L, std::atol(flags.repetitions.c_str()))),
         progress);

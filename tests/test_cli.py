@@ -923,6 +923,9 @@ class Console(unittest.TestCase):
         self.assertEqual(lines[0], "condbench: 1 benchmark x 2 repetitions of at least 0.01 s each: at least 0 s")
         self.assertIn("[1/2]", result.stderr)
         self.assertIn("[2/2]", result.stderr)
+        # not a terminal: a line each, as a log reads them, with no terminal's control characters
+        self.assertRegex(result.stderr, r"(^|\n)\[1/2\] .*\n\[2/2\] ")
+        self.assertNotIn("\r", result.stderr)
         self.assertIn("left  early_exit/cpu/torch/eager_host/exit:1", result.stderr)
 
     def test_progress_counts_repetitions_it_is_not_shown(self):
