@@ -412,7 +412,13 @@ RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<s
     for (const ModelSelection& m : options.models) deepest = std::max(deepest, m.config.blocks);
     for (const auto& models : options.token_models) deepest = std::max(deepest, models->deepest());
     for (const std::string& text : cli::split_list("--scenario", flags.at("--scenario"))) {
-      const Scenario scenario = Scenario::parse(text);
+      const Scenario scenario = [&] {
+        try {
+          return Scenario::parse(text);
+        } catch (const Error& e) {
+          fail("--scenario: " + one_line(e));  // led by the flag, as every flag's error
+        }
+      }();
       if (!scenario.fits(deepest))
         fail("--scenario: " + text + " needs a model of at least " + std::to_string(scenario.forced_exit()) +
              " exits (the deepest given has " + std::to_string(deepest + 1) + ")");  // exits, the final one too

@@ -240,7 +240,7 @@ class BadFlags(unittest.TestCase):
             (["--device=gpu"], "--device"),
             (["--strategy=warp_drive"], "--strategy"),
             (["--scenario=exit:9"], "exit:9"),
-            (["--scenario=mix:sideways"], "mix:sideways"),
+            (["--scenario=mix:sideways"], "--scenario: scenario 'mix:sideways': unknown mix"),
             (["--batch=0"], "--batch"),
             (["--batch=abc"], "--batch"),
             (["--batch=1,,2"], "--batch"),
