@@ -202,6 +202,19 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
       "Then a verdict per question: FASTER ≥N×, SAME or ?, with marks (\"Reading the verdicts\", below). Median "
       "µs [interval of the median] " +
       per + "; every row leaves at exit 1, at the full depth, or as the uniform mix.");
+  // a ? that no interval could have decided: say so once, and what decides it
+  size_t verdicts = 0, unbounded = 0;
+  for (const Group& g : in.groups)
+    for (const AnswerPair& p : answer_pairs(g)) {
+      ++verdicts;
+      unbounded += judge(*g.cell(p.a, p.scenario), *g.cell(p.b, p.scenario)).ratio.bounded() ? 0 : 1;
+    }
+  if (unbounded > 0)
+    doc.paragraph(std::to_string(unbounded) + " of the " + std::to_string(verdicts) +
+                  " verdicts are ? because their cells have too few repetitions for a " +
+                  number(100 * kRatioConfidence) + "%" +
+                  " interval of their ratio (5 repetitions of each suffice; condbench runs 10 unless "
+                  "--benchmark_repetitions says otherwise).");
   correctness_notes(in, doc);
   bool any = false;
   std::string machine;

@@ -617,6 +617,25 @@ class ReferenceVerdicts(unittest.TestCase):
                 elif e["standing"] == "same":
                     self.assertTrue(status.startswith("SAME"), status)
 
+class FewRepetitions(unittest.TestCase):
+    def test_the_answer_says_when_its_verdicts_had_too_few_repetitions_to_decide(self):
+        # the reference run's batch-1 hidden-64 cells, their first 3 repetitions: no 99% interval at all
+        results = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
+        with open(os.path.join(results, "cpu-2026-12-05.json")) as f:
+            data = json.load(f)
+        data["benchmarks"] = [b for b in data["benchmarks"] if b["run_type"] == "iteration" and
+                              b["repetition_index"] < 3 and "/batch:1/hidden:64/" in b["name"]]
+        with tempfile.TemporaryDirectory() as d:
+            path, out = os.path.join(d, "few.json"), os.path.join(d, "report")
+            with open(path, "w") as f:
+                json.dump(data, f)
+            self.assertEqual(run("--out", out, path).returncode, 0)
+            with open(os.path.join(out, "report.md")) as f:
+                md = f.read()
+        self.assertRegex(md, r"\n(\d+) of the \1 verdicts are \? because their cells have too few repetitions for a "
+                             r"99% interval of their ratio \(5 repetitions of each suffice")
+
+
 class Schemas(unittest.TestCase):
     """Schema 2 keys every strategy's summary "strategy:<device>/<engine>/<name>", a decoder's with
     " per token"; schema 1 kept the decoder's apart ("decoder strategy:..."). The committed decoder
