@@ -21,6 +21,7 @@ condbench's file given by --against), until each is decided or the time is spent
 # This module is the command; condbench.rounds times, condbench.peer_result writes the file and
 # condbench.answer_budget spends the budget.
 import argparse
+import logging
 import os
 import random
 import sys
@@ -170,6 +171,10 @@ def main() -> None:
     if twice := first_repeat(given):
         fail(f"{twice}: given twice")
     args = parser.parse_args()
+    # libraries' warnings that say nothing of this run: ONNX's pass over ort_if's graph, and Inductor's
+    # note on a machine without CUDA that it has no CUDA runtime
+    for library in ("onnx_ir", "torch.utils.cpp_extension"):
+        logging.getLogger(library).setLevel(logging.ERROR)
     if args.device == "cuda" and not torch.cuda.is_available():
         fail("--device=cuda: no CUDA device here")
     # condbench's ranges (--benchmark_repetitions, --benchmark_min_time, --threads)
