@@ -213,6 +213,20 @@ std::vector<std::string> register_benchmarks(const RunnerOptions& options, const
   // checks them): a model file whose confidence() leaves (0, 1] there is bad input, one line and
   // exit 2, not an error in each of its benchmarks.
   if (!flags.list_tests) {
+    // Skipped is no failure (docs/running.md), but a run whose every case is skipped should say so
+    // before its primitives take their time, not only in the skip lines at the end.
+    size_t selected = cases.size(), skipped = 0;
+    std::string first;
+    for (const BenchmarkCase& c : cases)
+      if (const Unsupported why = why_skipped(c); why && skipped++ == 0) first = c.strategy->key() + ": " + *why;
+    for (const auto& models : options.token_models) {
+      selected += models->case_names(options).size();
+      for (const UnsupportedCase& c : models->unsupported(options))
+        if (skipped++ == 0) first = c.strategy + ": " + c.why;
+    }
+    if (selected > 0 && skipped == selected)
+      std::cerr << "condbench: every case the flags select will be skipped (" << first
+                << "); --list says what runs here\n";
     std::set<std::string> checked;
     for (const BenchmarkCase& c : cases)
       if (!why_skipped(c) && checked.insert(c.source.key()).second) shared_workload(c.source, 1);

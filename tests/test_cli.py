@@ -913,6 +913,8 @@ class Console(unittest.TestCase):
         self.assertRegex(result.stdout, r"(^|\n)skipped  early_exit/cpu/aoti/cond/exit:1/batch:2/hidden:16/blocks:3: "
                                         r"torch\.cond branches on one boolean")
         self.assertNotIn("skipped: ", result.stdout)
+        # said before the run too, when it is every case the flags select
+        self.assertIn("condbench: every case the flags select will be skipped (cpu/aoti/cond: torch.cond", result.stderr)
 
     def test_progress_counts_the_repetitions_and_states_the_least_time_first(self):
         result = run(CONDBENCH, *self.BASE, "--strategy=fused,eager_host", "--hidden=16", "--batch=1",
