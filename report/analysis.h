@@ -339,8 +339,8 @@ std::map<std::string, CpuLimits> cpu_limits(const std::vector<ResultFile>& files
 // The least time an inference can take on one core, from what it did (its counters) and the
 // machine's limits: the weights cannot come in faster than the read rate, the multiply-adds cannot
 // go faster than the FMA peak, and each LibTorch operator call (the launches of the torch engine,
-// and of the aoti engine: a package's calls of ATen kernels) costs at least torch_op. memory and compute overlap at best, so the floor is the larger plus
-// the calls.
+// and of the aoti engine: a package's calls of ATen kernels) costs at least torch_op. memory and
+// compute overlap at best, so the floor is the larger plus the calls.
 struct Floor {
   double us = 0, memory_us = 0, compute_us = 0, calls_us = 0;
   const char* bound() const;  // "memory", "compute" or "calls": the largest part
