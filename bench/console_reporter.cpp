@@ -259,13 +259,14 @@ void ConsoleReporter::print_table() {
            << " (docs/design.md §4; every counter is in the JSON: --benchmark_out)\n";
   else if (!blocks.empty())
     table_ << "\nmedian wall time per iteration; cv across repetitions\n";
-  // the runner's message leads with its word (case_runner.cpp: "skipped: ...", "error: ..."), the line's status
+  // the line's status, once: skipped where the message says so ("skipped: ...", which is no failure:
+  // RunRecord::failures), else an error ("error: ..." or any other message)
   for (const auto& [name, message] : skipped_) {
-    const bool error = message.rfind("error: ", 0) == 0, skipped = message.rfind("skipped: ", 0) == 0;
-    table_ << (error ? "error    " : "skipped  ") << name << ": "
-           << message.substr(error     ? 7
-                             : skipped ? 9
-                                       : 0)
+    const bool skipped = message.rfind("skipped: ", 0) == 0, error = message.rfind("error: ", 0) == 0;
+    table_ << (skipped ? "skipped  " : "error    ") << name << ": "
+           << message.substr(skipped ? 9
+                             : error ? 7
+                                     : 0)
            << "\n";
   }
   table_ << std::flush;

@@ -143,7 +143,7 @@ std::string add(const char* name, Body body) {
                                  try {
                                    body(state);
                                  } catch (const std::exception& e) {
-                                   state.SkipWithError(e.what());
+                                   state.SkipWithError((std::string("error: ") + e.what()).c_str());
                                  }
                                })
       ->UseRealTime()
