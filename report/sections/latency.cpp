@@ -132,7 +132,7 @@ void where_the_time_goes(const ReportInput& in, Charts& out, Document& doc) {
     legend.insert(legend.end(),
                   {"floor (µs): the least one core takes for it, from this run's CPU primitives: the larger of "
                    "bytes_read at the read bandwidth (of the largest buffer no larger) and flops_executed at "
-                   "fma_peak, plus launches × torch_op (torch)",
+                   "fma_peak, plus launches × torch_op (torch, aoti: ATen calls)",
                    "bound: which of the three dominates; × floor: the median over the floor (1× is the machine's "
                    "limit; more threads than one can go below it)"});
   doc.bullets(legend);
