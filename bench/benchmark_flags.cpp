@@ -51,6 +51,28 @@ std::string seconds(const std::string& flag, std::string value, bool positive) {
   return value;
 }
 
+// Google Benchmark 1.7.1's flags (its benchmark.cc), --benchmark_out and its format taken before.
+bool google_flag(const std::string& flag) {
+  static const std::set<std::string> known = {"--benchmark_list_tests",
+                                              "--benchmark_filter",
+                                              "--benchmark_min_time",
+                                              "--benchmark_min_warmup_time",
+                                              "--benchmark_repetitions",
+                                              "--benchmark_enable_random_interleaving",
+                                              "--benchmark_report_aggregates_only",
+                                              "--benchmark_display_aggregates_only",
+                                              "--benchmark_format",
+                                              "--benchmark_out_format",
+                                              "--benchmark_out",
+                                              "--benchmark_color",
+                                              "--benchmark_counters_tabular",
+                                              "--benchmark_perf_counters",
+                                              "--benchmark_context",
+                                              "--benchmark_time_unit",
+                                              "--v"};
+  return known.count(flag) > 0;
+}
+
 // One --benchmark_ argument checked; returns it as Google Benchmark is to read it.
 std::string checked(const std::string& arg) {
   const size_t eq = arg.find('=');
@@ -119,20 +141,24 @@ std::optional<std::string> take_flag(int& argc, char** argv, const char* name, i
   return value;
 }
 
+void refuse_unknown_flags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (!google_flag(arg.substr(0, arg.find('='))))
+      fail(printable(arg) + ": not a flag of condbench or of Google Benchmark (--help lists them)");
+  }
+}
+
 BenchmarkFlags read_benchmark_flags(int argc, char** argv, bool in_order) {
+  refuse_unknown_flags(argc, argv);
   BenchmarkFlags f;
   std::vector<std::string> given;
   std::set<std::string> seen;  // a flag given twice is refused (docs/input.md), Google Benchmark's too
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool google = arg.rfind("--benchmark_", 0) == 0 || names(arg, "--v");
-    // what condbench's parser did not take and is none of Google Benchmark's: refused in every mode
-    // (--list and --export-workload too, which never reach Google Benchmark's own check)
-    if (!google) fail(printable(arg) + ": not a flag of condbench or of Google Benchmark (--help lists them)");
-    if (names(arg, "--v")) cli::parse_int("--v", arg.size() > 4 ? arg.substr(4) : "", 0, 1000);  // the log's verbosity
-    given.push_back(arg.rfind("--benchmark_", 0) == 0 ? checked(arg) : arg);
-    if (google && !seen.insert(arg.substr(0, arg.find('='))).second)
-      fail(printable(arg.substr(0, arg.find('='))) + ": given twice");
+    const std::string arg = argv[i], flag = arg.substr(0, arg.find('='));
+    if (flag == "--v") cli::parse_int("--v", arg.size() > 4 ? arg.substr(4) : "", 0, 1000);  // the log's verbosity
+    given.push_back(flag == "--v" ? arg : checked(arg));
+    if (!seen.insert(flag).second) fail(printable(flag) + ": given twice");
   }
   if (const auto context = last(given, "--benchmark_context")) {
     std::istringstream entries(*context);

@@ -38,6 +38,10 @@ struct BenchmarkFlags {
   bool initialize() const;
 };
 
+// Throws condbench::Error for an argument left in argv (condbench's own flags taken out) that is
+// none of Google Benchmark's: a typo is refused in every mode, before anything is compiled or run.
+void refuse_unknown_flags(int argc, char** argv);
+
 // Checks and reads Google Benchmark's flags from argv (condbench's own taken out already); throws
 // condbench::Error for a bad value. `in_order`: condbench's --in-order.
 BenchmarkFlags read_benchmark_flags(int argc, char** argv, bool in_order);

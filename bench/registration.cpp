@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "benchmark_flags.h"
 #include "cli.h"
 #include "condbench/decoder/config.h"
 #include "condbench/error.h"
@@ -259,6 +260,7 @@ std::vector<InputPath> runner_inputs(const RunnerOptions& options) {
 
 RunnerOptions parse_runner_options(int& argc, char** argv, const std::optional<std::string>& benchmark_out) {
   const auto flags = cli::take_flags(argc, argv, flag_names(false), flag_names(true));
+  refuse_unknown_flags(argc, argv);  // before a model file's compile, which takes minutes
   auto given = [&](const std::string& name) { return flags.count(name) > 0; };
   RunnerOptions options;
   options.full = given("--full");
