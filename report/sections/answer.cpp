@@ -202,18 +202,22 @@ void the_answer(const ReportInput& in, Charts& out, Document& doc) {
       "Then a verdict per question: FASTER ≥N×, SAME or ?, with marks (\"Reading the verdicts\", below). Median "
       "µs [interval of the median] " +
       per + "; every row leaves at exit 1, at the full depth, or as the uniform mix.");
-  // a ? that no interval could have decided: say so once, and what decides it
+  // a ? that no interval could have decided (its times were valid): say so once, and what decides it
   size_t verdicts = 0, unbounded = 0;
+  double confidence = 0;  // the highest asked for (an answer budget's later looks ask more)
   for (const Group& g : in.groups)
     for (const AnswerPair& p : answer_pairs(g)) {
       ++verdicts;
-      unbounded += judge(*g.cell(p.a, p.scenario), *g.cell(p.b, p.scenario)).ratio.bounded() ? 0 : 1;
+      const Judgement j = judge(*g.cell(p.a, p.scenario), *g.cell(p.b, p.scenario));
+      if (j.ratio.valid && !j.ratio.bounded()) {
+        ++unbounded;
+        confidence = std::max(confidence, j.confidence);
+      }
     }
   if (unbounded > 0)
     doc.paragraph(std::to_string(unbounded) + " of the " + std::to_string(verdicts) +
-                  " verdicts are ? because their cells have too few repetitions for a " +
-                  number(100 * kRatioConfidence) + "%" +
-                  " interval of their ratio (5 repetitions of each suffice; condbench runs 10 unless "
+                  " verdicts are ? because their cells have too few repetitions for a " + number(100 * confidence) +
+                  "% interval of their ratio (at 99%, 5 repetitions of each suffice; condbench runs 10 unless "
                   "--benchmark_repetitions says otherwise).");
   correctness_notes(in, doc);
   bool any = false;

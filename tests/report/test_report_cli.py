@@ -633,7 +633,7 @@ class FewRepetitions(unittest.TestCase):
             with open(os.path.join(out, "report.md")) as f:
                 md = f.read()
         self.assertRegex(md, r"\n(\d+) of the \1 verdicts are \? because their cells have too few repetitions for a "
-                             r"99% interval of their ratio \(5 repetitions of each suffice")
+                             r"99% interval of their ratio \(at 99%, 5 repetitions of each suffice")
 
 
 class Schemas(unittest.TestCase):
