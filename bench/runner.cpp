@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "analysis.h"
@@ -254,7 +255,7 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
   const nvtx::ScopedRange all(nvtx::Level::run, kAll);
   // condbench's own table and progress unless another format is asked for (console_reporter.h)
   std::unique_ptr<ConsoleReporter> table;
-  CsvDisplay csv;
+  std::optional<CsvDisplay> csv;
   benchmark::BenchmarkReporter* display = nullptr;
   if (runs && flags.format == "console") {
     using Progress = ConsoleReporter::Progress;
@@ -267,12 +268,12 @@ int run_benchmarks(const RunnerOptions& options, const BenchmarkFlags& flags, Be
         progress);
     display = table.get();
   } else if (flags.format == "csv") {
-    display = &csv;
+    display = &csv.emplace();
   } else {
     display = benchmark::CreateDefaultDisplayReporter();  // Google Benchmark's, which it keeps
   }
   RunRecord record(*display);
-  record.refresh_display_aggregates(table != nullptr);
+  record.refresh_display_aggregates(table || csv);  // the displays that print once, at the end
   record.aggregates_only(flags.display_aggregates_only, flags.report_aggregates_only);
   if (!options.checkpoint_out.empty()) record.checkpoint_to(options.checkpoint_out);
   const auto started = std::chrono::steady_clock::now();
