@@ -76,9 +76,9 @@ void print_usage(std::ostream& out) {
           << "=prompt=N for seeded prompts\n";
   out << "  --model-file: your model (docs/your-model.md): its Python file, compiled by "
          "python/condbench/model_file.py\n"
-         "  for the device (cached; --model-weights: a state_dict for it), or the folder that made; each strategy\n"
-         "  is first checked against the module's own forward on the folder's reference rows; --compile-timeout:\n"
-         "  the compile's limit in seconds (default 1800), its process group ended there\n"
+         "  for the device (cached; --model-weights: a state_dict for it), or the folder such a compile made;\n"
+         "  each strategy is first checked against the module's own forward on the folder's reference rows;\n"
+         "  --compile-timeout: the compile's limit in seconds (default 1800), its process group ended there\n"
          "  --input: the rows (torch.save); a model file of several inputs takes one file each, in the order\n"
          "  example_input() gives them (ids.pt,mask.pt), or them packed into one row as condbench carries them\n";
 }
