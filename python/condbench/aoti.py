@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, NoReturn, cast
 from .errors import first_line
 from .inductor import (CHECK_ROWS, MODULES, Check, Exported, build, cache_root, compile_side_by_side, step_program,
                        whole_model_programs)
-from .regular_file import open_regular
+from .regular_file import open_regular, workload_folders
 from .results import write as write_json
 from .rules import COMPILE_CHECK, RULES, broken_relation, broken_size, module_floats, over_memory_budget
 
@@ -139,29 +139,28 @@ def workload_configs(root: str) -> list[tuple[dict[str, Any], str]]:
     compile): skipped here."""
     configs: list[tuple[dict[str, Any], str]] = []
     model_files = 0
-    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        meta = os.path.join(root, name, "workload.json")
-        if os.path.lexists(meta):
-            try:
-                with open_regular(meta, "r") as f:
-                    workload = json.load(f)
-            except (OSError, ValueError) as e:
-                fail(f"{meta}: not a workload condbench --export-workload wrote ({type(e).__name__})")
-            try:
-                if "model_file" in workload:
-                    model_files += 1  # compiled elsewhere
-                    continue
-                if workload["config"].get("family") == DECODER:  # its sizes in condbench's order
-                    config = {"family": DECODER, **{k: workload["config"][k] for k in DECODER_SIZES}}
-                    found = (config, workload.get("step_tag") or config_key(config))  # (older exports: none)
-                else:
-                    found = (workload["config"], workload.get("tag") or config_key(workload["config"]))
-                refused = unbuildable(found[0])
-            except (KeyError, TypeError, AttributeError) as e:
-                refused = f"not a workload condbench --export-workload wrote ({type(e).__name__}: {e})"
-            if refused:
-                fail(f"{meta}: {refused}")
-            configs.append(found)
+    for folder in workload_folders(root):
+        meta = os.path.join(folder, "workload.json")
+        try:
+            with open_regular(meta, "r") as f:
+                workload = json.load(f)
+        except (OSError, ValueError) as e:
+            fail(f"{meta}: not a workload condbench --export-workload wrote ({type(e).__name__})")
+        try:
+            if "model_file" in workload:
+                model_files += 1  # compiled elsewhere
+                continue
+            if workload["config"].get("family") == DECODER:  # its sizes in condbench's order
+                config = {"family": DECODER, **{k: workload["config"][k] for k in DECODER_SIZES}}
+                found = (config, workload.get("step_tag") or config_key(config))  # (older exports: none)
+            else:
+                found = (workload["config"], workload.get("tag") or config_key(workload["config"]))
+            refused = unbuildable(found[0])
+        except (KeyError, TypeError, AttributeError) as e:
+            refused = f"not a workload condbench --export-workload wrote ({type(e).__name__}: {e})"
+        if refused:
+            fail(f"{meta}: {refused}")
+        configs.append(found)
     if not configs and not model_files:
         fail(f"{root}: no exported workload (condbench --export-workload={root} writes one)")
     return configs

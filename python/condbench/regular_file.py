@@ -54,3 +54,12 @@ def require_regular(path: str) -> None:
         return
     if not stat.S_ISREG(mode):
         raise NotRegularFile(f"{path}: not a regular file ({kind(mode)}): give a file")
+
+
+def workload_folders(root: str) -> list[str]:
+    """The model folders of an exported workload (condbench --export-workload=ROOT writes one per model,
+    each holding a workload.json), or ROOT alone where it is one of them (the folder the export prints)."""
+    if os.path.lexists(os.path.join(root, "workload.json")):
+        return [root]
+    names = sorted(os.listdir(root)) if os.path.isdir(root) else []
+    return [os.path.join(root, name) for name in names if os.path.lexists(os.path.join(root, name, "workload.json"))]

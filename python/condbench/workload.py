@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import decoder
 from .families import build_model
-from .regular_file import NotRegularFile, open_regular, require_regular
+from .regular_file import NotRegularFile, open_regular, require_regular, workload_folders
 from .rules import CONFIG_SIZES, MEMORY_BUDGET, broken_relation, broken_size, module_floats, over_memory_budget
 
 DECODER = "decoder"
@@ -58,15 +58,9 @@ def load(root: str) -> List[Workload]:
     """Every model condbench exported under `root`, or the one model `root` is (the folder
     --export-workload prints), each checked before anything is built from it (problem): a file cut
     short or not condbench's raises WorkloadError, one line."""
-    if os.path.lexists(os.path.join(root, "workload.json")):
-        dirs = [root]
-    else:
-        dirs = [os.path.join(root, d) for d in sorted(os.listdir(root))] if os.path.isdir(root) else []
     found = []
-    for d in dirs:
+    for d in workload_folders(root):
         path = os.path.join(d, "workload.json")
-        if not os.path.lexists(path):
-            continue
         try:
             with open_regular(path, "r") as f:
                 meta = json.load(f)

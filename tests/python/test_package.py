@@ -438,6 +438,9 @@ class Bounded(unittest.TestCase):
             json.dump(meta, f)
         [w] = workload.load(self.dir.name)
         self.assertEqual([one.directory for one in workload.load(model)], [w.directory])  # the folder printed
+        from condbench import aoti  # the compiler reads the same folders (regular_file.workload_folders)
+        self.assertEqual(aoti.workload_configs(model), aoti.workload_configs(self.dir.name))
+        self.assertEqual(len(aoti.workload_configs(model)), 1)
         self.assertEqual((w.family, w.decodes, w.model_file, w.agreement), ("mlp", False, None, None))
         self.assertEqual(w.name_axes, (("hidden", "64"), ("blocks", "3")))
         self.assertEqual(w.thresholds, {"exit:1": (0.0, 1.0, 1.0)})
