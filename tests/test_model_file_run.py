@@ -593,7 +593,8 @@ class ModelFileRun(unittest.TestCase):
         for given, message in [(os.path.join(self.dir.name, "absent"), "no manifest.json")]:
             for tool in (INFER, CONDBENCH):
                 with self.subTest(tool=os.path.basename(tool), given=given):
-                    result = run(tool, f"--model-file={given}", "--thresholds=0.5,0.5,0.5")
+                    thresholds = ("--thresholds=0.5,0.5,0.5",) if tool == INFER else ()  # condbench-infer's flag
+                    result = run(tool, f"--model-file={given}", *thresholds)
                     self.assertEqual(result.returncode, 2, result.stderr)
                     self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
                     self.assertIn(message, result.stderr)
