@@ -464,6 +464,16 @@ std::vector<BenchmarkCase> select_cases(const RunnerOptions& options) {
   return cases;
 }
 
+std::vector<UnsupportedCase> unsupported_cases(const RunnerOptions& options) {
+  std::vector<UnsupportedCase> out;
+  for (const BenchmarkCase& c : select_cases(options))
+    if (const Unsupported why = c.strategy->unsupported(c.config, c.batch))
+      out.push_back({c.strategy->key(), c.config.describe_named(), c.batch, *why});
+  for (const auto& models : options.token_models)
+    for (UnsupportedCase& c : models->unsupported(options)) out.push_back(std::move(c));
+  return out;
+}
+
 void print_strategies(const RunnerOptions& options, std::ostream& out) {
   constexpr size_t kKeyWidth = 30;
   const std::string indent(kKeyWidth, ' ');
@@ -486,14 +496,8 @@ void print_strategies(const RunnerOptions& options, std::ostream& out) {
     for (const auto& entry : StrategyRegistry::instance().all())
       if (models->owns(*entry)) print(entry.get());
   }
-  std::vector<UnsupportedCase> skipped;
-  for (const BenchmarkCase& c : select_cases(options))
-    if (const Unsupported why = c.strategy->unsupported(c.config, c.batch))
-      skipped.push_back({c.strategy->key(), c.config.describe_named(), c.batch, *why});
-  for (const auto& models : options.token_models)
-    for (UnsupportedCase& c : models->unsupported(options)) skipped.push_back(std::move(c));
   std::set<std::string> said;
-  for (const UnsupportedCase& c : skipped) {
+  for (const UnsupportedCase& c : unsupported_cases(options)) {
     const std::string line = "  " + c.strategy + " at " + c.model + ", batch " + std::to_string(c.batch) + ": " + c.why;
     if (!said.insert(line).second) continue;
     if (said.size() == 1) out << "\nCases the flags select that a strategy cannot run (skipped, with this reason):\n";

@@ -34,6 +34,10 @@ void require_devices_present(const RunnerOptions& options);
 // Every (device, engine, strategy) x model x batch x scenario the options select, in run order.
 std::vector<BenchmarkCase> select_cases(const RunnerOptions& options);
 
+// Those of them, and of the token families' cases, that their strategy declares it cannot run (a
+// run skips them), in order: --list prints them, a run whose every case is one says so first.
+std::vector<UnsupportedCase> unsupported_cases(const RunnerOptions& options);
+
 void register_cases(const std::vector<BenchmarkCase>& cases);
 
 // --list: every registered strategy (device/engine/name) with what it declares, then, for the

@@ -216,18 +216,13 @@ std::vector<std::string> register_benchmarks(const RunnerOptions& options, const
   if (!flags.list_tests) {
     // Skipped is no failure (docs/running.md), but a run whose every case is skipped should say so
     // before its primitives take their time, not only in the skip lines at the end.
-    size_t selected = cases.size(), skipped = 0;
-    std::string first;
-    for (const BenchmarkCase& c : cases)
-      if (const Unsupported why = why_skipped(c); why && skipped++ == 0) first = c.strategy->key() + ": " + *why;
-    for (const auto& models : options.token_models) {
-      selected += models->case_names(options).size();
-      for (const UnsupportedCase& c : models->unsupported(options))
-        if (skipped++ == 0) first = c.strategy + ": " + c.why;
-    }
-    if (selected > 0 && skipped == selected)
-      std::cerr << "condbench: every case the flags select will be skipped (" << first
-                << "); --list says what runs here\n";
+    // (A device this machine lacks was refused before: require_devices_present.)
+    size_t selected = cases.size();
+    for (const auto& models : options.token_models) selected += models->case_names(options).size();
+    if (const std::vector<UnsupportedCase> skipped = unsupported_cases(options);
+        selected > 0 && skipped.size() == selected)
+      std::cerr << "condbench: every case the flags select will be skipped (" << skipped.front().strategy << ": "
+                << skipped.front().why << "); --list says what runs here\n";
     std::set<std::string> checked;
     for (const BenchmarkCase& c : cases)
       if (!why_skipped(c) && checked.insert(c.source.key()).second) shared_workload(c.source, 1);

@@ -19,7 +19,7 @@ namespace condbench {
 struct RunnerOptions;
 struct StrategyEntry;
 
-// A selected case that its strategy declares it cannot run, for --list: "cpu/aoti/cond at d_model=..,
+// A selected case that its strategy declares it cannot run (unsupported_cases): "cpu/aoti/cond at d_model=..,
 // batch 8: why".
 struct UnsupportedCase {
   std::string strategy;  // its key
